@@ -1,0 +1,204 @@
+// The wiring in activate(): trust, restarts, settings pushes, status and commands.
+import * as assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import { activate, deactivate, RESTART_DEBOUNCE_MS } from '../src/extension';
+import { fakeContext, installPythonExtension, resetStubs, settle } from './helpers';
+import { clients, LanguageClient } from './stubs/languageclient';
+import { LanguageStatusSeverity, stub, Uri, window, workspace } from './stubs/vscode';
+
+let context: ReturnType<typeof fakeContext>;
+
+async function start(): Promise<void> {
+  context = fakeContext();
+  await activate(context as never);
+}
+
+const last = () => clients[clients.length - 1];
+const running = () => clients.filter((client) => client.isRunning());
+
+describe('workspace trust', () => {
+  beforeEach(resetStubs);
+  afterEach(async () => {
+    await deactivate();
+    context.disposeAll();
+  });
+
+  test('a trusted workspace starts the server with trusted: true', async () => {
+    await start();
+    assert.equal(clients.length, 1);
+    assert.equal(last().clientOptions.initializationOptions.trusted, true);
+  });
+
+  test('Restricted Mode starts the server with trusted: false', async () => {
+    workspace.isTrusted = false;
+    await start();
+    assert.equal(clients.length, 1);
+    assert.equal(last().clientOptions.initializationOptions.trusted, false);
+    assert.ok(last().isRunning(), 'static lints still run');
+  });
+
+  test('granting trust restarts the server in full mode', async () => {
+    workspace.isTrusted = false;
+    await start();
+    const restricted = last();
+    workspace.isTrusted = true;
+    stub.grantTrust.fire();
+    await settle(10);
+    assert.equal(clients.length, 2);
+    assert.ok(restricted.disposed);
+    assert.equal(last().clientOptions.initializationOptions.trusted, true);
+    assert.deepEqual(running(), [last()]);
+  });
+});
+
+describe('server start and restart', () => {
+  beforeEach(resetStubs);
+  afterEach(async () => {
+    await deactivate();
+    context.disposeAll();
+  });
+
+  test('the server runs as <python> -m compile_lens over stdio, with settings', async () => {
+    stub.config['compileLens.interpreter'] = ['/venv/bin/python'];
+    await start();
+    const { serverOptions, clientOptions } = last();
+    assert.equal(serverOptions.command, '/venv/bin/python');
+    assert.deepEqual(serverOptions.args, ['-m', 'compile_lens']);
+    assert.equal(serverOptions.transport, undefined);
+    assert.equal(serverOptions.options.env.PYTHONSAFEPATH, '1');
+    assert.equal(clientOptions.initializationOptions.settings['worker.timeoutSeconds'], 60);
+    assert.equal(clientOptions.outputChannel.name, 'Compile Lens');
+  });
+
+  test('an interpreter change restarts only when the command really changed', async () => {
+    stub.config['compileLens.interpreter'] = ['/a/python'];
+    await start();
+    stub.changeConfig({ 'compileLens.interpreter': ['/a/python'] });
+    await settle(RESTART_DEBOUNCE_MS + 100);
+    assert.equal(clients.length, 1, 'same command: no restart');
+
+    stub.changeConfig({ 'compileLens.interpreter': ['/b/python'] });
+    stub.changeConfig({ 'compileLens.interpreter': ['/c/python'] });
+    await settle(RESTART_DEBOUNCE_MS + 100);
+    assert.equal(clients.length, 2, 'debounced: one restart for a burst');
+    assert.equal(last().serverOptions.command, '/c/python');
+    assert.deepEqual(running(), [last()]);
+  });
+
+  test('a new Python extension interpreter restarts the server', async () => {
+    const python = installPythonExtension('/envs/one/bin/python');
+    await start();
+    assert.equal(last().serverOptions.command, '/envs/one/bin/python');
+    python.select('/envs/two/bin/python');
+    await settle(RESTART_DEBOUNCE_MS + 100);
+    assert.equal(last().serverOptions.command, '/envs/two/bin/python');
+    assert.equal(running().length, 1);
+  });
+
+  test('other settings changes are pushed as one flat settings object', async () => {
+    await start();
+    stub.changeConfig({ 'compileLens.device': 'cpu' });
+    await settle(10);
+    assert.equal(clients.length, 1);
+    const sent = last().sent.filter((n) => n.method === 'workspace/didChangeConfiguration');
+    assert.equal(sent.length, 1);
+    const { settings } = sent[0].params as { settings: Record<string, unknown> };
+    assert.equal(settings.device, 'cpu');
+    assert.equal(settings['benchmark.mode'], 'default');
+  });
+
+  test('compileLens.restartServer always restarts', async () => {
+    await start();
+    await stub.registered.get('compileLens.restartServer')?.();
+    assert.equal(clients.length, 2);
+    assert.equal(running().length, 1);
+  });
+
+  test('server commands are left to the language client (no double registration)', async () => {
+    await start();
+    assert.ok(stub.registered.has('compileLens.showOutput'));
+    assert.ok(!stub.registered.has('compileLens.analyzeFile'));
+    assert.ok(!stub.registered.has('compileLens.clearCache'));
+  });
+
+  test('analyzeFile from the palette gets the active editor uri', async () => {
+    await start();
+    const uri = Uri.file('/work/project/net.py');
+    window.activeTextEditor = { document: { uri } };
+    const middleware = last().clientOptions.middleware;
+    const calls: unknown[][] = [];
+    await middleware.executeCommand('compileLens.analyzeFile', [], (_c: string, args: unknown[]) => {
+      calls.push(args);
+    });
+    assert.deepEqual(calls, [[uri.toString()]]);
+  });
+
+  test('a server that cannot start shows an error status', async () => {
+    LanguageClient.failNextStart = new Error('spawn python3 ENOENT');
+    await start();
+    const item = stub.statusItems[0];
+    assert.equal(item.severity, LanguageStatusSeverity.Error);
+    assert.match(item.text, /error/);
+  });
+});
+
+describe('status item', () => {
+  beforeEach(resetStubs);
+  afterEach(async () => {
+    await deactivate();
+    context.disposeAll();
+  });
+
+  test('compileLens/status notifications drive the language status item', async () => {
+    await start();
+    const item = stub.statusItems[0];
+    assert.equal(item.id, 'compileLens.status');
+    assert.deepEqual(item.selector, { language: 'python' });
+    last().emit('compileLens/status', {
+      state: 'tracing',
+      detail: 'Net',
+      torch: '2.13.0+cpu',
+      device: 'cpu',
+      interpreter: '/venv/bin/python',
+    });
+    assert.equal(item.text, 'Compile Lens: tracing Net');
+    assert.equal(item.detail, 'torch 2.13.0+cpu · cpu');
+    assert.equal(item.busy, true);
+    last().emit('compileLens/status', { state: 'idle', detail: '', torch: '2.13.0+cpu', device: 'cpu' });
+    assert.equal(item.text, 'Compile Lens: idle');
+    assert.equal(item.busy, false);
+    last().emit('compileLens/status', { state: 'error', detail: 'worker crashed' });
+    assert.equal(item.severity, LanguageStatusSeverity.Error);
+    assert.equal(item.detail, 'worker crashed');
+  });
+
+  test('no-torch shows one notification that offers another interpreter', async () => {
+    await start();
+    stub.nextChoice = 'Select Interpreter';
+    const params = { state: 'no-torch', detail: '', torch: null, device: null, interpreter: '/usr/bin/python3' };
+    last().emit('compileLens/status', params);
+    last().emit('compileLens/status', params);
+    await settle(10);
+    const errors = stub.messages.filter((m) => m.level === 'error');
+    assert.equal(errors.length, 1);
+    assert.equal(
+      errors[0].text,
+      'Compile Lens: the selected interpreter (/usr/bin/python3) has no torch. Pick an interpreter with PyTorch installed.',
+    );
+    assert.deepEqual(errors[0].items, ['Select Interpreter']);
+    // No Python extension: the button opens the setting.
+    assert.deepEqual(stub.executed.at(-1), {
+      command: 'workbench.action.openSettings',
+      args: ['compileLens.interpreter'],
+    });
+  });
+
+  test('with the Python extension, the button runs python.setInterpreter', async () => {
+    installPythonExtension('/usr/bin/python3');
+    await start();
+    stub.nextChoice = 'Select Interpreter';
+    last().emit('compileLens/status', { state: 'no-torch', interpreter: '/usr/bin/python3' });
+    await settle(10);
+    assert.equal(stub.executed.at(-1)?.command, 'python.setInterpreter');
+  });
+});

@@ -1,0 +1,55 @@
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, test } from 'node:test';
+import { parseServerLogLine, serverCommand } from '../src/server';
+
+describe('server command line', () => {
+  test('uses the bundled server and libs when the extension ships them', () => {
+    const ext = fs.mkdtempSync(path.join(os.tmpdir(), 'cl-ext-'));
+    fs.mkdirSync(path.join(ext, 'bundled', 'tool', 'compile_lens'), { recursive: true });
+    const cmd = serverCommand(['/venv/bin/python'], ext, { PATH: '/bin', PYTHONPATH: '/user' });
+    assert.equal(cmd.command, '/venv/bin/python');
+    assert.deepEqual(cmd.args, ['-m', 'compile_lens']);
+    assert.equal(
+      cmd.env.PYTHONPATH,
+      [path.join(ext, 'bundled', 'tool'), path.join(ext, 'bundled', 'libs'), '/user'].join(
+        path.delimiter,
+      ),
+    );
+    assert.equal(cmd.env.PYTHONSAFEPATH, '1');
+    assert.equal(cmd.env.PATH, '/bin');
+  });
+
+  test('falls back to the source checkout server/ folder', () => {
+    const ext = fs.mkdtempSync(path.join(os.tmpdir(), 'cl-ext-'));
+    const cmd = serverCommand(['python3', '-X', 'dev'], ext, {});
+    assert.deepEqual(cmd.args, ['-X', 'dev', '-m', 'compile_lens']);
+    assert.equal(cmd.env.PYTHONPATH, path.join(ext, 'server'));
+    assert.ok(!cmd.args.includes('--stdio'));
+  });
+});
+
+describe('server log levels', () => {
+  test('Python logging lines keep their level, lose their timestamp', () => {
+    assert.deepEqual(
+      parseServerLogLine('2026-12-02 14:22:27,103 WARNING compile_lens: worker slow'),
+      { level: 'warn', message: 'compile_lens: worker slow' },
+    );
+    assert.deepEqual(parseServerLogLine('INFO:compile_lens:started'), {
+      level: 'info',
+      message: 'compile_lens:started',
+    });
+    assert.equal(parseServerLogLine('2026-12-02 14:22:27,103 ERROR x: boom').level, 'error');
+    assert.equal(parseServerLogLine('2026-12-02 14:22:27,103 DEBUG x: y').level, 'debug');
+  });
+
+  test('lines without a level continue the previous one (tracebacks)', () => {
+    assert.deepEqual(parseServerLogLine('Traceback (most recent call last):', 'error'), {
+      level: 'error',
+      message: 'Traceback (most recent call last):',
+    });
+    assert.equal(parseServerLogLine('hello from a print()').level, 'info');
+  });
+});

@@ -1,0 +1,144 @@
+"""Time the static lints on a generated 5,000-line file of realistic PyTorch modules.
+
+The lints run in the language server on every keystroke, so the budget is 50 ms per run on a
+5,000-line file. Run: `PYTHONPATH=server .venv/bin/python scripts/bench_lints.py [--lines N]`.
+Prints the median (and spread) of 20 runs, and how many findings the file produced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
+
+from compile_lens.lints import lint_source  # noqa: E402
+
+HEADER = '''"""Generated benchmark file: many small models, helpers and training loops."""
+
+import logging
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+logger = logging.getLogger(__name__)
+
+'''
+
+# One block is ~50 lines: a helper, a module that calls it (some with the usual break patterns),
+# a subclass of it, and a small training loop that compiles the model and varies a scalar.
+BLOCK = '''
+def scale_{i}(x, factor=2.0):
+    """Scale and clamp, the kind of helper forward() calls."""
+    y = x * factor
+    if y.shape[0] > 1 and y.dim() == 2:
+        y = y.clamp(min=-{i}.0, max={i}.0)
+    return F.gelu(y)
+
+
+class Block{i}(nn.Module):
+    def __init__(self, hidden: int = 64, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, hidden * 4)
+        self.fc2 = nn.Linear(hidden * 4, hidden)
+        self.drop = nn.Dropout(dropout)
+        self.steps = 0
+
+    def extra_repr(self) -> str:
+        print("not compiled, not flagged")
+        return f"hidden={{self.fc1.in_features}}"
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.norm(x)
+        if mask is not None:
+            h = h.masked_fill(mask.unsqueeze(-1), 0.0)
+        h = scale_{i}(self.fc1(h))
+        h = self.drop(self.fc2(h))
+        if self.training and x.size(-1) == h.size(-1):
+            h = h + x
+        {maybe_break}
+        return torch.tanh(h) * math.sqrt(2.0)
+
+
+class Deep{i}(Block{i}):
+    def forward(self, x):
+        out = super().forward(x)
+        return out.flatten(1).softmax(dim=-1)
+
+
+def train_{i}(loader, epochs: int = 3):
+    model = Block{i}()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    compiled = torch.compile(model)
+    for epoch in range(epochs):
+        for step, (x, y) in enumerate(loader):
+            loss = F.mse_loss(compiled(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if step % 100 == 0:
+                logger.info("epoch %d step %d loss %.4f", epoch, step, loss.item())
+    return model
+'''
+
+BREAKS = [
+    'print("h", h.shape)',
+    "h = h / max(h.abs().max().item(), 1.0)",
+    "if h.sum() > 0:\n            h = -h",
+    "logger.debug('forward %s', tuple(h.shape))",
+    "h = h + torch.from_numpy(np.ones(h.shape, dtype=np.float32))",
+    "pass",
+    "pass",
+    "pass",
+]
+
+
+def generate(lines: int) -> str:
+    parts = [HEADER]
+    total = HEADER.count("\n")
+    i = 0
+    while total < lines:
+        block = BLOCK.format(i=i, maybe_break=BREAKS[i % len(BREAKS)])
+        parts.append(block)
+        total += block.count("\n")
+        i += 1
+    return "".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+
+    source = generate(args.lines)
+    n_lines = source.count("\n")
+    lint_source(source, "bench.py")  # warm up
+    times = []
+    findings = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        findings = lint_source(source, "bench.py") or []
+        times.append((time.perf_counter() - start) * 1000)
+    start = time.perf_counter()
+    import ast
+
+    for _ in range(5):
+        ast.parse(source)
+    parse_ms = (time.perf_counter() - start) * 1000 / 5
+    print(
+        f"lint_source on {n_lines} lines: median {statistics.median(times):.1f} ms "
+        f"(min {min(times):.1f}, max {max(times):.1f}, {args.runs} runs; "
+        f"ast.parse alone {parse_ms:.1f} ms); {len(findings)} findings"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,682 @@
+// End-to-end test of the packaged extension in a real VS Code workbench (code-server), driven
+// in Debian's chromium by playwright-core. Called by scripts/e2e/run.sh, which installs the tools
+// and builds the .vsix, and passes their paths in the environment (see `config` below).
+//
+// A scenario is one code-server (fresh user data and extensions dirs) and one browser; its steps
+// are named checks that run in order. A failed `required` step fails the rest of its scenario at
+// once instead of letting each wait run into its timeout. Later issues add steps (CodeLens, hover
+// card, code action) to the lists at the bottom.
+//
+// Prints `e2e: N passed, M failed` last; exits 1 on any failure. Screenshots and logs go to
+// build/e2e/.
+import { spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+
+function need(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`e2e: ${name} is not set (run scripts/e2e/run.sh)`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const config = {
+  node: need('E2E_NODE24'),
+  codeServer: need('E2E_CODE_SERVER'),
+  playwright: need('E2E_PLAYWRIGHT_DIR'),
+  vsix: need('E2E_VSIX'),
+  chromium: process.env.E2E_CHROMIUM || '/usr/bin/chromium',
+  workspace: path.resolve(root, process.env.E2E_WORKSPACE || 'examples'),
+  /** A file in the workspace whose diagnostics include a graph break (GB code). */
+  file: process.env.E2E_FILE || 'item_scale.py',
+  interpreter: path.resolve(root, process.env.E2E_INTERPRETER || '.venv/bin/python'),
+  out: path.resolve(root, process.env.E2E_OUT || 'build/e2e'),
+  /** Seconds to wait for the first graph-break diagnostic (worker start + torch import + trace). */
+  analysisTimeout: Number(process.env.E2E_ANALYSIS_TIMEOUT_S || 180) * 1000,
+  /** Seconds the whole run may take before it is stopped as failed. */
+  totalTimeout: Number(process.env.E2E_TIMEOUT_S || 600) * 1000,
+  /** Comma-separated scenario names to run (default: all). */
+  only: (process.env.E2E_ONLY || '').split(',').filter(Boolean),
+};
+
+const { chromium } = createRequire(import.meta.url)(config.playwright);
+
+// ---------------------------------------------------------------------------------------------
+// Processes: every one started here is remembered by PID and stopped on exit, whatever happens.
+
+const children = new Set();
+
+function killTree(child, signal) {
+  try {
+    process.kill(-child.pid, signal); // detached: the child leads its own process group
+  } catch {
+    try {
+      process.kill(child.pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function stopChild(child, graceMs = 5000) {
+  if (!children.has(child)) {
+    return;
+  }
+  children.delete(child);
+  if (child.exitCode !== null || child.signalCode !== null) {
+    killTree(child, 'SIGKILL'); // leftovers in its group
+    return;
+  }
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  killTree(child, 'SIGTERM');
+  const timer = setTimeout(() => killTree(child, 'SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+  killTree(child, 'SIGKILL');
+}
+
+function killAllNow() {
+  for (const child of children) {
+    killTree(child, 'SIGKILL');
+  }
+  children.clear();
+}
+
+process.on('exit', killAllNow);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    console.error(`e2e: ${signal}, stopping`);
+    killAllNow();
+    process.exit(130);
+  });
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms / 1000}s: ${what}`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+async function waitForHttp(url, ms) {
+  const deadline = Date.now() + ms;
+  let lastError;
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      if (response.ok) {
+        return;
+      }
+      lastError = new Error(`HTTP ${response.status}`);
+    } catch (err) {
+      lastError = err;
+    }
+    await sleep(250);
+  }
+  throw new Error(`${url} did not answer in ${ms / 1000}s: ${lastError}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One workbench: code-server with a fresh profile and the .vsix installed, and a browser on it.
+
+class Workbench {
+  constructor(name, { trust }) {
+    this.name = name;
+    this.trust = trust;
+    this.tmp = fs.mkdtempSync(path.join(os.tmpdir(), `compile-lens-e2e-${name}-`));
+    this.userData = path.join(this.tmp, 'user-data');
+    this.extensions = path.join(this.tmp, 'extensions');
+    this.env = {
+      ...process.env,
+      HOME: process.env.HOME || this.tmp,
+      XDG_CONFIG_HOME: path.join(this.tmp, 'xdg-config'),
+      XDG_DATA_HOME: path.join(this.tmp, 'xdg-data'),
+      XDG_CACHE_HOME: path.join(this.tmp, 'xdg-cache'),
+      XDG_STATE_HOME: path.join(this.tmp, 'xdg-state'),
+      PATH: `${path.dirname(config.node)}:${process.env.PATH}`,
+    };
+    delete this.env.VSCODE_IPC_HOOK_CLI;
+  }
+
+  writeSettings() {
+    const settings = {
+      'workbench.startupEditor': 'none',
+      'workbench.secondarySideBar.defaultVisibility': 'hidden',
+      'workbench.tips.enabled': false,
+      'workbench.welcomePage.walkthroughs.openOnInstall': false,
+      'workbench.enableExperiments': false,
+      'chat.disableAIFeatures': true,
+      'telemetry.telemetryLevel': 'off',
+      'update.mode': 'none',
+      'extensions.autoCheckUpdates': false,
+      'extensions.autoUpdate': false,
+      'extensions.ignoreRecommendations': true,
+      'editor.hover.delay': 200,
+      'editor.minimap.enabled': false,
+      'security.workspace.trust.startupPrompt': 'never',
+      'security.workspace.trust.emptyWindow': false,
+      'compileLens.interpreter': [config.interpreter],
+    };
+    const dir = path.join(this.userData, 'User');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(settings, null, 2));
+  }
+
+  codeServerArgs() {
+    return [
+      config.codeServer,
+      '--user-data-dir',
+      this.userData,
+      '--extensions-dir',
+      this.extensions,
+      '--disable-telemetry',
+      '--disable-update-check',
+      ...(this.trust ? [] : ['--disable-workspace-trust']),
+    ];
+  }
+
+  installExtension() {
+    const result = spawnSync(
+      config.node,
+      [...this.codeServerArgs(), '--install-extension', config.vsix, '--force'],
+      { env: this.env, encoding: 'utf8', timeout: 120_000 },
+    );
+    const output = `${result.stdout}${result.stderr}`;
+    if (result.status !== 0 || !/successfully installed/i.test(output)) {
+      throw new Error(`installing ${config.vsix} failed (${result.status}): ${output.slice(-2000)}`);
+    }
+  }
+
+  async start() {
+    this.writeSettings();
+    this.installExtension();
+    this.port = await freePort();
+    const log = fs.openSync(path.join(config.out, `code-server-${this.name}.log`), 'w');
+    this.server = spawn(
+      config.node,
+      [...this.codeServerArgs(), '--bind-addr', `127.0.0.1:${this.port}`, '--auth', 'none'],
+      { env: this.env, cwd: this.tmp, detached: true, stdio: ['ignore', log, log] },
+    );
+    children.add(this.server);
+    fs.closeSync(log);
+    await waitForHttp(`http://127.0.0.1:${this.port}/healthz`, 60_000);
+
+    this.context = await chromium.launchPersistentContext(path.join(this.tmp, 'chromium'), {
+      executablePath: config.chromium,
+      headless: true,
+      viewport: { width: 1400, height: 900 },
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-dev-shm-usage',
+      ],
+      timeout: 60_000,
+    });
+    this.page = this.context.pages()[0] ?? (await this.context.newPage());
+    this.page.setDefaultTimeout(30_000);
+    const url = `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(config.workspace)}`;
+    await this.page.goto(url, { waitUntil: 'domcontentloaded', timeout: 60_000 });
+  }
+
+  async stop() {
+    try {
+      await withTimeout(this.context?.close() ?? Promise.resolve(), 15_000, 'closing chromium');
+    } catch (err) {
+      console.error(`e2e: ${err.message}`);
+    }
+    if (this.server) {
+      await stopChild(this.server);
+    }
+    this.copyLogs();
+    fs.rmSync(this.tmp, { recursive: true, force: true });
+  }
+
+  /** The files of the "Compile Lens" log output channel (one per extension host). */
+  extensionLogs() {
+    const found = [];
+    const walk = (dir) => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) {
+          walk(full);
+        } else if (entry.name === 'Compile Lens.log') {
+          found.push(full);
+        }
+      }
+    };
+    try {
+      walk(path.join(this.userData, 'logs'));
+    } catch {
+      // no logs yet
+    }
+    return found.sort();
+  }
+
+  extensionLogText() {
+    return this.extensionLogs()
+      .map((file) => fs.readFileSync(file, 'utf8'))
+      .join('\n');
+  }
+
+  /** The extension's log next to the screenshots. */
+  copyLogs() {
+    const found = this.extensionLogs();
+    for (const [index, file] of found.entries()) {
+      const suffix = found.length > 1 ? `-${index + 1}` : '';
+      fs.copyFileSync(file, path.join(config.out, `output-${this.name}${suffix}.log`));
+    }
+  }
+
+  async screenshot(label) {
+    const file = path.join(config.out, `${this.name}-${label}.png`);
+    await this.page.screenshot({ path: file, timeout: 15_000 });
+    return path.relative(root, file);
+  }
+
+  // --- workbench helpers -------------------------------------------------------------------
+
+  /** Runs a command from the palette by its label ("Compile Lens: Show Output"). */
+  async runCommand(label) {
+    const page = this.page;
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: 10_000 });
+    await input.fill(`>${label}`);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first();
+    await row.waitFor({ state: 'visible', timeout: 10_000 });
+    await row.click();
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+  }
+
+  /** Opens a workspace file by name through Quick Open. */
+  async openFile(name) {
+    const page = this.page;
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: 10_000 });
+    await input.fill(name);
+    const row = page
+      .locator('.quick-input-list .monaco-list-row', { hasText: path.basename(name) })
+      .first();
+    await row.waitFor({ state: 'visible', timeout: 20_000 });
+    await page.keyboard.press('Enter');
+    await page
+      .locator(`.tabs-container .tab[aria-label*="${path.basename(name)}"]`)
+      .first()
+      .waitFor({ state: 'visible', timeout: 15_000 });
+    await page.locator('.monaco-editor .view-lines').first().waitFor({ state: 'visible' });
+  }
+
+  /** The box of a warning/error squiggle on 1-based `line` of the active editor. */
+  async squiggleOnLine(line, ms) {
+    const page = this.page;
+    const editor = page.locator('.editor-group-container.active .monaco-editor').first();
+    const deadline = Date.now() + ms;
+    while (Date.now() < deadline) {
+      const number = editor.locator('.margin-view-overlays .line-numbers', {
+        hasText: new RegExp(`^\\s*${line}\\s*$`),
+      });
+      const lineBox = (await number.count()) ? await number.first().boundingBox() : null;
+      if (lineBox) {
+        const squiggles = editor.locator('.squiggly-warning, .squiggly-error');
+        for (let i = 0; i < (await squiggles.count()); i += 1) {
+          const box = await squiggles.nth(i).boundingBox();
+          if (box && box.y < lineBox.y + lineBox.height && box.y + box.height > lineBox.y) {
+            return box;
+          }
+        }
+      }
+      await sleep(500);
+    }
+    throw new Error(`no warning squiggle on line ${line} in ${ms / 1000}s`);
+  }
+
+  problemRows() {
+    return this.page.locator('.markers-panel .monaco-list-row');
+  }
+
+  async showProblems() {
+    await this.runCommand('View: Focus Problems');
+    await this.page.locator('.markers-panel').waitFor({ state: 'visible', timeout: 10_000 });
+  }
+
+  /** Text of the Problems rows, refreshed until `predicate` holds or `ms` pass. */
+  async waitForProblems(predicate, ms, what) {
+    const deadline = Date.now() + ms;
+    let texts = [];
+    while (Date.now() < deadline) {
+      texts = await this.problemRows().allInnerTexts();
+      if (predicate(texts)) {
+        return texts;
+      }
+      await sleep(500);
+    }
+    throw new Error(`${what} not seen in ${ms / 1000}s; Problems: ${JSON.stringify(texts)}`);
+  }
+
+  /** Opens the language status hover ({} in the status bar) and returns its text. */
+  async languageStatusText(match, ms = 30_000) {
+    const page = this.page;
+    const deadline = Date.now() + ms;
+    let text = '';
+    while (Date.now() < deadline) {
+      await page.keyboard.press('Escape');
+      const entry = page.locator('[id="status.languageStatus"]');
+      if (await entry.isVisible()) {
+        await entry.click();
+        const hover = page.locator('.monaco-hover:visible', { hasText: 'Compile Lens' }).first();
+        try {
+          await hover.waitFor({ state: 'visible', timeout: 3000 });
+          text = (await hover.innerText()).replace(/\s+/g, ' ').trim();
+          if (match.test(text)) {
+            return text;
+          }
+        } catch {
+          // not shown yet: try again
+        }
+      }
+      await sleep(1000);
+    }
+    throw new Error(`language status ${match} not seen in ${ms / 1000}s; last: "${text}"`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps and scenarios.
+
+const results = [];
+
+function record(scenario, name, ok, detail) {
+  results.push({ scenario, name, ok, detail });
+  const mark = ok ? 'ok  ' : 'FAIL';
+  console.log(`${mark} ${scenario}: ${name}${detail ? ` — ${detail}` : ''}`);
+}
+
+async function runScenario(scenario) {
+  if (config.only.length && !config.only.includes(scenario.name)) {
+    return;
+  }
+  console.log(`e2e: scenario ${scenario.name} (${scenario.description})`);
+  const wb = new Workbench(scenario.name, scenario.options);
+  const state = {};
+  let blocked;
+  try {
+    for (const step of [{ name: 'workbench loads', required: true, run: startWorkbench }, ...scenario.steps]) {
+      if (blocked) {
+        record(scenario.name, step.name, false, `not run: "${blocked}" failed`);
+        continue;
+      }
+      const started = Date.now();
+      try {
+        const detail = await withTimeout(
+          Promise.resolve(step.run(wb, state)),
+          step.timeout ?? 60_000,
+          step.name,
+        );
+        const seconds = ((Date.now() - started) / 1000).toFixed(1);
+        record(scenario.name, step.name, true, [detail, `${seconds}s`].filter(Boolean).join(', '));
+      } catch (err) {
+        record(scenario.name, step.name, false, err.message.split('\n')[0].slice(0, 400));
+        if (wb.page) {
+          await wb.screenshot(`fail-${slug(step.name)}`).catch(() => undefined);
+        }
+        if (step.required) {
+          blocked = step.name;
+        }
+      }
+    }
+  } finally {
+    await wb.stop();
+  }
+}
+
+function slug(text) {
+  return text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+}
+
+async function startWorkbench(wb) {
+  await wb.start();
+  await wb.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  await wb.page
+    .locator('.explorer-folders-view .monaco-list-row')
+    .first()
+    .waitFor({ state: 'visible', timeout: 60_000 });
+  await wb.page.locator('.monaco-workbench').click({ position: { x: 700, y: 450 } }).catch(() => {});
+  return `code-server on 127.0.0.1:${wb.port}`;
+}
+
+async function openExample(wb) {
+  await wb.openFile(config.file);
+  return config.file;
+}
+
+const trusted = {
+  name: 'trusted',
+  description: 'workspace trust off: full analysis',
+  options: { trust: false },
+  steps: [
+    { name: `opens ${config.file}`, required: true, run: openExample },
+    {
+      name: 'Problems panel lists a GB diagnostic from Compile Lens',
+      required: true,
+      timeout: config.analysisTimeout + 20_000,
+      run: async (wb, state) => {
+        await wb.showProblems();
+        const texts = await wb.waitForProblems(
+          (rows) => rows.some((row) => /\bGB\d{4}\b/.test(row)),
+          config.analysisTimeout,
+          'a GB row',
+        );
+        state.gbRow = texts.find((row) => /\bGB\d{4}\b/.test(row)).replace(/\s+/g, ' ');
+        if (!state.gbRow.includes('Compile Lens')) {
+          throw new Error(`the GB row does not name the source "Compile Lens": ${state.gbRow}`);
+        }
+        const position = /\[Ln (\d+), Col (\d+)\]/.exec(state.gbRow);
+        if (!position) {
+          throw new Error(`no [Ln, Col] in the GB row: ${state.gbRow}`);
+        }
+        state.gbCode = /\bGB\d{4}\b/.exec(state.gbRow)[0];
+        state.gbLine = Number(position[1]);
+        const shot = await wb.screenshot('1-problems');
+        return `"${state.gbRow.slice(0, 140)}", ${shot}`;
+      },
+    },
+    {
+      name: 'graph-break squiggle on that line in the editor',
+      required: true,
+      run: async (wb, state) => {
+        const box = await wb.squiggleOnLine(state.gbLine, 20_000);
+        state.squiggle = box;
+        const shot = await wb.screenshot('2-squiggle');
+        return `line ${state.gbLine}, ${shot}`;
+      },
+    },
+    {
+      name: 'hover on the squiggle explains the graph break',
+      run: async (wb, state) => {
+        const page = wb.page;
+        const box = state.squiggle;
+        const hover = page.locator('.monaco-hover:visible', { hasText: state.gbCode }).first();
+        let shown = false;
+        for (let attempt = 0; attempt < 5 && !shown; attempt += 1) {
+          await page.mouse.move(box.x + 2, box.y - 40);
+          await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2 - 3, { steps: 4 });
+          shown = await hover
+            .waitFor({ state: 'visible', timeout: 3000 })
+            .then(() => true)
+            .catch(() => false);
+        }
+        if (!shown) {
+          throw new Error(`no hover with ${state.gbCode} over the squiggle`);
+        }
+        const text = (await hover.innerText()).replace(/\s+/g, ' ').trim();
+        if (!/Compile Lens/.test(text)) {
+          throw new Error(`hover does not name Compile Lens: "${text}"`);
+        }
+        const shot = await wb.screenshot('3-hover');
+        return `"${text.slice(0, 140)}", ${shot}`;
+      },
+    },
+    {
+      name: 'status item shows the server state and torch',
+      run: async (wb) => {
+        const text = await wb.languageStatusText(/Compile Lens: (idle|tracing|benchmarking)[^]*torch/);
+        const shot = await wb.screenshot('4-status');
+        return `"${text.slice(0, 140)}", ${shot}`;
+      },
+    },
+    {
+      name: 'palette: Analyze Current File reaches the server, Show Output shows its log',
+      run: async (wb) => {
+        const page = wb.page;
+        const failed = /workspace\/executeCommand failed|command '[^']+' not found/;
+        const before = (wb.extensionLogText().match(new RegExp(failed, 'g')) ?? []).length;
+        await page.locator('.monaco-editor .view-lines').first().click();
+        await wb.runCommand('Compile Lens: Analyze Current File');
+        await sleep(2000);
+        const toasts = await page.locator('.notifications-toasts').allInnerTexts();
+        const bad = toasts.find((text) => /not found|failed|error/i.test(text));
+        if (bad) {
+          throw new Error(`notification after Analyze Current File: "${bad}"`);
+        }
+        const log = wb.extensionLogText();
+        const after = (log.match(new RegExp(failed, 'g')) ?? []).length;
+        if (after > before) {
+          throw new Error(`the server rejected compileLens.analyzeFile: ${log.slice(-600)}`);
+        }
+        if (!/-m compile_lens/.test(log)) {
+          throw new Error(`the Compile Lens log does not show the server start: "${log.slice(0, 300)}"`);
+        }
+        await wb.runCommand('Compile Lens: Show Output');
+        const output = page.locator('.output-view .view-lines, .panel .output .view-lines').first();
+        await output.waitFor({ state: 'visible', timeout: 10_000 });
+        const deadline = Date.now() + 10_000;
+        let text = '';
+        while (Date.now() < deadline && !/\[(info|warning|error|debug|trace)\]/.test(text)) {
+          text = await output.innerText();
+          await sleep(300);
+        }
+        if (!/\[(info|warning|error|debug|trace)\]/.test(text)) {
+          throw new Error(`the Output panel does not show the Compile Lens log: "${text.slice(0, 300)}"`);
+        }
+        return wb.screenshot('5-output');
+      },
+    },
+  ],
+};
+
+const restricted = {
+  name: 'restricted',
+  description: 'workspace trust on, folder not trusted: static lints only',
+  options: { trust: true },
+  steps: [
+    {
+      name: 'the window is in Restricted Mode',
+      run: async (wb) => {
+        await wb.page
+          .locator('.monaco-workbench', { hasText: 'Restricted Mode' })
+          .first()
+          .waitFor({ state: 'visible', timeout: 20_000 });
+      },
+    },
+    { name: `opens ${config.file}`, required: true, run: openExample },
+    {
+      name: 'status item says restricted',
+      timeout: 90_000,
+      run: async (wb) => {
+        const text = await wb.languageStatusText(/Compile Lens: restricted/, 80_000);
+        const shot = await wb.screenshot('1-status');
+        await wb.page.keyboard.press('Escape');
+        return `"${text.slice(0, 140)}", ${shot}`;
+      },
+    },
+    {
+      name: 'only CL static lints, no GB diagnostics',
+      timeout: 90_000,
+      run: async (wb) => {
+        await wb.showProblems();
+        await wb.waitForProblems(
+          (rows) => rows.some((row) => /\bCL\d{3}\b/.test(row)),
+          60_000,
+          'a CL row',
+        );
+        await sleep(5000); // anything the server would wrongly run has had time to report
+        const rows = await wb.problemRows().allInnerTexts();
+        const gb = rows.filter((row) => /\bGB\d{4}\b/.test(row));
+        if (gb.length) {
+          throw new Error(`GB diagnostics in Restricted Mode: ${JSON.stringify(gb)}`);
+        }
+        const shot = await wb.screenshot('2-problems');
+        return `${rows.length} rows, all CL, ${shot}`;
+      },
+    },
+  ],
+};
+
+async function main() {
+  const started = Date.now();
+  fs.rmSync(config.out, { recursive: true, force: true });
+  fs.mkdirSync(config.out, { recursive: true });
+  if (!fs.existsSync(path.join(config.workspace, config.file))) {
+    record('setup', `${config.file} exists in ${path.relative(root, config.workspace)}/`, false);
+  } else {
+    const watchdog = setTimeout(() => {
+      record('run', 'finishes in time', false, `${config.totalTimeout / 1000}s passed`);
+      finish(started);
+    }, config.totalTimeout);
+    for (const scenario of [trusted, restricted]) {
+      await runScenario(scenario);
+    }
+    clearTimeout(watchdog);
+  }
+  finish(started);
+}
+
+function finish(started) {
+  const passed = results.filter((r) => r.ok).length;
+  const failed = results.length - passed;
+  const seconds = ((Date.now() - started) / 1000).toFixed(0);
+  console.log(`e2e: screenshots and logs in ${path.relative(root, config.out)}/ (${seconds}s)`);
+  console.log(`e2e: ${passed} passed, ${failed} failed`);
+  killAllNow();
+  process.exit(failed || passed === 0 ? 1 : 0);
+}
+
+main().catch((err) => {
+  record('run', 'harness', false, err.stack);
+  finish(Date.now());
+});

@@ -1,0 +1,35 @@
+"""`python -m compile_lens`: the language server over stdio.
+
+The LSP stream gets private copies of fds 0 and 1 before anything else runs; fd 1 then points at
+stderr and fd 0 at /dev/null, so nothing this process or its children print (Python, C, a
+subprocess) can corrupt the stream.
+"""
+
+import logging
+import os
+import sys
+
+
+def _guard_stdio():
+    lsp_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    lsp_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    sys.stdout = sys.stderr
+    return lsp_in, lsp_out
+
+
+def main() -> None:
+    lsp_in, lsp_out = _guard_stdio()
+    logging.basicConfig(
+        level=os.environ.get("COMPILE_LENS_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    from .server import server
+
+    server.start_io(lsp_in, lsp_out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""Plain, JSON-safe records shared by the server, the CLI and the torch worker.
+
+Defined once here so both sides of the worker pipe agree on the shapes. No torch, no pygls.
+Lines and columns are 1-based everywhere in these records (as in the CLI's JSON); the LSP
+renderer converts to 0-based.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+SCHEMA = 1
+
+
+@dataclass
+class InputRecipe:
+    """How to build a target and call it: Python expressions evaluated in the module's namespace."""
+
+    source: str  # "directive" | "config" | "recorded" | "inferred"
+    text: str  # a tuple of positional args, e.g. "(torch.randn(8, 16),)"
+    init: Optional[str] = None  # how to build a module, e.g. "Net(hidden=64)"; None: Name()
+    variants: list[str] = field(default_factory=list)  # more argument tuples (recompile sweep)
+    line: Optional[int] = None  # where the directive is, when it is one
+
+
+@dataclass
+class TargetSpec:
+    """Something callable found in a file, and (when known) how to call it."""
+
+    name: str  # "Net", or "Outer.method" for methods
+    kind: str  # "module" | "function" | "call"
+    line: int  # the class/def line
+    end_line: int = 0  # last line of its body: lints inside it are covered by its trace
+    column: int = 1  # the name's columns on that line, for hovers
+    end_column: int = 1
+    inputs: Optional[InputRecipe] = None
+    problem: Optional[str] = None  # why it cannot be run as is (shown on `line`)
+    compile_options: dict[str, Any] = field(default_factory=dict)  # literal kwargs of @torch.compile(...)
+    fingerprint: str = ""  # hash of what matters (AST, not comments): cache key part
+
+
+@dataclass
+class Frame:
+    path: str
+    line: int
+    name: str
+
+
+@dataclass
+class GraphBreak:
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    gb_id: Optional[str]  # "GB0124", from torch's registry
+    gb_type: str  # short kind, e.g. "Unsupported Tensor.item() call ..."
+    explanation: str
+    hints: list[str]
+    url: Optional[str]
+    reason: str  # torch's own text, untouched
+    stack: list[Frame] = field(default_factory=list)  # outermost -> innermost (user frames)
+
+
+@dataclass
+class Recompile:
+    line: int
+    variation: str  # "variant 1", "batch 17", "eval mode", ...
+    kind: str  # "automatic-dynamic" | "specialization" | "limit"
+    reason: str  # torch's guard-failure text
+    changed: str  # which input changed, e.g. "x" or "steps"
+    compile_s: Optional[float] = None
+    path: Optional[str] = None  # file of the guard's line when torch names one
+
+
+@dataclass
+class Timing:
+    eager_ms: float
+    compiled_ms: float
+    speedup: float  # eager_ms / compiled_ms
+    eager_iqr_ms: float
+    compiled_iqr_ms: float
+
+
+@dataclass
+class Benchmark:
+    device: str  # "cpu" | "cuda"
+    device_name: str
+    mode: str
+    forward: Timing
+    train_step: Optional[Timing]
+    compile_s: dict[str, Optional[float]]  # {"cold": .., "warm": ..}
+    break_even_calls: Optional[int]
+    peak_memory_bytes: dict[str, Any]  # {"eager": .., "compiled": .., "method": ".."}
+    max_abs_error: dict[str, Optional[float]]  # {"output": .., "grad": ..}
+    max_rel_error: dict[str, Optional[float]]
+    verdict: str
+    torch: str = ""
+    inputs: str = ""
+    measured_at: float = 0.0  # unix time
+    notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
+
+
+@dataclass
+class Problem:
+    """Why something could not be analysed, said once, where the user can act on it."""
+
+    kind: str  # "build" | "inputs" | "import" | "crash" | "timeout" | "memory" | "exit" | "call" | "no-torch"
+    message: str  # short, no traceback
+    path: Optional[str] = None
+    line: Optional[int] = None  # the user line it came from, when known
+    hint: Optional[str] = None  # what to do about it
+
+
+@dataclass
+class TargetResult:
+    name: str
+    kind: str
+    line: int
+    inputs: Optional[InputRecipe] = None
+    status: str = "ok"  # "ok" | "error"
+    error: Optional[Problem] = None
+    graph_count: Optional[int] = None
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    benchmark: Optional[Benchmark] = None
+
+
+@dataclass
+class Finding:
+    """One thing to show the user: the common input of every renderer (LSP, text, JSON, SARIF)."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    severity: str  # "error" | "warning" | "information" | "hint"
+    code: str  # "GB0124", "CL101", "CL201", ...
+    message: str
+    url: Optional[str] = None
+    related: list[Frame] = field(default_factory=list)  # call chain for breaks inside helpers
+    data: dict[str, Any] = field(default_factory=dict)  # what a code action needs
+    predicted: bool = False  # static lint: not confirmed by a trace
+
+
+@dataclass
+class FileReport:
+    """Everything found in one file: the CLI's unit of output."""
+
+    path: str
+    targets: list[TargetResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    error: Optional[Problem] = None  # the file could not be analysed at all
+
+
+# --- worker pipe messages -------------------------------------------------------------------
+
+@dataclass
+class AnalyzeJob:
+    id: int
+    path: str
+    root: str  # workspace root: put on sys.path; user modules under it are reloaded per job
+    targets: list[TargetSpec]
+    trace: bool = True
+    recompiles: bool = True
+    benchmark: bool = False
+    device: str = "cpu"
+    mode: str = "default"
+    max_seconds: float = 60.0
+
+
+@dataclass
+class WorkerEvent:
+    """One line from the worker: progress, a finished target, or the end of a job."""
+
+    id: int
+    event: str  # "hello" | "progress" | "target" | "done"
+    stage: Optional[str] = None  # progress: "importing" | "tracing" | "sweeping" | "benchmarking"
+    target: Optional[str] = None
+    result: Optional[TargetResult] = None
+    error: Optional[Problem] = None  # done: the file-level problem (import failed, ...)
+    info: dict[str, Any] = field(default_factory=dict)  # hello: torch version, device names
+
+
+# --- (de)serialisation ----------------------------------------------------------------------
+
+def to_json(obj: Any) -> str:
+    return json.dumps(dataclasses.asdict(obj), separators=(",", ":"))
+
+
+T = typing.TypeVar("T")
+
+
+def from_dict(cls: type[T], data: Any) -> T:
+    """Rebuild a dataclass (recursively) from what `dataclasses.asdict` made of it."""
+    return _convert(cls, data)
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        return tp(**{k: _convert(hints[k], v) for k, v in value.items() if k in names})
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, getattr(types, "UnionType", typing.Union)):
+        inner = [a for a in args if a is not type(None)]
+        return _convert(inner[0], value) if len(inner) == 1 else value
+    if origin is list:
+        return [_convert(args[0], v) for v in value]
+    return value

@@ -1,0 +1,413 @@
+"""The CLI's three output formats — text (like ruff), JSON and SARIF 2.1.0 — and its exit code.
+
+Pure functions: `FileReport`s in, a string or a JSON-safe dict out. No torch, no pygls.
+Lines and columns stay 1-based, as in the records. Findings arrive already filtered for
+`# compile-lens: ignore`.
+
+A target's error is normally also one of the file's findings (the diagnostic on its class/def
+line); when no error finding stands on that line, the renderers show the error themselves, so
+nothing that failed is ever silent.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ..protocol import (
+    SCHEMA,
+    Benchmark,
+    FileReport,
+    Finding,
+    GraphBreak,
+    Problem,
+    Recompile,
+    TargetResult,
+    Timing,
+)
+
+SOURCE = "Compile Lens"
+SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+SARIF_SRCROOT = "%SRCROOT%"
+SARIF_LEVELS = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
+
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+def _is_under(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([os.path.abspath(path), os.path.abspath(root)]) == os.path.abspath(root)
+    except ValueError:  # different drives (Windows)
+        return False
+
+
+def display_path(path: str, cwd: str) -> str:
+    """`path` relative to `cwd` (with forward slashes) when it lies under it, else unchanged."""
+    full = os.path.join(cwd, path)  # a relative path is taken relative to cwd
+    if _is_under(full, cwd):
+        return Path(os.path.relpath(os.path.abspath(full), os.path.abspath(cwd))).as_posix()
+    return path
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.normpath(path))
+
+
+def _sorted_findings(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (f.path, f.line, f.column, f.end_line, f.end_column, f.code))
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return " ".join(line.split())
+    return ""
+
+
+def _uncovered_target_errors(report: FileReport) -> list[tuple[TargetResult, Problem]]:
+    """Target errors that no error finding of this report already shows on their line."""
+    error_lines = {(_norm(f.path), f.line) for f in report.findings if f.severity == "error"}
+    out = []
+    for t in report.targets:
+        problem = t.error
+        if problem is None:
+            if t.status != "error":
+                continue
+            problem = Problem(kind="error", message=f"{t.name} could not be analysed")
+        path = problem.path or report.path
+        line = problem.line or t.line
+        if (_norm(path), line) not in error_lines and (_norm(report.path), t.line) not in error_lines:
+            out.append((t, problem))
+    return out
+
+
+def _problem_location(problem: Problem, default_path: str, default_line: int) -> tuple[str, int]:
+    return (problem.path or default_path, problem.line or default_line)
+
+
+def _problem_text(problem: Problem) -> str:
+    text = _first_line(problem.message) or problem.kind
+    if problem.hint:
+        text += f" (hint: {_first_line(problem.hint)})"
+    return text
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def _finite(x: Any) -> Any:
+    """JSON has no NaN or infinity: such figures become null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+# --- text -------------------------------------------------------------------------------------
+
+def _seconds(s: float) -> str:
+    return f"{s:.1f} s" if s >= 1 else f"{s:.2f} s"
+
+
+def benchmark_summary(b: Benchmark) -> str:
+    """The short figure: `forward 1.12× · train step 0.94× · compile 9.8 s cold / 1.7 s warm · ...`."""
+    parts = [f"forward {b.forward.speedup:.2f}×"]
+    if b.train_step is not None:
+        parts.append(f"train step {b.train_step.speedup:.2f}×")
+    cold, warm = b.compile_s.get("cold"), b.compile_s.get("warm")
+    compile_parts = [f"{_seconds(v)} {label}" for label, v in (("cold", cold), ("warm", warm)) if v is not None]
+    if compile_parts:
+        parts.append("compile " + " / ".join(compile_parts))
+    if b.break_even_calls is not None:
+        parts.append(f"pays back after {b.break_even_calls:,} calls")
+    else:
+        parts.append("never pays back")
+    return " · ".join(parts) + f" ({b.device})"
+
+
+def render_text(reports: list[FileReport], *, cwd: str) -> str:
+    """One line per finding, `path:line:col: CODE message [severity]`, then benchmark figures and
+    a summary line. Paths are relative to `cwd` when under it."""
+    rows: list[tuple[str, int, int, int, str]] = []  # (path, line, column, order, text)
+    counts = {"graph break": 0, "recompile warning": 0, "other finding": 0, "predicted": 0, "error": 0}
+    for report in reports:
+        for f in report.findings:
+            path = display_path(f.path, cwd)
+            tags = f.severity + (", predicted" if f.predicted else "")
+            rows.append((path, f.line, f.column, 1, f"{path}:{f.line}:{f.column}: {f.code} {_first_line(f.message)} [{tags}]"))
+            if f.predicted:
+                counts["predicted"] += 1
+            elif f.code.startswith("GB"):
+                counts["graph break"] += 1
+            elif f.code.startswith("CL2"):
+                counts["recompile warning"] += 1
+            elif f.severity == "error":
+                counts["error"] += 1
+            else:
+                counts["other finding"] += 1
+        problems: list[tuple[str, int, Problem]] = []
+        if report.error is not None:
+            problems.append((*_problem_location(report.error, report.path, 1), report.error))
+        for t, problem in _uncovered_target_errors(report):
+            problems.append((*_problem_location(problem, report.path, t.line), problem))
+        for ppath, pline, problem in problems:
+            path = display_path(ppath, cwd)
+            rows.append((path, pline, 1, 0, f"{path}:{pline}:1: error: {_problem_text(problem)}"))
+            counts["error"] += 1
+    rows.sort(key=lambda r: r[:4])
+    lines = [r[4] for r in rows]
+
+    bench = []
+    for report in reports:
+        for t in sorted(report.targets, key=lambda t: t.line):
+            if t.benchmark is not None:
+                bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {benchmark_summary(t.benchmark)}")
+    bench.sort()
+    if bench:
+        if lines:
+            lines.append("")
+        lines.extend(bench)
+
+    n_targets = sum(len(r.targets) for r in reports)
+    where = f"in {_plural(len(reports), 'file')} ({_plural(n_targets, 'target')})."
+    found = [_plural(n, name) if name != "predicted" else f"{n} predicted" for name, n in counts.items() if n]
+    if lines:
+        lines.append("")
+    lines.append(f"Found {', '.join(found)} {where}" if found else f"No problems found {where}")
+    return "\n".join(lines) + "\n"
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+def _problem_json(p: Problem | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {"kind": p.kind, "message": p.message, "line": p.line, "hint": p.hint}
+
+
+def _graph_break_json(g: GraphBreak) -> dict[str, Any]:
+    return {
+        "path": g.path, "line": g.line, "column": g.column, "end_line": g.end_line, "end_column": g.end_column,
+        "gb_id": g.gb_id, "gb_type": g.gb_type, "explanation": g.explanation, "hints": list(g.hints),
+        "url": g.url,
+        "stack": [{"path": s.path, "line": s.line, "name": s.name} for s in g.stack],
+        "reason": g.reason,
+    }
+
+
+def _recompile_json(r: Recompile) -> dict[str, Any]:
+    return {"line": r.line, "variation": r.variation, "kind": r.kind, "reason": r.reason,
+            "changed": r.changed, "compile_s": _finite(r.compile_s)}
+
+
+def _timing_json(t: Timing | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {k: _finite(getattr(t, k)) for k in ("eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms")}
+
+
+def _pick(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: _finite(d.get(k)) for k in keys}
+
+
+def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
+    if b is None:
+        return None
+    return {
+        "device": b.device, "device_name": b.device_name, "mode": b.mode,
+        "forward": _timing_json(b.forward), "train_step": _timing_json(b.train_step),
+        "compile_s": _pick(b.compile_s, ("cold", "warm")),
+        "break_even_calls": b.break_even_calls,
+        "peak_memory_bytes": _pick(b.peak_memory_bytes, ("eager", "compiled", "method")),
+        "max_abs_error": _pick(b.max_abs_error, ("output", "grad")),
+        "max_rel_error": _pick(b.max_rel_error, ("output", "grad")),
+        "verdict": b.verdict,
+        "torch": b.torch, "inputs": b.inputs, "measured_at": _finite(b.measured_at), "notes": list(b.notes),
+    }
+
+
+def _target_json(t: TargetResult) -> dict[str, Any]:
+    return {
+        "name": t.name, "kind": t.kind, "line": t.line,
+        "inputs": None if t.inputs is None else {"source": t.inputs.source, "text": t.inputs.text},
+        "status": t.status, "error": _problem_json(t.error),
+        "graph_count": t.graph_count,
+        "graph_breaks": [_graph_break_json(g) for g in t.graph_breaks],
+        "recompiles": [_recompile_json(r) for r in t.recompiles],
+        "benchmark": benchmark_json(t.benchmark),
+    }
+
+
+def _diagnostic_json(f: Finding) -> dict[str, Any]:
+    return {
+        "line": f.line, "column": f.column, "end_line": f.end_line, "end_column": f.end_column,
+        "severity": f.severity, "code": f.code, "source": SOURCE, "message": f.message,
+        "url": f.url, "predicted": f.predicted,
+        "related": [{"path": s.path, "line": s.line, "name": s.name} for s in f.related],
+        "data": dict(f.data),
+    }
+
+
+def render_json(reports: list[FileReport], *, torch_version: str | None, device: str) -> dict[str, Any]:
+    """The `--format json` document (see the spine issue). A finding whose path is another file
+    (a break inside a helper) is listed under that file, which gets an entry if it has none."""
+    files: list[dict[str, Any]] = []
+    by_path: dict[str, dict[str, Any]] = {}
+    seen: dict[str, set[tuple[Any, ...]]] = {}
+
+    def entry(path: str) -> dict[str, Any]:
+        key = _norm(path)
+        if key not in by_path:
+            by_path[key] = {"path": path, "error": None, "targets": [], "diagnostics": []}
+            seen[key] = set()
+            files.append(by_path[key])
+        return by_path[key]
+
+    for report in reports:
+        e = entry(report.path)
+        if report.error is not None:
+            e["error"] = _problem_json(report.error)
+        e["targets"].extend(_target_json(t) for t in report.targets)
+    for report in reports:
+        for f in _sorted_findings(report.findings):
+            e = entry(f.path or report.path)
+            key = (f.line, f.column, f.end_line, f.end_column, f.code, f.message)
+            if key in seen[_norm(e["path"])]:
+                continue
+            seen[_norm(e["path"])].add(key)
+            e["diagnostics"].append(_diagnostic_json(f))
+    for e in files:
+        e["diagnostics"].sort(key=lambda d: (d["line"], d["column"], d["end_line"], d["end_column"], d["code"]))
+    return {"schema": SCHEMA, "torch": torch_version, "device": device, "files": files}
+
+
+# --- SARIF ------------------------------------------------------------------------------------
+
+def _artifact_location(path: str, cwd: str) -> dict[str, Any]:
+    full = os.path.abspath(os.path.join(cwd, path))  # a relative path is taken relative to cwd
+    if _is_under(full, cwd):
+        return {"uri": quote(display_path(full, cwd)), "uriBaseId": SARIF_SRCROOT}
+    return {"uri": Path(full).as_uri()}
+
+
+def _region(line: int, column: int, end_line: int, end_column: int) -> dict[str, int]:
+    start_line = max(1, line)
+    start_column = max(1, column)
+    end_line = max(start_line, end_line)
+    end_column = max(1, end_column)
+    if end_line == start_line:
+        end_column = max(start_column, end_column)
+    return {"startLine": start_line, "startColumn": start_column, "endLine": end_line, "endColumn": end_column}
+
+
+class _Rules:
+    def __init__(self, reports: list[FileReport], names: Mapping[str, str]):
+        self.names = names
+        self.rules: list[dict[str, Any]] = []
+        self.index: dict[str, int] = {}
+        self.gb_types: dict[str, GraphBreak] = {}
+        for r in reports:
+            for t in r.targets:
+                for g in t.graph_breaks:
+                    if g.gb_id and g.gb_id not in self.gb_types:
+                        self.gb_types[g.gb_id] = g
+
+    def get(self, rule_id: str, short: str, url: str | None = None, full: str | None = None) -> int:
+        if rule_id not in self.index:
+            rule: dict[str, Any] = {"id": rule_id, "shortDescription": {"text": short or rule_id}}
+            if full:
+                rule["fullDescription"] = {"text": full}
+            if url:
+                rule["helpUri"] = url
+            self.index[rule_id] = len(self.rules)
+            self.rules.append(rule)
+        elif url and "helpUri" not in self.rules[self.index[rule_id]]:
+            self.rules[self.index[rule_id]]["helpUri"] = url
+        return self.index[rule_id]
+
+    def for_finding(self, f: Finding) -> int:
+        g = self.gb_types.get(f.code)
+        if g is not None:
+            return self.get(f.code, g.gb_type, f.url or g.url, g.explanation or None)
+        return self.get(f.code, self.names.get(f.code) or _first_line(f.message), f.url)
+
+
+def render_sarif(reports: list[FileReport], *, tool_version: str, cwd: str,
+                 information_uri: str | None = None,
+                 rule_names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A SARIF 2.1.0 log with one run: a result per finding (and per file or target error that no
+    finding shows), paths relative to `cwd` under `%SRCROOT%` when they lie under it.
+
+    A rule's short description is the graph-break type for `GB` ids, else `rule_names[code]`
+    (the lint's title) when given, else the first finding's first message line."""
+    rules = _Rules(reports, rule_names or {})
+    results: list[dict[str, Any]] = []
+    for report in reports:
+        for f in _sorted_findings(report.findings):
+            index = rules.for_finding(f)
+            result: dict[str, Any] = {
+                "ruleId": f.code, "ruleIndex": index, "level": SARIF_LEVELS.get(f.severity, "warning"),
+                "message": {"text": f.message or f.code},
+                "locations": [{"physicalLocation": {
+                    "artifactLocation": _artifact_location(f.path or report.path, cwd),
+                    "region": _region(f.line, f.column, f.end_line, f.end_column)}}],
+            }
+            if f.related:
+                result["relatedLocations"] = [
+                    {"id": i, "message": {"text": f"called from {s.name}" if i < len(f.related) - 1 else f"in {s.name}"},
+                     "physicalLocation": {"artifactLocation": _artifact_location(s.path, cwd),
+                                          "region": {"startLine": max(1, s.line)}}}
+                    for i, s in enumerate(f.related)
+                ]
+            if f.predicted:
+                result["properties"] = {"predicted": True}
+            results.append(result)
+        problems: list[tuple[str, int, Problem]] = []
+        if report.error is not None:
+            problems.append((*_problem_location(report.error, report.path, 1), report.error))
+        for t, problem in _uncovered_target_errors(report):
+            problems.append((*_problem_location(problem, report.path, t.line), problem))
+        for ppath, pline, problem in problems:
+            rule_id = f"{problem.kind}-error"
+            index = rules.get(rule_id, f"Compile Lens could not analyse this ({problem.kind})")
+            results.append({
+                "ruleId": rule_id, "ruleIndex": index, "level": "error",
+                "message": {"text": _problem_text(problem)},
+                "locations": [{"physicalLocation": {
+                    "artifactLocation": _artifact_location(ppath, cwd),
+                    "region": {"startLine": max(1, pline), "startColumn": 1}}}],
+            })
+    driver: dict[str, Any] = {"name": SOURCE, "version": tool_version}
+    if information_uri:
+        driver["informationUri"] = information_uri
+    driver["rules"] = rules.rules
+    root_uri = Path(os.path.abspath(cwd)).as_uri().rstrip("/") + "/"
+    run = {
+        "tool": {"driver": driver},
+        "originalUriBaseIds": {SARIF_SRCROOT: {"uri": root_uri}},
+        "results": results,
+    }
+    return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
+
+
+# --- exit code --------------------------------------------------------------------------------
+
+def exit_code(reports: list[FileReport]) -> int:
+    """0 when nothing was found and nothing failed, 1 otherwise (2, usage/internal, is the caller's)."""
+    for r in reports:
+        if r.findings or r.error is not None:
+            return 1
+        if any(t.error is not None or t.status == "error" for t in r.targets):
+            return 1
+    return 0
+
+
+__all__ = [
+    "render_text", "render_json", "render_sarif", "exit_code", "benchmark_summary", "benchmark_json",
+    "display_path",
+]

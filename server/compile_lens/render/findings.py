@@ -1,0 +1,143 @@
+"""Results → findings: what to show, where, with which code. Pure; shared by the LSP and the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Iterable, Optional
+
+from ..protocol import Finding, Problem, Recompile, TargetResult, TargetSpec
+
+# Codes of problems that are not graph breaks (CL1xx are predictions, CL2xx recompiles).
+CODE_TARGET = "CL001"  # target cannot be built / needs inputs / call failed
+CODE_IMPORT = "CL002"  # the file failed to import
+CODE_WORKER = "CL003"  # the analysis process crashed, timed out, ran out of memory, exited
+CODE_DIRECTIVE = "CL004"  # a compile-lens directive that cannot be read
+RECOMPILE_CODES = {"automatic-dynamic": "CL210", "specialization": "CL211", "limit": "CL212"}
+RECOMPILE_SEVERITY = {"automatic-dynamic": "information", "specialization": "warning", "limit": "error"}
+
+_IGNORE = re.compile(r"#\s*compile-lens:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
+
+
+def same_file(a: Optional[str], b: Optional[str]) -> bool:
+    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)  # type: ignore[arg-type]
+
+
+def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
+    """Each break at the line that broke; a break inside a helper in another file also at the call
+    site in the target's file, so it shows where the model is."""
+    found = []
+    for br in result.graph_breaks:
+        body = br.explanation or br.reason.splitlines()[0]
+        message = f"{br.gb_type}: {body}" if br.gb_type and br.gb_type not in body else body
+        if br.hints:
+            message += "\n" + "\n".join(f"Hint: {h}" for h in br.hints)
+        if len(br.stack) > 1:
+            chain = " → ".join(f.name for f in br.stack)
+            message += f"\nCall chain: {chain} (traced from `{result.name}`)"
+        found.append(Finding(
+            path=br.path, line=br.line, column=br.column, end_line=br.end_line, end_column=br.end_column,
+            severity="warning", code=br.gb_id or "graph-break", message=message, url=br.url,
+            related=list(br.stack[:-1]),
+            data={"kind": "graph_break", "gb_id": br.gb_id, "gb_type": br.gb_type, "target": result.name,
+                  "function": br.stack[-1].name if br.stack else None},
+        ))
+        if not same_file(br.path, path):
+            calls = [f for f in br.stack if same_file(f.path, path)]
+            if calls:
+                site = calls[-1]
+                inner = br.stack[-1]
+                found.append(dataclasses.replace(
+                    found[-1], path=path, line=site.line, column=1, end_line=site.line, end_column=1,
+                    message=f"graph break inside `{inner.name}` ({os.path.basename(inner.path)}:{inner.line}): {message}",
+                    related=[f for f in br.stack if f is not site],
+                    data={**found[-1].data, "call_site": True}))
+    return found
+
+
+def recompile_findings(result: TargetResult, path: str) -> list[Finding]:
+    found = []
+    for rc in result.recompiles:
+        code = RECOMPILE_CODES.get(rc.kind, "CL211")
+        where = rc.path if rc.path and rc.line else path
+        found.append(Finding(
+            path=where, line=rc.line or result.line, column=1, end_line=rc.line or result.line,
+            end_column=1, severity=RECOMPILE_SEVERITY.get(rc.kind, "warning"), code=code,
+            message=recompile_message(rc),
+            data={"kind": "recompile", "recompile_kind": rc.kind, "changed": rc.changed,
+                  "target": result.name, "variation": rc.variation},
+        ))
+    return found
+
+
+def recompile_message(rc: Recompile) -> str:
+    cost = f" (≈ {rc.compile_s:.1f} s each)" if rc.compile_s else ""
+    if rc.kind == "automatic-dynamic":
+        return f"Recompiles when `{rc.changed}` changes ({rc.variation}): {rc.reason} — one extra compile{cost}, then dynamic"
+    if rc.kind == "limit":
+        return f"Hits the recompile limit ({rc.variation}): {rc.reason} — later calls silently run eager"
+    return f"Recompiles for every new value of `{rc.changed}` ({rc.variation}): {rc.reason} — each costs a compile{cost}"
+
+
+def problem_finding(problem: Problem, path: str, line: int, code: str, severity: str = "warning") -> Finding:
+    message = problem.message + (f" — {problem.hint}" if problem.hint else "")
+    where = problem.path if problem.path and problem.line else path
+    at = problem.line if problem.path and problem.line else line
+    return Finding(where, at, 1, at, 1, severity, code, message,
+                   data={"kind": "problem", "problem": problem.kind})
+
+
+def target_findings(result: TargetResult, path: str) -> list[Finding]:
+    """Everything a finished target shows, in this file and in the helper files it called."""
+    found = graph_break_findings(result, path) + recompile_findings(result, path)
+    if result.status == "error" and result.error is not None:
+        err = result.error
+        code = CODE_WORKER if err.kind in ("crash", "timeout", "memory", "exit") else CODE_TARGET
+        severity = "error" if code == CODE_WORKER else ("information" if err.kind == "inputs" else "warning")
+        # on the class/def line, always; a second copy at the user line in this file it came from
+        found.append(problem_finding(Problem(err.kind, f"`{result.name}`: {err.message}", None, None, err.hint),
+                                     path, result.line, code, severity))
+        if err.path and err.line and same_file(err.path, path) and err.line != result.line:
+            found.append(problem_finding(err, path, err.line, code, severity))
+    return found
+
+
+def static_target_findings(spec: TargetSpec, path: str) -> list[Finding]:
+    """A target that cannot run as written (no inputs): said once on its line, without torch."""
+    if spec.inputs is not None or not spec.problem:
+        return []
+    return [Finding(path, spec.line, spec.column, spec.line, spec.end_column, "information", CODE_TARGET,
+                    spec.problem, data={"kind": "needs_inputs", "target": spec.name})]
+
+
+def whole_line(finding: Finding, lines: list[str]) -> Finding:
+    """Findings made without columns (column 1 to 1) cover their line's text."""
+    if finding.column == finding.end_column == 1 and 0 < finding.line <= len(lines):
+        text = lines[finding.line - 1]
+        finding.column = len(text) - len(text.lstrip()) + 1
+        finding.end_column = max(len(text.rstrip()) + 1, finding.column + 1)
+    return finding
+
+
+def suppressed(finding: Finding, lines: list[str]) -> bool:
+    """`# compile-lens: ignore` or `ignore[GB0124,CL101]` at the end of the finding's line."""
+    if not 0 < finding.line <= len(lines):
+        return False
+    match = _IGNORE.search(lines[finding.line - 1])
+    if not match:
+        return False
+    codes = match["codes"]
+    return codes is None or finding.code.upper() in {c.strip().upper() for c in codes.split(",")}
+
+
+def merge_with_lints(lints: Iterable[Finding], traced: list[Finding], covered: list[tuple[int, int]]) -> list[Finding]:
+    """A trace confirms or clears a prediction: drop lints on lines a trace break or a traced target covers."""
+    break_lines = {(os.path.realpath(f.path), f.line) for f in traced if f.code.startswith("GB") or f.code == "graph-break"}
+    kept = []
+    for lint in lints:
+        key = (os.path.realpath(lint.path), lint.line)
+        if lint.predicted and (key in break_lines or any(a <= lint.line <= b for a, b in covered)):
+            continue
+        kept.append(lint)
+    return kept + traced

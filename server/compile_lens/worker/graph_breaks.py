@@ -1,0 +1,280 @@
+"""Find every graph break TorchDynamo takes in a target, at the user line that broke.
+
+`torch._dynamo.explain` alone under-reports (a break after an empty graph, a skipped frame), and
+its reason for data-dependent branching is only "generic_jump TensorVariable()". torch's own
+`graph_breaks` log is more complete and carries the full message with the registry link, but no
+columns. So both are collected and merged per location: the log's text, explain's columns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Iterator
+
+import torch
+import torch._dynamo
+
+from ..protocol import Frame, GraphBreak
+from .loader import BuiltTarget, _is_environment_file, _under
+
+_LOCATION = re.compile(r"in user code at (?P<path>.+?):(?P<line>\d+)\s*$", re.M)
+_REASON = re.compile(r"^Graph Break Reason: ", re.M)
+_URL = re.compile(r"https?://\S+?/gb/gb(?P<num>\d{4})\.html", re.I)
+_TB_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<name>.+)$')
+
+
+@dataclass
+class _Seen:
+    """One break as one source reports it, before merging."""
+
+    path: str
+    line: int
+    reason: str
+    stack: list[Frame] = field(default_factory=list)
+    columns: tuple[int, int] | None = None  # 0-based start, end (characters) on `line`
+
+
+class _Collector(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.endswith("__graph_breaks"):
+            with contextlib.suppress(Exception):
+                self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def graph_break_log() -> Iterator[_Collector]:
+    """torch's graph_breaks log, captured. The `torch._dynamo` logger does not propagate."""
+    collector = _Collector()
+    logger = logging.getLogger("torch._dynamo")
+    torch._logging.set_logs(graph_breaks=True)
+    logger.addHandler(collector)
+    try:
+        yield collector
+    finally:
+        logger.removeHandler(collector)
+        torch._logging.set_logs()
+
+
+def reset_dynamo() -> None:
+    torch._dynamo.reset()
+    # Repeated breaks are logged without their stack; a warm worker must see each as new.
+    reset_dup = getattr(torch._dynamo.utils, "reset_graph_break_dup_checker", None)
+    if reset_dup is not None:
+        reset_dup()
+    torch._dynamo.utils.counters.clear()
+
+
+def trace_graph_breaks(target: BuiltTarget, root: str) -> tuple[int, list[GraphBreak]]:
+    """Run the target once under Dynamo (no compiler) and return (graph count, breaks)."""
+    fn = target.make()
+    reset_dynamo()
+    with graph_break_log() as log:
+        explained = torch._dynamo.explain(fn)(*target.args)
+    reset_dynamo()
+    seen = [s for s in _from_explain(explained, root)] + [
+        s for m in log.messages for s in _from_log(m, root)
+    ]
+    return int(explained.graph_count), _merge(seen)
+
+
+def _user_frames(frames: Any, root: str) -> list[Any]:
+    return [f for f in frames if _is_user_file(f.filename, root)]
+
+
+def _is_user_file(path: str, root: str) -> bool:
+    if not path or path.startswith("<") or _is_environment_file(path) or not _under(path, root):
+        return False
+    parts = os.path.realpath(path).split(os.sep)
+    return "compile_lens" not in parts and "torch" not in parts
+
+
+def _from_explain(explained: Any, root: str) -> Iterator[_Seen]:
+    for reason in getattr(explained, "break_reasons", []) or []:
+        frames = _user_frames(reason.user_stack or [], root)
+        if not frames:
+            continue
+        inner = frames[-1]
+        columns = None
+        if getattr(inner, "colno", None) is not None and getattr(inner, "end_colno", None) is not None:
+            columns = _char_columns(inner.filename, inner.lineno, inner.colno, inner.end_colno)
+        yield _Seen(
+            path=os.path.realpath(inner.filename),
+            line=inner.lineno,
+            reason=str(reason.reason),
+            stack=[Frame(os.path.realpath(f.filename), f.lineno, _frame_name(f.name)) for f in frames],
+            columns=columns,
+        )
+
+
+def _from_log(message: str, root: str) -> Iterator[_Seen]:
+    location = _LOCATION.search(message.splitlines()[0] if message else "")
+    reason_at = _REASON.search(message)
+    if not location or not reason_at:
+        return
+    body = message[reason_at.end():]
+    reason, _, traceback_text = body.partition("\nUser code traceback:\n")
+    stack, columns = _parse_traceback(traceback_text, root)
+    path, line = os.path.realpath(location["path"]), int(location["line"])
+    if not _is_user_file(path, root):
+        return
+    if not stack or (stack[-1].path, stack[-1].line) != (path, line):
+        stack.append(Frame(path, line, "?"))
+        columns = None
+    yield _Seen(path=path, line=line, reason=reason.strip(), stack=stack, columns=columns)
+
+
+def _parse_traceback(text: str, root: str) -> tuple[list[Frame], tuple[int, int] | None]:
+    """Frames of a `traceback.format_list` text, and the innermost frame's caret columns."""
+    frames: list[Frame] = []
+    columns = None
+    lines = text.splitlines()
+    for i, row in enumerate(lines):
+        match = _TB_FRAME.match(row)
+        if not match:
+            continue
+        path, line = match["path"], int(match["line"])
+        if not _is_user_file(path, root):
+            continue
+        frames.append(Frame(os.path.realpath(path), line, _frame_name(match["name"])))
+        columns = None
+        if i + 2 < len(lines) and set(lines[i + 2].strip()) <= {"^", "~"} and lines[i + 2].strip():
+            columns = _caret_columns(path, line, lines[i + 1], lines[i + 2])
+    return frames, columns
+
+
+def _caret_columns(path: str, line: int, code_row: str, caret_row: str) -> tuple[int, int] | None:
+    source = _source_line(path, line)
+    code = code_row.strip()
+    if not source or not code:
+        return None
+    indent = source.find(code)
+    if indent < 0:
+        return None
+    shown_at = len(code_row) - len(code_row.lstrip())
+    start = len(caret_row) - len(caret_row.lstrip()) - shown_at
+    width = len(caret_row.strip())
+    return indent + start, indent + start + width
+
+
+def _frame_name(name: str) -> str:
+    # Resumed frames are synthetic: torch_dynamo_resume_in_forward_at_14 -> forward
+    match = re.match(r"torch_dynamo_resume_in_(.+)_at_\d+$", name)
+    return match.group(1) if match else name
+
+
+def _source_line(path: str, line: int) -> str:
+    import linecache
+
+    return linecache.getline(path, line).rstrip("\n")
+
+
+def _char_columns(path: str, line: int, start_byte: int, end_byte: int) -> tuple[int, int]:
+    """Code positions are UTF-8 byte offsets; editors count characters."""
+    raw = _source_line(path, line).encode("utf-8")
+    return (len(raw[:start_byte].decode("utf-8", "ignore")), len(raw[:end_byte].decode("utf-8", "ignore")))
+
+
+def _merge(seen: list[_Seen]) -> list[GraphBreak]:
+    """One break per location (file, line, registry id); the most informative text wins."""
+    by_place: dict[tuple[str, int], list[_Seen]] = {}
+    for item in seen:
+        by_place.setdefault((item.path, item.line), []).append(item)
+    breaks: list[GraphBreak] = []
+    for (path, line), items in by_place.items():
+        kinds: dict[str, list[_Seen]] = {}
+        for item in items:
+            kinds.setdefault(_describe(item.reason)["key"], []).append(item)
+        # explain's terse reasons ("generic_jump TensorVariable()") duplicate the log's full one
+        if len(kinds) > 1:
+            kinds = {k: v for k, v in kinds.items() if not k.startswith("raw:")} or kinds
+        for group in kinds.values():
+            breaks.append(_to_break(path, line, items, group))
+    breaks.sort(key=lambda b: (b.path, b.line, b.column))
+    return breaks
+
+
+def _to_break(path: str, line: int, place: list[_Seen], group: list[_Seen]) -> GraphBreak:
+    best = max(group, key=lambda s: (bool(_URL.search(s.reason)), len(s.reason)))
+    desc = _describe(best.reason)
+    columns = next((s.columns for s in place if s.columns), None)
+    source = _source_line(path, line)
+    if columns is None:
+        start = len(source) - len(source.lstrip())
+        columns = (start, max(len(source.rstrip()), start + 1))
+    stack = max((s.stack for s in place), key=len)
+    return GraphBreak(
+        path=path, line=line, column=columns[0] + 1, end_line=line, end_column=columns[1] + 1,
+        gb_id=desc["gb_id"], gb_type=desc["gb_type"], explanation=desc["explanation"],
+        hints=desc["hints"], url=desc["url"], reason=best.reason, stack=stack,
+    )
+
+
+def _describe(reason: str) -> dict[str, Any]:
+    """Split torch's message into registry id, short type, explanation and hints."""
+    url_match = _URL.search(reason)
+    gb_id = f"GB{url_match['num']}" if url_match else None
+    rows = reason.splitlines()
+    gb_type, explanation, hints = "", [], []
+    mode = None
+    for i, row in enumerate(rows):
+        stripped = row.strip()
+        if stripped.startswith("Explanation:"):
+            mode = "explanation"
+            explanation.append(stripped[len("Explanation:"):].strip())
+            gb_type = next((r.strip() for r in reversed(rows[:i]) if r.strip()), "")
+        elif stripped.startswith("Hint:"):
+            mode = "hint"
+            hints.append(stripped[len("Hint:"):].strip())
+        elif stripped.startswith(("Developer debug context:", "For more details")):
+            mode = None
+        elif mode == "explanation" and not stripped:
+            mode = "context"  # torch's worked example of the failing code follows: not the summary
+        elif mode == "explanation":
+            explanation.append(stripped)
+    if gb_id is None and gb_type:
+        gb_id = _registry_id(gb_type)
+    if gb_id and not gb_type:
+        entry = _registry().get(gb_id, [{}])[0]
+        gb_type = entry.get("Gb_type", "")
+        explanation = explanation or [entry.get("Explanation", "")]
+        hints = hints or list(entry.get("Hints", []))
+    url = url_match.group(0) if url_match else _registry_url(gb_id)
+    key = gb_id or (f"type:{gb_type}" if gb_type else f"raw:{rows[0] if rows else ''}")
+    if not gb_type:
+        gb_type = rows[0].strip() if rows else "graph break"
+    return {"gb_id": gb_id, "gb_type": gb_type, "explanation": " ".join(e for e in explanation if e),
+            "hints": hints, "url": url, "key": key}
+
+
+@lru_cache(maxsize=1)
+def _registry() -> dict[str, list[dict[str, Any]]]:
+    path = os.path.join(os.path.dirname(torch._dynamo.__file__), "graph_break_registry.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}  # older torch: no registry, ids come only from message URLs
+
+
+def _registry_id(gb_type: str) -> str | None:
+    for gb_id, entries in _registry().items():
+        if any(e.get("Gb_type") == gb_type for e in entries):
+            return gb_id
+    return None
+
+
+def _registry_url(gb_id: str | None) -> str | None:
+    if not gb_id:
+        return None
+    base = getattr(torch._dynamo.exc, "GRAPH_BREAK_SITE_URL", None)
+    return f"{base}gb{gb_id[2:]}.html" if base else None

@@ -1,0 +1,124 @@
+"""Run one analysis job: import the file fresh, then trace / sweep / benchmark each target.
+
+Results stream back one target at a time, so the editor shows the first target's breaks while
+the next one is still being traced.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import traceback
+from typing import Any, Callable
+
+import torch
+
+from ..protocol import AnalyzeJob, Problem, TargetResult, from_dict
+from . import loader
+from .graph_breaks import trace_graph_breaks
+
+Send = Callable[[dict], None]
+
+
+def describe_runtime() -> dict[str, Any]:
+    cuda = torch.cuda.is_available()
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cuda": cuda,
+        "device_name": torch.cuda.get_device_name(0) if cuda else _cpu_name(),
+        "pid": os.getpid(),
+    }
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for row in f:
+                if row.startswith("model name"):
+                    return row.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
+
+
+def resolve_device(wanted: str) -> str:
+    if wanted == "cuda" or (wanted == "auto" and torch.cuda.is_available()):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cpu"
+
+
+def _problem_from(exc: BaseException, job: AnalyzeJob, kind: str, what: str) -> Problem:
+    """A short user-facing problem at the innermost workspace line; details go to the log."""
+    where = loader.innermost_user_frame(exc, job.root)
+    path, line = where if where else (job.path, None)
+    if isinstance(exc, SystemExit):
+        return Problem("exit", f"{what}: user code called sys.exit({exc.code!r})", path, line,
+                       "guard script code with `if __name__ == \"__main__\":`")
+    hint = None
+    if isinstance(exc, ModuleNotFoundError):
+        hint = f"install `{exc.name}` in the interpreter Compile Lens uses, or select another one"
+    return Problem(kind, f"{what}: {loader.describe(exc)}", path, line, hint)
+
+
+def run_job(raw: dict, send: Send) -> None:
+    job = from_dict(AnalyzeJob, raw)
+
+    def progress(stage: str, target: str | None = None) -> None:
+        send({"id": job.id, "event": "progress", "stage": stage, "target": target})
+
+    progress("importing")
+    try:
+        module = loader.import_file(job.path, job.root)
+    except BaseException as exc:  # noqa: BLE001 - user code: report, never crash the worker
+        traceback.print_exc()
+        problem = _problem_from(exc, job, "import", f"importing {os.path.basename(job.path)} failed")
+        send({"id": job.id, "event": "done", "error": _asdict(problem)})
+        return
+    device = resolve_device(job.device)
+    for spec in job.targets:
+        result = TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
+
+        def stage(text: str, name: str = spec.name) -> None:
+            progress(text, name)
+
+        try:
+            built = loader.build_target(module, spec, job.path)
+            if job.trace:
+                progress(f"tracing {spec.name}", spec.name)
+                result.graph_count, result.graph_breaks = trace_graph_breaks(built, job.root)
+            if job.recompiles and spec.inputs is not None:
+                progress(f"checking recompiles of {spec.name}", spec.name)
+                result.recompiles = _sweep(built, job, stage)
+            if job.benchmark:
+                progress(f"measuring {spec.name}", spec.name)
+                result.benchmark = _benchmark(built, job, device, stage)
+        except loader.TargetError as exc:
+            result.status, result.error = "error", exc.problem
+        except BaseException as exc:  # noqa: BLE001
+            traceback.print_exc()
+            result.status = "error"
+            result.error = _problem_from(exc, job, "call", f"calling `{spec.name}` failed")
+        send({"id": job.id, "event": "target", "result": _asdict(result)})
+    send({"id": job.id, "event": "done"})
+
+
+def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None]) -> list:
+    try:
+        from .recompiles import sweep_recompiles
+    except ImportError:
+        return []
+    return sweep_recompiles(built, path=job.path, progress=progress)
+
+
+def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, device: str, progress: Callable[[str], None]) -> Any:
+    from .benchmark import run_benchmark
+
+    return run_benchmark(built, path=job.path, root=job.root, device=device, mode=job.mode,
+                         max_seconds=job.max_seconds, progress=progress)
+
+
+def _asdict(obj: Any) -> dict:
+    import dataclasses
+
+    return dataclasses.asdict(obj)

@@ -1,0 +1,184 @@
+"""Import the user's file fresh and build each target from its recipe."""
+
+from __future__ import annotations
+
+import importlib.util
+import linecache
+import os
+import sys
+import tempfile
+import traceback
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..protocol import Problem, TargetSpec
+
+# An empty bytecode cache: an edit saved within the same second (same mtime and size) must not be
+# served from a stale .pyc.
+sys.dont_write_bytecode = True
+sys.pycache_prefix = tempfile.mkdtemp(prefix="compile-lens-pyc-")
+
+
+class TargetError(Exception):
+    """A target could not be built or called; carries the user-facing problem."""
+
+    def __init__(self, problem: Problem):
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+@dataclass
+class BuiltTarget:
+    """What a job needs to run a target: a factory (a fresh model each call) and example args."""
+
+    spec: TargetSpec
+    make: Callable[[], Any]  # returns the nn.Module instance or the plain function
+    args: tuple
+    namespace: dict
+
+    def eval_args(self, text: str) -> tuple:
+        """Evaluate another argument tuple (a variant) in the module's namespace."""
+        return _as_tuple(eval(text, self.namespace))  # noqa: S307 - the user's own directive
+
+
+def _is_environment_file(path: str) -> bool:
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    real = os.path.realpath(path)
+    return "site-packages" in real or any(real.startswith(p + os.sep) for p in prefixes)
+
+
+def _under(path: str, root: str) -> bool:
+    real, root = os.path.realpath(path), os.path.realpath(root)
+    return real == root or real.startswith(root + os.sep)
+
+
+def purge_user_modules(root: str) -> None:
+    """Forget every module imported from the workspace, so the next import reads today's code."""
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and _under(path, root) and not _is_environment_file(path):
+            del sys.modules[name]
+
+
+def module_name(path: str, root: str) -> str:
+    """The dotted name the file is importable as: its package path under the root, else its stem."""
+    directory, stem = os.path.split(os.path.abspath(path))
+    parts = [os.path.splitext(stem)[0]]
+    while _under(directory, root) and os.path.exists(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+    return ".".join(parts)
+
+
+def import_file(path: str, root: str) -> types.ModuleType:
+    """Import `path` as a fresh module. Its `__main__` block does not run."""
+    purge_user_modules(root)
+    linecache.checkcache()
+    importlib.invalidate_caches()
+    name = module_name(path, root)
+    top = os.path.abspath(path)
+    for _ in name.split("."):
+        top = os.path.dirname(top)
+    for entry in (root, top):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def user_line(exc: BaseException, path: str) -> int | None:
+    """The innermost line of `path` in the exception's traceback."""
+    line = None
+    real = os.path.realpath(path)
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.realpath(frame.filename) == real:
+            line = frame.lineno
+    return line
+
+
+def innermost_user_frame(exc: BaseException, root: str) -> tuple[str, int] | None:
+    """The innermost traceback frame in a workspace file (not the environment, not us)."""
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if _under(frame.filename, root) and not _is_environment_file(frame.filename):
+            if "compile_lens" not in frame.filename.replace(os.sep, "/").split("/"):
+                found = (frame.filename, frame.lineno)
+    return found
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _as_tuple(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _resolve(module: types.ModuleType, dotted: str) -> Any:
+    obj: Any = module
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def unwrap_compiled(fn: Any) -> Any:
+    """The user's function under a `@torch.compile` wrapper (Dynamo keeps it on the wrapper)."""
+    for attr in ("_torchdynamo_orig_callable", "_orig_mod", "__wrapped__"):
+        inner = getattr(fn, attr, None)
+        if inner is not None:
+            return unwrap_compiled(inner)
+    return fn
+
+
+def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> BuiltTarget:
+    """Resolve the target in the imported module, check it builds, and evaluate its inputs."""
+    namespace = module.__dict__
+    how = "add `# compile-lens: inputs=(...)` above it" + (
+        " and `init=...` if its constructor needs arguments" if spec.kind == "module" else ""
+    )
+    try:
+        obj = _resolve(module, spec.name)
+    except AttributeError:
+        raise TargetError(Problem(
+            "build", f"`{spec.name}` is not defined at module level after import", path, spec.line,
+            "define it at the top level of the file")) from None
+    if spec.inputs is None:
+        raise TargetError(Problem(
+            "inputs", spec.problem or f"no example inputs for `{spec.name}`", path, spec.line, how))
+
+    if spec.kind == "module":
+        init = spec.inputs.init or f"{spec.name}()"
+
+        def make() -> Any:
+            return eval(init, namespace)  # noqa: S307 - the user's own directive
+    else:
+        fn = unwrap_compiled(obj)
+
+        def make() -> Any:
+            return fn
+
+    try:
+        make()
+    except Exception as exc:  # noqa: BLE001 - user code: report, never crash
+        raise TargetError(Problem(
+            "build", f"building `{init if spec.kind == 'module' else spec.name}` failed: {describe(exc)}",
+            path, user_line(exc, path) or spec.line, how)) from None
+    try:
+        args = _as_tuple(eval(spec.inputs.text, namespace))  # noqa: S307
+    except Exception as exc:  # noqa: BLE001
+        raise TargetError(Problem(
+            "inputs", f"evaluating inputs `{spec.inputs.text}` failed: {describe(exc)}",
+            path, spec.inputs.line or spec.line, "fix the `inputs=` expression")) from None
+    return BuiltTarget(spec, make, args, namespace)
