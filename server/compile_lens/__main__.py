@@ -26,6 +26,7 @@ def main() -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
     from .server import server
 
     server.start_io(lsp_in, lsp_out)

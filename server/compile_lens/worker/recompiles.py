@@ -768,11 +768,14 @@ def _limit_text(headline: str) -> str:
 def _limit_probe(sweep: _Sweep, records: list[Recompile], names: list[str],
                  tried: list[_Variation]) -> Recompile | None:
     """Keep giving a specialised input new values until torch refuses to compile (bounded)."""
-    specialised = {r.changed for r in records if r.kind == "specialization"}
+    special = [r for r in records if r.kind == "specialization"]
+    scalars = {r.changed for r in special
+               if not r.reason.startswith(("tensor '", "GLOBAL_STATE")) and not _SIZE_EXPR_RE.search(r.reason)}
+    sizes = {r.changed for r in special if _SIZE_RE.search(r.reason) or _SIZE_EXPR_RE.search(r.reason)}
     limit = recompile_limit()
-    if not specialised or limit > 64:
+    if not (scalars or sizes) or limit > 64:
         return None
-    for plan in _probe_plans(sweep.target.args, names, specialised, [v.args for v in tried],
+    for plan in _probe_plans(sweep.target.args, names, scalars, sizes, [v.args for v in tried],
                              limit + 1):
         quiet = 0
         for label, new_args in plan:
@@ -795,25 +798,25 @@ def _limit_probe(sweep: _Sweep, records: list[Recompile], names: list[str],
     return None
 
 
-def _probe_plans(args: tuple, names: list[str], specialised: set[str], tried: list[tuple],
-                 count: int) -> Iterator[list[tuple[str, tuple]]]:
+def _probe_plans(args: tuple, names: list[str], scalars: set[str], sizes: set[str],
+                 tried: list[tuple], count: int) -> Iterator[list[tuple[str, tuple]]]:
     """For each specialised scalar argument or tensor batch size: `count` values not tried yet."""
     for i, value in enumerate(args):
-        if names[i] not in specialised or isinstance(value, bool):
+        if isinstance(value, bool):
             continue
-        if isinstance(value, (int, float, str)):
+        if isinstance(value, (int, float, str)) and names[i] in scalars:
             used = {a[i] for a in tried if len(a) > i and not isinstance(a[i], torch.Tensor)}
             values = itertools.islice((v for v in _endless(value) if v not in used), count)
             yield [(_scalar_label(names[i], v), args[:i] + (v,) + args[i + 1:]) for v in values]
-        elif isinstance(value, torch.Tensor) and value.dim() >= 1:
+        elif isinstance(value, torch.Tensor) and value.dim() >= 1 and names[i] in sizes:
             b = value.shape[0]
             used = {a[i].shape[0] for a in tried
                     if len(a) > i and isinstance(a[i], torch.Tensor) and a[i].dim() >= 1}
-            sizes = itertools.islice((s for s in itertools.count(2) if s not in used and s != b),
-                                     count)
+            new_sizes = itertools.islice(
+                (n for n in itertools.count(2) if n not in used and n != b), count)
             same = [j for j in _tensors(args) if args[j].dim() >= 1 and args[j].shape[0] == b]
             plan = []
-            for size in sizes:
+            for size in new_sizes:
                 new = list(args)
                 for j in same:
                     new[j] = _resized(args[j], 0, size)

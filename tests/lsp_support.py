@@ -1,0 +1,119 @@
+"""Drive the real server (`python -m compile_lens`) over stdio with pytest-lsp's client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+Diagnostics = Sequence[lsp.Diagnostic]
+
+
+async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: Optional[dict] = None,
+                       env: Optional[dict] = None) -> LanguageClient:
+    config = ClientServerConfig(
+        server_command=[sys.executable, "-m", "compile_lens"],
+        server_env={**os.environ, "PYTHONSAFEPATH": "1", **(env or {})},
+    )
+    client = await config.start()
+    client.statuses = []  # type: ignore[attr-defined]
+    client.published = []  # type: ignore[attr-defined]  # every publishDiagnostics, in order
+
+    @client.feature("compileLens/status")
+    def on_status(params: Any) -> None:
+        client.statuses.append(params)  # type: ignore[attr-defined]
+
+    # pytest-lsp keeps only the latest diagnostics per uri; keep the whole history too
+    features = client.protocol.fm._features
+    keep_latest = features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def on_diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
+        keep_latest(params)
+        client.published.append(params)  # type: ignore[attr-defined]
+
+    features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_diagnostics
+
+    options: dict[str, Any] = {"settings": settings or {}}
+    if trusted is not None:
+        options["trusted"] = trusted
+    await client.initialize_session(lsp.InitializeParams(
+        capabilities=lsp.ClientCapabilities(),
+        process_id=os.getpid(),
+        root_uri=root.as_uri(),
+        workspace_folders=[lsp.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        initialization_options=options,
+    ))
+    return client
+
+
+async def stop_server(client: LanguageClient) -> None:
+    try:
+        await asyncio.wait_for(client.shutdown_session(), 30)
+    except Exception:  # noqa: BLE001 - a test that killed the server still cleans up
+        if client._server and client._server.returncode is None:
+            client._server.kill()
+
+
+def open_file(client: LanguageClient, path: Path, version: int = 1) -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id="python", version=version, text=path.read_text())))
+    return uri
+
+
+def change_file(client: LanguageClient, path: Path, text: str, version: int, *, save: bool) -> None:
+    """Replace the buffer (and, when saving, the file on disk) like an editor does."""
+    uri = path.as_uri()
+    if save:
+        path.write_text(text)
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+    if save:
+        client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri=uri)))
+
+
+async def wait_for(client: LanguageClient, uri: str, predicate: Callable[[Diagnostics], bool],
+                   timeout: float = 90.0) -> Diagnostics:
+    """The first published diagnostics for `uri` that satisfy `predicate`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        current = client.diagnostics.get(uri)
+        if current is not None and predicate(current):
+            return current
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"timed out waiting for diagnostics on {uri}; last: "
+                                 f"{[(d.code, d.range.start.line, d.message[:80]) for d in current or []]}")
+        try:
+            await asyncio.wait_for(client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS),
+                                   min(remaining, 1.0))
+        except asyncio.TimeoutError:
+            pass
+
+
+def codes(diagnostics: Diagnostics) -> list[str]:
+    return sorted(str(d.code) for d in diagnostics)
+
+
+def has_code(prefix: str) -> Callable[[Diagnostics], bool]:
+    return lambda ds: any(str(d.code).startswith(prefix) for d in ds)
+
+
+def locate(path: Path, needle: str, occurrence: int = 1) -> tuple[int, int]:
+    """(0-based line, 0-based column) of the n-th occurrence of `needle` in the file."""
+    seen = 0
+    for number, line in enumerate(path.read_text().splitlines()):
+        col = line.find(needle)
+        while col >= 0:
+            seen += 1
+            if seen == occurrence:
+                return number, col
+            col = line.find(needle, col + 1)
+    raise AssertionError(f"{needle!r} not in {path}")
