@@ -8,6 +8,7 @@ Prints the median (and spread) of 20 runs, and how many findings the file produc
 from __future__ import annotations
 
 import argparse
+import ast
 import statistics
 import sys
 import time
@@ -112,6 +113,29 @@ def generate(lines: int) -> str:
     return "".join(parts)
 
 
+def edits(source: str, runs: int, kind: str) -> list[str]:
+    """`runs` successive versions of `source`, each one keystroke away from the one before."""
+    lines = source.split("\n")
+    middle = next(i for i in range(len(lines) // 2, len(lines)) if "h = self.norm(x)" in lines[i])
+    versions = []
+    for k in range(runs):
+        if kind == "type":  # type a character inside a forward body in the middle of the file
+            lines[middle] = lines[middle] + ("  # " if k == 0 else "x")
+        else:  # press Enter near the top: every statement below moves down a line
+            lines.insert(12, "")
+        versions.append("\n".join(lines))
+    return versions
+
+
+def median_ms(calls) -> tuple[float, float, float]:
+    times = []
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), min(times), max(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=5000)
@@ -120,24 +144,19 @@ def main() -> None:
 
     source = generate(args.lines)
     n_lines = source.count("\n")
-    lint_source(source, "bench.py")  # warm up
-    times = []
-    findings = []
-    for _ in range(args.runs):
-        start = time.perf_counter()
-        findings = lint_source(source, "bench.py") or []
-        times.append((time.perf_counter() - start) * 1000)
-    start = time.perf_counter()
-    import ast
-
-    for _ in range(5):
-        ast.parse(source)
-    parse_ms = (time.perf_counter() - start) * 1000 / 5
-    print(
-        f"lint_source on {n_lines} lines: median {statistics.median(times):.1f} ms "
-        f"(min {min(times):.1f}, max {max(times):.1f}, {args.runs} runs; "
-        f"ast.parse alone {parse_ms:.1f} ms); {len(findings)} findings"
-    )
+    findings = lint_source(source, "bench.py") or []
+    parse = median_ms([lambda: ast.parse(source)] * 5)
+    cold = median_ms([lambda k=k: lint_source(source, f"cold-{k}.py") for k in range(args.runs)])
+    rows = [("cold (first lint of the file, nothing cached)", cold)]
+    for kind, label in (("type", "typing in a forward body"), ("enter", "Enter near the top")):
+        lint_source(source, f"{kind}.py")
+        versions = edits(source, args.runs, kind)
+        rows.append((label, median_ms([lambda v=v, k=kind: lint_source(v, f"{k}.py") for v in versions])))
+    print(f"lint_source on a generated file of {n_lines} lines ({len(findings)} findings), "
+          f"median of {args.runs} runs (min, max):")
+    for label, (med, low, high) in rows:
+        print(f"  {label:<48} {med:6.1f} ms  ({low:.1f}, {high:.1f})")
+    print(f"  {'for reference: ast.parse of the whole file':<48} {parse[0]:6.1f} ms")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -16,10 +17,13 @@ Diagnostics = Sequence[lsp.Diagnostic]
 
 
 async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: Optional[dict] = None,
-                       env: Optional[dict] = None) -> LanguageClient:
+                       env: Optional[dict] = None, cache_dir: Optional[Path] = None,
+                       capabilities: Optional[lsp.ClientCapabilities] = None) -> LanguageClient:
+    """A server on `root`. Its result cache is private to this start unless `cache_dir` is given."""
+    cache = cache_dir or Path(tempfile.mkdtemp(prefix="compile-lens-test-cache-"))
     config = ClientServerConfig(
         server_command=[sys.executable, "-m", "compile_lens"],
-        server_env={**os.environ, "PYTHONSAFEPATH": "1", **(env or {})},
+        server_env={**os.environ, "PYTHONSAFEPATH": "1", "COMPILE_LENS_CACHE_DIR": str(cache), **(env or {})},
     )
     client = await config.start()
     client.statuses = []  # type: ignore[attr-defined]
@@ -43,7 +47,7 @@ async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: 
     if trusted is not None:
         options["trusted"] = trusted
     await client.initialize_session(lsp.InitializeParams(
-        capabilities=lsp.ClientCapabilities(),
+        capabilities=capabilities or lsp.ClientCapabilities(),
         process_id=os.getpid(),
         root_uri=root.as_uri(),
         workspace_folders=[lsp.WorkspaceFolder(uri=root.as_uri(), name=root.name)],

@@ -9,7 +9,14 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 
-from lsp_support import change_file, has_code, locate, open_file, start_server, stop_server, wait_for
+from lsp_support import (
+    change_file,
+    locate,
+    open_file,
+    start_server,
+    stop_server,
+    wait_for,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 pytestmark = pytest.mark.asyncio(loop_scope="module")

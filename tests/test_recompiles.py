@@ -279,6 +279,12 @@ def test_a_variation_that_raises_is_skipped(module, caplog):
     assert by_label(records)["requires_grad=True"]  # the rest of the sweep still ran
 
 
+def test_time_budget_stops_automatic_variations_but_not_declared_ones(module):
+    records = sweep(module, "Mlp", "(torch.randn(8, 16),)", ["(torch.randn(16, 16),)"],
+                    max_seconds=0)
+    assert [r.variation for r in records] == ["variant 1"]
+
+
 def test_base_inputs_that_fail_are_a_target_error(module):
     with pytest.raises(TargetError) as err:
         sweep(module, "Fixed", "(torch.randn(4, 16),)")
@@ -317,12 +323,23 @@ def test_mark_dynamic_in_user_code_stops_size_recompiles(module):
 def test_logging_and_dynamo_state_are_restored(module):
     dynamo = logging.getLogger("torch._dynamo")
     recompiles_log = logging.getLogger("torch._dynamo.guards.__recompiles")
-    before = (list(dynamo.handlers), recompiles_log.isEnabledFor(logging.DEBUG),
-              recompiles.recompile_limit())
-    first = sweep(module, "Steps", "(torch.randn(8, 16), 2)", ["(torch.randn(8, 16), 3)"])
-    after = (list(dynamo.handlers), recompiles_log.isEnabledFor(logging.DEBUG),
-             recompiles.recompile_limit())
-    assert before == after
+    mine = logging.NullHandler()
+    dynamo.addHandler(mine)  # someone else's handler (the trace job's, say) must survive
+
+    def state():
+        # torch's own stderr handler is re-created by set_logs(): compare its kind, not identity
+        return (sorted((type(h).__name__, h.level) for h in dynamo.handlers), dynamo.level,
+                dynamo.propagate, recompiles_log.isEnabledFor(logging.DEBUG),
+                recompiles.recompile_limit())
+
+    try:
+        before = state()
+        first = sweep(module, "Steps", "(torch.randn(8, 16), 2)", ["(torch.randn(8, 16), 3)"])
+        assert state() == before
+        assert mine in dynamo.handlers
+        assert not any(isinstance(h, recompiles._Collector) for h in dynamo.handlers)
+    finally:
+        dynamo.removeHandler(mine)
     assert not torch._dynamo.utils.get_compilation_metrics()
     second = sweep(module, "Steps", "(torch.randn(8, 16), 2)", ["(torch.randn(8, 16), 3)"])
 
@@ -380,3 +397,7 @@ def test_parse_entry_new_and_old_formats():
     assert [(f.entry, f.text) for f in old.failures] == [
         (None, "tensor 'L['x']' size mismatch at index 0. expected 8, actual 16")]
     assert recompiles._parse_entry("something else") is None
+
+    odd = recompiles._parse_entry("Recompiling function g (a wording from another release)\n"
+                                  "    because: something torch says")
+    assert odd is not None and [f.text for f in odd.failures] == ["because: something torch says"]

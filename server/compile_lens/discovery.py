@@ -330,3 +330,106 @@ def _infer_inputs(init: ast.FunctionDef, forward: ast.FunctionDef, env: dict[str
     if kind in shapes:
         return f"(torch.randn{shapes[kind]},)"
     return None
+
+
+# --- workspace imports -------------------------------------------------------------------------
+
+def workspace_imports(path: str, source: str, root: str) -> list[str]:
+    """Workspace files this file imports (directly), resolved like the worker's sys.path does."""
+    import os
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            base = os.path.dirname(path)
+            for _ in range(node.level - 1):
+                base = os.path.dirname(base)
+            rel = os.path.relpath(base, root).replace(os.sep, ".")
+            prefix = "" if rel == "." else rel + "."
+            mod = prefix + (node.module or "")
+            names += [mod] + [f"{mod}.{a.name}".strip(".") for a in node.names]
+    found: list[str] = []
+    for name in names:
+        for base in (root, os.path.dirname(path)):
+            stem = os.path.join(base, *name.strip(".").split("."))
+            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if os.path.isfile(candidate) and os.path.realpath(candidate) != os.path.realpath(path):
+                    real = os.path.realpath(candidate)
+                    if real not in found:
+                        found.append(real)
+    return found
+
+
+def dependency_fingerprint(path: str, source: str, root: str) -> tuple[str, list[str]]:
+    """A hash of the ASTs of every workspace file this one imports, transitively; and those files."""
+    seen: list[str] = []
+    queue = workspace_imports(path, source, root)
+    digest = hashlib.sha256()
+    while queue:
+        dep = queue.pop(0)
+        if dep in seen:
+            continue
+        seen.append(dep)
+        try:
+            with open(dep, encoding="utf-8") as f:
+                text = f.read()
+            digest.update(dep.encode() + fingerprint(ast.parse(text)).encode())
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            digest.update(dep.encode() + b"?")
+            continue
+        queue += workspace_imports(dep, text, root)
+    return digest.hexdigest()[:16], seen
+
+
+# --- torch.compile call sites ----------------------------------------------------------------
+
+@dataclass
+class CallSite:
+    """`torch.compile(X)` (or `@torch.compile`) whose X is a target of this file."""
+
+    target: str
+    line: int  # 1-based
+    column: int  # 1-based start of `torch.compile`
+    end_line: int
+    end_column: int  # just after the closing parenthesis (where an inlay hint goes)
+
+
+def _is_torch_compile(func: ast.expr) -> bool:
+    return ast.unparse(func) in ("torch.compile", "torch.compiler.compile")
+
+
+def compile_call_sites(tree: ast.Module, targets: set[str]) -> list[CallSite]:
+    sites: list[CallSite] = []
+    built: dict[str, str] = {}  # variable -> target it was constructed from (model = Net(...))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            if node.value.func.id in targets:
+                for tgt in node.targets:
+                    if isinstance(tgt, ast.Name):
+                        built[tgt.id] = node.value.func.id
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _is_torch_compile(node.func) and node.args:
+            arg = node.args[0]
+            name = None
+            if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id in targets:
+                name = arg.func.id
+            elif isinstance(arg, ast.Name):
+                name = arg.id if arg.id in targets else built.get(arg.id)
+            if name:
+                sites.append(CallSite(name, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
+                                      (node.end_col_offset or 0) + 1))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in targets:
+            for dec in node.decorator_list:
+                func = dec.func if isinstance(dec, ast.Call) else dec
+                if _is_torch_compile(func):
+                    sites.append(CallSite(node.name, dec.lineno, dec.col_offset + 1, dec.end_lineno or dec.lineno,
+                                          (dec.end_col_offset or 0) + 1))
+    return sorted(sites, key=lambda s: (s.line, s.column))

@@ -7,7 +7,8 @@ the helpers in this file that they call. CL2xx flag recompile hazards anywhere i
 No torch and no pygls: this runs in the language server on every keystroke. `ast.parse` alone takes
 longer than the budget on a 5,000-line file, so parsing is incremental: each top-level statement is
 parsed on its own and cached by its text, and so are the facts read from it; a keystroke re-parses
-one statement and re-runs only the cheap cross-statement resolution.
+one statement and re-runs only the cheap cross-statement resolution. A cached statement that moved
+(lines added above it) keeps its tree: its facts carry the line offset, added on output.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def lint_source(source: str, path: str) -> Optional[list[Finding]]:
     """Static lints for one file. None when the source does not parse (mid-typing): the caller then
     keeps what it published before."""
     source = _normalise_newlines(source)
-    with _LOCK:  # the cache's trees are shifted in place; one lint at a time
+    with _LOCK:  # cached chunks' offsets change per call; one lint at a time
         chunks = _CACHE.chunks(path, source)
         if chunks is None:
             return None
@@ -75,7 +76,7 @@ def _normalise_newlines(source: str) -> str:
 _LOCK = threading.Lock()
 _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
-_CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally")
+_CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")  # these lines continue a statement
 _MAX_MERGE = 4  # a chunk that fails alone is retried joined with up to this many next chunks
 
 
@@ -97,11 +98,9 @@ class _Chunk:
         return cls(text, start, _extract(tree))
 
     def move_to(self, start: int) -> None:
-        """Lines above were added or removed: renumber the cached tree in place."""
-        delta = start - self.start
-        if delta:
-            _shift_lines(self.facts.tree, delta)
-            self.start = start
+        """Lines above were added or removed: the tree keeps its numbers, the facts an offset."""
+        self.facts.delta += start - self.start
+        self.start = start
 
 
 class _ChunkCache:
@@ -180,18 +179,13 @@ def _top_level_starts(lines: list[str], source: str) -> list[int]:
     for i, line in enumerate(lines):
         if not line or line[0] in " \t\f#)]}\\" or in_string[i]:
             continue
-        if line.startswith(_CONTINUATION_KEYWORDS) and _keyword_at_start(line):
+        if line[0] in "ef" and _CONTINUATION.match(line):
             continue
         boundary = not after_decorator
         after_decorator = line[0] == "@"
         if boundary and i:
             starts.append(i)
     return starts
-
-
-def _keyword_at_start(line: str) -> bool:
-    word = line.split(None, 1)[0].split(":", 1)[0]
-    return word in _CONTINUATION_KEYWORDS
 
 
 def _lines_inside_strings(source: str, n_lines: int) -> bytearray:
@@ -210,21 +204,6 @@ def _lines_inside_strings(source: str, n_lines: int) -> bytearray:
     if opened is not None:
         inside[opened[1] + 1:] = b"\x01" * (n_lines - opened[1] - 1)
     return inside
-
-
-_POSITIONED: dict[type, bool] = {}
-
-
-def _shift_lines(tree: ast.AST, delta: int) -> None:
-    for node in _walk(tree):
-        kind = type(node)
-        positioned = _POSITIONED.get(kind)
-        if positioned is None:
-            positioned = _POSITIONED[kind] = "lineno" in kind._attributes
-        if positioned:
-            node.lineno += delta  # type: ignore[attr-defined]
-            if node.end_lineno is not None:  # type: ignore[attr-defined]
-                node.end_lineno += delta  # type: ignore[attr-defined]
 
 
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
@@ -288,8 +267,8 @@ class _Func:
     qualname: str
     cls: Optional[_Class]  # the class it is a method of
     parent: Optional[_Func]  # the function it is nested in
+    facts: _Facts  # of the chunk it is in (for its line offset)
     decorators: list[str] = field(default_factory=list)  # dotted (a call's callee for `@f(...)`)
-    compile_decorator: Optional[ast.expr] = None  # `@torch.compile...` as written, if any
     children: list[_Func] = field(default_factory=list)  # nested defs and lambdas
     nested: dict[str, _Func] = field(default_factory=dict)  # nested defs by name
     name_calls: list[tuple[str, ast.Call]] = field(default_factory=list)  # f(...)
@@ -302,9 +281,11 @@ class _Site(NamedTuple):
     """A call somewhere in the file, with where it sits."""
 
     call: ast.Call
+    callee: Optional[str]  # the called name, dotted ("torch.compile"), when it is one
     func: Optional[_Func]  # innermost enclosing function (None: module or class level)
     loops: tuple[_Loop, ...]  # enclosing loops inside that function, innermost last
     guarded: bool  # under an `if` inside that loop/function: likely a one-time or cached compile
+    facts: _Facts
 
 
 class _Ctx(NamedTuple):
@@ -320,11 +301,13 @@ _TOP = _Ctx(None, None, (), False)
 @dataclass(eq=False)
 class _Facts:
     tree: ast.Module
+    delta: int = 0  # add to the tree's line numbers: the chunk moved since it was parsed
     imports: list[tuple[str, str]] = field(default_factory=list)  # (local name, qualified name)
     module_calls: list[tuple[str, str]] = field(default_factory=list)  # `name = f(...)` at top level
     classes: list[_Class] = field(default_factory=list)
     functions: list[_Func] = field(default_factory=list)  # module-level defs
     all_funcs: list[_Func] = field(default_factory=list)  # every def, any depth
+    compile_decorated: list[_Func] = field(default_factory=list)  # `@<...>compile` defs
     lambdas: dict[ast.Lambda, _Func] = field(default_factory=dict)
     compile_calls: list[_Site] = field(default_factory=list)  # calls of a `*compile` callee
     loop_calls: list[_Site] = field(default_factory=list)  # every call inside a loop
@@ -374,11 +357,14 @@ class _Extractor:
 
     def _on_def(self, node, ctx: _Ctx) -> None:
         owner = ctx.cls.qualname if ctx.cls else ctx.func.qualname if ctx.func else ""
-        func = _Func(node, node.name, f"{owner}.{node.name}" if owner else node.name, ctx.cls, ctx.func)
+        qualname = f"{owner}.{node.name}" if owner else node.name
+        func = _Func(node, node.name, qualname, ctx.cls, ctx.func, self.facts)
         for dec in node.decorator_list:
             callee = dec.func if isinstance(dec, ast.Call) else dec
             func.decorators.append(_dotted(callee) or "")
         self.facts.all_funcs.append(func)
+        if any(d.endswith("compile") for d in func.decorators):
+            self.facts.compile_decorated.append(func)
         if ctx.cls is not None:
             ctx.cls.methods[node.name] = func
         elif ctx.func is not None:
@@ -396,7 +382,8 @@ class _Extractor:
 
     def _on_lambda(self, node: ast.Lambda, ctx: _Ctx) -> None:
         owner = ctx.func.qualname if ctx.func else ctx.cls.qualname if ctx.cls else ""
-        func = _Func(node, "<lambda>", f"{owner}.<lambda>" if owner else "<lambda>", None, ctx.func)
+        qualname = f"{owner}.<lambda>" if owner else "<lambda>"
+        func = _Func(node, "<lambda>", qualname, None, ctx.func, self.facts)
         self.facts.lambdas[node] = func
         if ctx.func is not None:
             ctx.func.children.append(func)
@@ -485,15 +472,16 @@ class _Extractor:
                 if isinstance(value, ast.Name) and value.id == "self":
                     func.self_calls.append((callee.attr, node))
                 elif dotted is not None:
-                    func.candidates.append(("call", node, dotted))
+                    head, _, rest = dotted.partition(".")
+                    func.candidates.append(("call", node, (dotted, head, rest.rpartition(".")[2])))
                 elif isinstance(value, ast.Call) and callee.attr in _LOG_METHODS:
                     func.candidates.append(("logcall", node, _dotted(value.func)))
                 if callee.attr in _TENSOR_TO_PYTHON:
                     func.candidates.append((callee.attr, node, None))
         if dotted is not None and dotted.endswith("compile"):
-            self.facts.compile_calls.append(_Site(node, func, ctx.loops, ctx.guarded))
+            self.facts.compile_calls.append(_Site(node, dotted, func, ctx.loops, ctx.guarded, self.facts))
         if ctx.loops:
-            self.facts.loop_calls.append(_Site(node, func, ctx.loops, ctx.guarded))
+            self.facts.loop_calls.append(_Site(node, dotted, func, ctx.loops, ctx.guarded, self.facts))
         self._push(_children(node), ctx)
 
     def _on_assign(self, node, ctx: _Ctx) -> None:
@@ -639,7 +627,7 @@ def _param_kind(arg: ast.arg, default: Optional[ast.expr]) -> Kind:
     annotation = arg.annotation
     if isinstance(annotation, ast.Name) and annotation.id in ("int", "float", "bool", "str"):
         return SCALAR
-    if isinstance(default, ast.Constant) and default.value is not None and _scalar_kind(default) == SCALAR:
+    if default is not None and _scalar_kind(default) == SCALAR:
         return SCALAR
     return None
 
@@ -684,6 +672,7 @@ def _loop_target_kinds(target: ast.AST, iterable: ast.expr) -> list[tuple[str, K
 _MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.Sequential", "torch.nn.modules.module.Module",
                            "nn.Module", "nn.Sequential", "Module"})
 _CACHE_DECORATORS = frozenset({"cache", "lru_cache", "cached_property"})
+_DYNAMO_DISABLE = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 # torch.* calls in a condition that are static to Dynamo (configuration and shape queries).
 _STATIC_TORCH_PREFIXES = ("is_", "are_", "get_", "has_")
 _STATIC_TORCH_NAMES = frozenset({"numel", "typename", "finfo", "iinfo", "result_type",
@@ -695,26 +684,37 @@ _STATIC_TORCH_MODULES = frozenset({"cuda", "backends", "distributed", "jit", "co
 
 
 class _Index:
+    """Names across the whole file: imports, classes, functions, compile calls."""
+
     def __init__(self, all_facts: list[_Facts]):
-        self.facts = all_facts
         self.aliases: dict[str, str] = {}
+        self.functions: dict[str, _Func] = {}  # module level, by name (the last def wins)
+        self.classes: dict[str, _Class] = {}
+        self.lambdas: dict[ast.Lambda, _Func] = {}
+        self.bindings: dict[str, list[Kind]] = {}  # module scope
+        self.all_funcs: list[_Func] = []
+        self.compile_decorated: list[_Func] = []
+        self.loop_calls: list[_Site] = []
+        self.assigned_calls: list[tuple[str, ast.Call, Optional[_Func]]] = []
+        candidates: list[_Site] = []
+        module_calls: list[tuple[str, str]] = []
         for facts in all_facts:
             self.aliases.update(facts.imports)
-        self.functions: dict[str, _Func] = {f.name: f for facts in all_facts for f in facts.functions}
-        self.classes: dict[str, _Class] = {c.name: c for facts in all_facts for c in facts.classes}
-        self.lambdas: dict[ast.Lambda, _Func] = {}
-        self.bindings: dict[str, list[Kind]] = {}
-        for facts in all_facts:
+            self.functions.update((f.name, f) for f in facts.functions)
+            self.classes.update((c.name, c) for c in facts.classes)
             self.lambdas.update(facts.lambdas)
             for name, kinds in facts.bindings.items():
                 self.bindings.setdefault(name, []).extend(kinds)
-        self.loggers = {name for facts in all_facts for name, callee in facts.module_calls
+            self.all_funcs += facts.all_funcs
+            self.compile_decorated += facts.compile_decorated
+            self.loop_calls += facts.loop_calls
+            self.assigned_calls += facts.assigned_calls
+            candidates += facts.compile_calls
+            module_calls += facts.module_calls
+        self.compile_calls = [s for s in candidates if self.is_torch_compile(s.callee)]
+        self.loggers = {name for name, callee in module_calls
                         if self.resolve(callee) == "logging.getLogger"}
-        self.module_classes = self._module_classes()
-
-    def iter(self, attr: str):
-        for facts in self.facts:
-            yield from getattr(facts, attr)
+        self.module_classes = self._module_classes(all_facts)
 
     def resolve(self, dotted: Optional[str]) -> str:
         """Through the file's imports: `np.mean` -> `numpy.mean`, `nn.Module` -> `torch.nn.Module`."""
@@ -726,11 +726,11 @@ class _Index:
     def is_torch_compile(self, dotted: Optional[str]) -> bool:
         return bool(dotted) and self.resolve(dotted) == "torch.compile"
 
-    def _module_classes(self) -> set[_Class]:
+    def _module_classes(self, all_facts: list[_Facts]) -> set[_Class]:
         """nn.Module subclasses, directly or through other classes of this file."""
         found: set[_Class] = set()
         names: set[str] = set()
-        pending = list(self.iter("classes"))
+        pending = [c for facts in all_facts for c in facts.classes]
         changed = True
         while changed:
             changed = False
@@ -770,15 +770,18 @@ class _Index:
             scope = scope.parent
         return self.functions.get(name)
 
-    def compile_arg(self, site: _Site) -> Optional[ast.expr]:
-        call = site.call
-        if call.args:
-            return call.args[0]
-        return next((k.value for k in call.keywords if k.arg == "model"), None)
+    def call_target(self, call: ast.Call, scope: Optional[_Func]) -> Optional[_Func]:
+        """The def in this file a call runs: `f(...)` or `self.f(...)`."""
+        callee = call.func
+        if isinstance(callee, ast.Name):
+            return self.callee(callee.id, scope)
+        if isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Name) and callee.value.id == "self":
+            return self.method(_method_class(scope), callee.attr)
+        return None
 
     def compiled_function(self, site: _Site) -> Optional[_Func]:
         """The function a `torch.compile(f)` call compiles, when it is defined in this file."""
-        arg = self.compile_arg(site)
+        arg = _compile_arg(site)
         if isinstance(arg, ast.Lambda):
             return self.lambdas.get(arg)
         if isinstance(arg, ast.Name):
@@ -788,6 +791,18 @@ class _Index:
             return self.method(_method_class(site.func), arg.attr)
         return None
 
+    def compile_decorator(self, func: _Func) -> Optional[ast.expr]:
+        """Its `@torch.compile` / `@torch.compile(...)` decorator, if it has one."""
+        if func not in self.compile_decorated or isinstance(func.node, ast.Lambda):
+            return None
+        for dec in func.node.decorator_list:
+            if self.is_torch_compile(_dotted(dec.func if isinstance(dec, ast.Call) else dec)):
+                return dec
+        return None
+
+    def is_dynamo_disabled(self, func: _Func) -> bool:
+        return any(self.resolve(d) in _DYNAMO_DISABLE for d in func.decorators)
+
     def is_static_torch_call(self, resolved: str) -> bool:
         parts = resolved.split(".")
         if len(parts) > 2 and parts[1] in _STATIC_TORCH_MODULES:
@@ -795,6 +810,14 @@ class _Index:
         last = parts[-1]
         return last != "is_nonzero" and (last.startswith(_STATIC_TORCH_PREFIXES)
                                          or last in _STATIC_TORCH_NAMES)
+
+
+def _compile_arg(site: _Site) -> Optional[ast.expr]:
+    """What a torch.compile call compiles (None: `torch.compile(mode=...)`, a decorator)."""
+    call = site.call
+    if call.args:
+        return call.args[0]
+    return next((k.value for k in call.keywords if k.arg == "model"), None)
 
 
 def _method_class(func: Optional[_Func]) -> Optional[_Class]:
@@ -816,9 +839,9 @@ def _with_nested(func: _Func) -> list[_Func]:
     return out
 
 
-def _is_dynamo_disabled(func: _Func, index: _Index) -> bool:
-    return any(index.resolve(d) in ("torch.compiler.disable", "torch._dynamo.disable")
-               for d in func.decorators)
+def _frame(call: ast.AST, func: Optional[_Func], facts: _Facts) -> Frame:
+    """A caller's frame, for `related` (the path is filled in by _Output)."""
+    return Frame("", call.lineno + facts.delta, func.qualname if func else "<module>")
 
 
 # ===== CL1xx: graph breaks predicted inside compiled code ======================================
@@ -830,13 +853,12 @@ def _compiled_roots(index: _Index) -> list[_Func]:
         forward = cls.methods.get("forward")
         if forward is not None:
             roots.append(forward)
-    roots += [f for f in index.iter("all_funcs") if any(index.is_torch_compile(d) for d in f.decorators)]
-    for site in index.iter("compile_calls"):
-        if index.is_torch_compile(_dotted(site.call.func)):
-            func = index.compiled_function(site)
-            if func is not None:
-                roots.append(func)
-    roots.sort(key=lambda f: (f.node.lineno, f.node.col_offset))
+    roots += [f for f in index.compile_decorated if index.compile_decorator(f) is not None]
+    for site in index.compile_calls:
+        func = index.compiled_function(site)
+        if func is not None:
+            roots.append(func)
+    roots.sort(key=lambda f: (f.node.lineno + f.facts.delta, f.node.col_offset))
     return roots
 
 
@@ -848,7 +870,7 @@ def _traced_functions(index: _Index) -> list[tuple[_Func, _Func, tuple[Frame, ..
     queue = [(root, root, ()) for root in _compiled_roots(index)]
     while queue:
         func, root, chain = queue.pop(0)
-        if func in seen or _is_dynamo_disabled(func, index):
+        if func in seen or index.is_dynamo_disabled(func):
             continue
         seen.add(func)
         out.append((func, root, chain))
@@ -856,143 +878,130 @@ def _traced_functions(index: _Index) -> list[tuple[_Func, _Func, tuple[Frame, ..
             for name, call in inner.name_calls:
                 target = index.callee(name, inner)
                 if target is not None and target not in seen:
-                    queue.append((target, root, chain + (_frame(index, call, inner),)))
+                    queue.append((target, root, chain + (_frame(call, inner, inner.facts),)))
             for name, call in inner.self_calls:
                 target = index.method(_method_class(inner), name)
                 if target is not None and target not in seen:
-                    queue.append((target, root, chain + (_frame(index, call, inner),)))
+                    queue.append((target, root, chain + (_frame(call, inner, inner.facts),)))
     return out
-
-
-def _frame(index: _Index, call: ast.AST, func: Optional[_Func]) -> Frame:
-    return Frame("", call.lineno, func.qualname if func else "<module>")  # path filled by _Output
 
 
 def _predicted_breaks(index: _Index, out: _Output) -> None:
     for func, root, chain in _traced_functions(index):
-        where = _where(func, root)
-        context = {"function": func.qualname, "root": root.qualname}
+        lint = _Lint(index, out, func, root, chain)
         for inner in _with_nested(func):
+            lint.facts = inner.facts
             for kind, node, info in inner.candidates:
-                _candidate(index, out, kind, node, info, where, context, chain)
+                lint.candidate(kind, node, info)
             for name, call in inner.name_calls:
-                resolved = index.resolve(name)
-                if name in index.aliases and resolved.startswith("numpy."):
-                    _numpy_call(out, call, name, where, context, chain)
+                if name in index.aliases and index.resolve(name).startswith("numpy."):
+                    lint.numpy_call(call, name)
 
 
-def _where(func: _Func, root: _Func) -> str:
-    if func is root:
-        return "inside compiled code"
-    return f"in `{func.qualname}` (called from compiled `{root.qualname}`)"
+class _Lint:
+    """The CL1xx findings of one traced function (and the defs nested in it)."""
 
+    def __init__(self, index: _Index, out: _Output, func: _Func, root: _Func, chain: tuple):
+        self.index, self.out, self.chain = index, out, chain
+        self.facts = func.facts
+        self.context = {"function": func.qualname, "root": root.qualname}
+        if func is root:
+            self.where = "inside compiled code"
+        else:
+            self.where = f"in `{func.qualname}` (called from compiled `{root.qualname}`)"
 
-def _candidate(index, out, kind, node, info, where, context, chain) -> None:
-    if kind == "print":
-        out.add(node, "CL101", f"print() {where} will likely break the graph" + PREDICTED,
-                dict(context, kind="print", statement=out.statement_of(node)), chain, predicted=True)
-    elif kind in _TENSOR_TO_PYTHON:
-        why = {"item": "it copies a tensor value into Python",
-               "tolist": "it copies tensor values into a Python list",
-               "numpy": "it turns the tensor into a NumPy array"}[kind]
-        out.add(node, _TENSOR_TO_PYTHON[kind], f"`.{kind}()` {where} will likely break the graph: "
-                f"{why}" + PREDICTED, dict(context, kind=kind), chain, predicted=True)
-    elif kind == "branch":
-        _branch(index, out, node, info, where, context, chain)
-    elif kind == "call":
-        _dotted_call(index, out, node, info, where, context, chain)
-    elif kind == "logcall" and index.resolve(info) == "logging.getLogger":
-        _logging_call(out, node, "logging.getLogger(...)." + node.func.attr, where, context, chain)
+    def add(self, node: ast.AST, code: str, message: str, **data) -> None:
+        self.out.add(node, self.facts, code, message + PREDICTED, dict(self.context, **data),
+                     self.chain, predicted=True)
 
+    def candidate(self, kind: str, node: ast.AST, info) -> None:
+        if kind == "print":
+            self.add(node, "CL101", f"print() {self.where} will likely break the graph", kind="print",
+                     statement=self.out.statement_of(node, self.facts))
+        elif kind in _TENSOR_TO_PYTHON:
+            why = {"item": "it copies a tensor value into Python",
+                   "tolist": "it copies tensor values into a Python list",
+                   "numpy": "it turns the tensor into a NumPy array"}[kind]
+            self.add(node, _TENSOR_TO_PYTHON[kind],
+                     f"`.{kind}()` {self.where} will likely break the graph: {why}", kind=kind)
+        elif kind == "branch":
+            self.branch(node, *info)
+        elif kind == "call":
+            self.dotted_call(node, *info)
+        elif kind == "logcall" and self.index.resolve(info) == "logging.getLogger":
+            self.logging_call(node, "logging.getLogger(...)." + node.func.attr)
 
-def _branch(index, out, test, info, where, context, chain) -> None:
-    keyword, reducers, calls = info
-    data_dependent = any(
-        index.resolve(_dotted(r.func.value)).split(".")[0] not in ("numpy", "math") for r in reducers
-    ) or any(
-        index.resolve(d).startswith("torch.") and not index.is_static_torch_call(index.resolve(d))
-        for d, _ in calls
-    )
-    if not data_dependent:
-        return
-    what = {"if": "`if` on a tensor value", "while": "`while` on a tensor value",
-            "ifexp": "a conditional expression on a tensor value"}[keyword]
-    out.add(test, "CL105", f"{what} {where} will likely break the graph: the branch depends on the "
-            f"data" + PREDICTED, dict(context, kind="branch", condition=out.text_of(test)), chain,
-            predicted=True)
+    def branch(self, test: ast.expr, keyword: str, reducers: list, calls: list) -> None:
+        index = self.index
+        reduces = any(index.resolve(_dotted(r.func.value)).split(".")[0] not in ("numpy", "math")
+                      for r in reducers)
+        torch_call = any(index.resolve(d).startswith("torch.")
+                         and not index.is_static_torch_call(index.resolve(d)) for d, _ in calls)
+        if not (reduces or torch_call):
+            return
+        what = {"if": "`if` on a tensor value", "while": "`while` on a tensor value",
+                "ifexp": "a conditional expression on a tensor value"}[keyword]
+        self.add(test, "CL105", f"{what} {self.where} will likely break the graph: the branch depends "
+                 "on the data", kind="branch", condition=self.out.text_of(test, self.facts))
 
+    def dotted_call(self, call: ast.Call, dotted: str, head: str, method: str) -> None:
+        if head in self.index.aliases and self.index.resolve(dotted).startswith("numpy."):
+            self.numpy_call(call, dotted)
+        elif method in _LOG_METHODS:
+            receiver = dotted.rpartition(".")[0]
+            if self.index.resolve(receiver) == "logging" or receiver in self.index.loggers:
+                self.logging_call(call, dotted)
 
-def _dotted_call(index, out, call, dotted, where, context, chain) -> None:
-    head = dotted.split(".", 1)[0]
-    resolved = index.resolve(dotted)
-    if head in index.aliases and resolved.startswith("numpy."):
-        _numpy_call(out, call, dotted, where, context, chain)
-        return
-    receiver, _, method = dotted.rpartition(".")
-    if method in _LOG_METHODS and (index.resolve(receiver) == "logging" or receiver in index.loggers):
-        _logging_call(out, call, dotted, where, context, chain)
+    def numpy_call(self, call: ast.Call, dotted: str) -> None:
+        self.add(call, "CL106", f"NumPy call `{dotted}()` {self.where} may break the graph (Dynamo "
+                 "traces many NumPy functions, not all)", kind="numpy-call", call=dotted)
 
-
-def _numpy_call(out, call, dotted, where, context, chain) -> None:
-    out.add(call, "CL106", f"NumPy call `{dotted}()` {where} may break the graph (Dynamo traces many "
-            f"NumPy functions, not all)" + PREDICTED, dict(context, kind="numpy-call", call=dotted),
-            chain, predicted=True)
-
-
-def _logging_call(out, call, dotted, where, context, chain) -> None:
-    out.add(call, "CL107", f"logging call `{dotted}()` {where} will likely break the graph"
-            + PREDICTED, dict(context, kind="logging", call=dotted, statement=out.statement_of(call)),
-            chain, predicted=True)
+    def logging_call(self, call: ast.Call, dotted: str) -> None:
+        self.add(call, "CL107", f"logging call `{dotted}()` {self.where} will likely break the graph",
+                 kind="logging", call=dotted, statement=self.out.statement_of(call, self.facts))
 
 
 # ===== CL2xx: recompile hazards ================================================================
 
 def _recompile_hazards(index: _Index, out: _Output) -> None:
-    sites = [s for s in index.iter("compile_calls") if index.is_torch_compile(_dotted(s.call.func))]
-    repeated_candidates = _repeated_compiles(index, out, sites)
-    _compiles_in_repeated_calls(index, out, repeated_candidates)
+    in_functions = _repeated_compiles(index, out)
+    _compiles_in_repeated_calls(index, out, in_functions)
     _varying_scalar_args(index, out)
 
 
-def _repeated_compiles(index: _Index, out: _Output, sites: list[_Site]) -> dict[_Func, list[_Site]]:
+def _repeated_compiles(index: _Index, out: _Output) -> dict[_Func, list[_Site]]:
     """CL201 (in a loop, or in forward) and CL202 (a fresh lambda/closure). Returns, per function,
     the compile calls not flagged yet: they are hazards if the function runs in a loop."""
     in_functions: dict[_Func, list[_Site]] = {}
-    for site in sites:
-        if site.guarded:
-            continue  # `if self._compiled is None: ...`: compiled once, then reused
+    for site in index.compile_calls:
+        if site.guarded or _compile_arg(site) is None:
+            continue  # guarded: `if self._compiled is None: ...`, compiled once; no argument: a decorator
         func = site.func
         fresh = _fresh_callable(index, site)
-        in_function = func is not None and func.name != "__init__"
-        if fresh is not None and (site.loops or in_function):
+        if fresh is not None and (site.loops or (func is not None and func.name != "__init__")):
             _fresh_compile(out, site, fresh)
-        elif site.loops and not _compiles_loop_item(index.compile_arg(site), site.loops):
-            out.add(site.call, "CL201", "torch.compile() inside a loop compiles again on every "
-                    f"iteration: hoist it out of the loop (line {site.loops[-1].node.lineno})",
-                    {"kind": "compile-in-loop", "loop_line": site.loops[-1].node.lineno})
+        elif site.loops and not _compiles_loop_item(_compile_arg(site), site.loops):
+            loop_line = site.loops[-1].node.lineno + site.facts.delta
+            out.add(site.call, site.facts, "CL201", "torch.compile() inside a loop compiles again on "
+                    f"every iteration: hoist it out of the loop (line {loop_line})",
+                    {"kind": "compile-in-loop", "loop_line": loop_line})
         elif func is not None and func.name == "forward" and func.cls in index.module_classes:
-            out.add(site.call, "CL201", f"torch.compile() inside `{func.qualname}` compiles again on "
-                    "every call of the model: compile once, in `__init__` or where the model is built",
-                    {"kind": "compile-in-forward", "function": func.qualname})
+            out.add(site.call, site.facts, "CL201", f"torch.compile() inside `{func.qualname}` compiles "
+                    "again on every call of the model: compile once, in `__init__` or where the model "
+                    "is built", {"kind": "compile-in-forward", "function": func.qualname})
         elif func is not None:
             in_functions.setdefault(func, []).append(site)
-    for func in index.iter("all_funcs"):
-        decorator = _compile_decorator(index, func)
-        if decorator is not None and func.parent is not None and func.parent.name != "__init__":
-            _fresh_compile(out, _Site(decorator, func.parent, (), False), func)
+    for func in index.compile_decorated:
+        decorator = index.compile_decorator(func)
+        outer = func.parent
+        if decorator is not None and func.cls is None and outer is not None and outer.name != "__init__":
+            _fresh_compile(out, _Site(decorator, None, outer, (), False, func.facts), func)
     return in_functions
-
-
-def _compile_decorator(index: _Index, func: _Func) -> Optional[ast.expr]:
-    for dec in func.node.decorator_list if not isinstance(func.node, ast.Lambda) else []:
-        if index.is_torch_compile(_dotted(dec.func if isinstance(dec, ast.Call) else dec)):
-            return dec
-    return None
 
 
 def _fresh_callable(index: _Index, site: _Site) -> Optional[_Func]:
     """The lambda or nested def a torch.compile call compiles, when it is created anew each time."""
-    arg = index.compile_arg(site)
+    arg = _compile_arg(site)
     if isinstance(arg, ast.Lambda):
         return index.lambdas.get(arg)
     func = index.compiled_function(site)
@@ -1006,9 +1015,9 @@ def _fresh_compile(out: _Output, site: _Site, fresh: _Func) -> None:
         what, kind = "torch.compile(lambda ...) compiles a new lambda", "compile-lambda"
     else:
         what, kind = f"torch.compile(`{fresh.name}`) compiles a new closure", "compile-closure"
-    out.add(site.call, "CL202", f"{what} {runs}: define the function once (at module level) and "
-            "compile it once", {"kind": kind, "function": outer, "closure": fresh.name,
-                                "in_loop": bool(site.loops)})
+    out.add(site.call, site.facts, "CL202", f"{what} {runs}: define the function once (at module "
+            "level) and compile it once", {"kind": kind, "function": outer, "closure": fresh.name,
+                                           "in_loop": bool(site.loops)})
 
 
 def _compiles_loop_item(arg: Optional[ast.expr], loops: tuple[_Loop, ...]) -> bool:
@@ -1024,32 +1033,26 @@ def _compiles_in_repeated_calls(index: _Index, out: _Output, sites: dict[_Func, 
     if not sites:
         return
     compiling = _functions_reaching(index, set(sites))
+    names = {f.name for f in compiling}
     flagged: set[ast.Call] = set()
-    for loop_call in index.iter("loop_calls"):
-        callee = _call_target(index, loop_call.call, loop_call.func)
+    for loop_call in index.loop_calls:
+        if (loop_call.callee or "").rpartition(".")[2] not in names:
+            continue  # cheap test first: most calls in loops are not to these functions
+        callee = index.call_target(loop_call.call, loop_call.func)
         if callee is None or callee not in compiling:
             continue
-        chain = (_frame(index, loop_call.call, loop_call.func),)
+        caller_line = loop_call.call.lineno + loop_call.facts.delta
+        chain = (_frame(loop_call.call, loop_call.func, loop_call.facts),)
         for func, via in _paths_to_sites(index, callee, compiling, sites, chain):
             for site in sites[func]:
                 if site.call in flagged:
                     continue
                 flagged.add(site.call)
-                loop_line = loop_call.loops[-1].node.lineno
-                out.add(site.call, "CL201", f"torch.compile() runs each time `{callee.qualname}` "
-                        f"runs, and it is called in a loop (line {loop_call.call.lineno}): each call "
-                        "compiles again — compile once outside and reuse it",
+                out.add(site.call, site.facts, "CL201", f"torch.compile() runs on every call of "
+                        f"`{callee.qualname}`, which is called in a loop (line {caller_line}): each "
+                        "call compiles again — compile once, outside the loop, and reuse it",
                         {"kind": "compile-in-repeated-call", "function": callee.qualname,
-                         "caller_line": loop_call.call.lineno, "loop_line": loop_line}, via)
-
-
-def _call_target(index: _Index, call: ast.Call, scope: Optional[_Func]) -> Optional[_Func]:
-    callee = call.func
-    if isinstance(callee, ast.Name):
-        return index.callee(callee.id, scope)
-    if isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Name) and callee.value.id == "self":
-        return index.method(_method_class(scope), callee.attr)
-    return None
+                         "caller_line": caller_line}, via)
 
 
 def _calls_of(index: _Index, func: _Func) -> list[tuple[_Func, ast.Call, _Func]]:
@@ -1057,7 +1060,7 @@ def _calls_of(index: _Index, func: _Func) -> list[tuple[_Func, ast.Call, _Func]]
     out = []
     for inner in _with_nested(func):
         for _, call in inner.name_calls + inner.self_calls:
-            target = _call_target(index, call, inner)
+            target = index.call_target(call, inner)
             if target is not None:
                 out.append((target, call, inner))
     return out
@@ -1071,15 +1074,22 @@ def _functions_reaching(index: _Index, targets: set[_Func]) -> set[_Func]:
     """The functions that, when called, run one of `targets` (themselves included); a cached
     function (`@functools.cache`) runs its body once, so it stops the chain."""
     reaching = {f for f in targets if not _is_cached(f)}
-    funcs = [f for f in index.iter("all_funcs") if not _is_cached(f)]
-    edges = {f: {t for t, _, _ in _calls_of(index, f)} for f in funcs}
-    changed = True
-    while changed:
-        changed = False
-        for func in funcs:
-            if func not in reaching and edges[func] & reaching:
-                reaching.add(func)
-                changed = True
+    callers: dict[str, list[tuple[_Func, ast.Call]]] = {}  # called name -> (caller, call)
+    for func in index.all_funcs:
+        for name, call in func.name_calls + func.self_calls:
+            callers.setdefault(name, []).append((func, call))
+    pending = list(reaching)
+    while pending:
+        target = pending.pop()
+        for inner, call in callers.get(target.name, ()):
+            if index.call_target(call, inner) is not target:
+                continue
+            caller = inner
+            while caller.parent is not None and caller.cls is None:  # a nested def runs in its parent
+                caller = caller.parent
+            if caller not in reaching and not _is_cached(caller):
+                reaching.add(caller)
+                pending.append(caller)
     return reaching
 
 
@@ -1093,42 +1103,51 @@ def _paths_to_sites(index, start, compiling, sites, chain):
         for target, call, inner in _calls_of(index, func):
             if target in compiling and target not in seen:
                 seen.add(target)
-                queue.append((target, via + (_frame(index, call, inner),)))
+                queue.append((target, via + (_frame(call, inner, inner.facts),)))
     return out
 
 
 def _varying_scalar_args(index: _Index, out: _Output) -> None:
     """CL203: `for lr in ...: step(x, lr)` where `step` is compiled: each new value may recompile."""
     compiled = _compiled_callables(index)
-    if not compiled:
-        return
-    scalars: dict[Optional[_Func], set[str]] = {}
-    for site in index.iter("loop_calls"):
+    module_scalars: Optional[set[str]] = None
+    scalars: dict[_Func, set[str]] = {}
+    for site in index.loop_calls:
         name = _compiled_callee_name(index, site, compiled)
         if name is None:
             continue
-        if site.func not in scalars:
-            scalars[site.func] = _scalar_names(index, site.func)
-        for arg in site.call.args + [k.value for k in site.call.keywords]:
-            varying = _varying_scalar(arg, site.loops, scalars[site.func])
+        args = [a for a in site.call.args + [k.value for k in site.call.keywords] if _scalar_kind(a)]
+        if not args:
+            continue
+        if module_scalars is None:
+            module_scalars = _scalar_fixed_point(index.bindings, set())
+        if site.func is None:
+            known = module_scalars
+        else:
+            if site.func not in scalars:
+                scalars[site.func] = _scalar_fixed_point(site.func.bindings, module_scalars)
+            known = scalars[site.func]
+        for arg in args:
+            varying = _varying_scalar(arg, site.loops, known)
             if varying is not None:
                 var, loop = varying
-                out.add(arg, "CL203", f"each new value of `{var}` may recompile `{name}` (`{var}` "
-                        f"changes in the loop at line {loop.node.lineno}): pass it as a tensor or "
+                loop_line = loop.node.lineno + site.facts.delta
+                out.add(arg, site.facts, "CL203", f"each new value of `{var}` may recompile `{name}` "
+                        f"(`{var}` changes in the loop at line {loop_line}): pass it as a tensor or "
                         "mark it dynamic", {"kind": "scalar-arg", "name": var, "callee": name,
-                                            "loop_line": loop.node.lineno})
+                                            "loop_line": loop_line})
 
 
 def _compiled_callables(index: _Index) -> dict[str, list[Optional[_Func]]]:
     """Names bound to a compiled callable -> the scopes where the binding is visible (None: all).
     `dynamic=True` ones are left out: they do not recompile for new scalar values."""
     compiled: dict[str, list[Optional[_Func]]] = {}
-    for name, call, scope in index.iter("assigned_calls"):
+    for name, call, scope in index.assigned_calls:
         if index.is_torch_compile(_dotted(call.func)) and not _is_dynamic(call):
             visible = None if scope is None or "." in name else scope
             compiled.setdefault(name, []).append(visible)
-    for func in index.iter("all_funcs"):
-        decorator = _compile_decorator(index, func)
+    for func in index.compile_decorated:
+        decorator = index.compile_decorator(func)
         if decorator is not None and not (isinstance(decorator, ast.Call) and _is_dynamic(decorator)):
             name = f"self.{func.name}" if func.cls is not None else func.name
             compiled.setdefault(name, []).append(None if func.parent is None else func.parent)
@@ -1141,54 +1160,44 @@ def _is_dynamic(call: ast.Call) -> bool:
 
 
 def _compiled_callee_name(index: _Index, site: _Site, compiled) -> Optional[str]:
+    """The name a call in a loop calls, when that is a compiled callable visible there."""
     callee = site.call.func
     if isinstance(callee, ast.Call):  # torch.compile(f)(x, lr)
         if index.is_torch_compile(_dotted(callee.func)) and not _is_dynamic(callee):
             return "torch.compile(...)"
         return None
-    name = _dotted(callee)
-    if name is None or name not in compiled:
+    visible = compiled.get(site.callee or "")
+    if not visible:
         return None
-    visible = compiled[name]
-    scope_chain = set()
+    scopes = set()
     scope = site.func
     while scope is not None:
-        scope_chain.add(scope)
+        scopes.add(scope)
         scope = scope.parent
-    return name if any(v is None or v in scope_chain for v in visible) else None
-
-
-def _scalar_names(index: _Index, scope: Optional[_Func]) -> set[str]:
-    """Names all of whose bindings in `scope` are Python scalars (module constants count)."""
-    module = _scalar_fixed_point(index.bindings, set())
-    if scope is None:
-        return module
-    return _scalar_fixed_point(scope.bindings, module)
+    return site.callee if any(v is None or v in scopes for v in visible) else None
 
 
 def _scalar_fixed_point(bindings: dict[str, list[Kind]], known: set[str]) -> set[str]:
+    """Names all of whose bindings in a scope are Python scalars; `known`: the enclosing (module)
+    scope's, which count where the scope does not rebind them."""
+    inherited = known - set(bindings)
     names = {n for n, kinds in bindings.items() if all(k is not None for k in kinds)}
     changed = True
     while changed:
         changed = False
-        allowed = names | (known - set(bindings))
+        allowed = names | inherited
         for name in list(names):
             if any(not kind <= allowed for kind in bindings[name]):  # type: ignore[operator]
                 names.discard(name)
                 changed = True
-    return names | (known - set(bindings))
+    return names | inherited
 
 
 def _varying_scalar(arg: ast.expr, loops: tuple[_Loop, ...], scalars: set[str]):
     """(name, loop) when `arg` is a scalar expression using a scalar name that the loop changes."""
-    if isinstance(arg, ast.Starred):
-        return None
     kind = _scalar_kind(arg)
-    if not kind:
+    if not kind or not kind <= scalars:
         return None
-    for name in sorted(kind):
-        if name not in scalars:
-            return None
     for name in sorted(kind):
         for loop in reversed(loops):
             if name in loop.targets or name in loop.assigned:
@@ -1206,8 +1215,9 @@ class _Output:
         self.lines = lines
         self.found: dict[tuple, Finding] = {}
 
-    def add(self, node: ast.AST, code: str, message: str, data: dict, chain=(), predicted=False) -> None:
-        line, column, end_line, end_column = self.range_of(node)
+    def add(self, node: ast.AST, facts: _Facts, code: str, message: str, data: dict, chain=(),
+            predicted=False) -> None:
+        line, column, end_line, end_column = self.range_of(node, facts)
         key = (code, line, column, end_line, end_column)
         if key in self.found:
             return
@@ -1218,31 +1228,37 @@ class _Output:
     def sorted(self) -> list[Finding]:
         return sorted(self.found.values(), key=lambda f: (f.line, f.column, f.code))
 
-    def range_of(self, node: ast.AST) -> tuple[int, int, int, int]:
-        line = node.lineno  # type: ignore[attr-defined]
-        end_line = node.end_lineno or line  # type: ignore[attr-defined]
-        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset  # type: ignore[attr-defined]
+    def range_of(self, node: ast.AST, facts: _Facts) -> tuple[int, int, int, int]:
+        line = node.lineno + facts.delta  # type: ignore[attr-defined]
+        end_line = (node.end_lineno or node.lineno) + facts.delta  # type: ignore[attr-defined]
+        end_col = node.end_col_offset  # type: ignore[attr-defined]
+        if end_col is None:
+            end_col = node.col_offset  # type: ignore[attr-defined]
         return (line, self._chars(line, node.col_offset) + 1,  # type: ignore[attr-defined]
                 end_line, self._chars(end_line, end_col) + 1)
 
     def _chars(self, line: int, byte_offset: int) -> int:
         """ast columns are UTF-8 byte offsets; the contract's are characters."""
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        text = self.line(line)
         if text.isascii():
             return byte_offset
         return len(text.encode("utf-8")[:byte_offset].decode("utf-8", "ignore"))
 
-    def statement_of(self, call: ast.Call) -> Optional[list[int]]:
-        """The call's statement range when it is one on its own (a fix can delete or guard it)."""
-        line, column, end_line, end_column = self.range_of(call)
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        if text[:column - 1].strip() or (end_line == line and text[end_column - 1:].split("#")[0].strip()):
+    def line(self, number: int) -> str:
+        return self.lines[number - 1] if 0 < number <= len(self.lines) else ""
+
+    def statement_of(self, call: ast.Call, facts: _Facts) -> Optional[list[int]]:
+        """The call's range when it is a statement on its own line (a fix can delete or guard it)."""
+        line, column, end_line, end_column = self.range_of(call, facts)
+        before = self.line(line)[:column - 1]
+        after = self.line(end_line)[end_column - 1:].split("#", 1)[0]
+        if before.strip() or after.strip():
             return None
         return [line, column, end_line, end_column]
 
-    def text_of(self, node: ast.AST) -> str:
-        line, column, end_line, end_column = self.range_of(node)
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+    def text_of(self, node: ast.AST, facts: _Facts) -> str:
+        line, column, end_line, end_column = self.range_of(node, facts)
+        text = self.line(line)
         return text[column - 1:end_column - 1] if end_line == line else text[column - 1:] + " …"
 
 

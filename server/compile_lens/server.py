@@ -1,18 +1,21 @@
-"""The language server: documents in, diagnostics out. Never imports torch.
+"""The language server: documents in, diagnostics, lenses, hints and hovers out. Never imports torch.
 
 Static lints run on every change, in this process. Traces run in a warm worker on open and save;
 their results are published per target as they arrive, and only while they still describe the
-code in the editor.
+code in the editor. Benchmarks run in a second worker lane, after the traces, one at a time.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -23,16 +26,40 @@ from pygls.uris import to_fs_path
 
 from . import __version__
 from .analysis import analyze_file, safe_lint
-from .discovery import Discovery, discover
-from .pool import WorkerGone, WorkerSlot, default_python, worker_env
-from .protocol import Finding, Problem, TargetResult
+from .cache import ResultCache, cache_key, default_cache_dir
+from .discovery import Discovery, compile_call_sites, dependency_fingerprint, discover
+from .pool import WorkerGone, WorkerSlot, default_python, kill_tree, worker_env
+from .positions import position_map, remap_finding, remap_result
+from .protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec, from_dict
+from .render import benchmark_view as view
 from .render import findings as fnd
-from .render.lsp import to_diagnostic, uri_of
+from .render.lsp import to_diagnostic, to_range, uri_of
 from .settings import Settings
 
 log = logging.getLogger("compile_lens")
 
 STATUS = "compileLens/status"
+WORKER_FAILURES = ("crash", "timeout", "memory", "exit")
+
+
+def _torch_version() -> Optional[str]:
+    """torch's version from its metadata: a cache key without importing torch here."""
+    try:
+        from importlib.metadata import version
+
+        return version("torch")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+@dataclass
+class Saved:
+    """The file as last saved: what the worker imports, and what the results describe."""
+
+    source: str
+    discovery: Discovery
+    deps_fingerprint: str = ""
+    deps: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -43,14 +70,15 @@ class DocState:
     path: str
     lints: list[Finding] = field(default_factory=list)
     discovery: Optional[Discovery] = None  # of the current buffer (None: does not parse)
+    saved: Optional[Saved] = None  # what the results below were computed from
     traced: dict[str, TargetResult] = field(default_factory=dict)
-    traced_fingerprint: Optional[str] = None
-    traced_discovery: Optional[Discovery] = None
     problem: Optional[Problem] = None  # file-level: import failed / worker died
+    benchmarks: dict[str, Benchmark] = field(default_factory=dict)
+    measuring: set[str] = field(default_factory=set)
     open: bool = True
-    wanted: Optional[str] = None  # fingerprint of the newest save not yet traced
+    wanted: bool = False  # a save arrived that is not traced yet
     runner: Optional[asyncio.Task] = None
-    published_version: Optional[int] = None
+    bench_task: Optional[asyncio.Task] = None
 
 
 class CompileLensServer(LanguageServer):
@@ -62,18 +90,21 @@ class CompileLensServer(LanguageServer):
         self.docs: dict[str, DocState] = {}
         self.foreign: dict[str, dict[str, list[Finding]]] = {}  # helper uri -> origin uri -> findings
         self.traces: Optional[WorkerSlot] = None
+        self.bench: Optional[WorkerSlot] = None
         self.runtime: dict[str, Any] = {}
+        self.torch_version = _torch_version()
+        self.cache_dir = default_cache_dir()
+        self.cache = ResultCache(self.cache_dir)
         self.state = "starting"
+        self.stats = {"traces": 0, "benchmarks": 0, "trace_cache_hits": 0, "bench_cache_hits": 0}
 
     # --- status ---------------------------------------------------------------------------
 
     def status(self, state: str, detail: str = "") -> None:
         self.state = state
         self.protocol.notify(STATUS, {
-            "state": state, "detail": detail,
-            "torch": self.runtime.get("torch"),
-            "device": self._device_label(),
-            "interpreter": default_python(),
+            "state": state, "detail": detail, "torch": self.runtime.get("torch") or self.torch_version,
+            "device": self._device_label(), "interpreter": default_python(),
         })
 
     def _device_label(self) -> Optional[str]:
@@ -85,13 +116,15 @@ class CompileLensServer(LanguageServer):
 
     # --- workers --------------------------------------------------------------------------
 
+    def _slot(self, name: str, **kwargs: Any) -> WorkerSlot:
+        slot = WorkerSlot(name, default_python(), self.root, worker_env(self.cache_dir), **kwargs)
+        slot.on_output = lambda text: log.info("user code output (%s):\n%s", name, text)
+        return slot
+
     def start_workers(self) -> None:
         if not self.trusted or self.traces is not None:
             return
-        cache = os.environ.get("COMPILE_LENS_CACHE_DIR") or os.path.join(
-            os.path.expanduser("~"), ".cache", "compile-lens")
-        self.traces = WorkerSlot("trace", default_python(), self.root, worker_env(cache))
-        self.traces.on_output = lambda text: log.info("user code output:\n%s", text)
+        self.traces = self._slot("trace")
         self.traces.warm_up(self.settings.timeout_s)
         asyncio.get_running_loop().create_task(self._announce_worker())
 
@@ -110,12 +143,13 @@ class CompileLensServer(LanguageServer):
         self.status("idle", "ready")
 
     async def stop_workers(self) -> None:
-        if self.traces is not None:
-            await self.traces.stop()
-            self.traces = None
+        for slot in (self.traces, self.bench):
+            if slot is not None:
+                await slot.stop()
+        self.traces = self.bench = None
 
     def worker_pids(self) -> list[int]:
-        return self.traces.pids() if self.traces else []
+        return [pid for slot in (self.traces, self.bench) if slot for pid in slot.pids()]
 
     # --- documents ------------------------------------------------------------------------
 
@@ -132,92 +166,243 @@ class CompileLensServer(LanguageServer):
         lints = safe_lint(document.source, state.path)
         if lints is not None:  # None: mid-typing syntax error; keep what was shown
             state.lints = lints
-        found = discover(document.source)
-        if found is not None:
-            state.discovery = found
+        state.discovery = discover(document.source)
         self.publish(uri)
+
+    def _read_saved(self, state: DocState) -> Optional[Saved]:
+        try:
+            with open(state.path, encoding="utf-8") as f:
+                source = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("cannot read %s: %s", state.path, exc)
+            return None
+        found = discover(source)
+        if found is None:
+            return None
+        deps_fp, deps = dependency_fingerprint(state.path, source, self.root)
+        return Saved(source, found, deps_fp, deps)
 
     def schedule_trace(self, uri: str) -> None:
         state = self.doc(uri)
-        if not self.trusted or state.discovery is None:
+        if not self.trusted:
             return
-        state.wanted = state.discovery.fingerprint
-        if state.traced_fingerprint == state.wanted and not state.problem:
-            self.publish(uri)  # same code as traced (a comment or whitespace edit): nothing re-runs
-            return
+        state.wanted = True
         if state.runner is None or state.runner.done():
-            state.runner = asyncio.get_running_loop().create_task(self._trace_loop(uri))
+            state.runner = asyncio.get_running_loop().create_task(self._trace_loop(state))
 
-    async def _trace_loop(self, uri: str) -> None:
+    async def _trace_loop(self, state: DocState) -> None:
         """Trace the newest saved version; saves that arrive meanwhile collapse into one."""
-        state = self.doc(uri)
-        while state.open and state.wanted is not None and state.wanted != state.traced_fingerprint:
-            discovery = state.discovery
-            state.wanted = None
-            if discovery is None or self.traces is None:
+        while state.open and state.wanted:
+            state.wanted = False
+            saved = self._read_saved(state)
+            if saved is None or self.traces is None:
+                self.publish(state.uri)
                 return
+            if state.saved and state.saved.discovery.fingerprint == saved.discovery.fingerprint \
+                    and state.saved.deps_fingerprint == saved.deps_fingerprint and not state.problem:
+                # same code as before (a comment or whitespace edit): nothing re-runs, positions move
+                self._rebase(state, saved)
+                continue
             try:
-                await self._trace_once(state, discovery)
+                await self._trace_once(state, saved)
             except Exception:  # noqa: BLE001 - keep the server alive whatever happens
                 log.exception("analysis of %s failed", state.path)
                 self.status("error", f"analysis of {os.path.basename(state.path)} failed; see the log")
 
-    async def _trace_once(self, state: DocState, discovery: Discovery) -> None:
+    def _rebase(self, state: DocState, saved: Saved) -> None:
+        assert state.saved is not None
+        mapping = position_map(state.saved.source, saved.source)
+        if mapping is not None:
+            here = self._same_file(state.path)
+            state.traced = {k: remap_result(r, mapping, here) for k, r in state.traced.items()}
+        state.saved = saved
+        self._show_trace(state)
+
+    @staticmethod
+    def _same_file(path: str):
+        return lambda other: fnd.same_file(other, path)
+
+    def _key(self, kind: str, saved: Saved, spec: TargetSpec, *extra: Any) -> str:
+        inputs = dataclasses.asdict(spec.inputs) if spec.inputs else None
+        if inputs:
+            inputs.pop("line", None)
+        return cache_key(kind, self.torch_version, saved.discovery.fingerprint, saved.deps_fingerprint,
+                         spec.name, spec.kind, inputs, spec.compile_options, *extra)
+
+    def _cached(self, kind: str, key: str, saved: Saved, path: str) -> Optional[Any]:
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        value, source, _created = hit
+        if kind == "trace":
+            result = from_dict(TargetResult, value)
+            if source and source != saved.source:
+                mapping = position_map(source, saved.source)
+                if mapping is None:
+                    return None
+                result = remap_result(result, mapping, self._same_file(path))
+            return result
+        return from_dict(Benchmark, value)
+
+    async def _trace_once(self, state: DocState, saved: Saved) -> None:
         assert self.traces is not None
         started = time.perf_counter()
+        if state.bench_task and not state.bench_task.done():
+            state.bench_task.cancel()  # the file changed: its measurement is of code that is gone
         fresh: dict[str, TargetResult] = {}
+        keys = {t.name: self._key("trace", saved, t) for t in saved.discovery.targets if t.inputs}
+        for name, key in keys.items():
+            cached = self._cached("trace", key, saved, state.path)
+            if cached is not None:
+                fresh[name] = cached
+                self.stats["trace_cache_hits"] += 1
 
         def current() -> bool:
-            return state.open and state.discovery is not None and state.discovery.fingerprint == discovery.fingerprint
+            return state.open and state.discovery is not None and \
+                state.discovery.fingerprint == saved.discovery.fingerprint
+
+        def accept(results: dict[str, TargetResult], problem: Optional[Problem]) -> None:
+            state.traced, state.saved, state.problem = dict(results), saved, problem
+            self._load_benchmarks(state, saved)
+            self._show_trace(state)
 
         def on_target(result: TargetResult) -> None:
             fresh[result.name] = result
+            if result.error is None or result.error.kind not in WORKER_FAILURES:
+                self.cache.put(keys[result.name], "trace", dataclasses.asdict(result), saved.source)
             if current():  # stream: show this target's breaks while the next one is traced
-                state.traced, state.traced_fingerprint = dict(fresh), discovery.fingerprint
-                state.traced_discovery, state.problem = discovery, None
-                self._show_trace(state)
+                accept(fresh, None)
 
-        self.status("tracing", os.path.basename(state.path))
-        run = await analyze_file(self.traces, state.path, self.root, discovery, self.settings,
-                                 on_target=on_target,
-                                 on_progress=lambda stage, target: self.status("tracing", stage))
+        todo = {name for name in keys if name not in fresh}
+        problem = None
+        if todo:
+            self.status("tracing", os.path.basename(state.path))
+            self.stats["traces"] += 1
+            run = await analyze_file(self.traces, state.path, self.root, saved.discovery, self.settings,
+                                     on_target=on_target, only=todo,
+                                     on_progress=lambda stage, target: self.status("tracing", stage))
+            problem = run.problem
         if not current():
             log.info("dropped results for %s: the file changed during the trace", state.path)
             self.status("idle")
             return
-        state.traced, state.traced_fingerprint = run.results, discovery.fingerprint
-        state.traced_discovery, state.problem = discovery, run.problem
-        self._show_trace(state)
-        log.info("traced %s: %d targets in %.2fs", os.path.basename(state.path), len(run.results),
-                 time.perf_counter() - started)
-        self.status("error" if run.problem else "idle", run.problem.message if run.problem else "")
+        accept(fresh, problem)
+        log.info("traced %s: %d targets (%d from cache) in %.2fs", os.path.basename(state.path),
+                 len(fresh), len(fresh) - len(todo), time.perf_counter() - started)
+        self.status("error" if problem else "idle", problem.message if problem else "")
+        if self.settings.benchmark_on_save and not problem:
+            names = {n for n, r in fresh.items() if r.status == "ok" and n not in state.benchmarks}
+            if names:
+                self.schedule_benchmark(state, names)
 
-    def _show_trace(self, state: DocState) -> None:
-        self.publish(state.uri)
-        self.refresh_foreign(state.uri, self._traced_findings(state)[1])
+    # --- benchmarks -----------------------------------------------------------------------
+
+    def _bench_key(self, saved: Saved, spec: TargetSpec) -> str:
+        return self._key("bench", saved, spec, self.settings.device, self.settings.mode)
+
+    def _load_benchmarks(self, state: DocState, saved: Saved) -> None:
+        state.benchmarks = {}
+        for spec in saved.discovery.targets:
+            if spec.inputs is not None:
+                cached = self._cached("bench", self._bench_key(saved, spec), saved, state.path)
+                if cached is not None:
+                    state.benchmarks[spec.name] = cached
+                    self.stats["bench_cache_hits"] += 1
+
+    def schedule_benchmark(self, state: DocState, names: set[str]) -> None:
+        if not self.trusted or state.saved is None:
+            return
+        names = names - state.measuring
+        if not names:
+            return
+        state.measuring |= names
+        previous = state.bench_task
+
+        async def run() -> None:
+            if previous and not previous.done():
+                with contextlib.suppress(BaseException):
+                    await previous
+            await self._benchmark_once(state, names)
+
+        state.bench_task = asyncio.get_running_loop().create_task(run())
+        self._refresh_views()
+
+    async def _benchmark_once(self, state: DocState, names: set[str]) -> None:
+        saved = state.saved
+        assert saved is not None
+        if self.bench is None:
+            self.bench = self._slot("bench", spare=False, recycle_after=20)
+        token = str(uuid.uuid4())
+        progress = self.work_done_progress
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(progress.create_async(token), 5)
+        progress.begin(token, lsp.WorkDoneProgressBegin(title="Compile Lens", message="measuring torch.compile…",
+                                                        cancellable=False))
+
+        def on_progress(stage: str, target: Optional[str]) -> None:
+            progress.report(token, lsp.WorkDoneProgressReport(message=stage))
+            self.status("benchmarking", stage)
+
+        def on_target(result: TargetResult) -> None:
+            state.measuring.discard(result.name)
+            spec = next(t for t in saved.discovery.targets if t.name == result.name)
+            if result.benchmark is not None:
+                self.cache.put(self._bench_key(saved, spec), "bench", dataclasses.asdict(result.benchmark))
+                if state.saved is saved:
+                    state.benchmarks[result.name] = result.benchmark
+            elif result.error is not None and state.saved is saved:
+                state.traced[result.name] = dataclasses.replace(
+                    state.traced.get(result.name, result), status="error",
+                    error=dataclasses.replace(result.error, message=f"measuring failed: {result.error.message}"))
+                self.publish(state.uri)
+            self._refresh_views()
+
+        try:
+            self.stats["benchmarks"] += 1
+            await analyze_file(self.bench, state.path, self.root, saved.discovery, self.settings,
+                               benchmark=True, trace=False, only=names,
+                               on_target=on_target, on_progress=on_progress)
+        except asyncio.CancelledError:
+            log.info("measurement of %s cancelled: the file changed", os.path.basename(state.path))
+            raise
+        finally:
+            state.measuring -= names
+            progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
+            self.status("idle")
+            self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        """Ask the client to re-request code lenses and inlay hints (when it supports that)."""
+        caps = self.client_capabilities.workspace
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
+        if caps and caps.inlay_hint and caps.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
 
     def close(self, uri: str) -> None:
         state = self.docs.pop(uri, None)
         if state is not None:
             state.open = False
-            if state.runner and not state.runner.done():
-                state.runner.cancel()
+            for task in (state.runner, state.bench_task):
+                if task and not task.done():
+                    task.cancel()
         self.refresh_foreign(uri, {})  # its targets' breaks leave the helper files too
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # --- publishing -----------------------------------------------------------------------
 
     def _is_current(self, state: DocState) -> bool:
-        return state.discovery is not None and state.traced_fingerprint == state.discovery.fingerprint
+        return state.discovery is not None and state.saved is not None and \
+            state.saved.discovery.fingerprint == state.discovery.fingerprint
 
     def _traced_findings(self, state: DocState) -> tuple[list[Finding], dict[str, list[Finding]], list[tuple[int, int]]]:
         """Trace findings for this file, for other files (helpers), and the lines traced cleanly."""
         here: list[Finding] = []
         elsewhere: dict[str, list[Finding]] = {}
         covered: list[tuple[int, int]] = []
-        if not self._is_current(state):
+        if not self._is_current(state) or state.saved is None:
             return here, elsewhere, covered  # results of older code are never shown as current
-        specs = {t.name: t for t in (state.traced_discovery.targets if state.traced_discovery else [])}
+        specs = {t.name: t for t in state.saved.discovery.targets}
         for result in state.traced.values():
             for f in fnd.target_findings(result, state.path):
                 if fnd.same_file(f.path, state.path):
@@ -228,19 +413,36 @@ class CompileLensServer(LanguageServer):
             if spec is not None and result.status == "ok":
                 covered.append((spec.line, spec.end_line or spec.line))
         if state.problem is not None:
-            code = fnd.CODE_WORKER if state.problem.kind in ("crash", "timeout", "memory", "exit") else fnd.CODE_IMPORT
+            code = fnd.CODE_WORKER if state.problem.kind in WORKER_FAILURES else fnd.CODE_IMPORT
             here.append(fnd.problem_finding(state.problem, state.path, 1, code, "error"))
         return here, elsewhere, covered
+
+    def _buffer_map(self, state: DocState):
+        """Positions from the saved source to the buffer, when they differ only in comments/format."""
+        if state.saved is None:
+            return None
+        source = self.workspace.get_text_document(state.uri).source
+        return None if source == state.saved.source else position_map(state.saved.source, source)
 
     def findings_for(self, state: DocState) -> list[Finding]:
         """Lints merged with trace results, plus breaks other files' targets hit in this one."""
         traced, _, covered = self._traced_findings(state)
+        mapping = self._buffer_map(state)
+        if mapping is not None:
+            here = self._same_file(state.path)
+            traced = [remap_finding(f, mapping, here) for f in traced]
+            covered = [(mapping.line(a), mapping.line(b)) for a, b in covered]
         targets = state.discovery.targets if state.discovery else []
         statics = [f for t in targets for f in fnd.static_target_findings(t, state.path)]
         statics += [Finding(state.path, e.line, 1, e.line, 1, "warning", fnd.CODE_DIRECTIVE, e.message)
                     for e in (state.discovery.errors if state.discovery else [])]
         merged = fnd.merge_with_lints(state.lints, traced, covered) + statics
         return merged + [f for found in self.foreign.get(state.uri, {}).values() for f in found]
+
+    def _show_trace(self, state: DocState) -> None:
+        self.publish(state.uri)
+        self.refresh_foreign(state.uri, self._traced_findings(state)[1])
+        self._refresh_views()
 
     def refresh_foreign(self, origin: str, by_uri: dict[str, list[Finding]]) -> None:
         """Breaks found inside helpers in other files are shown on those files too."""
@@ -254,19 +456,14 @@ class CompileLensServer(LanguageServer):
             if uri in self.docs:
                 self.publish(uri)
             else:
-                self._publish_unopened(uri)
-
-    def _publish_unopened(self, uri: str) -> None:
-        lines = _read_lines(to_fs_path(uri) or uri)
-        found = [f for origin in self.foreign.get(uri, {}).values() for f in origin]
-        self._send(uri, None, found, lines)
+                found = [f for o in origins.values() for f in o]
+                self._send(uri, None, found, _read_lines(to_fs_path(uri) or uri))
 
     def publish(self, uri: str) -> None:
         state = self.docs.get(uri)
         if state is None or not state.open:
             return  # closed: nothing is ever published for it again
         document = self.workspace.get_text_document(uri)
-        state.published_version = document.version
         self._send(uri, document.version, self.findings_for(state), document.source.splitlines())
 
     def _send(self, uri: str, version: Optional[int], found: list[Finding], lines: list[str]) -> None:
@@ -280,6 +477,75 @@ class CompileLensServer(LanguageServer):
             diagnostics.append(to_diagnostic(f))
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
             uri=uri, version=version, diagnostics=diagnostics))
+
+    # --- lenses, hints, hovers (answered from memory: never wait for torch) ---------------
+
+    def _targets_in_buffer(self, state: DocState) -> list[TargetSpec]:
+        return state.discovery.targets if state.discovery else []
+
+    def code_lenses(self, uri: str) -> list[lsp.CodeLens]:
+        state = self.docs.get(uri)
+        if state is None or not self.trusted:
+            return []
+        lenses = []
+        for spec in self._targets_in_buffer(state):
+            if spec.inputs is None:
+                continue
+            rng = to_range(spec.line, 1, spec.line, 1)
+            bench = state.benchmarks.get(spec.name) if self._is_current(state) else None
+            if spec.name in state.measuring:
+                title, command = "⏳ measuring torch.compile…", "compileLens.showOutput"
+            elif bench is not None:
+                title, command = view.lens_title(bench), "compileLens.measure"
+            else:
+                title, command = "▶ Measure torch.compile speedup", "compileLens.measure"
+            lenses.append(lsp.CodeLens(range=rng, command=lsp.Command(title, command, [uri, spec.name])))
+        return lenses
+
+    def inlay_hints(self, uri: str, rng: lsp.Range) -> list[lsp.InlayHint]:
+        state = self.docs.get(uri)
+        if state is None or not self._is_current(state) or not state.benchmarks:
+            return []
+        try:
+            tree = ast.parse(self.workspace.get_text_document(uri).source)
+        except (SyntaxError, ValueError):
+            return []
+        hints = []
+        for site in compile_call_sites(tree, {t.name for t in self._targets_in_buffer(state)}):
+            bench = state.benchmarks.get(site.target)
+            if bench is None or not (rng.start.line <= site.end_line - 1 <= rng.end.line):
+                continue
+            hints.append(lsp.InlayHint(
+                position=lsp.Position(site.end_line - 1, site.end_column - 1),
+                label=" " + view.hint_label(bench), kind=lsp.InlayHintKind.Type, padding_left=True,
+                tooltip=view.lens_title(bench)))
+        return hints
+
+    def hover(self, uri: str, position: lsp.Position) -> Optional[lsp.Hover]:
+        state = self.docs.get(uri)
+        if state is None:
+            return None
+        line = position.line + 1
+        name = None
+        for spec in self._targets_in_buffer(state):
+            if spec.line == line and spec.column - 1 <= position.character <= spec.end_column - 1:
+                name = spec.name
+        if name is None:
+            try:
+                tree = ast.parse(self.workspace.get_text_document(uri).source)
+            except (SyntaxError, ValueError):
+                return None
+            for site in compile_call_sites(tree, {t.name for t in self._targets_in_buffer(state)}):
+                if site.line <= line <= site.end_line:
+                    name = site.target
+        if name is None:
+            return None
+        spec = next(t for t in self._targets_in_buffer(state) if t.name == name)
+        result = state.traced.get(name) if self._is_current(state) else None
+        result = result or TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
+        bench = state.benchmarks.get(name) if self._is_current(state) else None
+        card = view.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"))
+        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
 
 
 def _read_lines(path: str) -> list[str]:
@@ -302,8 +568,6 @@ def _watch_client(pid: int) -> None:
             if not psutil.pid_exists(pid):
                 log.info("client process %s is gone: exiting", pid)
                 for worker_pid in server.worker_pids():
-                    from .pool import kill_tree
-
                     kill_tree(worker_pid)
                 os._exit(0)
 
@@ -312,9 +576,7 @@ def _watch_client(pid: int) -> None:
 
 @server.feature(lsp.INITIALIZE)
 def initialize(ls: CompileLensServer, params: lsp.InitializeParams) -> None:
-    options = params.initialization_options or {}
-    if not isinstance(options, dict):
-        options = {}
+    options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
     ls.trusted = bool(options.get("trusted", True))
     ls.settings, problems = Settings.from_client(options.get("settings", {}))
     for problem in problems:
@@ -326,8 +588,8 @@ def initialize(ls: CompileLensServer, params: lsp.InitializeParams) -> None:
         ls.root = to_fs_path(params.root_uri) or ls.root
     if params.process_id:
         _watch_client(params.process_id)
-    log.info("compile-lens %s: root %s, trusted=%s, settings %s", __version__, ls.root, ls.trusted,
-             ls.settings.as_client())
+    log.info("compile-lens %s: root %s, trusted=%s, torch %s, settings %s", __version__, ls.root, ls.trusted,
+             ls.torch_version, ls.settings.as_client())
 
 
 @server.feature(lsp.INITIALIZED)
@@ -351,8 +613,7 @@ def did_change_configuration(ls: CompileLensServer, params: lsp.DidChangeConfigu
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: CompileLensServer, params: lsp.DidOpenTextDocumentParams) -> None:
-    state = ls.doc(params.text_document.uri)
-    state.open = True
+    ls.doc(params.text_document.uri).open = True
     ls.relint(params.text_document.uri)
     ls.schedule_trace(params.text_document.uri)
 
@@ -364,13 +625,33 @@ def did_change(ls: CompileLensServer, params: lsp.DidChangeTextDocumentParams) -
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: CompileLensServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    ls.relint(params.text_document.uri)
-    ls.schedule_trace(params.text_document.uri)
+    uri = params.text_document.uri
+    ls.relint(uri)
+    ls.schedule_trace(uri)
+    saved_path = os.path.realpath(to_fs_path(uri) or uri)
+    for other in list(ls.docs.values()):  # files importing this one are re-traced too
+        if other.uri != uri and other.saved and saved_path in other.saved.deps:
+            ls.schedule_trace(other.uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: CompileLensServer, params: lsp.DidCloseTextDocumentParams) -> None:
     ls.close(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: CompileLensServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    return ls.code_lenses(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+def inlay_hint(ls: CompileLensServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+    return ls.inlay_hints(params.text_document.uri, params.range)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_HOVER)
+def hover(ls: CompileLensServer, params: lsp.HoverParams) -> Optional[lsp.Hover]:
+    return ls.hover(params.text_document.uri, params.position)
 
 
 @server.feature(lsp.SHUTDOWN)
@@ -381,16 +662,40 @@ async def shutdown(ls: CompileLensServer, params: Any) -> None:
 @server.command("compileLens.analyzeFile")
 def analyze_file_command(ls: CompileLensServer, uri: str) -> dict:
     if not ls.trusted:
-        return {"started": False, "reason": "untrusted workspace"}
+        return {"started": False, "reason": "untrusted workspace: no code is run"}
     state = ls.doc(uri)
-    state.traced_fingerprint = None  # force a fresh trace of the saved file
+    state.saved = None  # force a fresh trace of the saved file
     ls.schedule_trace(uri)
     return {"started": True}
+
+
+@server.command("compileLens.measure")
+def measure_command(ls: CompileLensServer, uri: str, target: str) -> dict:
+    if not ls.trusted:
+        return {"started": False, "reason": "untrusted workspace: no code is run"}
+    state = ls.docs.get(uri)
+    if state is None or state.saved is None or target not in state.traced:
+        return {"started": False, "reason": f"`{target}` has not been traced yet: save the file first"}
+    state.benchmarks.pop(target, None)
+    ls.schedule_benchmark(state, {target})
+    return {"started": True}
+
+
+@server.command("compileLens.clearCache")
+def clear_cache_command(ls: CompileLensServer) -> dict:
+    removed = ls.cache.clear()
+    log.info("cache cleared: %d results", removed)
+    return {"removed": removed}
 
 
 @server.command("compileLens.workerPids")
 def worker_pids_command(ls: CompileLensServer) -> list[int]:
     return ls.worker_pids()
+
+
+@server.command("compileLens.stats")
+def stats_command(ls: CompileLensServer) -> dict:
+    return {**ls.stats, "server_rss": psutil.Process().memory_info().rss, "worker_pids": ls.worker_pids()}
 
 
 def main() -> None:

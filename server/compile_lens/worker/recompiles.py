@@ -36,6 +36,7 @@ import math
 import os
 import re
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -54,7 +55,7 @@ _LIMIT_FAIL_RE = re.compile(r"recompile[_ ]limit|cache[_ ]size[_ ]limit|gb0039",
 _ID_RE = re.compile(r"^(\d+/\d+):\s?(.*)$", re.DOTALL)
 _FILE_RE = re.compile(r'^\s*File "(.+)", line (\d+), in (.+)$')
 _COMMENT_LOC_RE = re.compile(r"\s#\s.*?\s{2}#\s(\S+):(\d+) in \S+")
-_HEADER_RE = re.compile(r"^Recompiling function (\S+) in (.+):(\d+)\s*$")
+_HEADER_RE = re.compile(r"^Recompiling function (\S+) in (.+):(\d+)")
 _SIZE_RE = re.compile(r"size mismatch at index (\d+)\. expected (\d+), actual (\d+)")
 _STRIDE_RE = re.compile(r"stride mismatch at index (\d+)")
 _SIZE_EXPR_RE = re.compile(r"\.(?:size|stride)\(\)\[(\d+)\]")
@@ -90,12 +91,11 @@ class _Entry:
 
 
 def _parse_entry(message: str) -> _Entry | None:
+    """One log record as an entry; any "Recompiling function" record gives one, whatever its form."""
     lines = message.splitlines()
-    if not lines:
+    if not lines or not lines[0].lstrip().startswith("Recompiling function"):
         return None
     head = _HEADER_RE.match(lines[0].strip())
-    if head is None:
-        return None
     failures: list[_Failure] = []
     in_stack = False
     for raw_line in lines[1:]:
@@ -122,8 +122,11 @@ def _parse_entry(message: str) -> _Entry | None:
             continue
         if not body.startswith(" ") or not failures:  # older torch: no "0/1: " prefix
             failures.append(_new_failure(None, body.strip()))
-    if not failures:
-        return None
+    if not failures:  # a wording this parser does not know: keep the entry, with torch's text
+        rest = " ".join(line.strip() for line in lines[1:]).strip()
+        failures.append(_new_failure(None, rest or lines[0].strip()))
+    if head is None:
+        return _Entry("?", "", 0, failures, None)
     return _Entry(head.group(1), head.group(2), int(head.group(3)), failures, None)
 
 
@@ -350,7 +353,11 @@ def _autocast_variation(args: tuple, obj: Any) -> list[_Variation]:
     has_float = bool(_float_inputs(args))
     if isinstance(obj, torch.nn.Module):
         has_float = has_float or any(p.is_floating_point() for p in obj.parameters())
-    if not has_float or torch.is_autocast_enabled():
+    try:
+        already = torch.is_autocast_enabled()
+    except Exception:  # noqa: BLE001
+        already = False
+    if not has_float or already:
         return []
     tensors = [args[i] for i in _tensors(args)]
     params = list(obj.parameters()) if isinstance(obj, torch.nn.Module) else []
@@ -487,14 +494,18 @@ def _normalise_call(call: Any, args: tuple, tensor_idx: list[int]) -> list[list[
 
 class _Sweep:
     def __init__(self, target: BuiltTarget, path: str, progress: Callable[[str], None],
-                 compile_kwargs: dict[str, Any]):
+                 compile_kwargs: dict[str, Any], collector: _Collector):
         self.target = target
         self.path = path
         self.progress = progress
         self.obj = target.make()
         self.compiled = torch.compile(self.obj, backend="eager", **compile_kwargs)
-        self.collector: _Collector = _Collector()
+        self.collector = collector
         self.limit_hit = False
+        self.deadline: float | None = None
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
 
     def call(self, v: _Variation) -> tuple[bool, list[_Entry], BaseException | None]:
         """Run one variation; returns (it ran, the entries it logged, the exception)."""
@@ -566,19 +577,24 @@ def sweep_recompiles(
     automatic: bool = True,
     recorded_shapes: list | None = None,
     compile_kwargs: dict | None = None,
+    max_seconds: float | None = None,
 ) -> list[Recompile]:
     """Compile the target (backend eager), call it with variations, report each recompile.
 
-    `compile_kwargs` are the options of the user's own `torch.compile(...)` decorator or call;
-    only `dynamic` changes guards, the rest (backend, mode, options, fullgraph) is not used here.
-    Raises `TargetError` when the base inputs themselves cannot be called.
+    Order of calls: base inputs, declared variants, recorded shapes, then (automatic=True) batch,
+    sequence, Python scalars, train/eval, requires_grad, autocast, and last the recompile-limit
+    probe. `compile_kwargs` are the options of the user's own `torch.compile(...)` decorator or
+    call; only `dynamic` changes guards, the rest (backend, mode, options, fullgraph) is not used.
+    `max_seconds`: no automatic variation or probe starts after that long (declared and recorded
+    ones always run). Raises `TargetError` when the base inputs themselves cannot be called.
     """
     kwargs = {k: v for k, v in (compile_kwargs or {}).items() if k == "dynamic"}
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
     _dynamo_reset()
     try:
         with _recompile_log() as collector:
-            sweep = _Sweep(target, path, progress, kwargs)
-            sweep.collector = collector
+            sweep = _Sweep(target, path, progress, kwargs, collector)
+            sweep.deadline = deadline
             return _run(sweep, automatic, recorded_shapes)
     finally:
         _dynamo_reset()
@@ -613,6 +629,10 @@ def _run(sweep: _Sweep, automatic: bool, recorded_shapes: list | None) -> list[R
         variations += _autocast_variation(args, sweep.obj)
 
     for v in variations:
+        if not v.declared and sweep.out_of_time():
+            sweep.progress("recompiles: out of time, automatic variations stopped")
+            log.info("recompile sweep: out of time before %s", v.label)
+            break
         sweep.call(v)
 
     entries = list(sweep.collector.entries)
@@ -779,6 +799,8 @@ def _limit_probe(sweep: _Sweep, records: list[Recompile], names: list[str],
                              limit + 1):
         quiet = 0
         for label, new_args in plan:
+            if sweep.out_of_time():
+                return None
             ok, logged, _ = sweep.call(_Variation(f"limit probe: {label}", new_args))
             if not ok:
                 break

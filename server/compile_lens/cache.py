@@ -1,0 +1,104 @@
+"""Results on disk (sqlite3), keyed by what they depend on, so a restart or reopen costs nothing.
+
+Key: the file's AST fingerprint (comments and formatting do not count), the target, its input
+recipe, the torch version, the device and the compile mode. A corrupt or unreadable database is
+discarded and rebuilt, with one log line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import time
+from typing import Any, Optional
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+
+def default_cache_dir() -> str:
+    return os.environ.get("COMPILE_LENS_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "compile-lens")
+
+
+def cache_key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class ResultCache:
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, "results.sqlite")
+        self._db: Optional[sqlite3.Connection] = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is not None:
+            return self._db
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError as exc:
+            log.warning("result cache %s is unreadable (%s): discarded and rebuilt", self.path, exc)
+            self._discard()
+            self._db = self._open()
+        return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            db.execute("DROP TABLE IF EXISTS results")
+        db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
+                   " value TEXT NOT NULL, source TEXT, created REAL NOT NULL)")
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        db.execute("SELECT count(*) FROM results").fetchone()  # fails here on a corrupt file
+        return db
+
+    def _discard(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.remove(self.path + suffix)
+            except OSError:
+                pass
+
+    def get(self, key: str) -> Optional[tuple[Any, Optional[str], float]]:
+        """(value, the source it was computed from, when) or None."""
+        try:
+            row = self._connect().execute("SELECT value, source, created FROM results WHERE key=?", (key,)).fetchone()
+            return (json.loads(row[0]), row[1], row[2]) if row else None
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            self._reset(exc)
+            return None
+
+    def put(self, key: str, kind: str, value: Any, source: Optional[str] = None) -> None:
+        try:
+            self._connect().execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
+                                    (key, kind, json.dumps(value), source, time.time()))
+        except sqlite3.DatabaseError as exc:
+            self._reset(exc)
+
+    def clear(self) -> int:
+        try:
+            return self._connect().execute("DELETE FROM results").rowcount
+        except sqlite3.DatabaseError as exc:
+            self._reset(exc)
+            return 0
+
+    def _reset(self, exc: Exception) -> None:
+        log.warning("result cache %s failed (%s): discarded and rebuilt", self.path, exc)
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+        self._db = None
+        self._discard()
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -1,0 +1,88 @@
+"""Move positions from the source a trace ran on to today's buffer when only comments or
+formatting changed (same AST fingerprint): nothing re-runs, and every squiggle stays on its code.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from functools import lru_cache
+from typing import Optional
+
+from .protocol import Finding, Frame
+
+
+class PositionMap:
+    """Pairs the nodes of two structurally equal trees: walk order is the same in both."""
+
+    def __init__(self, old: ast.AST, new: ast.AST):
+        self.starts: dict[tuple[int, int], tuple[int, int]] = {}
+        self.ends: dict[tuple[int, int], tuple[int, int]] = {}
+        self.lines: dict[int, int] = {}
+        for a, b in zip(ast.walk(old), ast.walk(new)):
+            if not hasattr(a, "lineno") or not hasattr(b, "lineno"):
+                continue
+            self.starts.setdefault((a.lineno, a.col_offset), (b.lineno, b.col_offset))
+            self.lines.setdefault(a.lineno, b.lineno)
+            if getattr(a, "end_lineno", None) and getattr(b, "end_lineno", None):
+                self.ends.setdefault((a.end_lineno, a.end_col_offset), (b.end_lineno, b.end_col_offset))
+                self.lines.setdefault(a.end_lineno, b.end_lineno)
+
+    def line(self, line: int) -> int:
+        if line in self.lines:
+            return self.lines[line]
+        # a line no node starts on (a decorator's comment, a blank): shift like the nearest one above
+        above = [k for k in self.lines if k < line]
+        return line + (self.lines[max(above)] - max(above)) if above else line
+
+    def span(self, line: int, column: int, end_line: int, end_column: int) -> tuple[int, int, int, int]:
+        """1-based (line, column, end_line, end_column) in the old source → in the new one."""
+        start = self.starts.get((line, column - 1))
+        end = self.ends.get((end_line, end_column - 1))
+        if start and end:
+            return start[0], start[1] + 1, end[0], end[1] + 1
+        new_line = self.line(line)
+        return new_line, column, new_line + (end_line - line), end_column
+
+
+@lru_cache(maxsize=64)
+def position_map(old_source: str, new_source: str) -> Optional[PositionMap]:
+    try:
+        old, new = ast.parse(old_source), ast.parse(new_source)
+    except (SyntaxError, ValueError):
+        return None
+    if ast.dump(old, include_attributes=False) != ast.dump(new, include_attributes=False):
+        return None
+    return PositionMap(old, new)
+
+
+def remap_finding(finding: Finding, mapping: PositionMap, path_is_mapped) -> Finding:
+    if not path_is_mapped(finding.path):
+        return finding
+    line, column, end_line, end_column = mapping.span(finding.line, finding.column, finding.end_line,
+                                                      finding.end_column)
+    related = [dataclasses.replace(f, line=mapping.line(f.line)) if path_is_mapped(f.path) else f
+               for f in finding.related]
+    return dataclasses.replace(finding, line=line, column=column, end_line=end_line, end_column=end_column,
+                               related=related)
+
+
+def remap_frames(frames: list[Frame], mapping: PositionMap, path_is_mapped) -> list[Frame]:
+    return [dataclasses.replace(f, line=mapping.line(f.line)) if path_is_mapped(f.path) else f for f in frames]
+
+
+def remap_result(result, mapping: PositionMap, path_is_mapped):
+    """A cached TargetResult, moved into today's coordinates (see `remap_finding`)."""
+    breaks = []
+    for br in result.graph_breaks:
+        if path_is_mapped(br.path):
+            line, column, end_line, end_column = mapping.span(br.line, br.column, br.end_line, br.end_column)
+            br = dataclasses.replace(br, line=line, column=column, end_line=end_line, end_column=end_column)
+        breaks.append(dataclasses.replace(br, stack=remap_frames(br.stack, mapping, path_is_mapped)))
+    recompiles = [dataclasses.replace(r, line=mapping.line(r.line)) if (r.path is None or path_is_mapped(r.path))
+                  else r for r in result.recompiles]
+    error = result.error
+    if error is not None and error.line and (error.path is None or path_is_mapped(error.path)):
+        error = dataclasses.replace(error, line=mapping.line(error.line))
+    return dataclasses.replace(result, line=mapping.line(result.line), graph_breaks=breaks,
+                               recompiles=recompiles, error=error)

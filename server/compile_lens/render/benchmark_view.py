@@ -1,0 +1,109 @@
+"""Measured figures → the words the editor shows (CodeLens title, inlay hint, hover card). Pure."""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from ..protocol import Benchmark, TargetResult, Timing
+
+
+def _x(speedup: float) -> str:
+    return f"{speedup:.2f}×"
+
+
+def _speed(t: Timing, what: str, device: str) -> str:
+    if t.speedup < 1.0:
+        return f"compiled is {_x(t.speedup)} (slower) {what} on {device}"
+    return f"{_x(t.speedup)} {what}"
+
+
+def _seconds(s: Optional[float]) -> str:
+    return "–" if s is None else (f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms")
+
+
+def _bytes(n: Optional[float]) -> str:
+    if n is None:
+        return "–"
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def age(measured_at: float, now: Optional[float] = None) -> str:
+    seconds = max(0.0, (now or time.time()) - measured_at)
+    if seconds < 90:
+        return "just now"
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return "just now"
+
+
+def lens_title(b: Benchmark) -> str:
+    parts = [_speed(b.forward, "forward", b.device)]
+    if b.train_step is not None:
+        parts.append(_speed(b.train_step, "train step", b.device))
+    parts.append(f"compile {_seconds(b.compile_s.get('cold'))}")
+    if b.break_even_calls is not None:
+        parts.append(f"pays back after {b.break_even_calls:,} steps")
+    else:
+        parts.append("never pays back")
+    return "⚡ torch.compile: " + " · ".join(parts)
+
+
+def hint_label(b: Benchmark) -> str:
+    main = b.train_step or b.forward
+    what = "train step" if b.train_step else "forward"
+    return f"⚡ {_x(main.speedup)} {what}" + (" (slower)" if main.speedup < 1 else "")
+
+
+def _row(name: str, t: Optional[Timing]) -> str:
+    if t is None:
+        return f"| {name} | – | – | – |"
+    return (f"| {name} | {t.eager_ms:.3f} ± {t.eager_iqr_ms:.3f} | {t.compiled_ms:.3f} ± {t.compiled_iqr_ms:.3f} "
+            f"| **{_x(t.speedup)}** |")
+
+
+def _err(value: Optional[float]) -> str:
+    return "–" if value is None else f"{value:.2e}"
+
+
+def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None) -> str:
+    """The hover card: the table a team needs to decide, and the verdict."""
+    lines = [f"### torch.compile · `{result.name}`"]
+    breaks = len(result.graph_breaks)
+    if result.graph_count is not None:
+        lines.append(f"{result.graph_count} graph{'s' if result.graph_count != 1 else ''}, "
+                     f"{breaks} graph break{'s' if breaks != 1 else ''}"
+                     + (f", {len(result.recompiles)} recompile warning{'s' if len(result.recompiles) != 1 else ''}"
+                        if result.recompiles else ""))
+    if b is None:
+        lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
+        return "\n".join(lines)
+    lines += [
+        "",
+        f"**{b.verdict}**",
+        "",
+        "| | eager ms (median ± IQR) | compiled ms | speedup |",
+        "|---|---:|---:|---:|",
+        _row("forward", b.forward),
+        _row("train step", b.train_step),
+        "",
+        f"- compile: {_seconds(b.compile_s.get('cold'))} cold, {_seconds(b.compile_s.get('warm'))} with warm caches",
+        "- pays back after " + (f"{b.break_even_calls:,} calls" if b.break_even_calls is not None else "never (compiled is not faster)"),
+        f"- peak memory: eager {_bytes(b.peak_memory_bytes.get('eager'))}, compiled {_bytes(b.peak_memory_bytes.get('compiled'))}"
+        f" ({b.peak_memory_bytes.get('method', 'method unknown')})",
+        f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
+        f"gradients {_err(b.max_abs_error.get('grad'))} abs",
+        f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode}`",
+        f"- inputs: `{b.inputs or (result.inputs.text if result.inputs else '?')}`"
+        + (" — **guessed** from the first layer; write them as a directive to be sure" if guessed_inputs else ""),
+        f"- measured {age(b.measured_at, now)}",
+    ]
+    for note in b.notes:
+        lines.append(f"- ⚠ {note}")
+    return "\n".join(lines)
