@@ -26,17 +26,32 @@ export interface ServerCommand {
   env: Record<string, string>;
 }
 
+/** `<platform>-<arch>` of the extension host, e.g. `linux-x64` (on Remote: of the remote host). */
+export function hostPlatform(): string {
+  return `${process.platform}-${process.arch}`;
+}
+
+/** Platforms whose native Python packages (psutil) ship in `bundled/native/<platform>`. */
+export const BUNDLED_NATIVE_PLATFORMS = ['linux-x64'];
+
 /**
- * Where the server package and its pure-Python dependencies live: `bundled/tool` and
- * `bundled/libs` in a packaged extension (filled by scripts/e2e/vsix.sh); in a source checkout
- * without them, the repository's `server/` folder and the interpreter's own site-packages.
+ * Where the server package and its dependencies live: `bundled/tool`, `bundled/libs` (pure
+ * Python) and `bundled/native/<platform>` (psutil) in a packaged extension, filled by
+ * scripts/e2e/vsix.sh; in a source checkout without them, the repository's `server/` folder.
+ * On a platform without a bundled psutil the interpreter's own one is used.
  */
-export function serverPythonPath(extensionPath: string): string[] {
-  const tool = path.join(extensionPath, 'bundled', 'tool');
-  if (fs.existsSync(path.join(tool, 'compile_lens'))) {
-    return [tool, path.join(extensionPath, 'bundled', 'libs')];
+export function serverPythonPath(extensionPath: string, platform = hostPlatform()): string[] {
+  const bundled = path.join(extensionPath, 'bundled');
+  const tool = path.join(bundled, 'tool');
+  if (!fs.existsSync(path.join(tool, 'compile_lens'))) {
+    return [path.join(extensionPath, 'server')];
   }
-  return [path.join(extensionPath, 'server')];
+  const entries = [tool, path.join(bundled, 'libs')];
+  const native = path.join(bundled, 'native', platform);
+  if (fs.existsSync(native)) {
+    entries.push(native);
+  }
+  return entries;
 }
 
 /** The command line and environment that start the server with `interpreter` (argv list). */
@@ -44,9 +59,10 @@ export function serverCommand(
   interpreter: readonly string[],
   extensionPath: string,
   baseEnv: NodeJS.ProcessEnv = process.env,
+  platform = hostPlatform(),
 ): ServerCommand {
   const [command, ...extra] = interpreter;
-  const pythonPath = serverPythonPath(extensionPath);
+  const pythonPath = serverPythonPath(extensionPath, platform);
   if (baseEnv.PYTHONPATH) {
     pythonPath.push(baseEnv.PYTHONPATH);
   }
@@ -113,7 +129,10 @@ function pipeServerLog(input: Readable, channel: vscode.LogOutputChannel): void 
     });
 }
 
-/** Palette invocations carry no arguments: fill in the active editor's document. */
+/**
+ * Palette invocations carry no arguments: fill in the active editor's document. A server command
+ * that answers `{started: false, reason}` (untrusted workspace, nothing traced yet) says why.
+ */
 export const commandMiddleware: Middleware = {
   executeCommand: async (command, args, next) => {
     const needsUri = command === 'compileLens.analyzeFile' || command === 'compileLens.measure';
@@ -125,7 +144,12 @@ export const commandMiddleware: Middleware = {
       }
       args = [uri.toString(), ...args.slice(1)];
     }
-    return next(command, args);
+    const result: unknown = await next(command, args);
+    const answer = result as { started?: unknown; reason?: unknown } | undefined;
+    if (answer && answer.started === false && typeof answer.reason === 'string') {
+      void vscode.window.showInformationMessage(`Compile Lens: ${answer.reason}`);
+    }
+    return result;
   },
 };
 
@@ -247,13 +271,20 @@ export class CompileLensServer implements vscode.Disposable {
     this.current = resolved;
     this.status.update({ state: 'starting', detail: 'server', interpreter: resolved.command });
     this.log.info(`starting: ${resolved.command} ${resolved.args.join(' ')}`);
+    const nativeHint = BUNDLED_NATIVE_PLATFORMS.includes(hostPlatform())
+      ? ''
+      : ` psutil is bundled for ${BUNDLED_NATIVE_PLATFORMS.join(', ')} only; on ${hostPlatform()} ` +
+        `install it next to torch: ${resolved.command} -m pip install psutil`;
+    if (nativeHint) {
+      this.log.info(nativeHint.trim());
+    }
     try {
       await client.start();
     } catch (err) {
-      this.log.error(`the server did not start: ${String(err)}`);
+      this.log.error(`the server did not start: ${String(err)}.${nativeHint}`);
       this.status.update({
         state: 'error',
-        detail: `the server did not start (${resolved.command})`,
+        detail: `the server did not start (${resolved.command}); see the output`,
         interpreter: resolved.command,
       });
     }

@@ -64,7 +64,8 @@ export function statusSeverity(state: ServerState): vscode.LanguageStatusSeverit
 
 export class Status implements vscode.Disposable {
   private readonly item: vscode.LanguageStatusItem;
-  private noTorchShown = false;
+  /** The interpreter the no-torch notification was last shown for. */
+  private noTorchShownFor: string | undefined;
   last: StatusParams | undefined;
 
   constructor(private readonly log: vscode.LogOutputChannel) {
@@ -87,12 +88,12 @@ export class Status implements vscode.Disposable {
     }
   }
 
-  /** Shown once per session, however often the server reports it. */
+  /** Shown once per interpreter, however often the server reports it. */
   private async noTorch(interpreter: string): Promise<void> {
-    if (this.noTorchShown) {
+    if (this.noTorchShownFor === interpreter) {
       return;
     }
-    this.noTorchShown = true;
+    this.noTorchShownFor = interpreter;
     const pick = 'Select Interpreter';
     const message =
       `Compile Lens: the selected interpreter (${interpreter}) has no torch. ` +

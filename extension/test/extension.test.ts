@@ -133,6 +133,22 @@ describe('server start and restart', () => {
     assert.deepEqual(calls, [[uri.toString()]]);
   });
 
+  test('a command the server declines says why', async () => {
+    await start();
+    window.activeTextEditor = { document: { uri: Uri.file('/work/project/net.py') } };
+    const middleware = last().clientOptions.middleware;
+    const result = await middleware.executeCommand('compileLens.analyzeFile', [], async () => ({
+      started: false,
+      reason: 'untrusted workspace: no code is run',
+    }));
+    assert.deepEqual(result, { started: false, reason: 'untrusted workspace: no code is run' });
+    assert.deepEqual(stub.messages.at(-1), {
+      level: 'info',
+      text: 'Compile Lens: untrusted workspace: no code is run',
+      items: [],
+    });
+  });
+
   test('a server that cannot start shows an error status', async () => {
     LanguageClient.failNextStart = new Error('spawn python3 ENOENT');
     await start();
@@ -177,6 +193,7 @@ describe('status item', () => {
     stub.nextChoice = 'Select Interpreter';
     const params = { state: 'no-torch', detail: '', torch: null, device: null, interpreter: '/usr/bin/python3' };
     last().emit('compileLens/status', params);
+    last().emit('compileLens/status', { ...params, state: 'starting' });
     last().emit('compileLens/status', params);
     await settle(10);
     const errors = stub.messages.filter((m) => m.level === 'error');
@@ -191,6 +208,10 @@ describe('status item', () => {
       command: 'workbench.action.openSettings',
       args: ['compileLens.interpreter'],
     });
+    // Another interpreter without torch is worth saying once more.
+    last().emit('compileLens/status', { ...params, interpreter: '/other/python' });
+    await settle(10);
+    assert.equal(stub.messages.filter((m) => m.level === 'error').length, 2);
   });
 
   test('with the Python extension, the button runs python.setInterpreter', async () => {

@@ -6,20 +6,42 @@ import { describe, test } from 'node:test';
 import { parseServerLogLine, serverCommand } from '../src/server';
 
 describe('server command line', () => {
-  test('uses the bundled server and libs when the extension ships them', () => {
+  function packagedExtension(): string {
     const ext = fs.mkdtempSync(path.join(os.tmpdir(), 'cl-ext-'));
     fs.mkdirSync(path.join(ext, 'bundled', 'tool', 'compile_lens'), { recursive: true });
-    const cmd = serverCommand(['/venv/bin/python'], ext, { PATH: '/bin', PYTHONPATH: '/user' });
+    fs.mkdirSync(path.join(ext, 'bundled', 'libs'), { recursive: true });
+    fs.mkdirSync(path.join(ext, 'bundled', 'native', 'linux-x64'), { recursive: true });
+    return ext;
+  }
+
+  test('uses the bundled server, libs and linux-x64 psutil when the extension ships them', () => {
+    const ext = packagedExtension();
+    const env = { PATH: '/bin', PYTHONPATH: '/user' };
+    const cmd = serverCommand(['/venv/bin/python'], ext, env, 'linux-x64');
     assert.equal(cmd.command, '/venv/bin/python');
     assert.deepEqual(cmd.args, ['-m', 'compile_lens']);
+    const bundled = path.join(ext, 'bundled');
     assert.equal(
       cmd.env.PYTHONPATH,
-      [path.join(ext, 'bundled', 'tool'), path.join(ext, 'bundled', 'libs'), '/user'].join(
-        path.delimiter,
-      ),
+      [
+        path.join(bundled, 'tool'),
+        path.join(bundled, 'libs'),
+        path.join(bundled, 'native', 'linux-x64'),
+        '/user',
+      ].join(path.delimiter),
     );
     assert.equal(cmd.env.PYTHONSAFEPATH, '1');
     assert.equal(cmd.env.PATH, '/bin');
+  });
+
+  test('elsewhere psutil comes from the interpreter environment', () => {
+    const ext = packagedExtension();
+    const cmd = serverCommand(['python3'], ext, {}, 'darwin-arm64');
+    const bundled = path.join(ext, 'bundled');
+    assert.equal(
+      cmd.env.PYTHONPATH,
+      [path.join(bundled, 'tool'), path.join(bundled, 'libs')].join(path.delimiter),
+    );
   });
 
   test('falls back to the source checkout server/ folder', () => {

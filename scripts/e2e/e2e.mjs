@@ -182,11 +182,20 @@ class Workbench {
       'editor.minimap.enabled': false,
       'security.workspace.trust.startupPrompt': 'never',
       'security.workspace.trust.emptyWindow': false,
-      'compileLens.interpreter': [config.interpreter],
     };
-    const dir = path.join(this.userData, 'User');
-    fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(settings, null, 2));
+    // The interpreter is a path on the machine the server runs on, so it goes into the Machine
+    // (in VS Code: "Remote") settings, as on a Remote GPU host. code-server's extension host is
+    // remote; a machine-overridable value from the User settings there is dropped in Restricted
+    // Mode and stays dropped after trust is granted, until a reload.
+    const machine = { 'compileLens.interpreter': [config.interpreter] };
+    for (const [folder, values] of [
+      ['User', settings],
+      ['Machine', machine],
+    ]) {
+      const dir = path.join(this.userData, folder);
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(values, null, 2));
+    }
   }
 
   codeServerArgs() {
@@ -288,6 +297,27 @@ class Workbench {
     return this.extensionLogs()
       .map((file) => fs.readFileSync(file, 'utf8'))
       .join('\n');
+  }
+
+  /** How often `pattern` occurs in the extension's log. */
+  countInLog(pattern) {
+    return (this.extensionLogText().match(new RegExp(pattern.source, 'g')) ?? []).length;
+  }
+
+  async waitForLog(pattern, atLeast, ms) {
+    const deadline = Date.now() + ms;
+    while (Date.now() < deadline) {
+      if (this.countInLog(pattern) >= atLeast) {
+        return;
+      }
+      await sleep(300);
+    }
+    throw new Error(`${pattern} seen ${this.countInLog(pattern)}× in the log, wanted ${atLeast}`);
+  }
+
+  /** Texts of the notification toasts on screen. */
+  async toasts() {
+    return this.page.locator('.notifications-toasts .notification-toast').allInnerTexts();
   }
 
   /** The extension's log next to the screenshots. */
@@ -417,6 +447,22 @@ class Workbench {
 
 // ---------------------------------------------------------------------------------------------
 // Steps and scenarios.
+
+/** A step for the end of a scenario: the extension's log shows no failed request or crash. */
+const cleanLogStep = {
+  name: 'the Compile Lens log has no failed requests or tracebacks',
+  run: async (wb) => {
+    const bad =
+      /Request \S+ failed|Traceback \(most recent call last\)|Client is not running|couldn't create connection|Connection to server got closed|Server initialization failed/;
+    const lines = wb.extensionLogText().split('\n');
+    const hits = lines.flatMap((line, index) => (bad.test(line) ? [index] : []));
+    if (hits.length) {
+      const first = lines.slice(hits[0], hits[0] + 3).join(' | ');
+      throw new Error(`${hits.length} problem line(s) in the log, first: ${first.slice(0, 300)}`);
+    }
+    return `${lines.length} lines`;
+  },
+};
 
 const results = [];
 
@@ -596,6 +642,35 @@ const trusted = {
         return wb.screenshot('5-output');
       },
     },
+    {
+      name: 'palette: Clear Cache, then Restart Server brings the server back with its commands',
+      timeout: 90_000,
+      run: async (wb) => {
+        const failed = /workspace\/executeCommand failed|command '[^']+' not found/;
+        const inits = /compile-lens \S+: root /;
+        const failuresBefore = wb.countInLog(failed);
+        await wb.runCommand('Compile Lens: Clear Cache');
+        await sleep(1500);
+        const started = wb.countInLog(inits);
+        await wb.runCommand('Compile Lens: Restart Server');
+        await wb.waitForLog(/restarting the server: command/, 1, 10_000);
+        await wb.waitForLog(inits, started + 1, 30_000);
+        const text = await wb.languageStatusText(/Compile Lens: (idle|tracing|starting)/, 30_000);
+        await wb.page.keyboard.press('Escape');
+        await wb.page.locator('.monaco-editor .view-lines').first().click();
+        await wb.runCommand('Compile Lens: Analyze Current File');
+        await sleep(1500);
+        const bad = (await wb.toasts()).find((toast) => /not found|failed|error/i.test(toast));
+        if (bad) {
+          throw new Error(`notification: "${bad}"`);
+        }
+        if (wb.countInLog(failed) > failuresBefore) {
+          throw new Error(`a command failed: ${wb.extensionLogText().slice(-600)}`);
+        }
+        return `"${text.slice(0, 80)}"`;
+      },
+    },
+    cleanLogStep,
   ],
 };
 
@@ -677,6 +752,7 @@ const restricted = {
         return `${rows.filter((row) => /\bGB\d{4}\b/.test(row)).length} GB row(s), ${shot}`;
       },
     },
+    cleanLogStep,
   ],
 };
 

@@ -5,7 +5,7 @@
 # Prints the cache folder's layout as shell assignments on stdout (everything else goes to stderr).
 set -euo pipefail
 
-CACHE="${COMPILE_LENS_E2E_CACHE:-$HOME/.cache/compile-lens-e2e}"
+CACHE="${COMPILE_LENS_E2E_CACHE:-${HOME:-/root}/.cache/compile-lens-e2e}"
 NODE24_VERSION=24.22.3
 CODE_SERVER_VERSION=4.139.1
 PLAYWRIGHT_VERSION=1.65.1

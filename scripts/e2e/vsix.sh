@@ -3,7 +3,7 @@
 #   1. npm ci (when node_modules is missing or older than package-lock.json),
 #   2. esbuild bundles the client into dist/extension.js,
 #   3. bundled/tool gets a copy of server/compile_lens, bundled/libs the server's pure-Python
-#      dependencies (pip --target; psutil as the linux-x86_64 wheel),
+#      dependencies, bundled/native/linux-x64 psutil (pip --target, wheels only),
 #   4. vsce packs it (no node_modules: .vscodeignore lists what ships).
 # Prints the path of the .vsix as its last line.
 set -euo pipefail
@@ -14,10 +14,15 @@ PYTHON="${COMPILE_LENS_PYTHON:-$ROOT/.venv/bin/python}"
 [[ -x "$PYTHON" ]] || PYTHON=python3
 # The server's runtime dependencies, pinned with their whole closure so every build ships the
 # same files. exceptiongroup is cattrs' backport for Python 3.10 (pip would leave it out when the
-# building Python is 3.11+); it is unused on newer Pythons. psutil is the one native package:
-# its linux x86_64 abi3 wheel works on any CPython 3.x there; elsewhere see the README.
-SERVER_LIBS=(pygls==2.1.1 lsprotocol==2025.0.0 psutil==7.2.2
-  attrs==26.1.0 cattrs==26.2.1 typing_extensions==4.16.0 exceptiongroup==1.3.0)
+# building Python is 3.11+); it is unused on newer Pythons.
+PURE_LIBS=(pygls==2.1.1 lsprotocol==2025.0.0 attrs==26.1.0 cattrs==26.2.1
+  typing_extensions==4.16.0 exceptiongroup==1.3.0)
+# psutil is the one native package: its linux x86_64 abi3 wheel (any CPython 3) goes into
+# bundled/native/linux-x64, which the client puts on PYTHONPATH only on linux-x64 hosts; elsewhere
+# the interpreter's own psutil is used.
+NATIVE_LIBS=(psutil==7.2.2)
+NATIVE_PLATFORM=linux-x64
+NATIVE_PIP_PLATFORM=manylinux2014_x86_64
 
 log() { echo "vsix: $*" >&2; }
 
@@ -39,22 +44,41 @@ mkdir -p bundled/tool
 cp -R "$SERVER_DIR" bundled/tool/compile_lens
 find bundled/tool -name __pycache__ -type d -prune -exec rm -rf {} +
 
-stamp="${SERVER_LIBS[*]}"
-if [[ "$(cat bundled/libs/.requirements 2>/dev/null)" != "$stamp" ]]; then
-  log "bundled/libs <- pip install ${SERVER_LIBS[*]}"
-  rm -rf bundled/libs
-  "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-compile \
-    --only-binary=:all: --target bundled/libs "${SERVER_LIBS[@]}" 2>&1 \
+pip_install() { # target, pip args...
+  local target=$1
+  shift
+  rm -rf "$target"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-compile --no-deps \
+    --only-binary=:all: --target "$target" "$@" 2>&1 \
     | grep -v "^WARNING: Location .* is ignored" >&2 || true
-  [[ -d bundled/libs/pygls && -d bundled/libs/psutil ]] || { log "pip install failed"; exit 1; }
-  rm -rf bundled/libs/bin
-  echo "$stamp" > bundled/libs/.requirements
+  rm -rf "$target/bin"
+}
+
+stamp="${PURE_LIBS[*]} | ${NATIVE_LIBS[*]} $NATIVE_PIP_PLATFORM"
+if [[ "$(cat bundled/.requirements 2>/dev/null)" != "$stamp" ]]; then
+  log "bundled/libs <- pip install ${PURE_LIBS[*]}"
+  pip_install bundled/libs "${PURE_LIBS[@]}"
+  log "bundled/native/$NATIVE_PLATFORM <- pip install ${NATIVE_LIBS[*]} ($NATIVE_PIP_PLATFORM)"
+  pip_install "bundled/native/$NATIVE_PLATFORM" --platform "$NATIVE_PIP_PLATFORM" "${NATIVE_LIBS[@]}"
+  [[ -d bundled/libs/pygls && -d bundled/native/$NATIVE_PLATFORM/psutil ]] || {
+    log "pip install failed"
+    exit 1
+  }
+  echo "$stamp" > bundled/.requirements
 fi
+
+# The bundle alone must be enough to start the server: import it with no site-packages at all.
+log "smoke: import compile_lens.server from the bundle alone (python -S)"
+PYTHONSAFEPATH=1 PYTHONPATH="bundled/tool:bundled/libs:bundled/native/$NATIVE_PLATFORM" \
+  "$PYTHON" -S -c "import compile_lens.server, sys; assert 'torch' not in sys.modules" >&2
 
 version=$(node -p "require('./package.json').version")
 name=$(node -p "require('./package.json').name")
 out="dist/$name-$version.vsix"
 log "vsce package -> $out"
 rm -f "$out"
-npx --no-install vsce package --no-dependencies --allow-missing-repository --out "$out" >&2
+# The extension's own README (the repository's links images relatively, which vsce rejects
+# without a repository URL).
+npx --no-install vsce package --no-dependencies --allow-missing-repository \
+  --readme-path extension/README.md --out "$out" >&2
 echo "$ROOT/$out"

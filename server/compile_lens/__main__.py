@@ -11,8 +11,9 @@ import sys
 
 
 def _guard_stdio():
-    lsp_in = os.fdopen(os.dup(0), "rb", buffering=0)
-    lsp_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    # Buffered on purpose: a raw pipe may return (or take) fewer bytes than asked for in one call.
+    lsp_in = os.fdopen(os.dup(0), "rb")
+    lsp_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     sys.stdout = sys.stderr

@@ -44,6 +44,16 @@ def safe_lint(source: str, path: str) -> Optional[list[Finding]]:
         return None
 
 
+def forget_lints(path: str) -> None:
+    """Free a closed file's incremental lint state."""
+    try:
+        from .lints import forget
+
+        forget(path)
+    except Exception:  # noqa: BLE001
+        log.exception("forgetting lint state of %s failed", path)
+
+
 def limits_of(settings: Settings) -> Limits:
     return Limits(timeout_s=settings.timeout_s, memory_limit_mb=settings.memory_limit_mb)
 
@@ -57,6 +67,7 @@ async def analyze_file(
     *,
     benchmark: bool = False,
     trace: bool = True,
+    recompiles: Optional[bool] = None,  # default: with the trace
     on_target: Optional[OnTarget] = None,
     on_progress: Optional[OnProgress] = None,
     only: Optional[set[str]] = None,
@@ -83,7 +94,8 @@ async def analyze_file(
                         await maybe
 
         job = AnalyzeJob(
-            id=next(_job_ids), path=path, root=root, targets=pending, trace=trace, recompiles=trace,
+            id=next(_job_ids), path=path, root=root, targets=pending, trace=trace,
+            recompiles=trace if recompiles is None else recompiles,
             benchmark=benchmark, device=settings.device, mode=settings.mode, max_seconds=settings.max_seconds,
         )
         try:

@@ -14,8 +14,11 @@ one statement and re-runs only the cheap cross-statement resolution. A cached st
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
 import re
 import threading
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Union
@@ -43,7 +46,7 @@ def lint_source(source: str, path: str) -> Optional[list[Finding]]:
     """Static lints for one file. None when the source does not parse (mid-typing): the caller then
     keeps what it published before."""
     source = _normalise_newlines(source)
-    with _LOCK:  # cached chunks' offsets change per call; one lint at a time
+    with _LOCK, _gc_paused():  # cached chunks' offsets change per call; one lint at a time
         chunks = _CACHE.chunks(path, source)
         if chunks is None:
             return None
@@ -64,11 +67,25 @@ def _lint_chunks(chunks: list[_Chunk], source: str, path: str) -> list[Finding]:
     return out.sorted()
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """Parsing a large file makes ~10^5 objects, and the collector, triggered over and over by
+    them, doubles the time of a first lint; nothing here needs it while it runs."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _normalise_newlines(source: str) -> str:
     # The parser treats \r\n and \r as \n; doing the same keeps our line numbers equal to its.
     if "\r" in source:
         source = source.replace("\r\n", "\n").replace("\r", "\n")
-    return source
+    # A byte-order mark is an error in a str for the parser (line 1 then counts columns after it).
+    return source[1:] if source.startswith("\ufeff") else source
 
 
 # ===== incremental parsing =====================================================================
@@ -77,7 +94,6 @@ _LOCK = threading.Lock()
 _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")  # these lines continue a statement
-_MAX_MERGE = 4  # a chunk that fails alone is retried joined with up to this many next chunks
 
 
 @dataclass(eq=False)
@@ -91,8 +107,10 @@ class _Chunk:
     @classmethod
     def parse(cls, text: str, start: int) -> Optional[_Chunk]:
         try:
-            # Leading newlines make the parser number lines as in the document: no shift needed.
-            tree = ast.parse("\n" * start + text)
+            with warnings.catch_warnings():  # SyntaxWarnings of half-typed code: not ours to log
+                warnings.simplefilter("ignore")
+                # Leading newlines make the parser number lines as in the document.
+                tree = ast.parse("\n" * start + text)
         except _PARSE_ERRORS:
             return None
         return cls(text, start, _extract(tree))
@@ -104,59 +122,73 @@ class _Chunk:
 
 
 class _ChunkCache:
-    """Per document: chunk text -> the parsed chunks with that text (a text can occur twice)."""
+    """Per document: chunk text -> the parsed chunks with that text (a text can occur twice).
 
-    def __init__(self, max_files: int = 16):
+    Only the documents linted last are kept (a 5,000-line file's trees take ~15 MB)."""
+
+    def __init__(self, max_files: int = 8, max_lines: int = 20_000):
         self._files: OrderedDict[str, dict[str, list[_Chunk]]] = OrderedDict()
+        self._lines: dict[str, int] = {}
         self._max_files = max_files
+        self._max_lines = max_lines
 
     def forget(self, path: str) -> None:
         self._files.pop(path, None)
+        self._lines.pop(path, None)
 
     def chunks(self, path: str, source: str) -> Optional[list[_Chunk]]:
         lines = source.split("\n")
         starts = _top_level_starts(lines, source)
         spans = list(zip(starts, starts[1:] + [len(lines)]))
         old = self._files.pop(path, {})
-        new: dict[str, list[_Chunk]] = {}
         result: list[_Chunk] = []
         i = 0
         while i < len(spans):
             chunk, used = self._chunk_at(spans, i, lines, old)
-            if chunk is None:
-                return self._whole_file(path, source, old, new)
+            if chunk is None and result:
+                # The statement may begin in the previous chunk, which parsed alone (an `if`
+                # before a continuation we did not recognise): join it with all that follows.
+                previous = result.pop()
+                chunk = _Chunk.parse("\n".join(lines[previous.start:]), previous.start)
+                used = len(spans) - i
+            if chunk is None:  # a syntax error: keep the cache as it was, the user is mid-edit
+                self._remember(path, _by_text(result, old), len(lines))
+                return None
             result.append(chunk)
-            new.setdefault(chunk.text, []).append(chunk)
             i += used
-        self._remember(path, new)
+        self._remember(path, _by_text(result, {}), len(lines))
         return result
 
     def _chunk_at(self, spans, i, lines, old) -> tuple[Optional[_Chunk], int]:
-        """The chunk starting at span i, joined with the next spans when it does not parse alone
-        (a line at column 0 inside brackets, say)."""
-        start = spans[i][0]
-        for used in range(1, min(_MAX_MERGE, len(spans) - i) + 1):
-            text = "\n".join(lines[start:spans[i + used - 1][1]])
+        """The chunk starting at span i, and how many spans it took: when span i does not parse
+        alone (a line at column 0 inside brackets, say), it is joined with the next 1, 3, 7, ...
+        spans (a parse that fails early is cheap: no tree is built). A guessed boundary that is
+        wrong always leaves the chunk before it unfinished (an open bracket or string), so joining
+        forward finds the whole statement; failing to the end of the file is a syntax error."""
+        start, used = spans[i][0], 1
+        while True:
+            end = min(i + used, len(spans))
+            text = "\n".join(lines[start:spans[end - 1][1]])
             chunk = _take(old, text, start) or _Chunk.parse(text, start)
             if chunk is not None:
-                return chunk, used
-        return None, 0
+                return chunk, end - i
+            if end == len(spans):
+                return None, 0
+            used *= 2
 
-    def _whole_file(self, path, source, old, new) -> Optional[list[_Chunk]]:
-        """Splitting failed: either a real syntax error (None) or a split we guessed wrong."""
-        chunk = _take(old, source, 0) or _Chunk.parse(source, 0)
-        if chunk is None:
-            for text, chunks in old.items():  # keep what we had: the user is mid-edit
-                new.setdefault(text, []).extend(chunks)
-            self._remember(path, new)
-            return None
-        self._remember(path, {source: [chunk]})
-        return [chunk]
+    def _remember(self, path: str, chunks: dict[str, list[_Chunk]], n_lines: int) -> None:
+        self._files[path] = chunks  # (re)inserted last: the most recently used
+        self._lines[path] = n_lines
+        while len(self._files) > 1 and (len(self._files) > self._max_files
+                                        or sum(self._lines.values()) > self._max_lines):
+            evicted, _ = self._files.popitem(last=False)
+            self._lines.pop(evicted, None)
 
-    def _remember(self, path: str, chunks: dict[str, list[_Chunk]]) -> None:
-        self._files[path] = chunks
-        while len(self._files) > self._max_files:
-            self._files.popitem(last=False)
+
+def _by_text(chunks: list[_Chunk], into: dict[str, list[_Chunk]]) -> dict[str, list[_Chunk]]:
+    for chunk in chunks:
+        into.setdefault(chunk.text, []).append(chunk)
+    return into
 
 
 def _take(cache: dict[str, list[_Chunk]], text: str, start: int) -> Optional[_Chunk]:
@@ -300,7 +332,6 @@ _TOP = _Ctx(None, None, (), False)
 
 @dataclass(eq=False)
 class _Facts:
-    tree: ast.Module
     delta: int = 0  # add to the tree's line numbers: the chunk moved since it was parsed
     imports: list[tuple[str, str]] = field(default_factory=list)  # (local name, qualified name)
     module_calls: list[tuple[str, str]] = field(default_factory=list)  # `name = f(...)` at top level
@@ -311,11 +342,12 @@ class _Facts:
     lambdas: dict[ast.Lambda, _Func] = field(default_factory=dict)
     compile_calls: list[_Site] = field(default_factory=list)  # calls of a `*compile` callee
     loop_calls: list[_Site] = field(default_factory=list)  # every call inside a loop
-    assigned_calls: list[tuple[str, ast.Call, Optional[_Func]]] = field(default_factory=list)
+    compiled_assigns: list[tuple[str, ast.Call, Optional[_Func]]] = field(default_factory=list)
     bindings: dict[str, list[Kind]] = field(default_factory=dict)  # module scope
 
 
 def _extract(tree: ast.Module) -> _Facts:
+    """Everything the lints need from one chunk's tree; the tree itself is not kept."""
     return _Extractor(tree).facts
 
 
@@ -323,7 +355,7 @@ class _Extractor:
     """One iterative pass over a chunk: each node is handled with the context it sits in."""
 
     def __init__(self, tree: ast.Module):
-        self.facts = _Facts(tree)
+        self.facts = _Facts()
         self.stack: list[tuple[ast.AST, _Ctx]] = [(node, _TOP) for node in reversed(tree.body)]
         handlers = {
             ast.FunctionDef: self._on_def, ast.AsyncFunctionDef: self._on_def,
@@ -492,10 +524,11 @@ class _Extractor:
                 self._bind(ctx, name, kind)
             if isinstance(value, ast.Call):
                 name = _dotted(target)
-                if name is not None:
-                    self.facts.assigned_calls.append((name, value, ctx.func))
-                    if ctx.func is None and ctx.cls is None:
-                        self.facts.module_calls.append((name, _dotted(value.func) or ""))
+                callee = _dotted(value.func) or ""
+                if name is not None and callee.endswith("compile"):  # `fast = torch.compile(...)`
+                    self.facts.compiled_assigns.append((name, value, ctx.func))
+                if name is not None and ctx.func is None and ctx.cls is None:
+                    self.facts.module_calls.append((name, callee))
         self._push([value] if value is not None else [], ctx)
 
     def _on_augassign(self, node: ast.AugAssign, ctx: _Ctx) -> None:
@@ -646,7 +679,7 @@ def _assigned_kinds(target: ast.AST, value: Optional[ast.expr]) -> list[tuple[st
     return [(name, None) for name in _names_in_target(target)]
 
 
-_SCALAR_ITERATORS = frozenset({"range", "count", "arange", "linspace", "logspace", "geomspace"})
+_SCALAR_ITERATORS = frozenset({"range", "count"})  # not torch.arange: it yields 0-d tensors
 
 
 def _loop_target_kinds(target: ast.AST, iterable: ast.expr) -> list[tuple[str, Kind]]:
@@ -695,7 +728,7 @@ class _Index:
         self.all_funcs: list[_Func] = []
         self.compile_decorated: list[_Func] = []
         self.loop_calls: list[_Site] = []
-        self.assigned_calls: list[tuple[str, ast.Call, Optional[_Func]]] = []
+        self.compiled_assigns: list[tuple[str, ast.Call, Optional[_Func]]] = []
         candidates: list[_Site] = []
         module_calls: list[tuple[str, str]] = []
         for facts in all_facts:
@@ -708,10 +741,12 @@ class _Index:
             self.all_funcs += facts.all_funcs
             self.compile_decorated += facts.compile_decorated
             self.loop_calls += facts.loop_calls
-            self.assigned_calls += facts.assigned_calls
+            self.compiled_assigns += facts.compiled_assigns
             candidates += facts.compile_calls
             module_calls += facts.module_calls
         self.compile_calls = [s for s in candidates if self.is_torch_compile(s.callee)]
+        self.numpy_names = {local for local, name in self.aliases.items()
+                            if name == "numpy" or name.startswith("numpy.")}
         self.loggers = {name for name, callee in module_calls
                         if self.resolve(callee) == "logging.getLogger"}
         self.module_classes = self._module_classes(all_facts)
@@ -894,7 +929,7 @@ def _predicted_breaks(index: _Index, out: _Output) -> None:
             for kind, node, info in inner.candidates:
                 lint.candidate(kind, node, info)
             for name, call in inner.name_calls:
-                if name in index.aliases and index.resolve(name).startswith("numpy."):
+                if name in index.numpy_names:  # `from numpy import mean`
                     lint.numpy_call(call, name)
 
 
@@ -945,7 +980,7 @@ class _Lint:
                  "on the data", kind="branch", condition=self.out.text_of(test, self.facts))
 
     def dotted_call(self, call: ast.Call, dotted: str, head: str, method: str) -> None:
-        if head in self.index.aliases and self.index.resolve(dotted).startswith("numpy."):
+        if head in self.index.numpy_names:
             self.numpy_call(call, dotted)
         elif method in _LOG_METHODS:
             receiver = dotted.rpartition(".")[0]
@@ -1142,7 +1177,7 @@ def _compiled_callables(index: _Index) -> dict[str, list[Optional[_Func]]]:
     """Names bound to a compiled callable -> the scopes where the binding is visible (None: all).
     `dynamic=True` ones are left out: they do not recompile for new scalar values."""
     compiled: dict[str, list[Optional[_Func]]] = {}
-    for name, call, scope in index.assigned_calls:
+    for name, call, scope in index.compiled_assigns:
         if index.is_torch_compile(_dotted(call.func)) and not _is_dynamic(call):
             visible = None if scope is None or "." in name else scope
             compiled.setdefault(name, []).append(visible)

@@ -25,12 +25,12 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from . import __version__
-from .analysis import analyze_file, safe_lint
+from .analysis import analyze_file, forget_lints, safe_lint
 from .cache import ResultCache, cache_key, default_cache_dir
 from .discovery import Discovery, compile_call_sites, dependency_fingerprint, discover
 from .pool import WorkerGone, WorkerSlot, default_python, kill_tree, worker_env
 from .positions import position_map, remap_finding, remap_result
-from .protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec, from_dict
+from .protocol import Benchmark, Finding, Problem, Recompile, TargetResult, TargetSpec, from_dict
 from .render import benchmark_view as view
 from .render import findings as fnd
 from .render.lsp import to_diagnostic, to_range, uri_of
@@ -40,6 +40,9 @@ log = logging.getLogger("compile_lens")
 
 STATUS = "compileLens/status"
 WORKER_FAILURES = ("crash", "timeout", "memory", "exit")
+BIG_FILE_CHARS = 60_000  # ≈ 1,500 lines: above this, a keystroke does not wait for a full parse
+STREAM_PUBLISH_S = 0.1  # while a file's targets stream in, publish at most this often
+FOLLOWUP_DELAY_S = 1.0  # sweeps and measurements wait this long after a trace: rapid saves skip them
 
 
 def _torch_version() -> Optional[str]:
@@ -79,6 +82,9 @@ class DocState:
     wanted: bool = False  # a save arrived that is not traced yet
     runner: Optional[asyncio.Task] = None
     bench_task: Optional[asyncio.Task] = None
+    discovery_stale: bool = False  # the buffer changed and has not been re-parsed yet (big files)
+    rediscover: Optional[asyncio.TimerHandle] = None
+    last_stream_publish: float = 0.0
 
 
 class CompileLensServer(LanguageServer):
@@ -96,7 +102,8 @@ class CompileLensServer(LanguageServer):
         self.cache_dir = default_cache_dir()
         self.cache = ResultCache(self.cache_dir)
         self.state = "starting"
-        self.stats = {"traces": 0, "benchmarks": 0, "trace_cache_hits": 0, "bench_cache_hits": 0}
+        self.stats = {"traces": 0, "sweeps": 0, "benchmarks": 0, "trace_cache_hits": 0, "sweep_cache_hits": 0,
+                      "bench_cache_hits": 0}
 
     # --- status ---------------------------------------------------------------------------
 
@@ -160,13 +167,33 @@ class CompileLensServer(LanguageServer):
         return state
 
     def relint(self, uri: str) -> None:
-        """Lint the buffer and publish at once (no debounce): it is cheap by design."""
+        """Lint the buffer and publish at once (no debounce): lints are incremental and cheap.
+
+        Finding the targets needs a full parse (≈ 40 ms per 5,000 lines here). Small files get it
+        at once; a big one publishes its lints first and is re-checked just after, its trace
+        results hidden meanwhile unless the buffer is exactly the traced code.
+        """
         state = self.doc(uri)
         document = self.workspace.get_text_document(uri)
         lints = safe_lint(document.source, state.path)
         if lints is not None:  # None: mid-typing syntax error; keep what was shown
             state.lints = lints
-        state.discovery = discover(document.source)
+        if state.rediscover is not None:
+            state.rediscover.cancel()
+            state.rediscover = None
+        if len(document.source) < BIG_FILE_CHARS:
+            state.discovery, state.discovery_stale = discover(document.source), False
+        else:
+            state.discovery_stale = True
+            state.rediscover = asyncio.get_running_loop().call_later(0.05, self._rediscover, uri)
+        self.publish(uri)
+
+    def _rediscover(self, uri: str) -> None:
+        state = self.docs.get(uri)
+        if state is None or not state.open:
+            return
+        state.rediscover = None
+        state.discovery, state.discovery_stale = discover(self.workspace.get_text_document(uri).source), False
         self.publish(uri)
 
     def _read_saved(self, state: DocState) -> Optional[Saved]:
@@ -247,8 +274,6 @@ class CompileLensServer(LanguageServer):
     async def _trace_once(self, state: DocState, saved: Saved) -> None:
         assert self.traces is not None
         started = time.perf_counter()
-        if state.bench_task and not state.bench_task.done():
-            state.bench_task.cancel()  # the file changed: its measurement is of code that is gone
         fresh: dict[str, TargetResult] = {}
         keys = {t.name: self._key("trace", saved, t) for t in saved.discovery.targets if t.inputs}
         for name, key in keys.items():
@@ -257,20 +282,25 @@ class CompileLensServer(LanguageServer):
                 fresh[name] = cached
                 self.stats["trace_cache_hits"] += 1
 
+        benchmarks = self._cached_benchmarks(saved, state.path)
+
         def current() -> bool:
             return state.open and state.discovery is not None and \
                 state.discovery.fingerprint == saved.discovery.fingerprint
 
         def accept(results: dict[str, TargetResult], problem: Optional[Problem]) -> None:
+            if state.saved is not saved:
+                state.benchmarks = dict(benchmarks)
             state.traced, state.saved, state.problem = dict(results), saved, problem
-            self._load_benchmarks(state, saved)
+            state.last_stream_publish = time.monotonic()
             self._show_trace(state)
 
         def on_target(result: TargetResult) -> None:
             fresh[result.name] = result
             if result.error is None or result.error.kind not in WORKER_FAILURES:
                 self.cache.put(keys[result.name], "trace", dataclasses.asdict(result), saved.source)
-            if current():  # stream: show this target's breaks while the next one is traced
+            # stream: show this target's breaks while the next one is traced
+            if current() and time.monotonic() - state.last_stream_publish > STREAM_PUBLISH_S:
                 accept(fresh, None)
 
         todo = {name for name in keys if name not in fresh}
@@ -279,7 +309,7 @@ class CompileLensServer(LanguageServer):
             self.status("tracing", os.path.basename(state.path))
             self.stats["traces"] += 1
             run = await analyze_file(self.traces, state.path, self.root, saved.discovery, self.settings,
-                                     on_target=on_target, only=todo,
+                                     on_target=on_target, only=todo, recompiles=False,
                                      on_progress=lambda stage, target: self.status("tracing", stage))
             problem = run.problem
         if not current():
@@ -290,48 +320,104 @@ class CompileLensServer(LanguageServer):
         log.info("traced %s: %d targets (%d from cache) in %.2fs", os.path.basename(state.path),
                  len(fresh), len(fresh) - len(todo), time.perf_counter() - started)
         self.status("error" if problem else "idle", problem.message if problem else "")
-        if self.settings.benchmark_on_save and not problem:
-            names = {n for n, r in fresh.items() if r.status == "ok" and n not in state.benchmarks}
-            if names:
-                self.schedule_benchmark(state, names)
+        ok = {n for n, r in fresh.items() if r.status == "ok"}
+        sweep = {n for n in ok if not self._merge_cached_sweep(state, saved, n)}
+        if sweep != ok:
+            self.publish(state.uri)  # recompile warnings from the cache
+        measure = {n for n in ok if n not in state.benchmarks} if self.settings.benchmark_on_save else set()
+        self.schedule_followups(state, saved, sweep=sweep, measure=measure, delay=FOLLOWUP_DELAY_S,
+                                replace=True)
 
     # --- benchmarks -----------------------------------------------------------------------
 
     def _bench_key(self, saved: Saved, spec: TargetSpec) -> str:
         return self._key("bench", saved, spec, self.settings.device, self.settings.mode)
 
-    def _load_benchmarks(self, state: DocState, saved: Saved) -> None:
-        state.benchmarks = {}
+    def _cached_benchmarks(self, saved: Saved, path: str) -> dict[str, Benchmark]:
+        found = {}
         for spec in saved.discovery.targets:
             if spec.inputs is not None:
-                cached = self._cached("bench", self._bench_key(saved, spec), saved, state.path)
+                cached = self._cached("bench", self._bench_key(saved, spec), saved, path)
                 if cached is not None:
-                    state.benchmarks[spec.name] = cached
+                    found[spec.name] = cached
                     self.stats["bench_cache_hits"] += 1
+        return found
 
-    def schedule_benchmark(self, state: DocState, names: set[str]) -> None:
-        if not self.trusted or state.saved is None:
+    def _deep_lane(self) -> WorkerSlot:
+        """Recompile sweeps and measurements: a second worker, so traces never wait behind them."""
+        if self.bench is None:
+            self.bench = self._slot("deep", spare=False, recycle_after=20)
+        return self.bench
+
+    def _sweep_key(self, saved: Saved, spec: TargetSpec) -> str:
+        return self._key("sweep", saved, spec)
+
+    def _merge_cached_sweep(self, state: DocState, saved: Saved, name: str) -> bool:
+        spec = next(t for t in saved.discovery.targets if t.name == name)
+        hit = self.cache.get(self._sweep_key(saved, spec))
+        if hit is None or name not in state.traced:
+            return False
+        self.stats["sweep_cache_hits"] = self.stats.get("sweep_cache_hits", 0) + 1
+        self._set_recompiles(state, name, [from_dict(Recompile, r) for r in hit[0]], hit[1], saved)
+        return True
+
+    def _set_recompiles(self, state: DocState, name: str, recompiles: list, source: Optional[str], saved: Saved) -> None:
+        result = dataclasses.replace(state.traced[name], recompiles=recompiles)
+        if source and source != saved.source:
+            mapping = position_map(source, saved.source)
+            if mapping is not None:
+                result = remap_result(result, mapping, self._same_file(state.path))
+        state.traced[name] = result
+
+    def schedule_followups(self, state: DocState, saved: Saved, *, sweep: set[str], measure: set[str],
+                           delay: float = 0.0, replace: bool = False) -> None:
+        """Recompile sweeps, then measurements, after `delay`. `replace`: what was queued for older
+        code is dropped (a running measurement of it is stopped)."""
+        if not self.trusted or not (sweep or measure):
             return
-        names = names - state.measuring
-        if not names:
-            return
-        state.measuring |= names
         previous = state.bench_task
+        if replace and previous and not previous.done():
+            previous.cancel()
+            state.measuring.clear()
+        measure = measure - state.measuring
+        state.measuring |= measure
 
         async def run() -> None:
             if previous and not previous.done():
                 with contextlib.suppress(BaseException):
                     await previous
-            await self._benchmark_once(state, names)
+            try:
+                await asyncio.sleep(delay)
+                if sweep:
+                    await self._sweep_once(state, saved, sweep)
+                if measure:
+                    await self._benchmark_once(state, saved, measure)
+            finally:
+                state.measuring -= measure
+                self._refresh_views()
 
         state.bench_task = asyncio.get_running_loop().create_task(run())
-        self._refresh_views()
+        if measure:
+            self._refresh_views()
 
-    async def _benchmark_once(self, state: DocState, names: set[str]) -> None:
-        saved = state.saved
-        assert saved is not None
-        if self.bench is None:
-            self.bench = self._slot("bench", spare=False, recycle_after=20)
+    async def _sweep_once(self, state: DocState, saved: Saved, names: set[str]) -> None:
+        def on_target(result: TargetResult) -> None:
+            if result.status != "ok":
+                return  # the trace already said why it cannot run
+            spec = next(t for t in saved.discovery.targets if t.name == result.name)
+            self.cache.put(self._sweep_key(saved, spec), "sweep",
+                           [dataclasses.asdict(r) for r in result.recompiles], saved.source)
+            if state.saved is saved and result.name in state.traced:
+                self._set_recompiles(state, result.name, result.recompiles, None, saved)
+                self.publish(state.uri)
+
+        self.status("tracing", f"checking recompiles in {os.path.basename(state.path)}")
+        self.stats["sweeps"] = self.stats.get("sweeps", 0) + 1
+        await analyze_file(self._deep_lane(), state.path, self.root, saved.discovery, self.settings,
+                           trace=False, recompiles=True, only=names, on_target=on_target)
+        self.status("idle")
+
+    async def _benchmark_once(self, state: DocState, saved: Saved, names: set[str]) -> None:
         token = str(uuid.uuid4())
         progress = self.work_done_progress
         with contextlib.suppress(Exception):
@@ -359,17 +445,15 @@ class CompileLensServer(LanguageServer):
 
         try:
             self.stats["benchmarks"] += 1
-            await analyze_file(self.bench, state.path, self.root, saved.discovery, self.settings,
-                               benchmark=True, trace=False, only=names,
+            await analyze_file(self._deep_lane(), state.path, self.root, saved.discovery, self.settings,
+                               benchmark=True, trace=False, recompiles=False, only=names,
                                on_target=on_target, on_progress=on_progress)
         except asyncio.CancelledError:
             log.info("measurement of %s cancelled: the file changed", os.path.basename(state.path))
             raise
         finally:
-            state.measuring -= names
             progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
             self.status("idle")
-            self._refresh_views()
 
     def _refresh_views(self) -> None:
         """Ask the client to re-request code lenses and inlay hints (when it supports that)."""
@@ -386,14 +470,18 @@ class CompileLensServer(LanguageServer):
             for task in (state.runner, state.bench_task):
                 if task and not task.done():
                     task.cancel()
+            forget_lints(state.path)
         self.refresh_foreign(uri, {})  # its targets' breaks leave the helper files too
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # --- publishing -----------------------------------------------------------------------
 
     def _is_current(self, state: DocState) -> bool:
-        return state.discovery is not None and state.saved is not None and \
-            state.saved.discovery.fingerprint == state.discovery.fingerprint
+        if state.saved is None:
+            return False
+        if state.discovery_stale:
+            return self.workspace.get_text_document(state.uri).source == state.saved.source
+        return state.discovery is not None and state.saved.discovery.fingerprint == state.discovery.fingerprint
 
     def _traced_findings(self, state: DocState) -> tuple[list[Finding], dict[str, list[Finding]], list[tuple[int, int]]]:
         """Trace findings for this file, for other files (helpers), and the lines traced cleanly."""
@@ -427,7 +515,7 @@ class CompileLensServer(LanguageServer):
     def findings_for(self, state: DocState) -> list[Finding]:
         """Lints merged with trace results, plus breaks other files' targets hit in this one."""
         traced, _, covered = self._traced_findings(state)
-        mapping = self._buffer_map(state)
+        mapping = self._buffer_map(state) if traced or covered else None
         if mapping is not None:
             here = self._same_file(state.path)
             traced = [remap_finding(f, mapping, here) for f in traced]
@@ -499,7 +587,7 @@ class CompileLensServer(LanguageServer):
                 title, command = view.lens_title(bench), "compileLens.measure"
             else:
                 title, command = "▶ Measure torch.compile speedup", "compileLens.measure"
-            lenses.append(lsp.CodeLens(range=rng, command=lsp.Command(title, command, [uri, spec.name])))
+            lenses.append(lsp.CodeLens(range=rng, command=lsp.Command(title=title, command=command, arguments=[uri, spec.name])))
         return lenses
 
     def inlay_hints(self, uri: str, rng: lsp.Range) -> list[lsp.InlayHint]:
@@ -677,7 +765,7 @@ def measure_command(ls: CompileLensServer, uri: str, target: str) -> dict:
     if state is None or state.saved is None or target not in state.traced:
         return {"started": False, "reason": f"`{target}` has not been traced yet: save the file first"}
     state.benchmarks.pop(target, None)
-    ls.schedule_benchmark(state, {target})
+    ls.schedule_followups(state, state.saved, sweep=set(), measure={target})
     return {"started": True}
 
 

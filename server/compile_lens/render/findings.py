@@ -14,7 +14,7 @@ CODE_TARGET = "CL001"  # target cannot be built / needs inputs / call failed
 CODE_IMPORT = "CL002"  # the file failed to import
 CODE_WORKER = "CL003"  # the analysis process crashed, timed out, ran out of memory, exited
 CODE_DIRECTIVE = "CL004"  # a compile-lens directive that cannot be read
-RECOMPILE_CODES = {"automatic-dynamic": "CL210", "specialization": "CL211", "limit": "CL212"}
+RECOMPILE_CODES = {"automatic-dynamic": "CL210", "specialization": "CL211", "limit": "CL212", "state": "CL213"}
 RECOMPILE_SEVERITY = {"automatic-dynamic": "information", "specialization": "warning", "limit": "error"}
 
 _IGNORE = re.compile(r"#\s*compile-lens:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
@@ -56,23 +56,45 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
     return found
 
 
+def _is_state_switch(rc: Recompile) -> bool:
+    """Mode switches (train/eval, requires_grad, autocast, grad mode) compile once per state, not per value."""
+    text = f"{rc.reason} {rc.changed}"
+    return any(k in text for k in ("GLOBAL_STATE", "requires_grad", ".training", "grad_mode", "autocast"))
+
+
 def recompile_findings(result: TargetResult, path: str) -> list[Finding]:
-    found = []
+    """One finding per variation and kind: torch logs one record per frame (a graph break makes
+    several frames), which is one cost to the user."""
+    groups: dict[tuple, list[Recompile]] = {}
     for rc in result.recompiles:
-        code = RECOMPILE_CODES.get(rc.kind, "CL211")
         where = rc.path if rc.path and rc.line else path
+        state = rc.kind != "limit" and _is_state_switch(rc)
+        groups.setdefault((where, rc.line or result.line, rc.variation, rc.kind, state), []).append(rc)
+    found = []
+    for (where, line, variation, kind, state), records in groups.items():
+        rc = records[0]
+        code = RECOMPILE_CODES["state"] if state else RECOMPILE_CODES.get(kind, "CL211")
+        severity = "information" if state else RECOMPILE_SEVERITY.get(kind, "warning")
+        compile_s = result.benchmark.compile_s.get("cold") if result.benchmark else None
+        message = recompile_message(rc, state, compile_s)
+        if len(records) > 1:
+            message += f" ({len(records)} compiled frames recompile)"
         found.append(Finding(
-            path=where, line=rc.line or result.line, column=1, end_line=rc.line or result.line,
-            end_column=1, severity=RECOMPILE_SEVERITY.get(rc.kind, "warning"), code=code,
-            message=recompile_message(rc),
-            data={"kind": "recompile", "recompile_kind": rc.kind, "changed": rc.changed,
-                  "target": result.name, "variation": rc.variation},
+            path=where, line=line, column=1, end_line=line, end_column=1, severity=severity, code=code,
+            message=message,
+            data={"kind": "recompile", "recompile_kind": kind, "changed": rc.changed,
+                  "target": result.name, "variation": variation, "count": len(records)},
         ))
     return found
 
 
-def recompile_message(rc: Recompile) -> str:
-    cost = f" (≈ {rc.compile_s:.1f} s each)" if rc.compile_s else ""
+def recompile_message(rc: Recompile, state_switch: bool = False, inductor_s: Optional[float] = None) -> str:
+    # The sweep compiles with backend "eager" (guards only): its compile times are not what a
+    # recompile costs with Inductor. Only the measured Inductor compile time is quoted.
+    cost = f" (≈ {inductor_s:.1f} s each with Inductor, measured)" if inductor_s else ""
+    if state_switch:
+        return (f"Recompiles once for {rc.variation}: {rc.reason} — one more compile{cost}, then both versions are kept; "
+                "expected if you switch this at run time")
     if rc.kind == "automatic-dynamic":
         return f"Recompiles when `{rc.changed}` changes ({rc.variation}): {rc.reason} — one extra compile{cost}, then dynamic"
     if rc.kind == "limit":

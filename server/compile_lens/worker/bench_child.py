@@ -158,7 +158,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             return bench.Model(fn, compiled_obj if is_module else None, args, bool(job.get("step_begin")))
 
         def call(model: Any, workload: str) -> Callable[[], Any]:
-            return model.train_step if workload == "train" else model.forward
+            return model.run(workload)
 
         def sync() -> None:
             if device.startswith("cuda"):

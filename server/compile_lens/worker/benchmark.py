@@ -6,8 +6,9 @@ Where each figure comes from:
   (it warms up and synchronises the accelerator), eager and compiled measured in alternating rounds
   so a slow minute on a noisy machine hits both; median and interquartile range in ms. The first
   compiled calls run (and are checked for recompiles) before anything is timed.
-- **cold compile** — the first compiled call in a *fresh process* with an *empty* Inductor cache
-  dir (`bench_child`). A process that already compiled something pays far less (≈1.5 s instead of
+- **cold compile** — `torch.compile()` (it imports Dynamo) plus the first compiled call of the
+  training step (of the forward when there is no training step), in a *fresh process* with an
+  *empty* Inductor cache dir (`bench_child`). A process that already compiled something pays far less (≈1.5 s instead of
   ≈10 s here: Inductor keeps most of its one-time cost in memory), so only a fresh one is honest.
 - **warm compile** — the same in another fresh process whose on-disk Inductor caches are warm (the
   cold run filled them): what re-running an unchanged script costs.
@@ -49,7 +50,7 @@ from ..protocol import Benchmark, Problem, Timing
 from .loader import BuiltTarget, TargetError, describe
 
 LR = 1e-3  # the eager SGD step of the training step; small so weights barely drift while timing
-ROUNDS = 3  # alternating eager/compiled rounds per timing
+ROUNDS = 5  # alternating eager/compiled rounds per timing
 MIN_ROUND_S, MAX_ROUND_S = 0.05, 2.0  # min_run_time of one round, whatever the budget says
 SPEEDUP_REAL = 1.1  # below this (or inside the spread) a speedup is not worth a compile
 PAYBACK_REALISTIC = 10_000  # calls: more than this and compiling rarely pays back in one run
@@ -192,22 +193,28 @@ class Model:
         self.call, self.module, self.args, self.step_begin = call, module, args, step_begin
         self._opt: Optional[torch.optim.Optimizer] = None
 
-    def _begin(self) -> None:
-        if self.step_begin:  # CUDA graphs: a new iteration may overwrite the last one's outputs
-            torch.compiler.cudagraph_mark_step_begin()
+    def use(self, train: bool) -> None:
+        """Train or eval mode. Set once before timing: `Module.train()` walks every submodule,
+        which would add microseconds to each timed call of a small model."""
+        if self.module is not None:
+            self.module.train(train)
+
+    def run(self, workload: str) -> Callable[[], Any]:
+        """The call to time for a workload ("forward" | "train"), with the module's mode set."""
+        self.use(workload == "train")
+        return self.train_step if workload == "train" else self.forward
 
     def forward(self) -> Any:
-        if self.module is not None:
-            self.module.eval()
-        self._begin()
+        """One forward under no_grad (eval mode: call `use(False)` first)."""
+        if self.step_begin:  # CUDA graphs: a new iteration may overwrite the last one's outputs
+            torch.compiler.cudagraph_mark_step_begin()
         with torch.no_grad():
             return self.call(*self.args)
 
     def loss_backward(self) -> Any:
-        """Forward in train mode and backward of the scalar loss; returns the output."""
-        if self.module is not None:
-            self.module.train()
-        self._begin()
+        """Forward and backward of the scalar loss (train mode: call `use(True)` first)."""
+        if self.step_begin:
+            torch.compiler.cudagraph_mark_step_begin()
         out = self.call(*self.args)
         scalar_loss(out).backward()
         return out
@@ -546,14 +553,8 @@ def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optio
 
 
 def _round_seconds(budget_s: float, variants: int, rounds: int) -> float:
-    # blocked_autorange spends up to ~min_run_time again estimating the block size
-    return min(MAX_ROUND_S, max(MIN_ROUND_S, budget_s / (variants * rounds * 2.0)))
-
-
-def _oom_problem(exc: BaseException, device: str, stage: str, path: str, line: int) -> TargetError:
-    return TargetError(Problem(
-        "oom", f"out of memory on {device} while {stage}: {describe(exc)[:200]}", path, line,
-        "use smaller example inputs (a smaller batch), or measure on another device"))
+    # blocked_autorange also spends a little estimating the block size (a few block lengths)
+    return min(MAX_ROUND_S, max(MIN_ROUND_S, budget_s / (variants * rounds * 1.25)))
 
 
 def run_benchmark(
@@ -572,161 +573,168 @@ def run_benchmark(
     compiling takes, the steady-state timings get what is left (at least a short round each).
     Raises TargetError for a target that cannot run, runs out of memory or whose compile fails.
     """
-    started = time.perf_counter()
     device, device_note = resolve_device(device)
-    notes: list[str] = [device_note] if device_note else []
-    name = target.spec.name
-    stage = "building the model"
-    step_begin = uses_cudagraphs(mode) and device.startswith("cuda")
+    state = {"stage": "building the model"}
     cache_dir = tempfile.mkdtemp(prefix="compile-lens-inductor-")
-    eager_obj: Any = None
-    compiled_obj: Any = None
     try:
-        # 1. build and run eagerly once: a target that cannot run fails here, not after the compiles
-        obj = target.make()
-        is_module = isinstance(obj, torch.nn.Module)
-        if is_module:
-            eager_obj = (obj if target.spec.kind == "module" else copy.deepcopy(obj)).to(device)
-        else:
-            eager_obj = obj
-        args = to_device(target.args, device)
-        eager = Model(eager_obj, eager_obj if is_module else None, args, False)
-        stage = "running the model eagerly"
-        try:
-            eager.forward()
-            train_problem: Optional[str] = None
-            if is_module:
-                with torch.enable_grad():
-                    eager_obj.train()
-                    out = eager_obj(*args)
-                train_problem = train_step_problem(eager_obj, out)
-                if train_problem is None:
-                    scalar_loss(out).backward()
-                del out
-            else:
-                train_problem = train_step_problem(eager_obj, None)
-            eager.zero_grad()
-        except TargetError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - user code
-            if is_oom(exc):
-                raise
-            raise TargetError(Problem("call", f"calling `{name}` eagerly failed: {describe(exc)}",
-                                      path, target.spec.line, "check the example inputs")) from None
-        has_train = train_problem is None
-        if train_problem:
-            notes.append(f"train step: {train_problem}")
-        workloads = ["train", "forward"] if has_train else ["forward"]  # the first drives break-even
-
-        # 2. compile times (and memory) in fresh processes
-        child_job = {"path": path, "root": root, "spec": asdict(target.spec), "device": device,
-                     "mode": mode, "workloads": workloads, "step_begin": step_begin}
-        what = "train step" if has_train else "forward"
-        progress(f"compiling {name} with Inductor (cold cache, fresh process)…")
-        hard_limit = max(3 * max_seconds, 120.0)
-        cold = run_child(dict(child_job, tasks=["compile"], what="cold compile"),
-                         cache_dir=cache_dir, timeout=hard_limit)
-        progress("measuring warm compile and peak memory in a fresh process…")
-        warm = run_child(dict(child_job, tasks=["memory_eager", "compile", "memory_compiled"],
-                              what="warm compile and memory"),
-                         cache_dir=cache_dir, timeout=hard_limit)
-        cold_s = cold["compile_s"].get(workloads[0])
-        warm_s = warm["compile_s"].get(workloads[0])
-        notes.extend(n for n in cold.get("notes", []) + warm.get("notes", []) if n not in notes)
-
-        # 3. in this process: accuracy, then steady-state timings (Inductor's caches are warm now)
-        with inductor_cache(cache_dir), torch_bytecode():
-            watch = DynamoWatch()
-            if is_module:
-                compiled_obj = _same_weights_copy(eager_obj, target, device)
-            else:
-                compiled_obj = eager_obj
-            fn = torch.compile(compiled_obj, **compile_kwargs(target, mode))
-            compiled = Model(fn, compiled_obj if is_module else None, args, step_begin)
-
-            stage = "compiling"
-            progress(f"compiling {name} with Inductor (warm cache) to check accuracy…")
-            errors = _accuracy(eager, compiled, has_train, watch, notes)
-            stage = "warming up"
-            for _ in range(2):  # calls 2 and 3 must not compile again
-                compiled.forward()
-                if has_train:
-                    compiled.train_step()
-            eager.zero_grad()
-            if has_train:
-                eager.train_step()
-            watch.unexpected(watch.late, "recompiled after the first call")
-
-            left = max_seconds - (time.perf_counter() - started)
-            variants = 2 * len(workloads)
-            if left < variants * ROUNDS * MIN_ROUND_S * 2:
-                notes.append(f"timing: the {max_seconds:.0f} s budget went into compiling; "
-                             "timings are short rounds and noisier")
-            round_s = _round_seconds(left, variants, ROUNDS)
-            stats: dict[str, Stats] = {}
-            for wl in ["forward", "train"] if has_train else ["forward"]:
-                label = "forward" if wl == "forward" else "train step"
-                sides = {"eager": eager, "compiled": compiled}
-                timers = {side: _timer(m.forward if wl == "forward" else m.train_step, f"{label} {side}")
-                          for side, m in sides.items()}
-                for side in sides:
-                    stats[f"{wl} {side}"] = Stats()
-                for _ in range(ROUNDS):
-                    for side in sides:  # alternate, so drift on a busy machine hits both
-                        stage = f"timing {side} {label}"
-                        progress(f"timing {side} {label}…")
-                        stats[f"{wl} {side}"].add(timers[side].blocked_autorange(min_run_time=round_s))
-                watch.unexpected(watch.timed, f"recompiled while timing the {label} (the timing includes compiling)")
-            breaks = watch.graph_breaks()
-            frames = len(watch.frames)
-
-        forward = _timing(stats["forward eager"], stats["forward compiled"])
-        train = _timing(stats["train eager"], stats["train compiled"]) if has_train else None
-        driver = train if train is not None else forward
-        # Break-even is driven by the training step when there is one: a training run is where a
-        # compile is paid once and amortised over many calls; forward-only for plain functions.
-        calls = break_even(cold_s, driver)
-
-        n_breaks = max(len(breaks), frames - 1 if frames > 1 else 0)
-        if n_breaks:
-            named = "; ".join(f"{_gb_id(b) + ' ' if _gb_id(b) else ''}{_short_reason(b)}" for b in breaks[:3])
-            notes.append(f"graph breaks: {n_breaks} — {frames} compiled frames with eager code between them"
-                         + (f" ({named})" if named else ""))
-        for text in watch.late + watch.timed:
-            notes.append(f"recompiles: {text}")
-        accuracy_ok = not errors["exceeds"]
-        return Benchmark(
-            device=device,
-            device_name=device_name(device),
-            mode=mode or "default",
-            forward=forward,
-            train_step=train,
-            compile_s={"cold": cold_s, "warm": warm_s},
-            break_even_calls=calls,
-            peak_memory_bytes=warm.get("memory", {"eager": None, "compiled": None, "method": "not measured"}),
-            max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
-            max_rel_error={"output": errors["output_rel"], "grad": errors["grad_rel"]},
-            verdict=verdict(device, forward, train, cold_s, calls, n_breaks, accuracy_ok),
-            torch=torch.__version__,
-            inputs=describe_inputs(target.args),
-            measured_at=time.time(),
-            notes=notes,
-        )
+        return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
+                        [device_note] if device_note else [])
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001
-        if is_oom(exc):
-            eager_obj = compiled_obj = None
-            exc.__traceback__ = None
-            free_memory()
-            raise _oom_problem(exc, device, stage, path, target.spec.line) from None
-        raise
+        if not is_oom(exc):
+            raise
+        # _measure's frame (models, inputs, compiled code) is gone once the traceback is dropped
+        message = describe(exc)
+        exc.__traceback__ = None
+        del exc
+        free_memory()
+        raise TargetError(Problem(
+            "oom", f"out of memory on {device} while {state['stage']}: {message[:200]}", path,
+            target.spec.line, "use smaller example inputs (a smaller batch), or measure on another device"
+        )) from None
     finally:
-        eager_obj = compiled_obj = None
         with contextlib.suppress(Exception):
             torch._dynamo.reset()
         free_memory()
         shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, max_seconds: float,
+             progress: Callable[[str], None], state: dict[str, str], cache_dir: str,
+             notes: list[str]) -> Benchmark:
+    started = time.perf_counter()
+    name = target.spec.name
+    step_begin = uses_cudagraphs(mode) and device.startswith("cuda")
+    # 1. build and run eagerly once: a target that cannot run fails here, not after the compiles
+    obj = target.make()
+    is_module = isinstance(obj, torch.nn.Module)
+    if is_module:
+        eager_obj = (obj if target.spec.kind == "module" else copy.deepcopy(obj)).to(device)
+    else:
+        eager_obj = obj
+    args = to_device(target.args, device)
+    eager = Model(eager_obj, eager_obj if is_module else None, args, False)
+    state["stage"] = "running the model eagerly"
+    try:
+        eager.use(False)
+        eager.forward()
+        train_problem: Optional[str] = None
+        if is_module:
+            with torch.enable_grad():
+                eager_obj.train()
+                out = eager_obj(*args)
+            train_problem = train_step_problem(eager_obj, out)
+            if train_problem is None:
+                scalar_loss(out).backward()
+            del out
+        else:
+            train_problem = train_step_problem(eager_obj, None)
+        eager.zero_grad()
+    except TargetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - user code
+        if is_oom(exc):
+            raise
+        raise TargetError(Problem("call", f"calling `{name}` eagerly failed: {describe(exc)}",
+                                  path, target.spec.line, "check the example inputs")) from None
+    has_train = train_problem is None
+    if train_problem:
+        notes.append(f"train step: {train_problem}")
+    workloads = ["train", "forward"] if has_train else ["forward"]  # the first drives break-even
+
+    # 2. compile times (and memory) in fresh processes
+    child_job = {"path": os.path.abspath(path), "root": os.path.abspath(root),
+                 "spec": asdict(target.spec), "device": device,
+                 "mode": mode, "workloads": workloads, "step_begin": step_begin}
+    progress(f"compiling {name} with Inductor (cold cache, fresh process)…")
+    hard_limit = max(3 * max_seconds, 120.0)
+    cold = run_child(dict(child_job, tasks=["compile"], what="cold compile"),
+                     cache_dir=cache_dir, timeout=hard_limit)
+    progress("measuring warm compile and peak memory in a fresh process…")
+    warm = run_child(dict(child_job, tasks=["memory_eager", "compile", "memory_compiled"],
+                          what="warm compile and memory"),
+                     cache_dir=cache_dir, timeout=hard_limit)
+    cold_s = cold["compile_s"].get(workloads[0])
+    warm_s = warm["compile_s"].get(workloads[0])
+    notes.extend(n for n in cold.get("notes", []) + warm.get("notes", []) if n not in notes)
+
+    # 3. in this process: accuracy, then steady-state timings (Inductor's caches are warm now)
+    with torch_bytecode(), inductor_cache(cache_dir):
+        watch = DynamoWatch()
+        if is_module:
+            compiled_obj = _same_weights_copy(eager_obj, target, device)
+        else:
+            compiled_obj = eager_obj
+        fn = torch.compile(compiled_obj, **compile_kwargs(target, mode))
+        compiled = Model(fn, compiled_obj if is_module else None, args, step_begin)
+
+        state["stage"] = "compiling"
+        progress(f"compiling {name} with Inductor (warm cache) to check accuracy…")
+        errors = _accuracy(eager, compiled, has_train, watch, notes)
+        state["stage"] = "warming up"
+        for _ in range(2):  # calls 2 and 3 must not compile again
+            for wl in workloads:
+                compiled.run(wl)()
+        eager.zero_grad()
+        if has_train:
+            eager.run("train")()
+        watch.unexpected(watch.late, "recompiled after the first call")
+
+        left = max_seconds - (time.perf_counter() - started)
+        variants = 2 * len(workloads)
+        if left < variants * ROUNDS * MIN_ROUND_S * 2:
+            notes.append(f"timing: the {max_seconds:.0f} s budget went into compiling; "
+                         "timings are short rounds and noisier")
+        round_s = _round_seconds(left, variants, ROUNDS)
+        stats: dict[str, Stats] = {}
+        for wl in ["forward", "train"] if has_train else ["forward"]:
+            label = "forward" if wl == "forward" else "train step"
+            sides = {"eager": eager, "compiled": compiled}
+            timers = {side: _timer(m.run(wl), f"{label} {side}") for side, m in sides.items()}
+            for side in sides:
+                stats[f"{wl} {side}"] = Stats()
+            for _ in range(ROUNDS):
+                for side in sides:  # alternate, so drift on a busy machine hits both
+                    state["stage"] = f"timing {side} {label}"
+                    progress(f"timing {side} {label}…")
+                    stats[f"{wl} {side}"].add(timers[side].blocked_autorange(min_run_time=round_s))
+            watch.unexpected(watch.timed, f"recompiled while timing the {label} (the timing includes compiling)")
+        breaks = watch.graph_breaks()
+        frames = len(watch.frames)
+
+    forward = _timing(stats["forward eager"], stats["forward compiled"])
+    train = _timing(stats["train eager"], stats["train compiled"]) if has_train else None
+    driver = train if train is not None else forward
+    # Break-even is driven by the training step when there is one: a training run is where a
+    # compile is paid once and amortised over many calls; forward-only for plain functions.
+    calls = break_even(cold_s, driver)
+
+    n_breaks = max(len(breaks), frames - 1 if frames > 1 else 0)
+    if n_breaks:
+        named = "; ".join(f"{_gb_id(b) + ' ' if _gb_id(b) else ''}{_short_reason(b)}" for b in breaks[:3])
+        notes.append(f"graph breaks: {n_breaks} — {frames} compiled frames with eager code between them"
+                     + (f" ({named})" if named else ""))
+    for text in watch.late + watch.timed:
+        notes.append(f"recompiles: {text}")
+    accuracy_ok = not errors["exceeds"]
+    return Benchmark(
+        device=device,
+        device_name=device_name(device),
+        mode=mode or "default",
+        forward=forward,
+        train_step=train,
+        compile_s={"cold": cold_s, "warm": warm_s},
+        break_even_calls=calls,
+        peak_memory_bytes=warm.get("memory", {"eager": None, "compiled": None, "method": "not measured"}),
+        max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
+        max_rel_error={"output": errors["output_rel"], "grad": errors["grad_rel"]},
+        verdict=verdict(device, forward, train, cold_s, calls, n_breaks, accuracy_ok),
+        torch=torch.__version__,
+        inputs=describe_inputs(target.args),
+        measured_at=time.time(),
+        notes=notes,
+    )
 
 
 def _same_weights_copy(model: torch.nn.Module, target: BuiltTarget, device: str) -> torch.nn.Module:
@@ -753,6 +761,8 @@ def _accuracy(eager: Model, compiled: Model, has_train: bool, watch: DynamoWatch
     """
     errors: dict[str, Any] = {"output_abs": None, "output_rel": None, "grad_abs": None,
                               "grad_rel": None, "exceeds": False}
+    eager.use(False)
+    compiled.use(False)
     out_e = [t.clone() for t in tensors_in(_seeded(eager.forward))]
     out_c = [t.clone() for t in tensors_in(_seeded(compiled.forward))]
     watch.expect()
@@ -766,6 +776,8 @@ def _accuracy(eager: Model, compiled: Model, has_train: bool, watch: DynamoWatch
     if has_train:
         eager.zero_grad()
         compiled.zero_grad()
+        eager.use(True)
+        compiled.use(True)
         _seeded(eager.loss_backward)
         _seeded(compiled.loss_backward)
         watch.expect()

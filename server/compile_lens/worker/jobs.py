@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..protocol import AnalyzeJob, Problem, TargetResult, from_dict
+from ..protocol import AnalyzeJob, Problem, TargetResult, TargetSpec, from_dict
 from . import loader
 from .graph_breaks import trace_graph_breaks
 
@@ -76,31 +76,47 @@ def run_job(raw: dict, send: Send) -> None:
         send({"id": job.id, "event": "done", "error": _asdict(problem)})
         return
     device = resolve_device(job.device)
-    for spec in job.targets:
-        result = TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
+    results = {spec.name: TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs) for spec in job.targets}
+    built: dict[str, loader.BuiltTarget] = {}
 
-        def stage(text: str, name: str = spec.name) -> None:
-            progress(text, name)
-
+    def step(spec: TargetSpec, what: str, work: Callable[[TargetResult, Callable[[str], None]], None]) -> None:
+        """Run one stage of one target; a failure marks that target, never the job."""
+        result = results[spec.name]
+        if result.status == "error":
+            return
+        progress(f"{what} {spec.name}", spec.name)
         try:
-            built = loader.build_target(module, spec, job.path)
-            if job.trace:
-                progress(f"tracing {spec.name}", spec.name)
-                result.graph_count, result.graph_breaks = trace_graph_breaks(built, job.root)
-            if job.recompiles and spec.inputs is not None:
-                progress(f"checking recompiles of {spec.name}", spec.name)
-                result.recompiles = _sweep(built, job, stage)
-            if job.benchmark:
-                progress(f"measuring {spec.name}", spec.name)
-                result.benchmark = _benchmark(built, job, device, stage)
+            if spec.name not in built:
+                built[spec.name] = loader.build_target(module, spec, job.path)
+            work(result, lambda text: progress(text, spec.name))
         except loader.TargetError as exc:
             result.status, result.error = "error", exc.problem
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - user code: report, never crash the worker
             traceback.print_exc()
             result.status = "error"
             result.error = _problem_from(exc, job, "call", f"calling `{spec.name}` failed")
         send({"id": job.id, "event": "target", "result": _asdict(result)})
+
+    # Stages in the order the editor needs them: every target's graph breaks first (fast), then
+    # the recompile sweeps, then measurements. Each stage re-sends the target's growing result.
+    if job.trace:
+        for spec in job.targets:
+            step(spec, "tracing", lambda r, p, s=spec: _trace(r, built[s.name], job.root))
+    if job.recompiles:
+        for spec in job.targets:
+            step(spec, "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
+    if job.benchmark:
+        for spec in job.targets:
+            step(spec, "measuring", lambda r, p, s=spec: _set(r, "benchmark", _benchmark(built[s.name], job, device, p)))
     send({"id": job.id, "event": "done"})
+
+
+def _trace(result: TargetResult, built: loader.BuiltTarget, root: str) -> None:
+    result.graph_count, result.graph_breaks = trace_graph_breaks(built, root)
+
+
+def _set(result: TargetResult, name: str, value: Any) -> None:
+    setattr(result, name, value)
 
 
 def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None]) -> list:
@@ -108,7 +124,8 @@ def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str],
         from .recompiles import sweep_recompiles
     except ImportError:
         return []
-    return sweep_recompiles(built, path=job.path, progress=progress)
+    return sweep_recompiles(built, path=job.path, progress=progress,
+                            compile_kwargs=built.spec.compile_options or None)
 
 
 def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, device: str, progress: Callable[[str], None]) -> Any:

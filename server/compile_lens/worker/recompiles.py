@@ -283,7 +283,7 @@ def _reshaped(t: torch.Tensor, shape: list[int]) -> torch.Tensor:
     for dim, size in enumerate(shape):
         if out.shape[dim] != size:
             out = _resized(out, dim, size)
-    return out if out is not t else t
+    return out
 
 
 def _tensors(args: tuple) -> list[int]:
@@ -629,6 +629,9 @@ def _run(sweep: _Sweep, automatic: bool, recorded_shapes: list | None) -> list[R
         variations += _autocast_variation(args, sweep.obj)
 
     for v in variations:
+        if not v.declared and sweep.limit_hit:  # from here on the frame runs eager: no news
+            log.info("recompile sweep: limit hit, automatic variations not run")
+            break
         if not v.declared and sweep.out_of_time():
             sweep.progress("recompiles: out of time, automatic variations stopped")
             log.info("recompile sweep: out of time before %s", v.label)
@@ -656,6 +659,9 @@ def _changed(text: str) -> str:
     tensor = re.match(r"^tensor '(.+?)'(?= )", text)
     if tensor:
         return _normalise_source(tensor.group(1))
+    typed = re.match(r"^expected type of '(.+?)'", text)
+    if typed:
+        return _normalise_source(typed.group(1))
     state = re.match(r"^GLOBAL_STATE changed:\s*(.*)$", text)
     if state:
         return ", ".join(state.group(1).split()) or "global state"
@@ -684,6 +690,8 @@ def _category(text: str) -> tuple[str, Any, bool]:
         return (what.group(1) if what else "tensor"), None, False
     if text.startswith("GLOBAL_STATE"):
         return "global", None, False
+    if text.startswith("expected type of "):
+        return "type", None, False
     dim = _SIZE_EXPR_RE.search(text)
     if dim:
         zero_one = bool(re.search(r"(?<![\w.])[012](?![\w.])", text))
@@ -827,7 +835,7 @@ def _probe_plans(args: tuple, names: list[str], scalars: set[str], sizes: set[st
         if isinstance(value, bool):
             continue
         if isinstance(value, (int, float, str)) and names[i] in scalars:
-            used = {a[i] for a in tried if len(a) > i and not isinstance(a[i], torch.Tensor)}
+            used = {a[i] for a in tried if len(a) > i and isinstance(a[i], (int, float, str))}
             values = itertools.islice((v for v in _endless(value) if v not in used), count)
             yield [(_scalar_label(names[i], v), args[:i] + (v,) + args[i + 1:]) for v in values]
         elif isinstance(value, torch.Tensor) and value.dim() >= 1 and names[i] in sizes:

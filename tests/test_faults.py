@@ -1,0 +1,513 @@
+"""The fault table: whatever user code does, the editor keeps working and no stale result is shown.
+
+Each row drives the real server over stdio and ends by checking that the server is alive and that
+a fresh good file (new code, so nothing comes from the cache) is traced correctly afterwards.
+Most rows share one server; the rows that need a server of their own (untrusted, killed) start one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import pytest_asyncio
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
+
+FAULTS = Path(__file__).parent / "fixtures" / "faults"
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+# Generous limits by default (a loaded 2-core CI machine is slow); the rows that test a limit
+# lower it for their file only, through workspace/didChangeConfiguration.
+SETTINGS: dict[str, Any] = {"benchmark.onSave": False, "worker.timeoutSeconds": 60, "worker.memoryLimitMB": 4096}
+
+
+@dataclass
+class Env:
+    root: Path
+    client: LanguageClient
+    cache: Path
+    log: list[str] = field(default_factory=list)  # the server's stderr, as it arrives
+
+    def log_text(self) -> str:
+        return "".join(self.log)
+
+
+def capture_log(client: LanguageClient, into: list[str]) -> None:
+    """Keep the server's stderr (its log) for the test, still forwarding it to ours."""
+    server = client._server
+    if client._stderr_forwarder:
+        client._stderr_forwarder.cancel()
+
+    async def read() -> None:
+        assert server and server.stderr
+        while chunk := await server.stderr.read(65536):
+            text = chunk.decode("utf-8", "replace")
+            into.append(text)
+            sys.stderr.write(text)
+
+    client._stderr_forwarder = asyncio.create_task(read())
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env(tmp_path_factory):
+    base = tmp_path_factory.mktemp("faults")
+    root = base / "ws"
+    shutil.copytree(FAULTS, root)
+    cache = base / "cache"
+    cache.mkdir()
+    (cache / "results.sqlite").write_bytes(b"this is not a database\x00\xff" * 512)  # the corrupt-cache row
+    client = await start_server(root, settings=SETTINGS, cache_dir=cache)
+    state = Env(root, client, cache)
+    capture_log(client, state.log)
+    await worker_pids(client, at_least=2)  # both up: from now on the first pid is the current worker
+    yield state
+    await stop_server(client)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+async def command(client: LanguageClient, name: str, *args: Any) -> Any:
+    return await client.workspace_execute_command_async(lsp.ExecuteCommandParams(name, list(args)))
+
+
+async def worker_pids(client: LanguageClient, at_least: int = 1, timeout: float = 120.0) -> list[int]:
+    """The trace lane's pids once that many are up: [current, spare], the current first once it is."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = await command(client, "compileLens.workerPids")
+        if len(pids) >= at_least or time.monotonic() > deadline:
+            assert len(pids) >= at_least, f"workers did not come up: {pids}"
+            return list(pids)
+        await asyncio.sleep(0.2)
+
+
+async def stats(client: LanguageClient) -> dict:
+    return await command(client, "compileLens.stats")
+
+
+def configure(client: LanguageClient, **overrides: Any) -> None:
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
+        settings={"compileLens": {**SETTINGS, **overrides}}))
+
+
+def gb(diagnostics) -> list[lsp.Diagnostic]:
+    return [d for d in diagnostics if str(d.code).startswith("GB")]
+
+
+def coded(diagnostics, code: str) -> list[lsp.Diagnostic]:
+    return [d for d in diagnostics if d.code == code]
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    """The pids still alive after `timeout` seconds (empty: all exited)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(gone(p) for p in pids):
+            return []
+        await asyncio.sleep(0.2)
+    return [p for p in pids if not gone(p)]
+
+
+def good_file(root: Path, tag: str) -> Path:
+    """A fresh healthy file: the TAG makes its code new, so its trace cannot come from the cache."""
+    path = root / f"good_{tag.replace('-', '_')}.py"
+    path.write_text((FAULTS / "good.py").read_text().replace('TAG = "good"', f'TAG = "{tag}"'))
+    return path
+
+
+async def still_works(env: Env, tag: str) -> None:
+    """The server answers and traces a new good file: GB0124 at its `.item()` line."""
+    path = good_file(env.root, tag)
+    uri = open_file(env.client, path)
+    line, _ = locate(path, "y.sum().item()")
+    found = await wait_for(env.client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)))
+    assert [d.code for d in gb(found)] == ["GB0124"]
+    env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+
+
+async def measure(client: LanguageClient, uri: str, target: str, timeout: float = 120.0) -> None:
+    """Start a benchmark of `target` as soon as it has been traced."""
+    deadline = time.monotonic() + timeout
+    while not (reply := await command(client, "compileLens.measure", uri, target))["started"]:
+        assert time.monotonic() < deadline, reply
+        await asyncio.sleep(0.3)
+
+
+def line_of(path: Path, needle: str) -> int:
+    return locate(path, needle)[0]
+
+
+# --- the fault table ----------------------------------------------------------------------------
+
+async def test_segfault_in_forward_is_reported_on_the_target_and_the_worker_replaced(env):
+    client, path = env.client, env.root / "segfault.py"
+    before = await worker_pids(client)
+    uri = open_file(client, path)
+    target = line_of(path, "class Segfaults")
+    after_line = line_of(path, "y.sum().item()")
+
+    def settled(ds):
+        return coded(ds, "CL003") and any(d.range.start.line == after_line for d in gb(ds))
+
+    found = await wait_for(client, uri, settled)
+    [crash] = coded(found, "CL003")
+    assert crash.range.start.line == target
+    assert "the analysis process crashed (signal 11" in crash.message and "Segfaults" in crash.message
+    assert crash.severity == lsp.DiagnosticSeverity.Error and "Traceback" not in crash.message
+    # the next target ran in the replacement worker: its break is there
+    assert [d.code for d in gb(found)] == ["GB0124"]
+    assert gone(before[0]), "the crashed worker is not left behind"
+    now = await worker_pids(client)
+    assert before[0] not in now
+    await still_works(env, "segfault")
+
+
+@pytest.mark.parametrize("name, needle, says", [
+    ("missing_package.py", "import compile_lens_no_such_package", "install `compile_lens_no_such_package`"),
+    ("missing_name.py", "from torch import no_such_name_in_torch", "no_such_name_in_torch"),
+])
+async def test_import_error_is_on_the_import_line(env, name, needle, says):
+    client, path = env.client, env.root / name
+    uri = open_file(client, path)
+    found = await wait_for(client, uri, lambda ds: bool(coded(ds, "CL002")))
+    [failed] = coded(found, "CL002")
+    assert failed.range.start.line == line_of(path, needle)
+    assert says in failed.message and "Traceback" not in failed.message
+    await still_works(env, f"import-{name[:-3]}")
+
+
+async def test_infinite_loop_at_import_is_killed_at_the_timeout_setting(env):
+    client, path = env.client, env.root / "import_loop.py"
+    before = await worker_pids(client)
+    configure(client, **{"worker.timeoutSeconds": 3})
+    try:
+        started = time.monotonic()
+        uri = open_file(client, path)
+        found = await wait_for(client, uri, lambda ds: bool(coded(ds, "CL003")), timeout=60)
+        elapsed = time.monotonic() - started
+    finally:
+        configure(client)
+    [stopped] = coded(found, "CL003")
+    assert "longer than 3 s" in stopped.message and "compileLens.worker.timeoutSeconds" in stopped.message
+    assert 3 <= elapsed < 30, elapsed  # stopped at the setting, not at the 60 s default
+    assert await wait_gone([before[0]], 5) == [], "the looping worker was killed"
+    assert before[0] not in await worker_pids(client)
+    await still_works(env, "loop")
+
+
+async def test_syntax_error_mid_typing_hides_trace_results_until_the_code_matches_again(env):
+    client = env.client
+    path = good_file(env.root, "typing")
+    text = path.read_text()
+    line = line_of(path, "y.sum().item()")
+    uri = open_file(client, path)
+    await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)))
+    traces = (await stats(client))["traces"]
+
+    # typing: a half-written line that does not parse, then saved like that
+    broken = text.replace("        y = self.fc(x)\n", "        y = self.fc(x\n")
+    change_file(client, path, broken, version=2, save=False)
+    shown = await wait_for(client, uri, lambda ds: not gb(ds))
+    assert not gb(shown)
+    change_file(client, path, broken, version=3, save=True)
+    # different code that parses (a line inserted above the break): the old break line is stale
+    moved = text.replace("        y = self.fc(x)\n", "        y = self.fc(x)\n        y = y + 1\n")
+    change_file(client, path, moved, version=4, save=False)
+    await asyncio.sleep(1.0)
+    assert (await stats(client))["traces"] == traces, "a file that does not parse is never run"
+    for params in [p for p in client.published if p.uri == uri and p.version and p.version >= 2]:
+        assert not gb(params.diagnostics), f"stale trace result shown for version {params.version}"
+
+    # back to the traced code: its results are current again, at their lines
+    change_file(client, path, text, version=5, save=True)
+    found = await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)))
+    assert [d.code for d in gb(found)] == ["GB0124"]
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    await still_works(env, "typing-after")
+
+
+async def test_memory_growth_is_killed_at_the_memory_setting(env):
+    client, path = env.client, env.root / "memory_hog.py"
+    before = await worker_pids(client)
+    configure(client, **{"worker.memoryLimitMB": 1500})
+    try:
+        uri = open_file(client, path)
+        found = await wait_for(client, uri, lambda ds: bool(coded(ds, "CL003")) or bool(coded(ds, "CL001")),
+                               timeout=60)
+    finally:
+        configure(client)
+    [stopped] = coded(found, "CL003")
+    assert "more than 1500 MB" in stopped.message and "compileLens.worker.memoryLimitMB" in stopped.message
+    assert await wait_gone([before[0]], 5) == []
+    await still_works(env, "memory")
+
+
+async def test_hundred_edits_then_save_traces_only_the_final_version(env):
+    client = env.client
+    path = good_file(env.root, "edits")
+    template = path.read_text()
+    uri = open_file(client, path)
+    await wait_for(client, uri, lambda ds: bool(gb(ds)))
+    traces = (await stats(client))["traces"]
+
+    def version_text(k: int) -> str:
+        extra = "".join("        y = y + 0\n" for _ in range(k % 7))
+        return template.replace('TAG = "edits"', f'TAG = "edit-{k}"').replace(
+            "        return y * y.sum().item()\n", extra + "        return y * y.sum().item()\n")
+
+    texts = {1: template}
+    first = len(client.published)
+    started = time.monotonic()
+    for k in range(2, 102):
+        texts[k] = version_text(k)
+        change_file(client, path, texts[k], version=k, save=(k == 101))
+    assert time.monotonic() - started < 1.0
+    final_line = line_of(path, "y.sum().item()")
+    found = await wait_for(client, uri, lambda ds: any(d.range.start.line == final_line for d in gb(ds)))
+    assert [d.code for d in gb(found)] == ["GB0124"]
+    await asyncio.sleep(0.5)
+    assert (await stats(client))["traces"] == traces + 1, "only the saved (final) version is traced"
+
+    history = [p for p in client.published[first:] if p.uri == uri]
+    versions = [p.version for p in history]
+    assert None not in versions and versions == sorted(versions), versions
+    for params in history:
+        lines = texts[params.version].splitlines()
+        for d in gb(params.diagnostics):
+            assert params.version == 101, f"a trace result was published for version {params.version}"
+            assert ".item()" in lines[d.range.start.line]
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    await still_works(env, "edits-after")
+
+
+async def test_huge_output_and_raw_bytes_on_fd1_keep_the_stream_intact_and_the_log_short(env):
+    client, path = env.client, env.root / "loud.py"
+    log_start = len(env.log)
+    uri = open_file(client, path)
+    line = line_of(path, "y.sum().item()")
+    found = await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)))
+    assert [d.code for d in gb(found) if d.range.start.line == line] == ["GB0124"]
+    assert [d.code for d in gb(found) if d.range.start.line == line_of(path, "raw bytes from forward")] == [
+        "GB0007"]  # os.write: a C function Dynamo skips
+    assert not coded(found, "CL002") and not coded(found, "CL003")
+    deadline = time.monotonic() + 60  # the output is logged when the job (recompile sweep too) ends
+    while "more characters of output not kept" not in "".join(env.log[log_start:]):
+        assert time.monotonic() < deadline, "no user output in the log"
+        await asyncio.sleep(0.2)
+    logged = "".join(env.log[log_start:])
+    assert "user code output (trace)" in logged and "yyyyyyyy" in logged
+    kept = [int(n) for n in re.findall(r"\((\d+) more characters of output not kept\)", logged)]
+    assert kept and max(kept) > 9_000_000, kept  # 10 MB printed, almost all of it left out
+    assert len(logged) < 1_000_000, len(logged)
+    await still_works(env, "loud")
+
+
+async def test_sys_exit_and_os_exit_are_reported_and_the_worker_replaced(env):
+    client, path = env.client, env.root / "exits.py"
+    before = await worker_pids(client)
+    uri = open_file(client, path)
+    after_line = line_of(path, "y.sum().item()")
+
+    def settled(ds):
+        return len(coded(ds, "CL003")) >= 2 and any(d.range.start.line == after_line for d in gb(ds))
+
+    found = await wait_for(client, uri, settled)
+    on = {d.range.start.line: d for d in coded(found, "CL003")}
+    sys_exit = on[line_of(path, "class CallsSysExit")]
+    assert "sys.exit(3)" in sys_exit.message
+    os_exit = on[line_of(path, "class CallsOsExit")]
+    assert "exited (code 7)" in os_exit.message and "os._exit()" in os_exit.message
+    assert "Traceback" not in sys_exit.message + os_exit.message
+    assert gone(before[0]) and before[0] not in await worker_pids(client)
+    await still_works(env, "exits")
+
+
+async def test_corrupt_cache_is_discarded_and_rebuilt(env):
+    await still_works(env, "cache")
+    with sqlite3.connect(env.cache / "results.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM results").fetchone()[0] > 0
+    lines = [line for line in env.log_text().splitlines() if "discarded and rebuilt" in line]
+    assert len(lines) == 1, lines
+
+
+async def test_file_closed_during_analysis_is_cleared_and_never_published_again(env):
+    client, path = env.client, env.root / "slow_import.py"
+    first_status = len(client.statuses)
+    uri = open_file(client, path)
+    await wait_for(client, uri, lambda ds: bool(coded(ds, "CL101")))  # the static lint on `print`
+    deadline = time.monotonic() + 60
+    while not any(s.state == "tracing" and s.detail == "importing" for s in client.statuses[first_status:]):
+        assert time.monotonic() < deadline, "the trace never started"
+        await asyncio.sleep(0.05)
+    closed_at = len(client.published)
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    # the lane runs one job at a time: once the next file is traced, the slow one is over
+    await still_works(env, "closed")
+    await asyncio.sleep(0.5)
+    after = [p for p in client.published[closed_at:] if p.uri == uri]
+    assert after and all(not p.diagnostics for p in after), [
+        [(d.code, d.range.start.line) for d in p.diagnostics] for p in after]
+    assert not client.diagnostics[uri]
+
+
+async def test_out_of_memory_during_a_benchmark_is_reported_on_the_target(env):
+    """On CPU the target raises the error CUDA raises; `test_cuda_oom...` checks real GPU memory."""
+    client, path = env.client, env.root / "bench_oom.py"
+    uri = open_file(client, path)
+    target = line_of(path, "class OutOfMemory")
+    await measure(client, uri, "OutOfMemory")  # once traced (without a problem on the target)
+
+    def reported(ds):
+        return any(d.range.start.line == target and "out of memory" in d.message for d in ds)
+
+    found = await wait_for(client, uri, reported, timeout=120)
+    [oom] = [d for d in found if d.range.start.line == target and "out of memory" in d.message]
+    assert oom.code == "CL001" and "measuring failed" in oom.message and "smaller" in oom.message
+    assert "Traceback" not in oom.message
+    await still_works(env, "oom")
+
+
+def _has_cuda() -> bool:
+    try:
+        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                             capture_output=True, text=True, timeout=120)
+        return out.stdout.strip() == "True"
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.skipif(not shutil.which("nvidia-smi") or not _has_cuda(), reason="needs a CUDA device")
+async def test_cuda_oom_during_a_benchmark_releases_the_gpu_memory(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    shutil.copy(FAULTS / "cuda_oom.py", root / "cuda_oom.py")
+    path = root / "cuda_oom.py"
+    client = await start_server(root, settings={**SETTINGS, "device": "cuda", "benchmark.maxSeconds": 10})
+    try:
+        uri = open_file(client, path)
+        greedy, nxt = line_of(path, "class Greedy"), line_of(path, "class Next")
+        await measure(client, uri, "Greedy")
+        await wait_for(client, uri, lambda ds: any(
+            d.range.start.line == greedy and "out of memory" in d.message for d in ds), timeout=300)
+        # the next measurement builds in the same worker: `Next` refuses to build if memory is held
+        await measure(client, uri, "Next")
+        deadline = time.monotonic() + 400
+        while True:
+            failed = [d for d in client.diagnostics.get(uri, [])
+                      if d.range.start.line == nxt and "measuring failed" in d.message]
+            assert not failed, failed[0].message
+            lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+            title = next(lens.command.title for lens in lenses or [] if lens.range.start.line == nxt and lens.command)
+            if "Measure" not in title and "measuring" not in title:
+                break  # measured: the out-of-memory benchmark gave its memory back
+            assert time.monotonic() < deadline, title
+            await asyncio.sleep(1.0)
+    finally:
+        await stop_server(client)
+
+
+# --- rows that need a server of their own --------------------------------------------------------
+
+async def test_untrusted_workspace_runs_no_code_and_still_lints(tmp_path):
+    root = tmp_path / "ws"
+    shutil.copytree(FAULTS, root)
+    path = root / "marker.py"
+    client = await start_server(root, trusted=False, settings=SETTINGS)
+    try:
+        uri = open_file(client, path)
+        found = await wait_for(client, uri, lambda ds: bool(coded(ds, "CL101")), timeout=30)
+        assert coded(found, "CL101")[0].range.start.line == line_of(path, 'print("value", y)')
+        change_file(client, path, path.read_text(), version=2, save=True)
+        assert (await command(client, "compileLens.analyzeFile", uri))["started"] is False
+        assert (await command(client, "compileLens.measure", uri, "Printy"))["started"] is False
+        deadline = time.monotonic() + 10
+        while not any(s.state == "restricted" for s in client.statuses):
+            assert time.monotonic() < deadline, [s.state for s in client.statuses]
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(2.0)  # time enough for a worker to start and import the file, were there one
+        assert await command(client, "compileLens.workerPids") == []
+        assert psutil.Process(client._server.pid).children(recursive=True) == []
+        assert not (root / "MARKER").exists(), "user code ran in an untrusted workspace"
+        assert not gb(client.diagnostics[uri])
+    finally:
+        await stop_server(client)
+
+
+async def _start_workers(root: Path, **kwargs: Any) -> tuple[LanguageClient, list[int]]:
+    client = await start_server(root, settings=SETTINGS, **kwargs)
+    return client, await worker_pids(client, at_least=2)
+
+
+async def test_sigkilled_server_leaves_no_worker_behind(tmp_path):
+    client, pids = await _start_workers(tmp_path)
+    server = client._server
+    os.kill(server.pid, signal.SIGKILL)
+    await server.wait()
+    try:
+        assert await wait_gone(pids, 5) == [], "orphan workers after the server was killed"
+    finally:
+        for pid in pids:  # never leave them to other tests
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
+        await client.stop()
+
+
+async def test_client_closing_the_stream_leaves_no_worker_behind(tmp_path):
+    client, pids = await _start_workers(tmp_path)
+    server = client._server
+    server.stdin.close()  # the client disconnects without shutdown/exit
+    try:
+        await asyncio.wait_for(server.wait(), 15)
+        assert await wait_gone(pids, 5) == []
+    finally:
+        for pid in pids + ([server.pid] if server.returncode is None else []):
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
+        await client.stop()
+
+
+async def test_dead_client_process_takes_the_server_and_workers_with_it(tmp_path):
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    config = ClientServerConfig(server_command=[sys.executable, "-m", "compile_lens"],
+                                server_env={**os.environ, "PYTHONSAFEPATH": "1",
+                                            "COMPILE_LENS_CACHE_DIR": str(tmp_path / "cache")})
+    client = await config.start()
+    try:
+        await client.initialize_session(lsp.InitializeParams(
+            capabilities=lsp.ClientCapabilities(), process_id=stand_in.pid, root_uri=tmp_path.as_uri(),
+            initialization_options={"settings": SETTINGS, "trusted": True}))
+        pids = await worker_pids(client, at_least=2)
+        server = client._server
+        stand_in.kill()
+        stand_in.wait()
+        await asyncio.wait_for(server.wait(), 15)  # the server watches the client's pid
+        assert await wait_gone(pids, 5) == []
+    finally:
+        stand_in.kill()
+        if client._server and client._server.returncode is None:
+            client._server.kill()
+        await client.stop()
+
