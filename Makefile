@@ -1,9 +1,12 @@
 # The two commands a newcomer types: `make demo` and `make test`.
-PY      := .venv/bin/python
-STAMP   := .venv/.installed
+PY        := .venv/bin/python
+STAMP     := .venv/.installed
+NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: demo test setup pytest lint bench vsix e2e ts-test clean
+.PHONY: demo test setup pytest lint bench vsix e2e ts-test gpu-check clean
 
+# Set-up: a venv with the project (editable), the test tools and torch pinned to the CPU build on
+# this disk; requirements-dev.txt doubles as the constraints file so pip never picks a newer torch.
 $(STAMP): pyproject.toml requirements-dev.txt
 	python3 -m venv .venv
 	$(PY) -m pip install -q --upgrade pip
@@ -11,21 +14,36 @@ $(STAMP): pyproject.toml requirements-dev.txt
 	$(PY) -m pip install -q -e . -c requirements-dev.txt
 	touch $(STAMP)
 
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
 setup: $(STAMP)
 
 demo: setup
-	.venv/bin/compile-lens check examples/ --no-benchmark; test $$? -le 1
+	.venv/bin/compile-lens check examples/; test $$? -le 1
 
 pytest: setup
 	$(PY) -m pytest -q
 
 lint: setup
-	$(PY) -m ruff check server tests
+	$(PY) -m ruff check server tests scripts
 
-test: pytest
+ts-test: $(NPM_STAMP)
+	npm test --silent
+
+vsix: $(STAMP) $(NPM_STAMP)
+	bash scripts/e2e/vsix.sh
+
+e2e: $(STAMP) $(NPM_STAMP)
+	bash scripts/e2e/run.sh
+
+test: lint pytest ts-test e2e
 
 bench: setup
 	$(PY) scripts/bench.py
 
+gpu-check: setup
+	scripts/gpu-check
+
 clean:
-	rm -rf .venv build dist
+	rm -rf .venv build dist bundled extension/out node_modules

@@ -60,14 +60,14 @@ for name in sys.argv[2:]:
             continue
         built = build_target(module, spec, path)
         torch._dynamo.explain(built.make())(*built.args)  # warm-up
-        for _ in range(%d):
+        for _ in range(RUNS):
             t = time.perf_counter()
             torch._dynamo.explain(built.make())(*built.args)
             times.append(time.perf_counter() - t)
         break
     out[name] = sorted(times)[len(times) // 2]
 print(json.dumps(out))
-''' % RUNS
+'''.replace("RUNS", str(RUNS))
 
 
 def floor_explain(root: Path) -> dict[str, float]:
@@ -90,6 +90,22 @@ def anchor_torch_logs(root: Path, name: str) -> float:
                        env={**os.environ, "TORCH_LOGS": "graph_breaks"}, check=True)
         times.append(time.perf_counter() - t)
     return median(times)
+
+
+def big_file(lines: int) -> str:
+    """A realistic long file: modules with long forward bodies, a few breaks among them."""
+    out = ["import torch", "from torch import nn", "", ""]
+    n = 0
+    while len(out) < lines:
+        out += [f"class Block{n}(nn.Module):", "    def __init__(self, width):", "        super().__init__()",
+                "        self.fc = nn.Linear(width, width)", "", "    def forward(self, x):"]
+        for i in range(40):
+            out.append(f"        x = torch.relu(self.fc(x)) * {i + 1} + x")
+        if n % 5 == 0:
+            out.append("        print(x.shape)")
+        out += ["        return x", "", ""]
+        n += 1
+    return "\n".join(out) + "\n"
 
 
 async def command(client, name: str, *args):
@@ -161,14 +177,7 @@ async def run(quick: bool) -> dict:
 
     # didChange -> lints on 5,000 lines
     big = root / "big.py"
-    unit = (REPO / "examples" / "item_scale.py").read_text().split("\n\n\n", 1)[1]
-    blocks, n = [], 0
-    while sum(b.count("\n") for b in blocks) < 5000:
-        # constructors that need arguments: linted on every change, never traced (no inputs)
-        blocks.append(unit.replace("class ScaledNorm", f"class ScaledNorm{n}").replace(
-            "def __init__(self):", "def __init__(self, width):"))
-        n += 1
-    big.write_text("import torch\nfrom torch import nn\n\n\n" + "\n\n".join(blocks))
+    big.write_text(big_file(5000))
     big_uri = open_file(client, big)
     await wait_for(client, big_uri, lambda ds: True)
     lint_ms = []

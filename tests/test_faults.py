@@ -43,6 +43,7 @@ class Env:
     client: LanguageClient
     cache: Path
     log: list[str] = field(default_factory=list)  # the server's stderr, as it arrives
+    killed: bool = False  # a row killed the server: nothing to shut down
 
     def log_text(self) -> str:
         return "".join(self.log)
@@ -77,7 +78,10 @@ async def env(tmp_path_factory):
     capture_log(client, state.log)
     await worker_pids(client, at_least=2)  # both up: from now on the first pid is the current worker
     yield state
-    await stop_server(client)
+    if state.killed:
+        await client.stop()
+    else:
+        await stop_server(client)
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -154,6 +158,29 @@ async def measure(client: LanguageClient, uri: str, target: str, timeout: float 
     while not (reply := await command(client, "compileLens.measure", uri, target))["started"]:
         assert time.monotonic() < deadline, reply
         await asyncio.sleep(0.3)
+
+
+async def worker_processes(server_pid: int, count: int = 2, timeout: float = 30.0) -> list[int]:
+    """The server's worker processes, as soon as `count` exist (torch may still be importing)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = []
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(server_pid).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if "compile_lens.worker" in child.cmdline():
+                        found.append(child.pid)
+        if len(found) >= count:
+            return found
+        assert time.monotonic() < deadline, f"workers did not start: {found}"
+        await asyncio.sleep(0.05)
+
+
+def reap(pids: list[int]) -> None:
+    """Never leave a test's processes to the next test, whatever it found."""
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
 
 
 def line_of(path: Path, needle: str) -> int:
@@ -390,6 +417,26 @@ async def test_out_of_memory_during_a_benchmark_is_reported_on_the_target(env):
     await still_works(env, "oom")
 
 
+async def test_server_killed_mid_analysis_leaves_no_worker_behind(env):
+    """Last of the shared-server rows: it kills that server. A worker stuck in user code exits too."""
+    client = env.client
+    pids = await command(client, "compileLens.workerPids")  # trace lane and benchmark lane
+    first_status = len(client.statuses)
+    open_file(client, env.root / "import_loop.py")  # keeps the current worker busy for good
+    deadline = time.monotonic() + 60
+    while not any(s.state == "tracing" and s.detail == "importing" for s in client.statuses[first_status:]):
+        assert time.monotonic() < deadline, "the trace never started"
+        await asyncio.sleep(0.05)
+    server = client._server
+    os.kill(server.pid, signal.SIGKILL)
+    env.killed = True
+    await server.wait()
+    try:
+        assert await wait_gone(pids, 5) == [], "orphan workers after the server was killed"
+    finally:
+        reap(pids)
+
+
 def _has_cuda() -> bool:
     try:
         out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
@@ -456,36 +503,16 @@ async def test_untrusted_workspace_runs_no_code_and_still_lints(tmp_path):
         await stop_server(client)
 
 
-async def _start_workers(root: Path, **kwargs: Any) -> tuple[LanguageClient, list[int]]:
-    client = await start_server(root, settings=SETTINGS, **kwargs)
-    return client, await worker_pids(client, at_least=2)
-
-
-async def test_sigkilled_server_leaves_no_worker_behind(tmp_path):
-    client, pids = await _start_workers(tmp_path)
-    server = client._server
-    os.kill(server.pid, signal.SIGKILL)
-    await server.wait()
-    try:
-        assert await wait_gone(pids, 5) == [], "orphan workers after the server was killed"
-    finally:
-        for pid in pids:  # never leave them to other tests
-            with contextlib.suppress(psutil.Error):
-                psutil.Process(pid).kill()
-        await client.stop()
-
-
 async def test_client_closing_the_stream_leaves_no_worker_behind(tmp_path):
-    client, pids = await _start_workers(tmp_path)
+    client = await start_server(tmp_path, settings=SETTINGS)
     server = client._server
+    pids = await worker_processes(server.pid)
     server.stdin.close()  # the client disconnects without shutdown/exit
     try:
         await asyncio.wait_for(server.wait(), 15)
         assert await wait_gone(pids, 5) == []
     finally:
-        for pid in pids + ([server.pid] if server.returncode is None else []):
-            with contextlib.suppress(psutil.Error):
-                psutil.Process(pid).kill()
+        reap(pids + [server.pid])
         await client.stop()
 
 
@@ -495,19 +522,19 @@ async def test_dead_client_process_takes_the_server_and_workers_with_it(tmp_path
                                 server_env={**os.environ, "PYTHONSAFEPATH": "1",
                                             "COMPILE_LENS_CACHE_DIR": str(tmp_path / "cache")})
     client = await config.start()
+    pids: list[int] = []
     try:
         await client.initialize_session(lsp.InitializeParams(
             capabilities=lsp.ClientCapabilities(), process_id=stand_in.pid, root_uri=tmp_path.as_uri(),
             initialization_options={"settings": SETTINGS, "trusted": True}))
-        pids = await worker_pids(client, at_least=2)
         server = client._server
+        pids = await worker_processes(server.pid)
         stand_in.kill()
         stand_in.wait()
         await asyncio.wait_for(server.wait(), 15)  # the server watches the client's pid
         assert await wait_gone(pids, 5) == []
     finally:
         stand_in.kill()
-        if client._server and client._server.returncode is None:
-            client._server.kill()
+        reap(pids + [client._server.pid])
         await client.stop()
 

@@ -103,7 +103,8 @@ class Worker:
         self.proc = await asyncio.create_subprocess_exec(
             self.python, "-m", "compile_lens.worker",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=self.cwd, env=self.env,
+            stderr=asyncio.subprocess.PIPE, cwd=self.cwd,
+            env={**self.env, "COMPILE_LENS_SERVER_PID": str(os.getpid())},  # its parent-death watch
             limit=64 * 1024 * 1024, start_new_session=True,
         )
         self._stderr_task = asyncio.create_task(self._drain_stderr())

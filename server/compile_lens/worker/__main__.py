@@ -25,14 +25,19 @@ def _take_channel() -> tuple:
 
 
 def _watch_parent() -> None:
-    """Exit when the server goes away (killed, crashed): no orphan workers."""
-    parent = os.getppid()
+    """Exit when the server goes away (killed, crashed): no orphan workers.
+
+    The server names itself in COMPILE_LENS_SERVER_PID: a server killed before this thread
+    started is noticed too (by then `os.getppid()` already names the process that adopted us).
+    """
+    named = os.environ.pop("COMPILE_LENS_SERVER_PID", "")  # not for user code's own subprocesses
+    parent = int(named) if named.isdigit() else os.getppid()
 
     def watch() -> None:
         while True:
-            time.sleep(0.5)
             if os.getppid() != parent:
                 os._exit(0)
+            time.sleep(0.5)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 

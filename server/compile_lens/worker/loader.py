@@ -10,6 +10,7 @@ import tempfile
 import traceback
 import types
 from dataclasses import dataclass
+from functools import cache, lru_cache
 from typing import Any, Callable
 
 from ..protocol import Problem, TargetSpec
@@ -42,14 +43,25 @@ class BuiltTarget:
         return _as_tuple(eval(text, self.namespace))  # noqa: S307 - the user's own directive
 
 
+@cache
+def _environment_prefixes() -> tuple[str, ...]:
+    return tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+
+# realpath is a syscall per path component, and sys.modules holds thousands of torch modules:
+# each file is resolved once per process.
+@lru_cache(maxsize=65536)
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
 def _is_environment_file(path: str) -> bool:
-    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    real = os.path.realpath(path)
-    return "site-packages" in real or any(real.startswith(p + os.sep) for p in prefixes)
+    real = _real(path)
+    return "site-packages" in real or real.startswith(_environment_prefixes())
 
 
 def _under(path: str, root: str) -> bool:
-    real, root = os.path.realpath(path), os.path.realpath(root)
+    real, root = _real(path), _real(root)
     return real == root or real.startswith(root + os.sep)
 
 
