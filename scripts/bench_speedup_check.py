@@ -33,9 +33,15 @@ except ImportError:  # running from the checkout before `make setup`
 
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec  # noqa: E402
 
+OUT = sys.stdout
+
 
 def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
+
+
+def emit(text: str) -> None:
+    print(text, file=OUT, flush=True)
 
 
 def find_specs(path: str) -> list[TargetSpec]:
@@ -125,12 +131,12 @@ def check(args: argparse.Namespace) -> int:
     ratio = ours.forward.speedup / theirs["speedup"]
     agree = abs(ratio - 1) <= args.tolerance
     f = ours.forward
-    print(f"target       {path}:{name} on {ours.device} ({ours.device_name}), torch {ours.torch}, mode {ours.mode}")
-    print(f"compile lens forward {f.speedup:.3f}x  (eager {f.eager_ms:.4f} ms ± {f.eager_iqr_ms:.4f}, "
+    emit(f"target       {path}:{name} on {ours.device} ({ours.device_name}), torch {ours.torch}, mode {ours.mode}")
+    emit(f"compile lens forward {f.speedup:.3f}x  (eager {f.eager_ms:.4f} ms ± {f.eager_iqr_ms:.4f}, "
           f"compiled {f.compiled_ms:.4f} ms ± {f.compiled_iqr_ms:.4f}; full benchmark {wall:.1f} s)")
-    print(f"independent  forward {theirs['speedup']:.3f}x  (eager {theirs['eager_ms']:.4f} ms, "
+    emit(f"independent  forward {theirs['speedup']:.3f}x  (eager {theirs['eager_ms']:.4f} ms, "
           f"compiled {theirs['compiled_ms']:.4f} ms; Timer.blocked_autorange, {theirs['threads']} threads)")
-    print(f"ratio        {ratio:.3f}  -> {'agree' if agree else 'DISAGREE'} within {args.tolerance:.0%}")
+    emit(f"ratio        {ratio:.3f}  -> {'agree' if agree else 'DISAGREE'} within {args.tolerance:.0%}")
     if args.json:
         Path(args.json).write_text(json.dumps({"benchmark": asdict(ours), "independent": theirs,
                                                "ratio": ratio, "agree": agree, "wall_s": wall}, indent=1))
@@ -165,15 +171,15 @@ def table(args: argparse.Namespace) -> int:
             rows.append({"target": where, "wall_s": wall, "benchmark": asdict(b)})
     head = ("target", "fwd eager ms", "fwd comp ms", "fwd x", "train eager ms", "train comp ms", "train x",
             "cold s", "warm s", "break-even", "mem eager MiB", "mem comp MiB", "err out", "err grad", "wall s")
-    print(" | ".join(head))
-    print(" | ".join("---" for _ in head))
+    emit(" | ".join(head))
+    emit(" | ".join("---" for _ in head))
     for row in rows:
         if "error" in row:
-            print(f"{row['target']} | error: {row['error']}")
+            emit(f"{row['target']} | error: {row['error']}")
             continue
         b = row["benchmark"]
         f, t = b["forward"], b["train_step"] or {}
-        print(" | ".join([
+        emit(" | ".join([
             row["target"], _ms(f["eager_ms"]), _ms(f["compiled_ms"]), f"{f['speedup']:.2f}",
             _ms(t.get("eager_ms")), _ms(t.get("compiled_ms")),
             f"{t['speedup']:.2f}" if t else "-",
@@ -186,17 +192,26 @@ def table(args: argparse.Namespace) -> int:
     for row in rows:
         if "benchmark" in row:
             b = row["benchmark"]
-            print(f"- {row['target']}: {b['verdict']}" + "".join(f"\n    {n}" for n in b["notes"]))
+            emit(f"- {row['target']}: {b['verdict']}" + "".join(f"\n    {n}" for n in b["notes"]))
     if rows and "benchmark" in next((r for r in rows if "benchmark" in r), {}):
         b = next(r for r in rows if "benchmark" in r)["benchmark"]
-        print(f"device: {b['device']} ({b['device_name']}), torch {b['torch']}, mode {b['mode']}; "
+        emit(f"device: {b['device']} ({b['device_name']}), torch {b['torch']}, mode {b['mode']}; "
               f"memory: {b['peak_memory_bytes']['method']}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 1 if failures else 0
 
 
+def protect_stdout() -> None:
+    """Results go to the real stdout; user code's prints (fd 1 included) go to stderr instead."""
+    global OUT
+    OUT = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+
 def main() -> int:
+    protect_stdout()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", help="FILE:NAME to check")
     parser.add_argument("--table", nargs="+", dest="files", metavar="FILE", help="measure every target of these files")

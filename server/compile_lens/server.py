@@ -283,10 +283,10 @@ class CompileLensServer(LanguageServer):
                 self.stats["trace_cache_hits"] += 1
 
         benchmarks = self._cached_benchmarks(saved, state.path)
+        state.last_stream_publish = 0.0  # the first target's result goes out the moment it arrives
 
         def current() -> bool:
-            return state.open and state.discovery is not None and \
-                state.discovery.fingerprint == saved.discovery.fingerprint
+            return state.open and self._matches(state, saved)
 
         def accept(results: dict[str, TargetResult], problem: Optional[Problem]) -> None:
             if state.saved is not saved:
@@ -477,11 +477,13 @@ class CompileLensServer(LanguageServer):
     # --- publishing -----------------------------------------------------------------------
 
     def _is_current(self, state: DocState) -> bool:
-        if state.saved is None:
-            return False
-        if state.discovery_stale:
-            return self.workspace.get_text_document(state.uri).source == state.saved.source
-        return state.discovery is not None and state.saved.discovery.fingerprint == state.discovery.fingerprint
+        """Do the results describe the code in the editor (comments and formatting aside)?"""
+        return state.saved is not None and self._matches(state, state.saved)
+
+    def _matches(self, state: DocState, saved: Saved) -> bool:
+        if state.discovery_stale:  # not re-parsed yet: only an identical buffer is known to match
+            return self.workspace.get_text_document(state.uri).source == saved.source
+        return state.discovery is not None and saved.discovery.fingerprint == state.discovery.fingerprint
 
     def _traced_findings(self, state: DocState) -> tuple[list[Finding], dict[str, list[Finding]], list[tuple[int, int]]]:
         """Trace findings for this file, for other files (helpers), and the lines traced cleanly."""

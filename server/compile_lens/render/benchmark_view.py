@@ -12,12 +12,6 @@ def _x(speedup: float) -> str:
     return f"{speedup:.2f}×"
 
 
-def _speed(t: Timing, what: str, device: str) -> str:
-    if t.speedup < 1.0:
-        return f"compiled is {_x(t.speedup)} (slower) {what} on {device}"
-    return f"{_x(t.speedup)} {what}"
-
-
 def _seconds(s: Optional[float]) -> str:
     return "–" if s is None else (f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms")
 
@@ -44,14 +38,19 @@ def age(measured_at: float, now: Optional[float] = None) -> str:
 
 
 def lens_title(b: Benchmark) -> str:
-    parts = [_speed(b.forward, "forward", b.device)]
+    """`⚡ torch.compile: 1.42× forward · 1.31× train step · compile 14.2 s · pays back after 870 steps`,
+    or, honestly, `compiled is 0.88× forward (slower) on cpu · …`."""
+    speeds = [f"{_x(b.forward.speedup)} forward"]
     if b.train_step is not None:
-        parts.append(_speed(b.train_step, "train step", b.device))
-    parts.append(f"compile {_seconds(b.compile_s.get('cold'))}")
-    if b.break_even_calls is not None:
-        parts.append(f"pays back after {b.break_even_calls:,} steps")
+        speeds.append(f"{_x(b.train_step.speedup)} train step")
+    main = b.train_step or b.forward
+    if main.speedup < 1.0:
+        parts = [f"compiled is {', '.join(speeds)} (slower) on {b.device}"]
     else:
-        parts.append("never pays back")
+        parts = speeds
+    parts.append(f"compile {_seconds(b.compile_s.get('cold'))}")
+    parts.append(f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
+                 else "never pays back")
     return "⚡ torch.compile: " + " · ".join(parts)
 
 

@@ -713,8 +713,9 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     n_breaks = max(len(breaks), frames - 1 if frames > 1 else 0)
     if n_breaks:
         named = "; ".join(f"{_gb_id(b) + ' ' if _gb_id(b) else ''}{_short_reason(b)}" for b in breaks[:3])
-        notes.append(f"graph breaks: {n_breaks} — {frames} compiled frames with eager code between them"
-                     + (f" ({named})" if named else ""))
+        split = (f"{frames} compiled frames with eager code between them" if frames > 1
+                 else "the code after a break runs eagerly")
+        notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
     for text in watch.late + watch.timed:
         notes.append(f"recompiles: {text}")
     accuracy_ok = not errors["exceeds"]
