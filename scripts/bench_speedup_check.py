@@ -7,8 +7,9 @@
 The first form runs `run_benchmark` on the target (inputs from its directive, the project's
 discovery, or `--inputs`/`--init`), then right after, in the same process, measures eager vs
 compiled forward of a fresh copy of the same model with plain `torch.utils.benchmark`
-(`Timer.blocked_autorange`, no_grad, eval mode, the process's thread count) and prints both
-speedups and their ratio. Exit status 0 when they agree within `--tolerance` (10%), 1 when not.
+(`Timer.blocked_autorange`, no_grad, eval mode, the process's thread count; `--repeats`
+eager/compiled pairs, the median of their speedups) and prints both speedups and their ratio.
+Exit status 0 when they agree within `--tolerance` (10%), 1 when not.
 
 The second form measures every target of the files that has example inputs and prints a table
 (what scripts/gpu-check runs on a GPU machine, and what BENCHMARKS.md records).
@@ -20,6 +21,7 @@ import argparse
 import copy
 import json
 import os
+import statistics
 import sys
 import time
 from dataclasses import asdict
@@ -81,8 +83,10 @@ def measure(path: str, spec: TargetSpec, device: str, mode: str, max_seconds: fl
     return result, time.perf_counter() - started
 
 
-def independent_forward(path: str, spec: TargetSpec, device: str, mode: str, min_run_time: float) -> dict:
-    """Eager vs compiled forward, the plain way: one Timer each, nothing shared with Compile Lens."""
+def independent_forward(path: str, spec: TargetSpec, device: str, mode: str, min_run_time: float,
+                        repeats: int) -> dict:
+    """Eager vs compiled forward, the plain way: a Timer each, nothing shared with Compile Lens;
+    `repeats` eager/compiled pairs, the median of their speedups."""
     import torch
     import torch.utils.benchmark as tbench
 
@@ -112,11 +116,18 @@ def independent_forward(path: str, spec: TargetSpec, device: str, mode: str, min
             compiled(*args)
     threads = torch.get_num_threads()
     stmt = "with torch.no_grad():\n    f(*args)"
-    eager_m = tbench.Timer(stmt, globals={"f": model, "args": args}, num_threads=threads).blocked_autorange(min_run_time=min_run_time)
-    compiled_m = tbench.Timer(stmt, globals={"f": compiled, "args": args}, num_threads=threads).blocked_autorange(min_run_time=min_run_time)
+    eager_t = tbench.Timer(stmt, globals={"f": model, "args": args}, num_threads=threads)
+    compiled_t = tbench.Timer(stmt, globals={"f": compiled, "args": args}, num_threads=threads)
+    pairs = []
+    for _ in range(repeats):  # pairs: one slow second on a shared machine does not decide it alone
+        e = eager_t.blocked_autorange(min_run_time=min_run_time).median
+        c = compiled_t.blocked_autorange(min_run_time=min_run_time).median
+        pairs.append((e, c))
     torch._dynamo.reset()
-    return {"eager_ms": eager_m.median * 1e3, "compiled_ms": compiled_m.median * 1e3,
-            "speedup": eager_m.median / compiled_m.median, "threads": threads}
+    speedups = sorted(e / c for e, c in pairs)
+    return {"eager_ms": statistics.median(e for e, _ in pairs) * 1e3,
+            "compiled_ms": statistics.median(c for _, c in pairs) * 1e3,
+            "speedup": statistics.median(speedups), "speedups": speedups, "threads": threads}
 
 
 def check(args: argparse.Namespace) -> int:
@@ -127,7 +138,7 @@ def check(args: argparse.Namespace) -> int:
     log(f"measuring {path}:{name} with Compile Lens (inputs {spec.inputs.text}) ...")
     ours, wall = measure(path, spec, args.device, args.mode, args.max_seconds)
     log("independent torch.utils.benchmark measurement ...")
-    theirs = independent_forward(path, spec, ours.device, args.mode, args.min_run_time)
+    theirs = independent_forward(path, spec, ours.device, args.mode, args.min_run_time, args.repeats)
     ratio = ours.forward.speedup / theirs["speedup"]
     agree = abs(ratio - 1) <= args.tolerance
     f = ours.forward
@@ -135,7 +146,8 @@ def check(args: argparse.Namespace) -> int:
     emit(f"compile lens forward {f.speedup:.3f}x  (eager {f.eager_ms:.4f} ms ± {f.eager_iqr_ms:.4f}, "
           f"compiled {f.compiled_ms:.4f} ms ± {f.compiled_iqr_ms:.4f}; full benchmark {wall:.1f} s)")
     emit(f"independent  forward {theirs['speedup']:.3f}x  (eager {theirs['eager_ms']:.4f} ms, "
-          f"compiled {theirs['compiled_ms']:.4f} ms; Timer.blocked_autorange, {theirs['threads']} threads)")
+          f"compiled {theirs['compiled_ms']:.4f} ms; median of {len(theirs['speedups'])} Timer.blocked_autorange "
+          f"pairs {', '.join(f'{v:.3f}' for v in theirs['speedups'])}; {theirs['threads']} threads)")
     emit(f"ratio        {ratio:.3f}  -> {'agree' if agree else 'DISAGREE'} within {args.tolerance:.0%}")
     if args.json:
         Path(args.json).write_text(json.dumps({"benchmark": asdict(ours), "independent": theirs,
@@ -218,7 +230,8 @@ def main() -> int:
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
     parser.add_argument("--mode", default="default", help="torch.compile mode")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="budget of one benchmark")
-    parser.add_argument("--min-run-time", type=float, default=2.0, help="independent Timer's min_run_time")
+    parser.add_argument("--min-run-time", type=float, default=1.0, help="independent Timer's min_run_time")
+    parser.add_argument("--repeats", type=int, default=3, help="independent eager/compiled pairs")
     parser.add_argument("--tolerance", type=float, default=0.10, help="allowed |ratio - 1|")
     parser.add_argument("--inputs", help="example inputs, e.g. '(torch.randn(64, 512),)'")
     parser.add_argument("--init", help="how to build the module, e.g. 'Net(hidden=64)'")

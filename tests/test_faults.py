@@ -27,7 +27,8 @@ import pytest_asyncio
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
+from lsp_support import change_file, locate, open_file, start_server, stop_server
+from lsp_support import wait_for as _wait_for
 
 FAULTS = Path(__file__).parent / "fixtures" / "faults"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -110,6 +111,18 @@ def configure(client: LanguageClient, **overrides: Any) -> None:
         settings={"compileLens": {**SETTINGS, **overrides}}))
 
 
+async def wait_for(client: LanguageClient, uri: str, predicate, timeout: float = 90.0):
+    """lsp_support.wait_for, minus its trap: a wait that timed out leaves a cancelled future
+    registered in pytest-lsp, and the next publishDiagnostics then raises InvalidStateError inside
+    the client, which answers by terminating the server (every later test of the module fails)."""
+    try:
+        return await _wait_for(client, uri, predicate, timeout)
+    finally:
+        futures = client.protocol._notification_futures
+        pending = futures.get(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if pending is not None and pending.done():
+            futures.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
+
 def gb(diagnostics) -> list[lsp.Diagnostic]:
     return [d for d in diagnostics if str(d.code).startswith("GB")]
 
@@ -181,6 +194,18 @@ def reap(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
+
+
+async def wait_traced(client: LanguageClient, start: int, name: str, timeout: float = 120.0) -> None:
+    """Until the trace of file `name` begun after status number `start` has ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = client.statuses[start:]
+        begun = [i for i, s in enumerate(seen) if s.state == "tracing" and s.detail == name]
+        if begun and any(s.state in ("idle", "error") for s in seen[begun[0]:]):
+            return
+        assert time.monotonic() < deadline, [(s.state, s.detail) for s in seen][-10:]
+        await asyncio.sleep(0.05)
 
 
 def line_of(path: Path, needle: str) -> int:
@@ -400,21 +425,61 @@ async def test_file_closed_during_analysis_is_cleared_and_never_published_again(
     assert not client.diagnostics[uri]
 
 
-async def test_out_of_memory_during_a_benchmark_is_reported_on_the_target(env):
-    """On CPU the target raises the error CUDA raises; `test_cuda_oom...` checks real GPU memory."""
-    client, path = env.client, env.root / "bench_oom.py"
-    uri = open_file(client, path)
+async def _oom_reported(client, uri: str, path: Path, timeout: float = 120.0) -> lsp.Diagnostic:
     target = line_of(path, "class OutOfMemory")
-    await measure(client, uri, "OutOfMemory")  # once traced (without a problem on the target)
 
     def reported(ds):
         return any(d.range.start.line == target and "out of memory" in d.message for d in ds)
 
-    found = await wait_for(client, uri, reported, timeout=120)
+    found = await wait_for(client, uri, reported, timeout=timeout)
     [oom] = [d for d in found if d.range.start.line == target and "out of memory" in d.message]
+    return oom
+
+
+async def test_out_of_memory_during_a_benchmark_is_reported_on_the_target(env):
+    """On CPU the target raises the error CUDA raises; `test_cuda_oom...` checks real GPU memory."""
+    client, path = env.client, env.root / "bench_oom.py"
+    mark = len(client.statuses)
+    uri = open_file(client, path)
+    await wait_traced(client, mark, path.name)
+    assert not coded(client.diagnostics[uri], "CL001"), "it traces fine"
+    reply = await command(client, "compileLens.measure", uri, "OutOfMemory")
+    assert reply["started"] and not reply.get("queued"), reply
+    oom = await _oom_reported(client, uri, path)
     assert oom.code == "CL001" and "measuring failed" in oom.message and "smaller" in oom.message
     assert "Traceback" not in oom.message
     await still_works(env, "oom")
+
+
+@pytest.mark.xfail(strict=True, reason="server.py: a benchmark's result is dropped when the trace loop "
+                   "re-read the unchanged file meanwhile (`state.saved is saved`); patch in the report")
+async def test_measure_clicked_before_the_trace_ends_still_reports(env):
+    client = env.client
+    path = env.root / "bench_oom_early.py"
+    path.write_text((env.root / "bench_oom.py").read_text() + '\nTAG = "early"\n')
+    uri = open_file(client, path)
+    reply = await command(client, "compileLens.measure", uri, "OutOfMemory")  # before its trace
+    assert reply["started"], reply
+    try:
+        await _oom_reported(client, uri, path, timeout=15)
+    finally:
+        env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+
+
+@pytest.mark.xfail(strict=True, reason="server.py: the result cache key has no path, and cached breaks "
+                   "carry the other file's path, so a copy's breaks land in the original; patch in the report")
+async def test_copy_of_a_traced_file_shows_the_breaks_in_itself(env):
+    client = env.client
+    await still_works(env, "original")
+    original = env.root / "good_original.py"
+    copy = env.root / "good_original_copy.py"
+    shutil.copy(original, copy)
+    uri = open_file(client, copy)
+    line = line_of(copy, "y.sum().item()")
+    try:
+        await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)), timeout=10)
+    finally:
+        env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
 
 
 async def test_server_killed_mid_analysis_leaves_no_worker_behind(env):
@@ -454,7 +519,9 @@ async def test_cuda_oom_during_a_benchmark_releases_the_gpu_memory(tmp_path):
     path = root / "cuda_oom.py"
     client = await start_server(root, settings={**SETTINGS, "device": "cuda", "benchmark.maxSeconds": 10})
     try:
+        mark = len(client.statuses)
         uri = open_file(client, path)
+        await wait_traced(client, mark, path.name, timeout=300)
         greedy, nxt = line_of(path, "class Greedy"), line_of(path, "class Next")
         await measure(client, uri, "Greedy")
         await wait_for(client, uri, lambda ds: any(

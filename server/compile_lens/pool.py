@@ -248,7 +248,11 @@ class WorkerSlot:
         self.starts += 1
 
         async def boot() -> Worker:
-            await worker.start(timeout_s)
+            try:
+                await worker.start(timeout_s)
+            except BaseException:  # a start cancelled (stop) or failed leaves no process behind
+                worker.kill()
+                raise
             return worker
 
         return asyncio.create_task(boot())
@@ -262,10 +266,17 @@ class WorkerSlot:
     async def worker(self, timeout_s: float) -> Worker:
         self.warm_up(timeout_s)
         assert self._current is not None
-        try:
-            worker = await self._current
-        except WorkerGone:
+        task = self._current
+        if task.cancelled():  # its start was cancelled (stop): start another
             self._current = None
+            return await self.worker(timeout_s)
+        try:
+            # shield: a job cancelled while its worker starts (file closed or changed) must not
+            # cancel the start itself; that would leave every later job of this lane failing
+            worker = await asyncio.shield(task)
+        except WorkerGone:
+            if self._current is task:
+                self._current = None
             raise
         if not worker.alive():
             self._retire()

@@ -78,6 +78,7 @@ class DocState:
     problem: Optional[Problem] = None  # file-level: import failed / worker died
     benchmarks: dict[str, Benchmark] = field(default_factory=dict)
     measuring: set[str] = field(default_factory=set)
+    pending_measure: set[str] = field(default_factory=set)  # asked for before the trace finished
     open: bool = True
     wanted: bool = False  # a save arrived that is not traced yet
     runner: Optional[asyncio.Task] = None
@@ -325,6 +326,10 @@ class CompileLensServer(LanguageServer):
         if sweep != ok:
             self.publish(state.uri)  # recompile warnings from the cache
         measure = {n for n in ok if n not in state.benchmarks} if self.settings.benchmark_on_save else set()
+        asked = state.pending_measure & ok  # "Measure" clicked before the trace was done
+        state.measuring -= state.pending_measure
+        state.pending_measure = set()
+        measure |= asked
         self.schedule_followups(state, saved, sweep=sweep, measure=measure, delay=FOLLOWUP_DELAY_S,
                                 replace=True)
 
@@ -362,12 +367,13 @@ class CompileLensServer(LanguageServer):
         return True
 
     def _set_recompiles(self, state: DocState, name: str, recompiles: list, source: Optional[str], saved: Saved) -> None:
-        result = dataclasses.replace(state.traced[name], recompiles=recompiles)
+        """Attach a sweep's recompiles (found on `source`) to the traced result (on `saved`)."""
         if source and source != saved.source:
             mapping = position_map(source, saved.source)
             if mapping is not None:
-                result = remap_result(result, mapping, self._same_file(state.path))
-        state.traced[name] = result
+                moved = remap_result(TargetResult(name, "", 0, recompiles=recompiles), mapping, self._same_file(state.path))
+                recompiles = moved.recompiles
+        state.traced[name] = dataclasses.replace(state.traced[name], recompiles=recompiles)
 
     def schedule_followups(self, state: DocState, saved: Saved, *, sweep: set[str], measure: set[str],
                            delay: float = 0.0, replace: bool = False) -> None:
@@ -392,6 +398,12 @@ class CompileLensServer(LanguageServer):
                     await self._sweep_once(state, saved, sweep)
                 if measure:
                     await self._benchmark_once(state, saved, measure)
+            except asyncio.CancelledError:
+                raise
+            except WorkerGone as gone:
+                log.warning("sweep/measurement of %s stopped: %s", state.path, gone.problem.message)
+            except Exception:  # noqa: BLE001 - a background task must say why it died
+                log.exception("sweep/measurement of %s failed", state.path)
             finally:
                 state.measuring -= measure
                 self._refresh_views()
@@ -407,8 +419,8 @@ class CompileLensServer(LanguageServer):
             spec = next(t for t in saved.discovery.targets if t.name == result.name)
             self.cache.put(self._sweep_key(saved, spec), "sweep",
                            [dataclasses.asdict(r) for r in result.recompiles], saved.source)
-            if state.saved is saved and result.name in state.traced:
-                self._set_recompiles(state, result.name, result.recompiles, None, saved)
+            if _same_code(state.saved, saved) and result.name in state.traced:
+                self._set_recompiles(state, result.name, result.recompiles, saved.source, state.saved)
                 self.publish(state.uri)
 
         self.status("tracing", f"checking recompiles in {os.path.basename(state.path)}")
@@ -432,11 +444,13 @@ class CompileLensServer(LanguageServer):
         def on_target(result: TargetResult) -> None:
             state.measuring.discard(result.name)
             spec = next(t for t in saved.discovery.targets if t.name == result.name)
+            log.info("measured %s: %s", result.name, view.lens_title(result.benchmark) if result.benchmark
+                     else (result.error.message if result.error else "no figures"))
             if result.benchmark is not None:
                 self.cache.put(self._bench_key(saved, spec), "bench", dataclasses.asdict(result.benchmark))
-                if state.saved is saved:
+                if _same_code(state.saved, saved):
                     state.benchmarks[result.name] = result.benchmark
-            elif result.error is not None and state.saved is saved:
+            elif result.error is not None and _same_code(state.saved, saved):
                 state.traced[result.name] = dataclasses.replace(
                     state.traced.get(result.name, result), status="error",
                     error=dataclasses.replace(result.error, message=f"measuring failed: {result.error.message}"))
@@ -638,6 +652,12 @@ class CompileLensServer(LanguageServer):
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
 
 
+def _same_code(a: Optional[Saved], b: Optional[Saved]) -> bool:
+    """Two saves of the same code (comments and formatting aside): results of one hold for the other."""
+    return a is not None and b is not None and a.discovery.fingerprint == b.discovery.fingerprint \
+        and a.deps_fingerprint == b.deps_fingerprint
+
+
 def _read_lines(path: str) -> list[str]:
     try:
         with open(path, encoding="utf-8") as f:
@@ -764,8 +784,17 @@ def measure_command(ls: CompileLensServer, uri: str, target: str) -> dict:
     if not ls.trusted:
         return {"started": False, "reason": "untrusted workspace: no code is run"}
     state = ls.docs.get(uri)
-    if state is None or state.saved is None or target not in state.traced:
-        return {"started": False, "reason": f"`{target}` has not been traced yet: save the file first"}
+    if state is None:
+        return {"started": False, "reason": "the file is not open"}
+    if state.saved is None or target not in state.traced or not ls._is_current(state):
+        if state.discovery is None or target not in {t.name for t in state.discovery.targets}:
+            return {"started": False, "reason": f"no target `{target}` in this file"}
+        state.pending_measure.add(target)  # measured right after the trace of the saved file
+        state.measuring.add(target)
+        ls.schedule_trace(uri)
+        return {"started": True, "queued": True}
+    if state.traced[target].status != "ok":
+        return {"started": False, "reason": f"`{target}` cannot run: {state.traced[target].error.message}"}
     state.benchmarks.pop(target, None)
     ls.schedule_followups(state, state.saved, sweep=set(), measure={target})
     return {"started": True}

@@ -7,12 +7,14 @@ The job names the user's file, the target spec, the device, the compile mode, th
 - "compile": time the first compiled call of each workload. With the parent's empty Inductor
   cache dir this is the cold compile; with the dir a cold run filled, the warm one.
 - "memory_eager" / "memory_compiled": peak memory of one call of the first workload, after two
-  warm-up calls. On CUDA `torch.cuda.max_memory_allocated` after `reset_peak_memory_stats`
-  (includes the weights and inputs). On CPU the growth of peak RSS above the current RSS: free
-  memory is handed back to the OS first (`gc.collect`, `malloc_trim`), then VmHWM is reset by
-  writing "5" to /proc/self/clear_refs and read after the call. Page-granular and including
-  allocator overhead; tensors the allocator can place in memory the process already holds do not
-  show, so it is a lower bound, near zero for tiny models. The median of three calls.
+  warm-up calls, with the last step's gradients dropped first (the step allocates them again, as
+  every step after `zero_grad()` does). One model only: eager runs on it, then it is compiled.
+  On CUDA `torch.cuda.max_memory_allocated` after `reset_peak_memory_stats` (includes the
+  weights and inputs). On CPU the growth of peak RSS above the current RSS: free memory is
+  handed back to the OS first (`gc.collect`, `malloc_trim`), then VmHWM is reset by writing "5"
+  to /proc/self/clear_refs and read after the call; the median of three calls. Page-granular and
+  including allocator overhead; memory the allocator reuses without growing RSS does not show,
+  so it is a lower bound, near zero for tiny models.
 
 User code may print anything: the result travels only in the file named by `result_path`,
 written whole (rename) just before exit. An error becomes `{"error": Problem}` in that file.
@@ -20,6 +22,7 @@ written whole (rename) just before exit. An error becomes `{"error": Problem}` i
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import gc
 import json
@@ -107,12 +110,18 @@ def memory_method(device: str, workload: str) -> str:
             "includes allocator overhead, a lower bound)")
 
 
-def peak_of(call: Callable[[], Any], device: str) -> Optional[int]:
+def peak_of(call: Callable[[], Any], model: Any, device: str) -> Optional[int]:
+    """Peak of one call after two warm-up calls; the last step's gradients are dropped first, so
+    the call allocates them again, as every training step does after `zero_grad()`."""
     for _ in range(2):
         call()
     if device.startswith("cuda"):
+        model.zero_grad()
         return cuda_peak(call, device)
-    runs = [cpu_peak(call) for _ in range(3)]
+    runs = []
+    for _ in range(3):
+        model.zero_grad()
+        runs.append(cpu_peak(call))
     if any(r is None for r in runs):
         return None
     return int(statistics.median(runs))  # type: ignore[arg-type]
@@ -137,8 +146,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         obj = target.make()
         is_module = isinstance(obj, torch.nn.Module)
         if is_module and spec.kind != "module":
-            import copy
-            obj = copy.deepcopy(obj)
+            obj = copy.deepcopy(obj)  # the user's own instance stays untouched
         if is_module:
             obj = obj.to(device)
         args = bench.to_device(target.args, device)
@@ -146,16 +154,14 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         # served stale); from here on only torch's own modules are imported: let them use their
         # .pyc files, or the lazy imports of a first compile cost seconds of compiling Python.
         sys.pycache_prefix = None
+        # One model only (no accuracy here): eager runs on it, then it is compiled. On CUDA the
+        # peak then counts one set of weights, as in the user's program.
         eager = bench.Model(obj, obj if is_module else None, args, False)
-        compiled_obj = obj
-        if is_module:
-            import copy
-            compiled_obj = copy.deepcopy(obj)
         compiled: Any = None
 
         def make_compiled() -> Any:
-            fn = torch.compile(compiled_obj, **bench.compile_kwargs(target, job["mode"]))
-            return bench.Model(fn, compiled_obj if is_module else None, args, bool(job.get("step_begin")))
+            fn = torch.compile(obj, **bench.compile_kwargs(target, job["mode"]))
+            return bench.Model(fn, obj if is_module else None, args, bool(job.get("step_begin")))
 
         def call(model: Any, workload: str) -> Callable[[], Any]:
             return model.run(workload)
@@ -179,11 +185,11 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                     result["compile_s"][wl] = time.perf_counter() - t0
             elif task == "memory_eager":
                 stage = "measuring eager peak memory"
-                memory["eager"] = peak_of(call(eager, workloads[0]), device)
+                memory["eager"] = peak_of(call(eager, workloads[0]), eager, device)
             elif task == "memory_compiled":
                 stage = "measuring compiled peak memory"
                 compiled = compiled or make_compiled()
-                memory["compiled"] = peak_of(call(compiled, workloads[0]), device)
+                memory["compiled"] = peak_of(call(compiled, workloads[0]), compiled, device)
         if memory["eager"] is None and memory["compiled"] is None and any(
                 t.startswith("memory") for t in job["tasks"]):
             memory["method"] = "unavailable: /proc/self/clear_refs cannot be written here"

@@ -35,6 +35,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,7 @@ MIN_ROUND_S, MAX_ROUND_S = 0.05, 2.0  # min_run_time of one round, whatever the 
 SPEEDUP_REAL = 1.1  # below this (or inside the spread) a speedup is not worth a compile
 PAYBACK_REALISTIC = 10_000  # calls: more than this and compiling rarely pays back in one run
 FEW_BREAKS = 2
+NOISY_IQR = 0.5  # an IQR above this fraction of the median gets a note
 TOLERANCES = {  # dtype -> (rtol, atol) for eager vs compiled; fusion reorders float arithmetic
     torch.float64: (1e-7, 1e-7),
     torch.float32: (1e-4, 1e-5),
@@ -62,6 +64,8 @@ TOLERANCES = {  # dtype -> (rtol, atol) for eager vs compiled; fusion reorders f
     torch.bfloat16: (5e-2, 1e-2),
 }
 CHILD_MODULE = "compile_lens.worker.bench_child"
+CACHE_PREFIX = "compile-lens-inductor-"  # one temp folder per benchmark: Inductor cache + child files
+STALE_S = 6 * 3600
 
 
 # --- small helpers (also used by bench_child) ---------------------------------------------
@@ -98,19 +102,21 @@ def to_device(obj: Any, device: str) -> Any:
     return obj
 
 
-def tensors_in(obj: Any) -> Iterator[torch.Tensor]:
+def tensors_in(obj: Any, depth: int = 0) -> Iterator[torch.Tensor]:
     """Every tensor in an output, in a stable order (tuples, lists, dicts, dataclass-likes)."""
     if isinstance(obj, torch.Tensor):
         yield obj
+    elif depth > 8:  # a self-referencing output object: stop somewhere
+        return
     elif isinstance(obj, (tuple, list)):
         for v in obj:
-            yield from tensors_in(v)
+            yield from tensors_in(v, depth + 1)
     elif isinstance(obj, dict):
         for k in obj:
-            yield from tensors_in(obj[k])
-    elif hasattr(obj, "__dict__") and not callable(obj):
+            yield from tensors_in(obj[k], depth + 1)
+    elif hasattr(obj, "__dict__") and not callable(obj) and not isinstance(obj, type):
         for v in vars(obj).values():
-            yield from tensors_in(v)
+            yield from tensors_in(v, depth + 1)
 
 
 def first_float_tensor(out: Any) -> Optional[torch.Tensor]:
@@ -348,7 +354,6 @@ def _short_reason(text: str) -> str:
 
 
 def _gb_id(text: str) -> Optional[str]:
-    import re
     m = re.search(r"/gb/(gb\d{4})\.html", text or "", re.IGNORECASE)
     return m.group(1).upper() if m else None
 
@@ -362,8 +367,6 @@ class DynamoWatch:
         self.seen = 0
         self.breaks_before = _graph_break_counter()
         self.frames: set[str] = set()
-        self.late: list[str] = []  # recompiles after the first call of a phase
-        self.timed: list[str] = []  # recompiles inside a timed loop
 
     def new(self) -> list[Any]:
         entries = _metrics()
@@ -424,7 +427,7 @@ def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float) -> dict[st
     The child's stdout and stderr (user prints included) go to a log file whose tail is used
     only to explain a crash.
     """
-    work = tempfile.mkdtemp(prefix="compile-lens-bench-")
+    work = tempfile.mkdtemp(prefix="child-", dir=cache_dir)  # goes when the benchmark's folder goes
     result_path = os.path.join(work, "result.json")
     log_path = os.path.join(work, "child.log")
     job = dict(job, result_path=result_path)
@@ -459,6 +462,17 @@ def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float) -> dict[st
             "run the model once in a plain script to see the full error"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _sweep_stale() -> None:
+    """Remove benchmark folders left by a worker that was killed mid-benchmark (hours old)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(tempfile.gettempdir()):
+            if entry.name.startswith(CACHE_PREFIX) and entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_S:
+                        shutil.rmtree(entry.path, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -500,6 +514,16 @@ def torch_bytecode() -> Iterator[None]:
 
 
 # --- the benchmark ---------------------------------------------------------------------------
+
+def _busy() -> Optional[str]:
+    """Say so when other processes kept the CPUs busy (the load average counts us too)."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return f"the machine was busy (load average {load:.1f} on {cpus} CPUs)" if load > cpus + 0.5 else None
+
 
 def _timer(fn: Callable[[], Any], label: str) -> tbench.Timer:
     # The process's own thread count: Timer's default of 1 thread is not what the user runs.
@@ -575,7 +599,8 @@ def run_benchmark(
     """
     device, device_note = resolve_device(device)
     state = {"stage": "building the model"}
-    cache_dir = tempfile.mkdtemp(prefix="compile-lens-inductor-")
+    _sweep_stale()
+    cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
     try:
         return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
                         [device_note] if device_note else [])
@@ -659,37 +684,43 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     warm_s = warm["compile_s"].get(workloads[0])
     notes.extend(n for n in cold.get("notes", []) + warm.get("notes", []) if n not in notes)
 
-    # 3. in this process: accuracy, then steady-state timings (Inductor's caches are warm now)
+    # 3. in this process, per workload: accuracy, warm-up, steady-state timings. Dynamo is reset
+    # between workloads, so each is timed with only its own graphs cached (a second cache entry
+    # adds guard checks to every call, which shows on a small model). Inductor's caches are warm.
+    errors: dict[str, Any] = {"output_abs": None, "output_rel": None, "grad_abs": None,
+                              "grad_rel": None, "exceeds": False}
+    stats: dict[str, Stats] = {}
+    late: list[str] = []
+    timed: list[str] = []
+    breaks: list[str] = []
+    frames = 0
     with torch_bytecode(), inductor_cache(cache_dir):
-        watch = DynamoWatch()
-        if is_module:
-            compiled_obj = _same_weights_copy(eager_obj, target, device)
-        else:
-            compiled_obj = eager_obj
-        fn = torch.compile(compiled_obj, **compile_kwargs(target, mode))
-        compiled = Model(fn, compiled_obj if is_module else None, args, step_begin)
-
-        state["stage"] = "compiling"
-        progress(f"compiling {name} with Inductor (warm cache) to check accuracy…")
-        errors = _accuracy(eager, compiled, has_train, watch, notes)
-        state["stage"] = "warming up"
-        for _ in range(2):  # calls 2 and 3 must not compile again
-            for wl in workloads:
-                compiled.run(wl)()
-        eager.zero_grad()
-        if has_train:
-            eager.run("train")()
-        watch.unexpected(watch.late, "recompiled after the first call")
-
-        left = max_seconds - (time.perf_counter() - started)
-        variants = 2 * len(workloads)
-        if left < variants * ROUNDS * MIN_ROUND_S * 2:
-            notes.append(f"timing: the {max_seconds:.0f} s budget went into compiling; "
-                         "timings are short rounds and noisier")
-        round_s = _round_seconds(left, variants, ROUNDS)
-        stats: dict[str, Stats] = {}
-        for wl in ["forward", "train"] if has_train else ["forward"]:
+        compiled_obj = _same_weights_copy(eager_obj, target, device) if is_module else eager_obj
+        order = ["forward", "train"] if has_train else ["forward"]
+        for i, wl in enumerate(order):
             label = "forward" if wl == "forward" else "train step"
+            watch = DynamoWatch()
+            fn = torch.compile(compiled_obj, **compile_kwargs(target, mode))
+            compiled = Model(fn, compiled_obj if is_module else None, args, step_begin)
+            state["stage"] = f"compiling the {label}"
+            progress(f"compiling {name} {label} with Inductor (warm cache), checking accuracy…")
+            if wl == "forward":
+                _output_accuracy(eager, compiled, errors, notes)
+            else:
+                _grad_accuracy(eager, compiled, errors, notes)
+            watch.expect()
+            state["stage"] = f"warming up the {label}"
+            for _ in range(2):  # calls 2 and 3 must not compile again
+                compiled.run(wl)()
+            eager.run(wl)()
+            watch.unexpected(late, f"the {label} compiled again after its first call")
+
+            left = max_seconds - (time.perf_counter() - started)
+            variants = 2 * (len(order) - i)
+            if i == 0 and left < 2 * len(order) * ROUNDS * MIN_ROUND_S * 2:
+                notes.append(f"timing: the {max_seconds:.0f} s budget went into compiling; "
+                             "timings are short rounds and noisier")
+            round_s = _round_seconds(left, variants, ROUNDS)
             sides = {"eager": eager, "compiled": compiled}
             timers = {side: _timer(m.run(wl), f"{label} {side}") for side, m in sides.items()}
             for side in sides:
@@ -699,10 +730,22 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
                     state["stage"] = f"timing {side} {label}"
                     progress(f"timing {side} {label}…")
                     stats[f"{wl} {side}"].add(timers[side].blocked_autorange(min_run_time=round_s))
-            watch.unexpected(watch.timed, f"recompiled while timing the {label} (the timing includes compiling)")
-        breaks = watch.graph_breaks()
-        frames = len(watch.frames)
+            watch.unexpected(timed, f"recompiled while timing the {label} (the timing includes compiling)")
+            breaks.extend(b for b in watch.graph_breaks() if b not in breaks)
+            frames = max(frames, len(watch.frames))
+            eager.zero_grad()
+            del fn, compiled, timers, sides
 
+    busy = _busy()
+    if busy:
+        notes.append(f"timing: {busy}; figures are noisier than usual — measure again when it is idle")
+    for key, st in stats.items():
+        q1, med, q3 = st.ms
+        if med > 0 and (q3 - q1) > NOISY_IQR * med:
+            wl, side = key.split(" ")
+            label = "forward" if wl == "forward" else "train step"
+            notes.append(f"timing: the {side} {label} varied a lot (IQR {100 * (q3 - q1) / med:.0f}% of "
+                         "the median): something else was probably competing for the machine")
     forward = _timing(stats["forward eager"], stats["forward compiled"])
     train = _timing(stats["train eager"], stats["train compiled"]) if has_train else None
     driver = train if train is not None else forward
@@ -716,7 +759,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
         split = (f"{frames} compiled frames with eager code between them" if frames > 1
                  else "the code after a break runs eagerly")
         notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
-    for text in watch.late + watch.timed:
+    for text in late + timed:
         notes.append(f"recompiles: {text}")
     accuracy_ok = not errors["exceeds"]
     return Benchmark(
@@ -754,50 +797,45 @@ def _seeded(fn: Callable[[], Any], seed: int = 0) -> Any:
     return fn()
 
 
-def _accuracy(eager: Model, compiled: Model, has_train: bool, watch: DynamoWatch,
-              notes: list[str]) -> dict[str, Any]:
-    """Compare outputs (eval, no_grad) and parameter gradients (one backward) of eager vs compiled.
-
-    The first compiled calls happen here; Dynamo compiles in them are expected.
-    """
-    errors: dict[str, Any] = {"output_abs": None, "output_rel": None, "grad_abs": None,
-                              "grad_rel": None, "exceeds": False}
+def _output_accuracy(eager: Model, compiled: Model, errors: dict[str, Any], notes: list[str]) -> None:
+    """Outputs of one forward (eval mode, no_grad, same seed) of eager vs compiled."""
     eager.use(False)
     compiled.use(False)
     out_e = [t.clone() for t in tensors_in(_seeded(eager.forward))]
     out_c = [t.clone() for t in tensors_in(_seeded(compiled.forward))]
-    watch.expect()
-    random_model = False
     again = [t.clone() for t in tensors_in(_seeded(eager.forward, seed=1))]
-    if compare(out_e, again)["abs"] > 0:
-        random_model = True
-    cmp_out = compare(out_e, out_c)
-    _record(cmp_out, "output", errors, notes, random_model)
+    random_model = compare(out_e, again)["abs"] > 0
+    _record(compare(out_e, out_c), "output", errors, notes, random_model)
 
-    if has_train:
-        eager.zero_grad()
-        compiled.zero_grad()
-        eager.use(True)
-        compiled.use(True)
-        _seeded(eager.loss_backward)
-        _seeded(compiled.loss_backward)
-        watch.expect()
-        assert eager.module is not None and compiled.module is not None
-        ge, gc_ = [], []
-        for (name, pe), (_, pc) in zip(eager.module.named_parameters(), compiled.module.named_parameters()):
-            if pe.grad is None and pc.grad is None:
-                continue
-            if pe.grad is None or pc.grad is None:
-                notes.append(f"accuracy: the gradient of `{name}` is missing in the "
-                             f"{'eager' if pe.grad is None else 'compiled'} model")
-                errors["exceeds"] = True
-                continue
-            ge.append(pe.grad.detach().clone())
-            gc_.append(pc.grad.detach().clone())
-        _record(compare(ge, gc_), "grad", errors, notes, random_model)
-        eager.zero_grad()
-        compiled.zero_grad()
-    return errors
+
+def _grads(model: Model, seed: int) -> list[tuple[str, Optional[torch.Tensor]]]:
+    assert model.module is not None
+    model.zero_grad()
+    _seeded(model.loss_backward, seed)
+    grads = [(n, None if p.grad is None else p.grad.detach().clone()) for n, p in model.module.named_parameters()]
+    model.zero_grad()
+    return grads
+
+
+def _grad_accuracy(eager: Model, compiled: Model, errors: dict[str, Any], notes: list[str]) -> None:
+    """Parameter gradients after one backward (train mode, same weights and seed)."""
+    eager.use(True)
+    compiled.use(True)
+    ge, gc_ = _grads(eager, 0), _grads(compiled, 0)
+    random_model = compare([g for _, g in ge if g is not None],
+                           [g for _, g in _grads(eager, 1) if g is not None])["abs"] > 0
+    expected, actual = [], []
+    for (name, e), (_, c) in zip(ge, gc_):
+        if e is None and c is None:
+            continue
+        if e is None or c is None:
+            notes.append(f"accuracy: the gradient of `{name}` is missing in the "
+                         f"{'eager' if e is None else 'compiled'} model")
+            errors["exceeds"] = True
+            continue
+        expected.append(e)
+        actual.append(c)
+    _record(compare(expected, actual), "grad", errors, notes, random_model)
 
 
 def _record(cmp: dict[str, Any], what: str, errors: dict[str, Any], notes: list[str], random_model: bool) -> None:

@@ -1,0 +1,1 @@
+"""Language features registered on the server, one module each."""

@@ -1,0 +1,81 @@
+"""`textDocument/codeAction` and `codeAction/resolve`: the edits of `compile_lens.actions`.
+
+Actions are listed cheaply (what applies, with its `data`); the edit is computed on resolve, from
+the current text of the file it changes (a helper in another file is read from disk when it is not
+open). A client that cannot resolve edits gets them at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+from lsprotocol import types as lsp
+
+from .. import actions
+
+log = logging.getLogger("compile_lens")
+
+KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite]
+
+
+def figures(ls: Any, uri: str) -> dict[str, str]:
+    """Measured speedups by target name ("1.42×"), from what the server holds for this file."""
+    state = getattr(ls, "docs", {}).get(uri)
+    benchmarks = getattr(state, "benchmarks", None) or {}
+    current = getattr(ls, "_is_current", None)
+    if state is not None and callable(current) and not current(state):
+        return {}  # measured on older code: not a figure for what is in the editor
+    found = {}
+    for name, bench in benchmarks.items():
+        timing = getattr(bench, "train_step", None) or getattr(bench, "forward", None)
+        speedup = getattr(timing, "speedup", None)
+        if isinstance(speedup, (int, float)):
+            found[name] = f"{speedup:.2f}×" + (", slower" if speedup < 1 else "")
+    return found
+
+
+def _resolves_edits(ls: Any) -> bool:
+    caps = getattr(ls, "client_capabilities", None)
+    text = getattr(caps, "text_document", None)
+    action = getattr(text, "code_action", None)
+    support = getattr(action, "resolve_support", None)
+    return bool(support and "edit" in (support.properties or []))
+
+
+def _source(ls: Any, uri: str) -> Optional[str]:
+    try:
+        return ls.workspace.get_text_document(uri).source
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("code action: cannot read %s: %s", uri, exc)
+        return None
+
+
+def _resolve(ls: Any, action: lsp.CodeAction) -> lsp.CodeAction:
+    data = action.data if isinstance(action.data, dict) else {}
+    uri = data.get("uri")
+    source = _source(ls, uri) if isinstance(uri, str) else None
+    return actions.resolve(action, source) if source is not None else action
+
+
+def register(server: Any) -> None:
+    """Add both handlers to `server` (a pygls LanguageServer). Calling it twice does nothing."""
+    if lsp.TEXT_DOCUMENT_CODE_ACTION in server.protocol.fm.features:
+        return
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
+                    lsp.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=True))
+    def code_action(ls: Any, params: lsp.CodeActionParams) -> Optional[list[lsp.CodeAction]]:
+        uri = params.text_document.uri
+        source = _source(ls, uri)
+        if source is None:
+            return None
+        found = actions.code_actions(source, uri, params.range, params.context.diagnostics,
+                                     figures(ls, uri), only=params.context.only)
+        if not _resolves_edits(ls):
+            found = [a for a in (_resolve(ls, a) for a in found) if a.edit is not None]
+        return found or None
+
+    @server.feature(lsp.CODE_ACTION_RESOLVE)
+    def code_action_resolve(ls: Any, params: lsp.CodeAction) -> lsp.CodeAction:
+        return _resolve(ls, params)

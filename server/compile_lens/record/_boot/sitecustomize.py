@@ -1,0 +1,38 @@
+"""Put on PYTHONPATH by `compile-lens record`: installs the recorder, then runs any other sitecustomize.
+
+Stdlib only until the recorder is imported; never raises (a failure is noted, the program runs on).
+"""
+
+import os
+import sys
+
+
+def _start() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    me = sys.modules.get(__name__)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    lib = os.environ.get("COMPILE_LENS_RECORD_LIB")
+    try:
+        if lib and lib not in sys.path:
+            sys.path.append(lib)
+        from compile_lens.record import hook
+
+        hook.install()
+    except Exception as exc:  # noqa: BLE001 - the user's program must run regardless
+        os.environ["COMPILE_LENS_RECORD_FAILED"] = f"{type(exc).__name__}: {exc}"
+    # The sitecustomize this one hides (Debian's, a virtualenv's), as if ours were not there.
+    sys.modules.pop(__name__, None)
+    try:
+        import sitecustomize  # noqa: F401
+    except ImportError:
+        pass
+    except Exception:  # noqa: BLE001 - as site.py would: report and go on
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        if __name__ not in sys.modules and me is not None:
+            sys.modules[__name__] = me
+
+
+_start()
