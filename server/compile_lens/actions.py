@@ -19,6 +19,7 @@ What each fix does to torch 2.13's trace (checked with `torch._dynamo.explain`):
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -45,14 +46,17 @@ _COMPILES = {"torch.compile", "torch.compiler.compile"}
 
 def code_actions(source: str, uri: str, rng: lsp.Range, diagnostics: Sequence[lsp.Diagnostic],
                  figures: Optional[dict[str, str]] = None,
-                 only: Optional[Sequence[str]] = None) -> list[lsp.CodeAction]:
+                 only: Optional[Sequence[str]] = None, discovery: Any = None) -> list[lsp.CodeAction]:
     """The actions for `rng` in this file, unresolved (no edit; `data` says how to make it).
 
     `diagnostics`: the request context's (only Compile Lens' are used); `figures`: measured
-    speedups by target name ("1.42×"); `only`: the kinds the client asked for."""
+    speedups by target name ("1.42×"); `only`: the kinds the client asked for; `discovery`: the
+    targets of exactly this text, when the caller has them (else they are found here)."""
     src = _Source.parse(source)
     actions: list[lsp.CodeAction] = []
     if src is not None:
+        if discovery is not None:
+            src.memo("discovery", lambda: discovery)
         for d in diagnostics:
             if d.source == SOURCE and d.code:
                 actions += _fixes_for(src, uri, d)
@@ -139,22 +143,65 @@ class _Edit:
 
 
 class _Source:
+    """A parsed file. Parsed once per text (a cursor move re-asks with the same text); what the
+    actions need is looked up in the top-level statement at hand, not the whole file."""
+
+    _recent: dict[str, _Source] = {}
+
     def __init__(self, text: str, tree: ast.Module):
         self.text = text
         self.tree = tree
         self.rows = re.split(r"\r\n|\r|\n", text)  # the last one is "" when the text ends with a newline
         self.nl = "\r\n" if "\r\n" in text else "\r" if "\r" in text and "\n" not in text else "\n"
-        self.parents: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[child] = node
+        self._starts = [min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]) for n in tree.body]
+        self._memo: dict[Any, Any] = {}
 
     @classmethod
     def parse(cls, text: str) -> Optional[_Source]:
+        found = cls._recent.get(text)
+        if found is not None:
+            return found
         try:
-            return cls(text, ast.parse(text))
-        except (SyntaxError, ValueError, RecursionError):
+            src = cls(text, ast.parse(text))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
+        if len(cls._recent) >= 4:
+            cls._recent.pop(next(iter(cls._recent)))
+        cls._recent[text] = src
+        return src
+
+    def memo(self, key: Any, make: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def top(self, line: int) -> Optional[ast.stmt]:
+        """The top-level statement (with its decorators) that spans 1-based `line`."""
+        i = bisect.bisect_right(self._starts, line) - 1
+        if i < 0:
+            return None
+        node = self.tree.body[i]
+        return node if line <= (node.end_lineno or node.lineno) else None
+
+    def walk_line(self, line: int) -> Iterator[ast.AST]:
+        top = self.top(line)
+        return ast.walk(top) if top is not None else iter(())
+
+    def parent(self, node: ast.AST) -> Optional[ast.AST]:
+        top = self.top(getattr(node, "lineno", 0))
+        if top is None:
+            return None
+        if node is top:
+            return self.tree
+
+        def build() -> dict[ast.AST, ast.AST]:
+            found = {}
+            for outer in ast.walk(top):
+                for child in ast.iter_child_nodes(outer):
+                    found[child] = outer
+            return found
+
+        return self.memo(("parents", id(top)), build).get(node)
 
     def row(self, line: int) -> str:
         """1-based line's text."""
@@ -189,10 +236,17 @@ class _Source:
         return index >= len(self.rows) or not self.rows[index].strip()
 
     def enclosing(self, node: ast.AST, kinds: tuple) -> Optional[ast.AST]:
-        parent = self.parents.get(node)
+        parent = self.parent(node)
         while parent is not None and not isinstance(parent, kinds):
-            parent = self.parents.get(parent)
+            parent = self.parent(parent) if parent is not self.tree else None
         return parent
+
+    def calls(self) -> list[ast.Call]:
+        """Every call in the file (once per text)."""
+        return self.memo("calls", lambda: [n for n in ast.walk(self.tree) if isinstance(n, ast.Call)])
+
+    def discovery(self) -> Any:
+        return self.memo("discovery", lambda: discover(self.text))
 
 
 def _dotted(node: ast.AST) -> str:
@@ -393,7 +447,7 @@ def _resolve_ignore(src: _Source, data: dict) -> Optional[list[_Edit]]:
 
 
 def _ends_inside_string(src: _Source, line: int) -> bool:
-    for node in ast.walk(src.tree):
+    for node in src.walk_line(line):
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) \
                 and node.lineno <= line < (node.end_lineno or node.lineno):
             return True
@@ -405,8 +459,8 @@ def _ends_inside_string(src: _Source, line: int) -> bool:
 # --- .item(): capture_scalar_outputs -------------------------------------------------------------
 
 def _calls_on_line(src: _Source, line: int, test: Callable[[ast.Call], bool]) -> list[ast.Call]:
-    return [n for n in ast.walk(src.tree) if isinstance(n, ast.Call) and n.lineno <= line <= (n.end_lineno or n.lineno)
-            and test(n)]
+    return [n for n in src.walk_line(line) if isinstance(n, ast.Call)
+            and n.lineno <= line <= (n.end_lineno or n.lineno) and test(n)]
 
 
 def _is_item(call: ast.Call) -> bool:
@@ -422,11 +476,11 @@ def _item_branched(src: _Source, call: ast.Call) -> bool:
         for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
             names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
     # the call itself inside a test
-    parent = src.parents.get(call)
-    while parent is not None and not isinstance(parent, ast.stmt):
+    parent = src.parent(call)
+    while parent is not None and not isinstance(parent, (ast.stmt, ast.Module)):
         if isinstance(parent, (ast.IfExp, ast.Compare, ast.BoolOp)):
             return True
-        parent = src.parents.get(parent)
+        parent = src.parent(parent)
     if isinstance(parent, (ast.If, ast.While, ast.Assert)) and call in set(ast.walk(parent.test)):
         return True
     if not names:
@@ -456,8 +510,7 @@ def _capture_scalar(src: _Source, uri: str, d: lsp.Diagnostic, line: int) -> lis
     if not here:
         return []
     # the setting is global: every `.item()` in the file must stay break-free with it
-    every = [n for n in ast.walk(src.tree) if isinstance(n, ast.Call) and _is_item(n)]
-    if any(_item_branched(src, call) for call in every):
+    if src.memo("item-branched", lambda: any(_item_branched(src, c) for c in src.calls() if _is_item(c))):
         return []
     return [_action("Capture .item() in the graph (torch._dynamo.config.capture_scalar_outputs = True)",
                     QUICKFIX, {"fix": "config", "uri": uri, "config": [CAPTURE], "modules": ["torch"]}, d,
@@ -532,8 +585,9 @@ def _print_fix(src: _Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optiona
     skip = f"{CONFIG}.ignore_logging_functions.add(print)"
     if reorder in present or skip in present:
         return []  # torch checks `reorderable` first: adding `ignore` now would change nothing
-    prints = [n for n in ast.walk(src.tree) if isinstance(n, ast.Call) and _is_print(n)]
-    if gb != "GB0296" and all(_print_reorderable(src, p) for p in prints):
+    reorderable = src.memo("prints-reorderable", lambda: all(
+        _print_reorderable(src, p) for p in src.calls() if _is_print(p)))
+    if gb != "GB0296" and reorderable:
         return [_action("Print after the graph runs (torch._dynamo.config.reorderable_logging_functions)",
                         QUICKFIX, {"fix": "config", "uri": uri, "config": [reorder], "modules": ["torch"]}, d,
                         preferred=True)]
@@ -627,17 +681,20 @@ class _Site:
 
 
 def _compile_sites(src: _Source, target: str) -> list[_Site]:
-    sites = []
-    for site in compile_call_sites(src.tree, {target}):
-        for node in ast.walk(src.tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == target:
-                for dec in node.decorator_list:
-                    if dec.lineno == site.line and dec.col_offset + 1 == site.column:
-                        sites.append(_Site(dec, True))
-            elif isinstance(node, ast.Call) and node.lineno == site.line and node.col_offset + 1 == site.column \
-                    and _is_compile(node.func):
-                sites.append(_Site(node, False))
-    return sites
+    """The `torch.compile(...)` calls and `@torch.compile` decorators that compile `target`."""
+    def find() -> list[_Site]:
+        sites = []
+        for site in compile_call_sites(src.tree, {target}):
+            for node in src.walk_line(site.line):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == target:
+                    sites += [_Site(dec, True) for dec in node.decorator_list
+                              if dec.lineno == site.line and dec.col_offset + 1 == site.column]
+                elif isinstance(node, ast.Call) and node.lineno == site.line and \
+                        node.col_offset + 1 == site.column and _is_compile(node.func):
+                    sites.append(_Site(node, False))
+        return sites
+
+    return src.memo(("sites", target), find)
 
 
 def _dynamic_value(node: ast.AST) -> Any:
@@ -729,8 +786,8 @@ def _compiled_calls(src: _Source, target: str, changed: str) -> list[tuple[ast.C
     params = _params(src, target)
     index = params.index(changed) if changed in params else None
     found = []
-    for node in ast.walk(src.tree):
-        if not (isinstance(node, ast.Call) and _dotted(node.func) in compiled):
+    for node in src.calls():
+        if _dotted(node.func) not in compiled:
             continue
         arg = next((k.value for k in node.keywords if k.arg == changed), None)
         if arg is None and index is not None and index < len(node.args):
@@ -761,7 +818,7 @@ def _resolve_mark_dynamic(src: _Source, data: dict) -> Optional[list[_Edit]]:
 
 def _rewrites_at(src: _Source, uri: str, line0: int, figures: dict[str, str]) -> list[lsp.CodeAction]:
     line = line0 + 1
-    found = discover(src.text)
+    found = src.discovery()
     modules = {t.name for t in found.targets if t.kind == "module"} if found else set()
     actions = []
     for kind, node, name in _wrap_candidates(src, line, modules):
@@ -779,8 +836,12 @@ def _rewrites_at(src: _Source, uri: str, line0: int, figures: dict[str, str]) ->
 
 def _torch_nn_names(src: _Source) -> tuple[set[str], set[str]]:
     """(prefixes that mean torch.nn, e.g. {"nn", "torch.nn"}; names imported from torch.nn)."""
+    return src.memo("nn", lambda: _read_torch_nn_names(src))
+
+
+def _read_torch_nn_names(src: _Source) -> tuple[set[str], set[str]]:
     prefixes, names = {"torch.nn"}, set()
-    for node in ast.walk(src.tree):
+    for node in src.tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == "torch" and not node.level:
             prefixes |= {a.asname or a.name for a in node.names if a.name == "nn"}
         elif isinstance(node, ast.Import):
@@ -810,33 +871,36 @@ def _constructed(call: ast.expr, modules: set[str], nn: tuple[set[str], set[str]
     return None
 
 
-def _compiled_later(src: _Source, scope: ast.AST, target: str) -> bool:
-    """`torch.compile(target)` or `target.compile()` somewhere in the scope."""
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Call):
-            if _is_compile(node.func) and node.args and ast.unparse(node.args[0]) == target:
-                return True
-            if isinstance(node.func, ast.Attribute) and node.func.attr == "compile" and \
-                    ast.unparse(node.func.value) == target:
-                return True
-    return False
+def _compiled_later(src: _Source, target: str) -> bool:
+    """`torch.compile(target)` or `target.compile()` anywhere in the file (a name compiled in one
+    function counts for all: conservative)."""
+    def compiled() -> set[str]:
+        found = set()
+        for node in src.calls():
+            if _is_compile(node.func) and node.args:
+                found.add(ast.unparse(node.args[0]))
+            elif isinstance(node.func, ast.Attribute) and node.func.attr == "compile":
+                found.add(ast.unparse(node.func.value))
+        return found
+
+    return target in src.memo("compiled", compiled)
 
 
 def _inside_compiled(src: _Source, node: ast.AST) -> bool:
-    parent = src.parents.get(node)
-    while parent is not None:
+    parent = src.parent(node)
+    while parent is not None and parent is not src.tree:
         if isinstance(parent, ast.Call) and _is_compile(parent.func):
             return True
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
                 set(_decorator_names(parent)) & (_COMPILES | {"compile"}):
             return True
-        parent = src.parents.get(parent)
+        parent = src.parent(parent)
     return False
 
 
 def _wrap_candidates(src: _Source, line: int, modules: set[str]) -> Iterator[tuple[str, ast.AST, Optional[str]]]:
     nn = _torch_nn_names(src)
-    for node in ast.walk(src.tree):
+    for node in src.walk_line(line):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)) and node.value is not None \
                 and node.lineno <= line <= (node.end_lineno or node.lineno):
             func = src.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -848,8 +912,7 @@ def _wrap_candidates(src: _Source, line: int, modules: set[str]) -> Iterator[tup
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if len(targets) != 1 or not isinstance(targets[0], (ast.Name, ast.Attribute)):
                     continue
-                scope = src.enclosing(func, (ast.ClassDef,)) if in_init else func
-                if _compiled_later(src, scope or src.tree, ast.unparse(targets[0])):
+                if _compiled_later(src, ast.unparse(targets[0])):
                     continue
             yield "value", node, name or None
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == line \
@@ -868,12 +931,12 @@ def _wrappable_def(src: _Source, node: ast.FunctionDef | ast.AsyncFunctionDef) -
         return False
     if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
         return False
-    return not _compiled_later(src, src.tree, node.name)
+    return not _compiled_later(src, node.name)
 
 
 def _resolve_wrap(src: _Source, data: dict) -> Optional[list[_Edit]]:
     line = int(data["line"])
-    found = discover(src.text)
+    found = src.discovery()
     modules = {t.name for t in found.targets if t.kind == "module"} if found else set()
     for kind, node, _name in _wrap_candidates(src, line, modules):
         if kind != data.get("what") or node.lineno != line:
@@ -892,7 +955,7 @@ def _resolve_wrap(src: _Source, data: dict) -> Optional[list[_Edit]]:
 def _resolve_directive(src: _Source, data: dict) -> Optional[list[_Edit]]:
     node = next((n for n in src.tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                  and n.name == data["target"]), None)
-    found = discover(src.text)
+    found = src.discovery()
     spec = next((t for t in (found.targets if found else []) if t.name == data["target"]), None)
     if node is None or spec is None or spec.inputs is None or spec.inputs.source != "inferred":
         return None

@@ -450,6 +450,7 @@ class CompileLensServer(LanguageServer):
                 self.cache.put(self._bench_key(saved, spec), "bench", dataclasses.asdict(result.benchmark))
                 if _same_code(state.saved, saved):
                     state.benchmarks[result.name] = result.benchmark
+                    self.publish(state.uri)
             elif result.error is not None and _same_code(state.saved, saved):
                 state.traced[result.name] = dataclasses.replace(
                     state.traced.get(result.name, result), status="error",
@@ -508,6 +509,8 @@ class CompileLensServer(LanguageServer):
             return here, elsewhere, covered  # results of older code are never shown as current
         specs = {t.name: t for t in state.saved.discovery.targets}
         for result in state.traced.values():
+            if result.name in state.benchmarks:  # accuracy warnings and Inductor compile costs
+                result = dataclasses.replace(result, benchmark=state.benchmarks[result.name])
             for f in fnd.target_findings(result, state.path):
                 if fnd.same_file(f.path, state.path):
                     here.append(f)

@@ -14,6 +14,7 @@ CODE_TARGET = "CL001"  # target cannot be built / needs inputs / call failed
 CODE_IMPORT = "CL002"  # the file failed to import
 CODE_WORKER = "CL003"  # the analysis process crashed, timed out, ran out of memory, exited
 CODE_DIRECTIVE = "CL004"  # a compile-lens directive that cannot be read
+CODE_ACCURACY = "CL301"  # compiled outputs or gradients differ from eager beyond tolerance
 RECOMPILE_CODES = {"automatic-dynamic": "CL210", "specialization": "CL211", "limit": "CL212", "state": "CL213"}
 RECOMPILE_SEVERITY = {"automatic-dynamic": "information", "specialization": "warning", "limit": "error"}
 
@@ -113,6 +114,12 @@ def problem_finding(problem: Problem, path: str, line: int, code: str, severity:
 def target_findings(result: TargetResult, path: str) -> list[Finding]:
     """Everything a finished target shows, in this file and in the helper files it called."""
     found = graph_break_findings(result, path) + recompile_findings(result, path)
+    if result.benchmark is not None:
+        for note in result.benchmark.notes:
+            if note.startswith("accuracy:"):  # compiled output differs beyond the dtype's tolerance
+                found.append(Finding(path, result.line, 1, result.line, 1, "warning", CODE_ACCURACY,
+                                     f"`{result.name}` compiled vs eager: {note.removeprefix('accuracy:').strip()}",
+                                     data={"kind": "accuracy", "target": result.name}))
     if result.status == "error" and result.error is not None:
         err = result.error
         code = CODE_WORKER if err.kind in ("crash", "timeout", "memory", "exit") else CODE_TARGET

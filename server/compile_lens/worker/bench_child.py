@@ -150,10 +150,6 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         if is_module:
             obj = obj.to(device)
         args = bench.to_device(target.args, device)
-        # The loader points bytecode caching at an empty folder (so an edited user file is never
-        # served stale); from here on only torch's own modules are imported: let them use their
-        # .pyc files, or the lazy imports of a first compile cost seconds of compiling Python.
-        sys.pycache_prefix = None
         # One model only (no accuracy here): eager runs on it, then it is compiled. On CUDA the
         # peak then counts one set of weights, as in the user's program.
         eager = bench.Model(obj, obj if is_module else None, args, False)

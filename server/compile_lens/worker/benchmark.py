@@ -497,22 +497,6 @@ def inductor_cache(directory: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
-@contextlib.contextmanager
-def torch_bytecode() -> Iterator[None]:
-    """Let the lazy imports of a compile use torch's .pyc files.
-
-    The loader points `sys.pycache_prefix` at an empty folder so an edited user file is never
-    served from a stale .pyc; but then every torch module first imported by Inductor is compiled
-    from source (seconds). The user's modules are imported by now, so lift it for this block.
-    """
-    saved = sys.pycache_prefix
-    sys.pycache_prefix = None
-    try:
-        yield
-    finally:
-        sys.pycache_prefix = saved
-
-
 # --- the benchmark ---------------------------------------------------------------------------
 
 def _busy() -> Optional[str]:
@@ -694,7 +678,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     timed: list[str] = []
     breaks: list[str] = []
     frames = 0
-    with torch_bytecode(), inductor_cache(cache_dir):
+    with inductor_cache(cache_dir):
         compiled_obj = _same_weights_copy(eager_obj, target, device) if is_module else eager_obj
         order = ["forward", "train"] if has_train else ["forward"]
         for i, wl in enumerate(order):

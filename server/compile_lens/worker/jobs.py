@@ -42,12 +42,6 @@ def _cpu_name() -> str:
     return platform.processor() or "CPU"
 
 
-def resolve_device(wanted: str) -> str:
-    if wanted == "cuda" or (wanted == "auto" and torch.cuda.is_available()):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return "cpu"
-
-
 def _problem_from(exc: BaseException, job: AnalyzeJob, kind: str, what: str) -> Problem:
     """A short user-facing problem at the innermost workspace line; details go to the log."""
     where = loader.innermost_user_frame(exc, job.root)
@@ -75,7 +69,6 @@ def run_job(raw: dict, send: Send) -> None:
         problem = _problem_from(exc, job, "import", f"importing {os.path.basename(job.path)} failed")
         send({"id": job.id, "event": "done", "error": _asdict(problem)})
         return
-    device = resolve_device(job.device)
     results = {spec.name: TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs) for spec in job.targets}
     built: dict[str, loader.BuiltTarget] = {}
 
@@ -107,7 +100,7 @@ def run_job(raw: dict, send: Send) -> None:
             step(spec, "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
     if job.benchmark:
         for spec in job.targets:
-            step(spec, "measuring", lambda r, p, s=spec: _set(r, "benchmark", _benchmark(built[s.name], job, device, p)))
+            step(spec, "measuring", lambda r, p, s=spec: _set(r, "benchmark", _benchmark(built[s.name], job, p)))
     send({"id": job.id, "event": "done"})
 
 
@@ -128,10 +121,11 @@ def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str],
                             compile_kwargs=built.spec.compile_options or None)
 
 
-def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, device: str, progress: Callable[[str], None]) -> Any:
+def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None]) -> Any:
     from .benchmark import run_benchmark
 
-    return run_benchmark(built, path=job.path, root=job.root, device=device, mode=job.mode,
+    # the requested device, not the resolved one: the benchmark notes a cuda → cpu fallback
+    return run_benchmark(built, path=job.path, root=job.root, device=job.device, mode=job.mode,
                          max_seconds=job.max_seconds, progress=progress)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import linecache
 import os
 import sys
-import tempfile
 import traceback
 import types
 from dataclasses import dataclass
@@ -15,10 +16,35 @@ from typing import Any, Callable
 
 from ..protocol import Problem, TargetSpec
 
-# An empty bytecode cache: an edit saved within the same second (same mtime and size) must not be
-# served from a stale .pyc.
-sys.dont_write_bytecode = True
-sys.pycache_prefix = tempfile.mkdtemp(prefix="compile-lens-pyc-")
+sys.dont_write_bytecode = True  # never leave .pyc files in the user's folders
+
+
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """Workspace files are always compiled from their source: a .pyc (checked by mtime in whole
+    seconds and size) could serve an edit saved within the same second as stale code."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        return compile(self.get_data(path), path, "exec", dont_inherit=True)
+
+
+class _WorkspaceFinder(importlib.abc.MetaPathFinder):
+    """Finds modules like the normal path finder, but loads workspace files with `_SourceLoader`."""
+
+    root = ""
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 - importlib's signature
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        origin = getattr(spec, "origin", None) if spec else None
+        if spec is None or not origin or not origin.endswith(".py") or not self.root:
+            return spec
+        if _under(origin, self.root) and not _is_environment_file(origin):
+            spec.loader = _SourceLoader(fullname, origin)
+        return spec
+
+
+_FINDER = _WorkspaceFinder()
+sys.meta_path.insert(0, _FINDER)
 
 
 class TargetError(Exception):
@@ -95,7 +121,8 @@ def import_file(path: str, root: str) -> types.ModuleType:
     for entry in (root, top):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    spec = importlib.util.spec_from_file_location(name, path)
+    _FINDER.root = root
+    spec = importlib.util.spec_from_file_location(name, path, loader=_SourceLoader(name, path))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
