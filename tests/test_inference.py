@@ -172,3 +172,47 @@ def test_source_values_are_never_executed():
                 return self.fc(x)
     """)
     assert spec.inputs is None
+
+
+def test_token_ids_of_a_library_model_take_the_vocabulary_it_is_given():
+    spec = _only("""
+        from torch import nn
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        CONFIG = GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=1000)
+
+        class TinyGPT2(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gpt = GPT2LMHeadModel(CONFIG)
+
+            def forward(self, input_ids):
+                return self.gpt(input_ids=input_ids).logits
+    """)
+    assert spec.inputs.text == "(torch.randint(0, 1000, (8, 16)),)"
+
+
+def test_a_small_gpt2_from_transformers_runs_with_the_guess(tmp_path):
+    """The issue's 'model nobody here wrote': skipped where transformers is not installed."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from compile_lens.worker import loader
+
+    path = tmp_path / "gpt.py"
+    path.write_text(textwrap.dedent("""
+        from torch import nn
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        class TinyGPT2(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gpt = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=1000))
+
+            def forward(self, input_ids):
+                return self.gpt(input_ids).logits
+    """))
+    [spec] = discover(path.read_text()).targets
+    target = loader.build_target(loader.import_file(str(path), str(tmp_path)), spec, str(path))
+    with torch.no_grad():
+        assert target.make()(*target.args).shape == (8, 16, 1000)

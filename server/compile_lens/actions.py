@@ -13,7 +13,10 @@ What each fix does to torch 2.13's trace (checked with `torch._dynamo.explain`):
   (print does not run under torch.compile) is offered instead;
 - `ignore_logging_functions.add(logging.Logger.warning)` removes a logger-method break (GB0291);
 - `@torch.compiler.disable` on a helper removes the breaks inside it, but the graph still breaks
-  once where it is called (GB0098): the title says so.
+  once where it is called (GB0098): the title says so;
+- `dynamic=True` stops size recompiles (CL210), not specializations (CL211: ints in `range()`,
+  strings, dtypes), so it is offered for CL210 only; `mark_dynamic(x, dim)` before each call marks
+  the first input too (one graph instead of two).
 """
 
 from __future__ import annotations
@@ -165,7 +168,7 @@ class _Source:
             src = cls(text, ast.parse(text))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        if len(cls._recent) >= 4:
+        if len(cls._recent) >= 2:  # a big file's tree is megabytes: the last texts only
             cls._recent.pop(next(iter(cls._recent)))
         cls._recent[text] = src
         return src
@@ -929,9 +932,19 @@ def _wrappable_def(src: _Source, node: ast.FunctionDef | ast.AsyncFunctionDef) -
                                                                  "classmethod", "contextmanager",
                                                                  "contextlib.contextmanager"}):
         return False
-    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
-        return False
-    return not _compiled_later(src, node.name)
+    params = {a.arg for a in node.args.posonlyargs + node.args.args}
+    tensor_code = False
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Yield, ast.YieldFrom, ast.With, ast.AsyncWith, ast.Try, ast.While, ast.Global)):
+            return False  # a generator, a context, a loop that waits: not something to compile
+        if isinstance(n, ast.For) and not (isinstance(n.iter, ast.Call) and _dotted(n.iter.func) == "range"):
+            return False  # iterating a loader or a list: a training loop, not tensor code
+        if isinstance(n, ast.Name) and n.id in ("torch", "F", "nn"):
+            tensor_code = True
+        if isinstance(n, ast.BinOp) and any(isinstance(side, ast.Name) and side.id in params
+                                            for side in (n.left, n.right)):
+            tensor_code = True
+    return tensor_code and not _compiled_later(src, node.name)
 
 
 def _resolve_wrap(src: _Source, data: dict) -> Optional[list[_Edit]]:

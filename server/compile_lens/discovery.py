@@ -194,6 +194,8 @@ SEQ = 16  # sequence length of inferred token and time-series inputs
 SIDE = 32  # side of inferred images
 _BAG = 4  # indices per bag of an inferred EmbeddingBag input with offsets
 _CLASSES = "<classes>"  # where _module_constants keeps the file's classes (not a Python name)
+_ASSIGNED = "<assigned>"  # and the calls module-level names are bound to (`config = GPT2Config(...)`)
+_TOKEN_PARAMS = {"input_ids", "token_ids", "tokens", "idx", "ids"}  # names that mean token indices
 _MAX_DEPTH = 6  # nested modules and helper methods followed
 
 _UNKNOWN = object()
@@ -281,6 +283,7 @@ def _module_constants(tree: ast.Module) -> dict[str, object]:
     """Module-level names whose values the source tells, config classes, and (under _CLASSES) every class."""
     values: dict[str, object] = {}
     classes: dict[str, ast.ClassDef] = {}
+    assigned: dict[str, ast.expr] = {}
     for node in tree.body:
         target, value = None, None
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -295,7 +298,9 @@ def _module_constants(tree: ast.Module) -> dict[str, object]:
             known = _value(value, values)
             if known is not _UNKNOWN:
                 values[target] = known
-    values[_CLASSES] = classes
+            elif isinstance(value, ast.Call):
+                assigned[target] = value
+    values[_CLASSES], values[_ASSIGNED] = classes, assigned
     return values
 
 
@@ -355,7 +360,8 @@ def _module_target(cls: ast.ClassDef, constants: dict[str, object]) -> TargetSpe
         spec.problem = (f"`{cls.name}()` needs constructor arguments ({', '.join(needed)}): add "
                         f"`# compile-lens: init={cls.name}(...) inputs=(...)` above it")
         return spec
-    module_env = {k: v for k, v in constants.items() if k != _CLASSES}
+    module_env = {k: v for k, v in constants.items() if not k.startswith("<")}
+    module_env[_ASSIGNED] = constants.get(_ASSIGNED, {})
     ctx = _Class(cls, init, forward, _class_env(init, module_env, bound), classes, module_env, 0)
     text, why = _guess_inputs(ctx)
     if text is None:
@@ -386,7 +392,7 @@ def _default_config_init(name: str, init: ast.FunctionDef, env: dict[str, object
 
 
 def _class_env(init: Optional[ast.FunctionDef], constants: dict[str, object], bound: dict[str, object]) -> dict[str, object]:
-    env = {k: v for k, v in constants.items() if k != _CLASSES}
+    env = {k: v for k, v in constants.items() if k != _CLASSES}  # _ASSIGNED stays: not a Python name
     if init is not None:
         env.update(_param_defaults(init, env))
     env.update(bound)
@@ -811,6 +817,7 @@ class _Follow:
         self.owner, self.tainted, self.depth = owner, set(tainted), depth
         self.loops: dict[str, object] = {}
         self.blocked: Optional[str] = None  # the parameter reached something whose input we cannot tell
+        self.blocker: Optional[_Ref] = None  # ... and that something
 
     def body(self, stmts: list[ast.stmt]) -> Optional[_Use]:  # noqa: C901
         for stmt in stmts:
@@ -869,7 +876,7 @@ class _Follow:
                 return None
             inner = _Follow(owner, {name}, self.depth + 1)
             found = inner.body(method.body)
-            self.blocked = inner.blocked
+            self.blocked, self.blocker = inner.blocked, inner.blocker
             return found
         target = owner.resolve(f, self.loops)
         return self.reach(target, position, call, owner)
@@ -898,12 +905,13 @@ class _Follow:
             found = inner.body(sub.forward.body)
             if found is None and not inner.blocked:
                 inner.blocked = f"`{kind}`, whose input no layer of it sizes"
-            self.blocked = inner.blocked
+            self.blocked, self.blocker = inner.blocked, inner.blocker
             return found
         if kind in _SIZE_ARG or kind.rstrip("123d").endswith(("Conv", "ConvTranspose", "BatchNorm", "InstanceNorm")) \
                 or kind.startswith("Lazy") or kind in ("TransformerEncoder", "TransformerDecoder"):
             return _Use(target, position, site, owner)
         self.blocked = f"`{ast.unparse(target.node.func)}(...)`, whose input Compile Lens cannot size"
+        self.blocker = target
         return None
 
 
@@ -1048,6 +1056,23 @@ def _from_annotation(note: Optional[ast.expr], owner: _Class) -> Optional[str]:
     return None
 
 
+def _vocab_size(ref: _Ref, depth: int = 0) -> Optional[int]:
+    """`vocab_size=N` in the arguments of a model from a library (`GPT2LMHeadModel(GPT2Config(...))`),
+    or of the config object it is given (a local of __init__, or a module-level name)."""
+    assigned: dict[str, ast.expr] = ref.env.get(_ASSIGNED, {})  # type: ignore[assignment]
+    local = ref.owner.locals if ref.owner is not None else {}
+    for node in ast.walk(ref.node):
+        if isinstance(node, ast.keyword) and node.arg == "vocab_size":
+            return _positive(_value(node.value, ref.env))
+        if isinstance(node, ast.Name) and depth < 3 and node is not getattr(ref.node, "func", None):
+            bound = local.get(node.id) or (_Ref(assigned[node.id], ref.env, ref.owner) if node.id in assigned else None)
+            if bound is not None and bound.node is not ref.node:
+                found = _vocab_size(bound, depth + 1)
+                if found:
+                    return found
+    return None
+
+
 def _guess_inputs(ctx: _Class) -> tuple[Optional[str], str]:
     """The inputs text for `ctx.forward`, or None and why not (for the user)."""
     fn = ctx.forward
@@ -1065,10 +1090,15 @@ def _guess_inputs(ctx: _Class) -> tuple[Optional[str], str]:
         text, why = _tensor_for(use) if use is not None else (None, "")
         if text is None:
             text = _from_annotation(notes.get(param), ctx)
+        if text is None and use is None and follow.blocker is not None and param in _TOKEN_PARAMS:
+            vocab = _vocab_size(follow.blocker)
+            text = f"torch.randint(0, {vocab}, {_shape_text((BATCH, SEQ))})" if vocab else None
         if text is None:
             if use is None:
                 why = (f"`{param}` first reaches {follow.blocked}" if follow.blocked
                        else f"`{param}` reaches no layer whose input size is known")
+                if param in _TOKEN_PARAMS and follow.blocked:
+                    why += f"; token ids want e.g. `torch.randint(0, <vocab size>, {_shape_text((BATCH, SEQ))})`"
             return None, why
         texts.append(text)
     return "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")", ""

@@ -11,31 +11,84 @@ the project's `[[tool.compile-lens.targets]]` and at `.compile-lens/recorded.jso
   recompile sweep) when `InputRecipe` has a `recorded_shapes` field.
 
 A target that still has no inputs gets a `problem` that says what failed and each way to fix it.
+A pyproject entry may also name something discovery does not treat as a target (a module-level
+`model = GPT2LMHeadModel(config)`, a subclass of a library's model): it is added as one.
 No torch, no user code: cheap enough to run on every analysis.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
 import re
 from typing import Optional
 
-from .config import ProjectConfig, load_project_config
+from .config import ConfigTarget, ProjectConfig, load_project_config
+from .discovery import fingerprint
 from .protocol import InputRecipe, TargetSpec
 from .record.recorded import Recorded, load_recorded
 
 RECORD_HINT = "compile-lens record -- python train.py"  # a run of whatever script uses the target
 
 
-def resolve_inputs(path: str, root: str, targets: list[TargetSpec], *,
+def resolve_inputs(path: str, root: str, targets: list[TargetSpec], *, source: Optional[str] = None,
                    config: Optional[ProjectConfig] = None, recorded: Optional[Recorded] = None) -> list[TargetSpec]:
-    """The same targets, each with the recipe of the highest-precedence source (changed in place)."""
+    """The targets, each with the recipe of the highest-precedence source (changed in place), and
+    after them the pyproject entries for this file that discovery did not find (new TargetSpecs).
+
+    `source`: the file's text, when the caller has it (else it is read when needed)."""
     config = config if config is not None else load_project_config(path, root)
     recorded = recorded if recorded is not None else load_recorded(root)
+    targets += _config_only_targets(path, targets, config, source)
     for spec in targets:
         _resolve(spec, path, root, config, recorded)
     return targets
+
+
+def _config_only_targets(path: str, targets: list[TargetSpec], config: ProjectConfig,
+                         source: Optional[str]) -> list[TargetSpec]:
+    known = {t.name for t in targets}
+    entries = [e for e in config.targets if e.name not in known and e.path == os.path.realpath(path)]
+    if not entries:
+        return []
+    try:
+        if source is None:
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+        tree = ast.parse(source)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return []
+    lines = source.splitlines()
+    digest = fingerprint(tree)
+    return [_spec_for_entry(entry, tree, lines, digest) for entry in entries]
+
+
+def _spec_for_entry(entry: ConfigTarget, tree: ast.Module, lines: list[str], digest: str) -> TargetSpec:
+    """A target for a name of the file: a class (built by `init`), a function, or an object."""
+    top = entry.name.split(".")[0]
+    node: Optional[ast.stmt] = None
+    for stmt in tree.body:
+        names = [stmt.name] if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) else \
+            [n.id for t in getattr(stmt, "targets", [getattr(stmt, "target", None)]) if t is not None
+             for n in ast.walk(t) if isinstance(n, ast.Name)]
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names = [a.asname or a.name.split(".")[0] for a in stmt.names]
+        if top in names:
+            node = stmt
+    if entry.init is not None or isinstance(node, ast.ClassDef) or (isinstance(node, (ast.Import, ast.ImportFrom)) and top[:1].isupper()):
+        kind = "module"
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and top == entry.name:
+        kind = "function"
+    else:
+        kind = "call"  # an object: called as it is
+    line = node.lineno if node is not None else 1
+    spec = TargetSpec(entry.name, kind, line, end_line=getattr(node, "end_lineno", None) or line, fingerprint=digest)
+    row = lines[line - 1] if 0 < line <= len(lines) else ""
+    match = re.search(rf"\b{re.escape(top)}\b", row)
+    spec.column, spec.end_column = (match.start() + 1, match.end() + 1) if match else (1, len(row) + 1)
+    spec.problem = f"no example inputs for `{entry.name}`"
+    return spec
 
 
 def _resolve(spec: TargetSpec, path: str, root: str, config: ProjectConfig, recorded: Recorded) -> None:
@@ -102,6 +155,30 @@ def _problem(spec: TargetSpec, path: str, root: str, config: ProjectConfig, reco
     return (f"{'; '.join(r for r in reasons if r)}: add `# compile-lens: {init}inputs=(...)` above `{what}`, "
             f"or a [[tool.compile-lens.targets]] entry in pyproject.toml with target = \"{rel}:{name}\", "
             f"{toml_init}inputs = \"(...)\", or record a real run: `{RECORD_HINT}`")
+
+
+def where_from(recipe: InputRecipe) -> str:
+    """Where a recipe came from, for messages about inputs that failed to build or to run."""
+    if recipe.source == "directive":
+        return f"the compile-lens directive on line {recipe.line}" if recipe.line else "the compile-lens directive"
+    if recipe.source == "config":
+        return "its [[tool.compile-lens.targets]] entry in pyproject.toml"
+    if recipe.source == "recorded":
+        return "the recorded run in .compile-lens/recorded.json"
+    return "Compile Lens's guess from its first layer"
+
+
+def fix_hint(recipe: InputRecipe, name: str) -> str:
+    """What to do when `recipe` does not fit the target: fix it where it came from, or override it."""
+    if recipe.source == "directive":
+        return "fix the `inputs=` (or `init=`) expression of the directive"
+    if recipe.source == "config":
+        return "fix `inputs` (or `init`) in its [[tool.compile-lens.targets]] entry in pyproject.toml"
+    if recipe.source == "recorded":
+        return (f"record again (`{RECORD_HINT}`) if `{name}` changed since, or give inputs with a "
+                "`# compile-lens: inputs=(...)` directive, which wins over the record")
+    return ("these inputs are a guess: write the right ones as `# compile-lens: inputs=(...)` above it "
+            f"(or a pyproject.toml entry, or `{RECORD_HINT}`)")
 
 
 _FIX = re.compile(r"\s*[:;,]\s*add `# compile-lens:.*$")

@@ -82,7 +82,7 @@ class DocState:
     open: bool = True
     wanted: bool = False  # a save arrived that is not traced yet
     runner: Optional[asyncio.Task] = None
-    bench_task: Optional[asyncio.Task] = None
+    bench_tasks: list[asyncio.Task] = field(default_factory=list)  # sweeps and measurements, in order
     discovery_stale: bool = False  # the buffer changed and has not been re-parsed yet (big files)
     rediscover: Optional[asyncio.TimerHandle] = None
     last_stream_publish: float = 0.0
@@ -379,19 +379,20 @@ class CompileLensServer(LanguageServer):
                            delay: float = 0.0, replace: bool = False) -> None:
         """Recompile sweeps, then measurements, after `delay`. `replace`: what was queued for older
         code is dropped (a running measurement of it is stopped)."""
+        if replace:  # everything queued for older code goes, a running measurement of it too
+            for task in state.bench_tasks:
+                task.cancel()
+            state.bench_tasks = []
+            state.measuring.clear()
         if not self.trusted or not (sweep or measure):
             return
-        previous = state.bench_task
-        if replace and previous and not previous.done():
-            previous.cancel()
-            state.measuring.clear()
+        previous = state.bench_tasks[-1] if state.bench_tasks else None
         measure = measure - state.measuring
         state.measuring |= measure
 
         async def run() -> None:
-            if previous and not previous.done():
-                with contextlib.suppress(BaseException):
-                    await previous
+            if previous is not None:
+                await asyncio.wait({previous})  # in order; its failure is its own, our cancel is ours
             try:
                 await asyncio.sleep(delay)
                 if sweep:
@@ -408,7 +409,10 @@ class CompileLensServer(LanguageServer):
                 state.measuring -= measure
                 self._refresh_views()
 
-        state.bench_task = asyncio.get_running_loop().create_task(run())
+        task = asyncio.get_running_loop().create_task(run())
+        state.bench_tasks = [t for t in state.bench_tasks if not t.done()] + [task]
+        log.debug("queued for %s: sweep %s, measure %s (replace=%s)", os.path.basename(state.path),
+                  sorted(sweep), sorted(measure), replace)
         if measure:
             self._refresh_views()
 
@@ -482,7 +486,7 @@ class CompileLensServer(LanguageServer):
         state = self.docs.pop(uri, None)
         if state is not None:
             state.open = False
-            for task in (state.runner, state.bench_task):
+            for task in [state.runner, *state.bench_tasks]:
                 if task and not task.done():
                     task.cancel()
             forget_lints(state.path)

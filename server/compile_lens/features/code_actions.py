@@ -31,7 +31,7 @@ def figures(ls: Any, uri: str) -> dict[str, str]:
         timing = getattr(bench, "train_step", None) or getattr(bench, "forward", None)
         speedup = getattr(timing, "speedup", None)
         if isinstance(speedup, (int, float)):
-            found[name] = f"{speedup:.2f}×" + (", slower" if speedup < 1 else "")
+            found[name] = f"{speedup:.2f}×"  # as the lens and hint say it; under 1× is slower
     return found
 
 
@@ -70,8 +70,12 @@ def register(server: Any) -> None:
         source = _source(ls, uri)
         if source is None:
             return None
+        state = getattr(ls, "docs", {}).get(uri)
+        known = getattr(state, "discovery", None)  # the buffer's targets, when the server has them
+        if getattr(state, "discovery_stale", False):
+            known = None
         found = actions.code_actions(source, uri, params.range, params.context.diagnostics,
-                                     figures(ls, uri), only=params.context.only)
+                                     figures(ls, uri), only=params.context.only, discovery=known)
         if not _resolves_edits(ls):
             found = [a for a in (_resolve(ls, a) for a in found) if a.edit is not None]
         return found or None

@@ -181,9 +181,19 @@ def unwrap_compiled(fn: Any) -> Any:
     return fn
 
 
+def _recipe_scope(namespace: dict) -> dict:
+    """Where recipes are evaluated: the module's namespace, with `torch` in it even when the module
+    only did `from torch import nn` (inferred inputs are written as `torch.randn(...)`)."""
+    if "torch" in namespace:
+        return namespace
+    import torch
+
+    return {**namespace, "torch": torch}
+
+
 def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> BuiltTarget:
     """Resolve the target in the imported module, check it builds, and evaluate its inputs."""
-    namespace = module.__dict__
+    namespace = _recipe_scope(module.__dict__)
     how = "add `# compile-lens: inputs=(...)` above it" + (
         " and `init=...` if its constructor needs arguments" if spec.kind == "module" else ""
     )
