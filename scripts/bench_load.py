@@ -110,6 +110,7 @@ async def prefill(root: Path, cache: Path, paths: list[Path], breaks: int, setti
         uris = [open_file(client, p) for p in paths]
         for uri in uris:
             await wait_for(client, uri, lambda ds: gb_count(ds) == breaks, timeout=900)
+        await asyncio.sleep(3.0)  # the last file's targets after its last break
     finally:
         await stop_server(client)
     return time.perf_counter() - started

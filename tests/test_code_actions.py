@@ -8,7 +8,6 @@ import asyncio
 import difflib
 import itertools
 import shutil
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,36 +16,22 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 
-import lsp_support
 from compile_lens import actions
 from compile_lens.discovery import discover
 from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures" / "actions"
 in_server_loop = pytest.mark.asyncio(loop_scope="module")  # the loop the module's server runs in
-SERVER_PY = Path(actions.__file__).with_name("server.py")
 VERSIONS = itertools.count(100)  # document versions: increasing, whichever test edits
 CAPABILITIES = lsp.ClientCapabilities(text_document=lsp.TextDocumentClientCapabilities(
     code_action=lsp.CodeActionClientCapabilities(
         resolve_support=lsp.ClientCodeActionResolveOptions(properties=["edit"]),
         code_action_literal_support=lsp.ClientCodeActionLiteralOptions(
             code_action_kind=lsp.ClientCodeActionKindOptions(value_set=["quickfix", "refactor.rewrite"])))))
-# Until server.py registers the feature itself, start it with the registration in front.
-LAUNCHER = [sys.executable, "-c", "from compile_lens.server import server; "
-            "from compile_lens.features import code_actions; code_actions.register(server); "
-            "from compile_lens.__main__ import main; main()"]
-
-
-class _Config(lsp_support.ClientServerConfig):
-    def __init__(self, server_command, **kwargs):
-        wired = "code_actions.register(" in SERVER_PY.read_text()
-        super().__init__(server_command=server_command if wired else LAUNCHER, **kwargs)
 
 
 async def _start(root: Path):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lsp_support, "ClientServerConfig", _Config)
-        return await start_server(root, settings={"benchmark.onSave": False}, capabilities=CAPABILITIES)
+    return await start_server(root, settings={"benchmark.onSave": False}, capabilities=CAPABILITIES)
 
 
 def _workspace(factory, name: str, source: Path) -> Path:

@@ -251,6 +251,18 @@ async def test_import_error_is_on_the_import_line(env, name, needle, says):
     await still_works(env, f"import-{name[:-3]}")
 
 
+async def test_inferred_inputs_work_in_a_file_that_never_names_torch(env):
+    """`from torch import nn` only: the inputs Compile Lens infers (`torch.randn(...)`) still evaluate."""
+    client, path = env.client, env.root / "no_torch_name.py"
+    uri = open_file(client, path)
+    line = line_of(path, "y.sum().item()")
+    found = await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds))
+                           or bool(coded(ds, "CL001")))
+    assert not coded(found, "CL001"), coded(found, "CL001")[0].message
+    assert [d.code for d in gb(found)] == ["GB0124"]
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+
+
 async def test_infinite_loop_at_import_is_killed_at_the_timeout_setting(env):
     client, path = env.client, env.root / "import_loop.py"
     before = await worker_pids(client)
@@ -544,6 +556,26 @@ async def test_cuda_oom_during_a_benchmark_releases_the_gpu_memory(tmp_path):
 
 
 # --- rows that need a server of their own --------------------------------------------------------
+
+async def test_file_closed_while_the_worker_starts_leaves_the_lane_working(tmp_path):
+    """Open and close a file in the first seconds of a session (torch still importing): the job
+    is cancelled while it waits for the worker, and the worker's start must not be cancelled with it."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    client = await start_server(root, settings=SETTINGS)
+    try:
+        early = good_file(root, "early")
+        uri = open_file(client, early)
+        await asyncio.sleep(0.3)  # its job now waits for the worker, which is importing torch
+        assert await command(client, "compileLens.workerPids") == [], "the workers started too fast to test"
+        client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+        later = good_file(root, "later")
+        uri = open_file(client, later)
+        line = line_of(later, "y.sum().item()")
+        await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)), timeout=60)
+    finally:
+        await stop_server(client)
+
 
 async def test_untrusted_workspace_runs_no_code_and_still_lints(tmp_path):
     root = tmp_path / "ws"

@@ -205,3 +205,27 @@ def test_functions_get_the_same_advice(tmp_path):
     assert spec.problem.startswith("no example inputs for `f`: add `# compile-lens: inputs=(...)` above `def f`, or a "
                                    "[[tool.compile-lens.targets]] entry in pyproject.toml with target = \"f.py:f\", "
                                    "inputs = \"(...)\"")
+
+
+def test_a_pyproject_entry_can_name_an_object_discovery_does_not_see(tmp_path):
+
+    from compile_lens.worker import loader
+
+    source = textwrap.dedent('''
+        import torch
+        from torch import nn
+
+        built = nn.Sequential(nn.Linear(4, 2))
+    ''')
+    (tmp_path / "objects.py").write_text(source)
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent('''
+        [[tool.compile-lens.targets]]
+        target = "objects.py:built"
+        inputs = "(torch.randn(3, 4),)"
+    '''))
+    path = str(tmp_path / "objects.py")
+    [spec] = resolve_inputs(path, str(tmp_path), discover(source).targets)
+    assert (spec.name, spec.kind, spec.line, spec.column, spec.end_column) == ("built", "call", 5, 1, 6)
+    assert recipe(spec) == ("config", "(torch.randn(3, 4),)", None, [])
+    target = loader.build_target(loader.import_file(path, str(tmp_path)), spec, path)
+    assert target.make()(*target.args).shape == (3, 2)

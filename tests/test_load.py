@@ -121,7 +121,7 @@ async def test_lenses_and_hovers_answer_from_memory_while_50_files_queue_for_tra
     line, _ = locate(good, "y.sum().item()")
     started = time.monotonic()
     await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)), timeout=90)
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 30, "the new file waited behind the closed files' traces"
     assert (await command(client, "compileLens.stats"))["traces"] == traces + 1
     for u in uris:
         assert not client.diagnostics.get(u), "a closed file keeps no diagnostics"

@@ -62,6 +62,11 @@ def discover(source: str) -> Optional[Discovery]:
             _apply_directive(spec, directive)
         spec.fingerprint = found.fingerprint
         found.targets.append(spec)
+    # `model = torch.compile(Net(), dynamic=True)`: the module is compiled with those options
+    by_name = {t.name: t for t in found.targets}
+    for site in compile_call_sites(tree, set(by_name)):
+        if by_name[site.target].kind == "module" and site.options:
+            by_name[site.target].compile_options = {**site.options, **by_name[site.target].compile_options}
     return found
 
 
@@ -92,13 +97,7 @@ def _compile_decorator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Optional
         call = dec if isinstance(dec, ast.Call) else None
         func = call.func if call else dec
         if ast.unparse(func) in ("torch.compile", "compile") and (call or isinstance(func, ast.Attribute)):
-            options = {}
-            for kw in call.keywords if call else []:
-                try:
-                    options[kw.arg] = ast.literal_eval(kw.value)
-                except ValueError:
-                    continue
-            return options
+            return _literal_keywords(call) if call else {}
     return None
 
 
@@ -1172,6 +1171,17 @@ class CallSite:
     column: int  # 1-based start of `torch.compile`
     end_line: int
     end_column: int  # just after the closing parenthesis (where an inlay hint goes)
+    options: dict = field(default_factory=dict)  # literal keyword arguments (dynamic=True, ...)
+
+
+def _literal_keywords(call: ast.Call) -> dict:
+    options = {}
+    for kw in call.keywords:
+        try:
+            options[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            continue
+    return options
 
 
 def _is_torch_compile(func: ast.expr) -> bool:
@@ -1197,7 +1207,7 @@ def compile_call_sites(tree: ast.Module, targets: set[str]) -> list[CallSite]:
                 name = arg.id if arg.id in targets else built.get(arg.id)
             if name:
                 sites.append(CallSite(name, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
-                                      (node.end_col_offset or 0) + 1))
+                                      (node.end_col_offset or 0) + 1, _literal_keywords(node)))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in targets:
             for dec in node.decorator_list:
                 func = dec.func if isinstance(dec, ast.Call) else dec

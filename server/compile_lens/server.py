@@ -28,6 +28,7 @@ from . import __version__
 from .analysis import analyze_file, forget_lints, safe_lint
 from .cache import ResultCache, cache_key, default_cache_dir
 from .discovery import Discovery, compile_call_sites, dependency_fingerprint, discover
+from .features import code_actions
 from .pool import WorkerGone, WorkerSlot, default_python, kill_tree, worker_env
 from .positions import position_map, remap_finding, remap_result
 from .protocol import Benchmark, Finding, Problem, Recompile, TargetResult, TargetSpec, from_dict
@@ -822,6 +823,9 @@ def worker_pids_command(ls: CompileLensServer) -> list[int]:
 @server.command("compileLens.stats")
 def stats_command(ls: CompileLensServer) -> dict:
     return {**ls.stats, "server_rss": psutil.Process().memory_info().rss, "worker_pids": ls.worker_pids()}
+
+
+code_actions.register(server)
 
 
 def main() -> None:

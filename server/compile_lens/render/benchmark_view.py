@@ -81,6 +81,10 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
                      + (f", {len(result.recompiles)} recompile warning{'s' if len(result.recompiles) != 1 else ''}"
                         if result.recompiles else ""))
     if b is None:
+        if result.inputs is not None:
+            lines.append(f"\n- inputs: `{result.inputs.text}`" + (
+                " — **guessed** from the first layer; write them as a directive to be sure" if guessed_inputs else
+                f" (from the {result.inputs.source})"))
         lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
         return "\n".join(lines)
     lines += [

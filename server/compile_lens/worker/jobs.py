@@ -61,6 +61,16 @@ def run_job(raw: dict, send: Send) -> None:
     def progress(stage: str, target: str | None = None) -> None:
         send({"id": job.id, "event": "progress", "stage": stage, "target": target})
 
+    # A config line in one user file (`torch._dynamo.config.x = ...`) must not carry over to the
+    # next file this warm worker analyses.
+    saved_config = torch._dynamo.config.get_config_copy()
+    try:
+        _run(job, send, progress)
+    finally:
+        torch._dynamo.config.load_config(saved_config)
+
+
+def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
     progress("importing")
     try:
         module = loader.import_file(job.path, job.root)
