@@ -79,3 +79,24 @@ def test_exit_codes(tmp_path):
     assert run_cli("check", "plain.py", "--no-benchmark", "-q", cwd=tmp_path).returncode == 0
     assert run_cli("check", "does-not-exist.py", cwd=tmp_path).returncode == 2
     assert run_cli("check", "--format", "xml", "plain.py", cwd=tmp_path).returncode == 2
+
+
+def test_break_inside_a_library_is_reported_where_torch_reports_it(tmp_path):
+    lib, ws = tmp_path / "lib", tmp_path / "ws"
+    lib.mkdir()
+    ws.mkdir()
+    (lib / "fancylib.py").write_text("def shout(t):\n    print('shout', t.shape)\n    return t * 2\n")
+    (ws / "model.py").write_text(
+        "import torch\nfrom torch import nn\n\nimport fancylib\n\n\nclass M(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n"
+        "    def forward(self, x):\n        return fancylib.shout(self.fc(x))\n")
+    done = subprocess.run([sys.executable, "-m", "compile_lens.cli", "check", "model.py", "--format", "json",
+                           "--no-benchmark", "-q"], cwd=ws, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(lib)})
+    report = json.loads(done.stdout)
+    model = next(f for f in report["files"] if f["path"].endswith("model.py"))
+    [gb] = model["targets"][0]["graph_breaks"]
+    assert (Path(gb["path"]).name, gb["line"], gb["gb_id"]) == ("fancylib.py", 2, "GB0059")
+    assert [(Path(f["path"]).name, f["line"]) for f in gb["stack"]][-2:] == [("model.py", 13), ("fancylib.py", 2)]
+    call_site = [d for d in model["diagnostics"] if d["code"] == "GB0059"]
+    assert [d["line"] for d in call_site] == [13]

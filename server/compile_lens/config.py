@@ -307,7 +307,7 @@ class _KeyLines:
                 self.settings.setdefault(f"{prefix}.{dotted}" if prefix else dotted, number)
 
     def table_line(self) -> int:
-        return self.table or 1
+        return self.table or (self.targets[0][""] if self.targets else 1)
 
     def setting_line(self, key: str) -> int:
         return self.settings.get(key) or self.table_line()

@@ -129,6 +129,9 @@ class TargetResult:
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     recompiles: list[Recompile] = field(default_factory=list)
     benchmark: Optional[Benchmark] = None
+    # deployment questions (measured with the benchmark): does it export, which ops run eagerly
+    export: Optional[dict[str, Any]] = None  # {"ok", "strict", "line", "path", "message"}
+    fallback_ops: list[dict[str, Any]] = field(default_factory=list)  # [{"op": "aten.nonzero", "count": 1}]
 
 
 @dataclass

@@ -519,7 +519,7 @@ class CompileLensServer(LanguageServer):
             for f in fnd.target_findings(result, state.path):
                 if fnd.same_file(f.path, state.path):
                     here.append(f)
-                else:
+                elif _in_workspace(f.path, self.root):  # a library's own file gets no squiggles
                     elsewhere.setdefault(uri_of(f.path), []).append(f)
             spec = specs.get(result.name)
             if spec is not None and result.status == "ok":
@@ -660,6 +660,11 @@ class CompileLensServer(LanguageServer):
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
 
 
+def _in_workspace(path: str, root: str) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real.startswith(top + os.sep) and "site-packages" not in real
+
+
 def _same_code(a: Optional[Saved], b: Optional[Saved]) -> bool:
     """Two saves of the same code (comments and formatting aside): results of one hold for the other."""
     return a is not None and b is not None and a.discovery.fingerprint == b.discovery.fingerprint \
@@ -727,6 +732,11 @@ def did_change_configuration(ls: CompileLensServer, params: lsp.DidChangeConfigu
     for problem in problems:
         log.warning(problem)
     log.info("settings changed: %s", ls.settings.as_client())
+    for state in ls.docs.values():  # figures are per device and mode: show the ones that apply now
+        if state.saved is not None:
+            state.benchmarks = ls._cached_benchmarks(state.saved, state.path)
+            ls.publish(state.uri)
+    ls._refresh_views()
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)

@@ -14,6 +14,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from typing import Any
 
@@ -60,9 +61,13 @@ def run_record(args: argparse.Namespace) -> int:
         "COMPILE_LENS_RECORD_RUN": run_id,
         "COMPILE_LENS_RECORD_COMMAND": shlex.join(program),
     })
+    started = time.time()
     code = _run(program, env)
     if not args.quiet:
         _summary(out, root, run_id)
+        trouble = os.path.join(os.path.dirname(out), "record.log")
+        if os.path.exists(trouble) and os.path.getmtime(trouble) >= started - 1:
+            print(f"compile-lens: the recorder noted problems in {os.path.relpath(trouble)}", file=sys.stderr)
     if code < 0 and hasattr(signal, "SIGKILL"):  # died of a signal: do the same
         sys.stdout.flush()
         sys.stderr.flush()

@@ -235,8 +235,12 @@ def _adopt(cls: type) -> None:
     own = cls.__dict__
     if isinstance(own.get("__init__"), types.FunctionType):
         cls.__init__ = _wrap_init(own["__init__"])
-    if isinstance(own.get("forward"), types.FunctionType):
-        cls.forward = _wrap_forward(own["forward"])
+    forward = own.get("forward", getattr(cls, "forward", None))
+    base = sys.modules["torch"].nn.Module.forward
+    # its own forward, or one from a library class (`class MyLinear(nn.Linear)`); a workspace base's
+    # forward is wrapped already and records for this class too
+    if isinstance(forward, types.FunctionType) and forward is not base and not getattr(forward, "_compile_lens_wrapper", False):
+        cls.forward = _wrap_forward(forward)
 
 
 def _wrap_init(original: Any) -> Any:
@@ -281,7 +285,9 @@ def _wrap_forward(original: Any) -> Any:
                 _problems.append(f"{entry.key}: {type(exc).__name__}: {exc}")
         return original(self, *args, **kwargs)
 
-    return functools.update_wrapper(forward, original)
+    functools.update_wrapper(forward, original)
+    forward._compile_lens_wrapper = True  # type: ignore[attr-defined]
+    return forward
 
 
 def _note(entry: _Entry, fn: Any, args: tuple, kwargs: dict, drop: str) -> None:
@@ -555,5 +561,7 @@ def _write() -> None:
         targets = {e.key: e.as_json() for e in _entries if e.init is not None or e.call is not None}
         if targets:
             store.merge_write(_out, targets)
-    except Exception:  # noqa: BLE001 - the program's exit status must stay its own
-        pass
+    except Exception as exc:  # noqa: BLE001 - the program's exit status must stay its own
+        _problems.append(f"writing {_out}: {type(exc).__name__}: {exc}")
+    if _problems:
+        store.log(_out, _problems)

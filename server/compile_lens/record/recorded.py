@@ -64,7 +64,8 @@ class Recorded:
             return None
         call = entry.get("call")
         if not isinstance(call, dict):
-            return f"the recorded run built `{target_name}` but never called it"
+            return (f"the recorded run built `{target_name}` but saw no call of it "
+                    "(calls from inside torch.compile'd code are not seen)")
         if call.get("cannot_replay"):
             return f"the recorded call of `{target_name}` cannot be written as positional arguments ({call['cannot_replay']})"
         unknown = [a.get("name") for a in call.get("args", []) if spec_text(a.get("spec", {})) is None]

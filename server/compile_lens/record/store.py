@@ -97,6 +97,16 @@ def dumps(data: dict) -> str:
     return _SCALARS.sub(lambda m: "[" + ", ".join(x.strip() for x in m[1].split(",")) + "]", text)
 
 
+def log(out: str, lines: list) -> None:
+    """What went wrong inside the recorder (never shown in the program's output): beside the record."""
+    try:
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(os.path.join(os.path.dirname(out), "record.log"), "a", encoding="utf-8") as f:
+            f.write("".join(f"{os.getpid()}: {line}\n" for line in lines))
+    except OSError:
+        pass
+
+
 class _Lock:
     """An advisory lock beside the file (several recorded processes may end at once)."""
 

@@ -21,7 +21,7 @@ import torch
 import torch._dynamo
 
 from ..protocol import Frame, GraphBreak
-from .loader import BuiltTarget, _is_environment_file, _under
+from .loader import BuiltTarget
 
 _LOCATION = re.compile(r"in user code at (?P<path>.+?):(?P<line>\d+)\s*$", re.M)
 _REASON = re.compile(r"^Graph Break Reason: ", re.M)
@@ -91,11 +91,20 @@ def _user_frames(frames: Any, root: str) -> list[Any]:
     return [f for f in frames if _is_user_file(f.filename, root)]
 
 
+_TORCH_DIR = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
+_OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
+
+
 def _is_user_file(path: str, root: str) -> bool:
-    if not path or path.startswith("<") or _is_environment_file(path) or not _under(path, root):
+    """A frame of the code being traced: the workspace or a library it calls, not torch, not us.
+
+    A break inside a library (say transformers) is reported where torch reports it, in the
+    library's file; the editor also shows it at the workspace line that called into it.
+    """
+    if not path or path.startswith("<"):
         return False
-    parts = os.path.realpath(path).split(os.sep)
-    return "compile_lens" not in parts and "torch" not in parts
+    real = os.path.realpath(path)
+    return not real.startswith((_TORCH_DIR, _OUR_DIR))
 
 
 def _from_explain(explained: Any, root: str) -> Iterator[_Seen]:

@@ -19,7 +19,14 @@ def _start() -> None:
 
         hook.install()
     except Exception as exc:  # noqa: BLE001 - the user's program must run regardless
-        os.environ["COMPILE_LENS_RECORD_FAILED"] = f"{type(exc).__name__}: {exc}"
+        out = os.environ.get("COMPILE_LENS_RECORD_OUT")
+        try:
+            if out:
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+                with open(os.path.join(os.path.dirname(out), "record.log"), "a", encoding="utf-8") as f:
+                    f.write(f"{os.getpid()}: the recorder did not start in {sys.executable}: {type(exc).__name__}: {exc}\n")
+        except OSError:
+            pass
     # The sitecustomize this one hides (Debian's, a virtualenv's), as if ours were not there.
     sys.modules.pop(__name__, None)
     try:
