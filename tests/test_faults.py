@@ -27,8 +27,7 @@ import pytest_asyncio
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from lsp_support import change_file, locate, open_file, start_server, stop_server
-from lsp_support import wait_for as _wait_for
+from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
 
 FAULTS = Path(__file__).parent / "fixtures" / "faults"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -110,18 +109,6 @@ def configure(client: LanguageClient, **overrides: Any) -> None:
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
         settings={"compileLens": {**SETTINGS, **overrides}}))
 
-
-async def wait_for(client: LanguageClient, uri: str, predicate, timeout: float = 90.0):
-    """lsp_support.wait_for, minus its trap: a wait that timed out leaves a cancelled future
-    registered in pytest-lsp, and the next publishDiagnostics then raises InvalidStateError inside
-    the client, which answers by terminating the server (every later test of the module fails)."""
-    try:
-        return await _wait_for(client, uri, predicate, timeout)
-    finally:
-        futures = client.protocol._notification_futures
-        pending = futures.get(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        if pending is not None and pending.done():
-            futures.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
 
 def gb(diagnostics) -> list[lsp.Diagnostic]:
     return [d for d in diagnostics if str(d.code).startswith("GB")]
@@ -478,8 +465,6 @@ async def test_measure_clicked_before_the_trace_ends_still_reports(env):
         env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
 
 
-@pytest.mark.xfail(strict=True, reason="server.py: the result cache key has no path, and cached breaks "
-                   "carry the other file's path, so a copy's breaks land in the original; patch in the report")
 async def test_copy_of_a_traced_file_shows_the_breaks_in_itself(env):
     client = env.client
     await still_works(env, "original")

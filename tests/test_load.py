@@ -19,10 +19,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
-from pytest_lsp import LanguageClient
 
-from lsp_support import change_file, locate, open_file, start_server, stop_server
-from lsp_support import wait_for as _wait_for
+from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
 
 LOAD = Path(__file__).parent / "fixtures" / "load"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -55,18 +53,6 @@ async def ws(tmp_path_factory):
 async def command(client, name: str, *args: Any) -> Any:
     return await client.workspace_execute_command_async(lsp.ExecuteCommandParams(name, list(args)))
 
-
-async def wait_for(client: LanguageClient, uri: str, predicate, timeout: float = 90.0):
-    """lsp_support.wait_for, minus its trap: a wait that timed out leaves a cancelled future
-    registered in pytest-lsp, and the next publishDiagnostics then raises InvalidStateError inside
-    the client, which answers by terminating the server (every later test of the module fails)."""
-    try:
-        return await _wait_for(client, uri, predicate, timeout)
-    finally:
-        futures = client.protocol._notification_futures
-        pending = futures.get(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        if pending is not None and pending.done():
-            futures.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
 
 def gb(diagnostics) -> list[lsp.Diagnostic]:
     return [d for d in diagnostics if str(d.code).startswith("GB")]

@@ -48,7 +48,7 @@ def test_the_program_runs_unchanged(runs):
     # Our summary comes after everything the program wrote, and is all that is added.
     assert recorded.stderr.startswith(plain.stderr)
     added = recorded.stderr[len(plain.stderr):].splitlines()
-    assert added[0] == "compile-lens: recorded 3 targets in .compile-lens/recorded.json:"
+    assert added[0] == "compile-lens: recorded 4 targets in .compile-lens/recorded.json:"
     assert all(line.startswith("  ") for line in added[1:])
 
 
@@ -56,13 +56,16 @@ def test_the_file_has_the_documented_shape(runs):
     root, _, _ = runs
     data = json.loads((root / ".compile-lens" / "recorded.json").read_text())
     assert data["schema"] == 1
-    assert sorted(data["targets"]) == ["train.py:Net", "train.py:Tagger", "train.py:loss_fn"]
+    assert sorted(data["targets"]) == ["train.py:Head", "train.py:Net", "train.py:Tagger", "train.py:loss_fn"]
     net = data["targets"]["train.py:Net"]
-    assert net["kind"] == "module" and net["calls"] == 8
+    assert net["kind"] == "module" and net["calls"] == 9
     assert net["init"] == {"call": "Net(d_in=16, hidden=24)", "cannot_replay": []}
     assert net["call"]["args"] == [{"name": "x", "spec": {"tensor": {
         "shape": [32, 16], "dtype": "float32", "device": "cpu", "requires_grad": False}}}]
-    assert net["shapes"] == [{"shapes": [[32, 16]], "count": 6}, {"shapes": [[4, 16]], "count": 2}]
+    assert net["shapes"] == [{"shapes": [[32, 16]], "count": 6}, {"shapes": [[4, 16]], "count": 2},
+                             {"shapes": [[5, 16]], "count": 1}]
+    head = data["targets"]["train.py:Head"]  # nn.Linear's own forward, recorded for the subclass
+    assert head["init"]["call"] == "Head(in_features=2, out_features=1)" and head["calls"] == 1
     assert list(net) == sorted(net)  # stable order
 
 
@@ -94,7 +97,7 @@ def test_the_record_replays(runs):
     for spec in (net, fn):
         target = loader.build_target(module, spec, path)
         assert isinstance(target.make()(*target.args), torch.Tensor)
-    assert load_recorded(str(root)).shapes_for(path, "Net") == [[[32, 16]], [[4, 16]]]
+    assert load_recorded(str(root)).shapes_for(path, "Net") == [[[32, 16]], [[4, 16]], [[5, 16]]]
 
 
 def test_constructor_arguments_that_cannot_be_replayed_are_named(runs):

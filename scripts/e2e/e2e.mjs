@@ -4,8 +4,9 @@
 //
 // A scenario is one code-server (fresh user data and extensions dirs) and one browser; its steps
 // are named checks that run in order. A failed `required` step fails the rest of its scenario at
-// once instead of letting each wait run into its timeout. Later issues add steps (CodeLens, hover
-// card, code action) to the lists at the bottom.
+// once instead of letting each wait run into its timeout. Steps are listed in the scenarios at the
+// bottom. The workbench opens a copy of the workspace folder, so edits made by steps (a code
+// action) never touch the repository.
 //
 // Prints `e2e: N passed, M failed` last; exits 1 on any failure. Screenshots and logs go to
 // build/e2e/.
@@ -38,6 +39,10 @@ const config = {
   workspace: path.resolve(root, process.env.E2E_WORKSPACE || 'examples'),
   /** A file in the workspace whose diagnostics include a graph break (GB code). */
   file: process.env.E2E_FILE || 'item_scale.py',
+  /** A file with a small model that measures quickly, `model = torch.compile(Tiny())` and `plain = Tiny()`. */
+  measureFile: process.env.E2E_MEASURE_FILE || 'tiny_measure.py',
+  /** Seconds to wait for a measurement (trace, cold and warm Inductor compiles, timings). */
+  measureTimeout: Number(process.env.E2E_MEASURE_TIMEOUT_S || 180) * 1000,
   interpreter: path.resolve(root, process.env.E2E_INTERPRETER || '.venv/bin/python'),
   out: path.resolve(root, process.env.E2E_OUT || 'build/e2e'),
   /** Seconds to wait for the first graph-break diagnostic (worker start + torch import + trace). */
@@ -153,6 +158,7 @@ class Workbench {
     this.tmp = fs.mkdtempSync(path.join(os.tmpdir(), `compile-lens-e2e-${name}-`));
     this.userData = path.join(this.tmp, 'user-data');
     this.extensions = path.join(this.tmp, 'extensions');
+    this.workspace = path.join(this.tmp, 'workspace', path.basename(config.workspace));
     this.env = {
       ...process.env,
       HOME: process.env.HOME || this.tmp,
@@ -182,6 +188,9 @@ class Workbench {
       'editor.minimap.enabled': false,
       'security.workspace.trust.startupPrompt': 'never',
       'security.workspace.trust.emptyWindow': false,
+      // Measure only when asked (the CodeLens), and briefly: a cold Inductor compile is most of it.
+      'compileLens.benchmark.onSave': false,
+      'compileLens.benchmark.maxSeconds': 10,
     };
     // The interpreter is a path on the machine the server runs on, so it goes into the Machine
     // (in VS Code: "Remote") settings, as on a Remote GPU host. code-server's extension host is
@@ -223,7 +232,16 @@ class Workbench {
     }
   }
 
+  /** The workspace folder as a fresh copy (no caches), so steps may edit its files. */
+  copyWorkspace() {
+    fs.cpSync(config.workspace, this.workspace, {
+      recursive: true,
+      filter: (src) => !/(^|[/\\])(__pycache__|\.mypy_cache|\.pytest_cache)$/.test(src),
+    });
+  }
+
   async start() {
+    this.copyWorkspace();
     this.writeSettings();
     this.installExtension();
     this.port = await freePort();
@@ -255,7 +273,7 @@ class Workbench {
     });
     this.page = this.context.pages()[0] ?? (await this.context.newPage());
     this.page.setDefaultTimeout(30_000);
-    const url = `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(config.workspace)}`;
+    const url = `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(this.workspace)}`;
     await this.page.goto(url, { waitUntil: 'domcontentloaded', timeout: 60_000 });
   }
 

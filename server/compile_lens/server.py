@@ -64,6 +64,7 @@ class Saved:
     discovery: Discovery
     deps_fingerprint: str = ""
     deps: list[str] = field(default_factory=list)
+    path: str = ""  # results name this file (break and guard paths): part of their cache key
 
 
 @dataclass
@@ -209,7 +210,7 @@ class CompileLensServer(LanguageServer):
         if found is None:
             return None
         deps_fp, deps = dependency_fingerprint(state.path, source, self.root)
-        return Saved(source, found, deps_fp, deps)
+        return Saved(source, found, deps_fp, deps, os.path.realpath(state.path))
 
     def schedule_trace(self, uri: str) -> None:
         state = self.doc(uri)
@@ -255,7 +256,7 @@ class CompileLensServer(LanguageServer):
         inputs = dataclasses.asdict(spec.inputs) if spec.inputs else None
         if inputs:
             inputs.pop("line", None)
-        return cache_key(kind, self.torch_version, saved.discovery.fingerprint, saved.deps_fingerprint,
+        return cache_key(kind, self.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint,
                          spec.name, spec.kind, inputs, spec.compile_options, *extra)
 
     def _cached(self, kind: str, key: str, saved: Saved, path: str) -> Optional[Any]:

@@ -232,14 +232,15 @@ def _adopt(cls: type) -> None:
     entry = _Entry(f"{rel}:{cls.__qualname__}", "module")
     _by_class[cls] = entry
     _entries.append(entry)
-    own = cls.__dict__
-    if isinstance(own.get("__init__"), types.FunctionType):
-        cls.__init__ = _wrap_init(own["__init__"])
-    forward = own.get("forward", getattr(cls, "forward", None))
-    base = sys.modules["torch"].nn.Module.forward
-    # its own forward, or one from a library class (`class MyLinear(nn.Linear)`); a workspace base's
-    # forward is wrapped already and records for this class too
-    if isinstance(forward, types.FunctionType) and forward is not base and not getattr(forward, "_compile_lens_wrapper", False):
+    # Its own __init__ and forward, or those it inherits from a library class (`class Head(nn.Linear)`);
+    # a workspace base's are wrapped already and record for this class too.
+    init = getattr(cls, "__init__", None)
+    if isinstance(init, types.FunctionType) and not getattr(init, "_compile_lens_wrapper", False):
+        cls.__init__ = _wrap_init(init)
+    forward = getattr(cls, "forward", None)
+    unimplemented = sys.modules["torch"].nn.Module.forward
+    if isinstance(forward, types.FunctionType) and forward is not unimplemented \
+            and not getattr(forward, "_compile_lens_wrapper", False):
         cls.forward = _wrap_forward(forward)
 
 
@@ -254,7 +255,9 @@ def _wrap_init(original: Any) -> Any:
                                                                "required": True}]}
         original(self, *args, **kwargs)
 
-    return functools.update_wrapper(__init__, original)
+    functools.update_wrapper(__init__, original)
+    __init__._compile_lens_wrapper = True  # type: ignore[attr-defined]
+    return __init__
 
 
 def _wrap_forward(original: Any) -> Any:
