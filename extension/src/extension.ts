@@ -1,6 +1,7 @@
-// Wiring only: what each piece does lives in python.ts, settings.ts, server.ts and status.ts.
+// Wiring only: what each piece does lives in python.ts, settings.ts, server.ts, status.ts and report.ts.
 import * as vscode from 'vscode';
 import { onDidChangePythonInterpreter } from './python';
+import { ReportView, SHOW_REPORT } from './report';
 import { CompileLensServer } from './server';
 import { contributedKeys, SECTION } from './settings';
 import { Status } from './status';
@@ -16,7 +17,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const keys = contributedKeys(context.extension.packageJSON);
   server = new CompileLensServer(context.extensionPath, keys, log, status);
   const srv = server;
-  context.subscriptions.push(log, status, srv);
+  const report = new ReportView(log);
+  context.subscriptions.push(log, status, srv, report);
 
   let restartTimer: NodeJS.Timeout | undefined;
   const restartSoon = (reason: string): void => {
@@ -31,9 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     // registering them here too would throw. Palette calls get the active file via middleware.
     vscode.commands.registerCommand('compileLens.restartServer', () => srv.restart('command')),
     vscode.commands.registerCommand('compileLens.showOutput', () => log.show()),
-    vscode.commands.registerCommand('compileLens.showReport', () =>
-      vscode.window.showInformationMessage('Compile Lens: the report view is not available yet.'),
-    ),
+    vscode.commands.registerCommand(SHOW_REPORT, (uri?: unknown) => report.show(uri)),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration(`${SECTION}.interpreter`)) {
         restartSoon('compileLens.interpreter changed');

@@ -14,6 +14,7 @@ import {
   State,
 } from 'vscode-languageclient/node';
 import { resolveInterpreter } from './python';
+import { hoverMiddleware } from './report';
 import { primaryFolder, serverSettings } from './settings';
 import { STATUS_NOTIFICATION, type Status, type StatusParams } from './status';
 
@@ -251,7 +252,7 @@ export class CompileLensServer implements vscode.Disposable {
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: this.initializationOptions(),
-      middleware: commandMiddleware,
+      middleware: { ...commandMiddleware, ...hoverMiddleware },
       workspaceFolder: folder,
       stdioOptions: {
         stdout: (input, channel) => pipeServerLog(input, channel),

@@ -185,6 +185,9 @@ class Workbench {
       'extensions.autoUpdate': false,
       'extensions.ignoreRecommendations': true,
       'editor.hover.delay': 200,
+      // Below the line: a hover is as tall as the space on its side, and the model classes the
+      // hover card belongs to sit near the top of their files.
+      'editor.hover.above': false,
       'editor.minimap.enabled': false,
       'security.workspace.trust.startupPrompt': 'never',
       'security.workspace.trust.emptyWindow': false,
@@ -461,6 +464,56 @@ class Workbench {
     }
     throw new Error(`language status ${match} not seen in ${ms / 1000}s; last: "${text}"`);
   }
+
+  // --- the active editor: CodeLens, view lines, light bulb -------------------------------------
+
+  editor() {
+    return this.page.locator('.editor-group-container.active .monaco-editor').first();
+  }
+
+  /** The text of a CodeLens row in the active editor matching `pattern`, polled for `ms`. */
+  async waitForCodeLens(pattern, ms) {
+    const deadline = Date.now() + ms;
+    let texts = [];
+    while (Date.now() < deadline) {
+      texts = (await this.editor().locator('.codelens-decoration').allInnerTexts()).map(oneLine);
+      const hit = texts.find((text) => pattern.test(text));
+      if (hit) {
+        return hit;
+      }
+      await sleep(500);
+    }
+    throw new Error(`no CodeLens ${pattern} in ${ms / 1000}s; lenses: ${JSON.stringify(texts)}`);
+  }
+
+  /** The rendered line of the active editor that contains `text` (inlay hints included). */
+  viewLine(text) {
+    return this.editor().locator('.view-lines .view-line', { hasText: text }).first();
+  }
+
+  /** The on-screen box of the first `word` on the line containing `lineText`. */
+  async wordBox(lineText, word) {
+    const line = this.viewLine(lineText);
+    await line.waitFor({ state: 'visible', timeout: 10_000 });
+    const box = await line.evaluate((element, wanted) => {
+      const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const at = node.textContent.indexOf(wanted);
+        if (at >= 0) {
+          const range = document.createRange();
+          range.setStart(node, at);
+          range.setEnd(node, at + wanted.length);
+          const { x, y, width, height } = range.getBoundingClientRect();
+          return { x, y, width, height };
+        }
+      }
+      return null;
+    }, word);
+    if (!box || !box.width) {
+      throw new Error(`"${word}" not found on the line "${lineText}"`);
+    }
+    return box;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,6 +534,185 @@ const cleanLogStep = {
     return `${lines.length} lines`;
   },
 };
+
+// --- measured speedups (issue 4) and code actions (issue 7), on a tiny model ---------------------
+
+function oneLine(text) {
+  return text.replace(/[\s\u00a0]+/g, ' ').trim();
+}
+
+const SPEEDUP = /\d+\.\d\d×/;
+const VERDICT = /worth it|no clear gain|only for long runs|faster but check first/;
+
+async function measureLensShown(wb) {
+  await wb.openFile(config.measureFile);
+  await wb.runCommand('View: Hide Panel'); // room for the hover card and the light bulb menu
+  const text = await wb.waitForCodeLens(/Measure torch\.compile speedup/, 60_000);
+  if (!text.includes('▶')) {
+    throw new Error(`the lens before measuring reads "${text}"`);
+  }
+  return `"${text}"`;
+}
+
+async function measureLensClicked(wb, state) {
+  const lens = wb
+    .editor()
+    .locator('.codelens-decoration a', { hasText: 'Measure torch.compile speedup' })
+    .first();
+  await lens.click({ timeout: 10_000 });
+  const started = Date.now();
+  const measuring = await wb.waitForCodeLens(/⏳ measuring/, 30_000);
+  const text = await wb.waitForCodeLens(/⚡ torch\.compile:/, config.measureTimeout);
+  const seconds = ((Date.now() - started) / 1000).toFixed(0);
+  for (const figure of ['forward', 'train step']) {
+    if (!new RegExp(`${SPEEDUP.source} ${figure}`).test(text)) {
+      throw new Error(`the measured lens has no "N.NN× ${figure}": "${text}"`);
+    }
+  }
+  if (!/compile \d/.test(text) || !/pays back|never pays back/.test(text)) {
+    throw new Error(`the measured lens lacks the compile time or the payback: "${text}"`);
+  }
+  state.measuredLens = text;
+  const shot = await wb.screenshot('codelens');
+  return `"${measuring}" then after ${seconds}s "${text}", ${shot}`;
+}
+
+async function inlayHintShown(wb, state) {
+  if (!state.measuredLens) {
+    throw new Error('nothing was measured');
+  }
+  const line = wb.viewLine('torch.compile(Tiny())');
+  const deadline = Date.now() + 20_000;
+  let text = '';
+  while (Date.now() < deadline) {
+    text = oneLine(await line.innerText().catch(() => ''));
+    if (new RegExp(`torch\\.compile\\(Tiny\\(\\)\\)\\s*⚡ ${SPEEDUP.source}`).test(text)) {
+      break;
+    }
+    await sleep(500);
+  }
+  if (!new RegExp(`⚡ ${SPEEDUP.source}`).test(text)) {
+    throw new Error(`no "⚡ N.NN×" hint after torch.compile(Tiny()); the line reads "${text}"`);
+  }
+  const shot = await wb.screenshot('inlay-hint');
+  return `"${text}", ${shot}`;
+}
+
+async function hoverCardShown(wb, state) {
+  if (!state.measuredLens) {
+    throw new Error('nothing was measured');
+  }
+  const page = wb.page;
+  const box = await wb.wordBox('class Tiny(', 'Tiny');
+  const hover = page.locator('.monaco-hover:visible', { hasText: 'eager ms' }).first();
+  const open = async () => {
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      await page.keyboard.press('Escape');
+      await page.mouse.move(box.x + box.width / 2, box.y - 60);
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 4 });
+      if (await hover.waitFor({ state: 'visible', timeout: 4000 }).then(() => true, () => false)) {
+        return;
+      }
+    }
+    throw new Error('no hover card with "eager ms" over the class name');
+  };
+  await open();
+  const text = oneLine(await hover.innerText());
+  for (const row of ['forward', 'train step', 'compiled ms', 'speedup']) {
+    if (!text.includes(row)) {
+      throw new Error(`the hover card has no "${row}": "${text.slice(0, 300)}"`);
+    }
+  }
+  const verdict = hover.locator('strong', { hasText: VERDICT }).first();
+  if (!(await verdict.count())) {
+    throw new Error(`the hover card has no verdict in bold: "${text.slice(0, 300)}"`);
+  }
+  const said = oneLine(await verdict.innerText());
+  // A hover opens at most 250 px tall (the line's diagnostics come first): drag its lower edge
+  // down, as a user would, so that the screenshot shows the whole card.
+  const before = await hover.boundingBox();
+  const sash = await hover.evaluate((element) => {
+    for (let node = element.parentElement; node; node = node.parentElement) {
+      const found = [...node.querySelectorAll(':scope > .monaco-sash.horizontal:not(.disabled)')];
+      if (found.length) {
+        const boxes = found.map((s) => s.getBoundingClientRect());
+        const lowest = boxes.reduce((a, b) => (b.y > a.y ? b : a));
+        return { x: lowest.x + lowest.width / 2, y: lowest.y + lowest.height / 2 };
+      }
+    }
+    return null;
+  });
+  let size = 'not enlarged (no sash)';
+  if (sash) {
+    await page.mouse.move(sash.x, sash.y, { steps: 3 });
+    await page.mouse.down();
+    await page.mouse.move(sash.x, sash.y + 250, { steps: 8 });
+    await page.mouse.move(sash.x, sash.y + 450, { steps: 8 });
+    await page.mouse.up();
+    await sleep(300);
+    const after = await hover.boundingBox().catch(() => null);
+    if (after) {
+      size = `${Math.round(before?.height ?? 0)} → ${Math.round(after.height)} px tall`;
+    } else {
+      size = 'not enlarged (it closed)';
+      await open();
+    }
+  }
+  const shot = await wb.screenshot('hover-card');
+  await page.keyboard.press('Escape');
+  return `verdict "${said}", ${size}, ${shot}`;
+}
+
+async function wrapInTorchCompile(wb) {
+  const page = wb.page;
+  await page.keyboard.press('Escape');
+  await page.mouse.move(5, 450); // away from any hover
+  const box = await wb.wordBox('plain = Tiny()', 'Tiny');
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+  const menu = page.locator('.action-widget:visible').first();
+  const action = menu.locator('.monaco-list-row', { hasText: 'Wrap in torch.compile' }).first();
+  let shown = false;
+  for (let attempt = 0; attempt < 4 && !shown; attempt += 1) {
+    await page.keyboard.press('Control+Period');
+    shown = await action
+      .waitFor({ state: 'visible', timeout: 5000 })
+      .then(() => true)
+      .catch(() => false);
+    if (!shown) {
+      await page.keyboard.press('Escape');
+      await sleep(1000);
+    }
+  }
+  if (!shown) {
+    const texts = await page.locator('.action-widget').allInnerTexts();
+    throw new Error(`no "Wrap in torch.compile" in the Quick Fix menu: ${JSON.stringify(texts)}`);
+  }
+  const title = oneLine(await action.innerText());
+  const shot = await wb.screenshot('code-actions');
+  await action.click();
+  await menu.waitFor({ state: 'hidden', timeout: 10_000 });
+  const edited = wb.viewLine('plain = torch.compile(Tiny())');
+  await edited.waitFor({ state: 'visible', timeout: 15_000 });
+  return `"${title}" → "${oneLine(await edited.innerText())}", ${shot}`;
+}
+
+const measureSteps = [
+  {
+    name: `opens ${config.measureFile}: a "▶ Measure torch.compile speedup" CodeLens`,
+    run: measureLensShown,
+  },
+  {
+    name: 'clicking the lens measures: "⏳ measuring", then "⚡ torch.compile: … forward · … train step"',
+    timeout: config.measureTimeout + 60_000,
+    run: measureLensClicked,
+  },
+  { name: 'inlay hint after torch.compile(Tiny()) shows the figure', run: inlayHintShown },
+  { name: 'hover on the class name shows the measured card with a verdict', run: hoverCardShown },
+  {
+    name: 'light bulb on `plain = Tiny()`: "Wrap in torch.compile" edits the line',
+    run: wrapInTorchCompile,
+  },
+];
 
 const results = [];
 
@@ -688,6 +920,7 @@ const trusted = {
         return `"${text.slice(0, 80)}"`;
       },
     },
+    ...measureSteps,
     cleanLogStep,
   ],
 };

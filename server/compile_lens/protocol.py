@@ -132,6 +132,9 @@ class TargetResult:
     # deployment questions (measured with the benchmark): does it export, which ops run eagerly
     export: Optional[dict[str, Any]] = None  # {"ok", "strict", "line", "path", "message"}
     fallback_ops: list[dict[str, Any]] = field(default_factory=list)  # [{"op": "aten.nonzero", "count": 1}]
+    # the compile report's figures (worker/deployment.report_data): {"batch_sweep", "compile_breakdown",
+    # "kernels", "notes"}; None until measured
+    report: Optional[dict[str, Any]] = None
 
 
 @dataclass

@@ -36,8 +36,82 @@ export class Uri {
   static file(p: string): Uri {
     return new Uri('file', path.resolve(p));
   }
+  static parse(text: string): Uri {
+    const match = /^([a-z][\w+.-]*):\/\/(.*)$/i.exec(text);
+    return match ? new Uri(match[1], match[2]) : new Uri('file', text);
+  }
   toString(): string {
     return `${this.scheme}://${this.fsPath}`;
+  }
+}
+
+export class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+}
+
+export class Range {
+  constructor(
+    readonly start: Position,
+    readonly end: Position,
+  ) {}
+}
+
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+  Two = 2,
+}
+
+export class MarkdownString {
+  isTrusted?: boolean | { readonly enabledCommands: readonly string[] };
+  constructor(public value = '') {}
+}
+
+export class Hover {
+  constructor(readonly contents: (MarkdownString | string)[]) {}
+}
+
+/** A webview panel as the report uses it; `post` plays the page sending a message. */
+export class FakeWebviewPanel {
+  title: string;
+  disposed = false;
+  revealed = 0;
+  private messageListeners: Listener<unknown>[] = [];
+  private disposeListeners: Listener<void>[] = [];
+  readonly webview = {
+    html: '',
+    onDidReceiveMessage: (listener: Listener<unknown>) => {
+      this.messageListeners.push(listener);
+      return new Disposable(() => undefined);
+    },
+  };
+  constructor(
+    readonly viewType: string,
+    title: string,
+    readonly showOptions: unknown,
+    readonly options: Record<string, unknown>,
+  ) {
+    this.title = title;
+  }
+  reveal(): void {
+    this.revealed += 1;
+  }
+  onDidDispose(listener: Listener<void>): Disposable {
+    this.disposeListeners.push(listener);
+    return new Disposable(() => undefined);
+  }
+  dispose(): void {
+    this.disposed = true;
+    for (const listener of this.disposeListeners) {
+      listener(undefined);
+    }
+  }
+  async post(message: unknown): Promise<unknown[]> {
+    return Promise.all(this.messageListeners.map((listener) => listener(message)));
   }
 }
 
@@ -88,6 +162,11 @@ export const stub = {
   channels: [] as FakeLogChannel[],
   configChange: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   grantTrust: new EventEmitter<void>(),
+  panels: [] as FakeWebviewPanel[],
+  /** Documents shown with showTextDocument: path and the selection's start. */
+  shown: [] as { path: string; line: number; character: number; viewColumn: unknown }[],
+  /** Files openTextDocument refuses (a missing file). */
+  unreadable: new Set<string>(),
   reset(): void {
     this.config = {};
     this.defaults = {};
@@ -100,6 +179,9 @@ export const stub = {
     this.channels = [];
     this.configChange = new EventEmitter();
     this.grantTrust = new EventEmitter();
+    this.panels = [];
+    this.shown = [];
+    this.unreadable = new Set();
     workspace.isTrusted = true;
     workspace.workspaceFolders = [{ uri: Uri.file('/work/project'), name: 'project', index: 0 }];
     window.activeTextEditor = undefined;
@@ -135,6 +217,12 @@ export const workspace = {
   onDidChangeConfiguration: (listener: Listener<{ affectsConfiguration(s: string): boolean }>) =>
     stub.configChange.event(listener),
   onDidGrantWorkspaceTrust: (listener: Listener<void>) => stub.grantTrust.event(listener),
+  async openTextDocument(uri: Uri) {
+    if (stub.unreadable.has(uri.fsPath)) {
+      throw new Error(`cannot open ${uri.fsPath}`);
+    }
+    return { uri };
+  },
 };
 
 function logChannel(name: string) {
@@ -165,7 +253,20 @@ function logChannel(name: string) {
 }
 
 export const window = {
-  activeTextEditor: undefined as { document: { uri: Uri } } | undefined,
+  activeTextEditor: undefined as { document: { uri: Uri; languageId?: string } } | undefined,
+  createWebviewPanel(viewType: string, title: string, showOptions: unknown, options: Record<string, unknown>) {
+    const panel = new FakeWebviewPanel(viewType, title, showOptions, options);
+    stub.panels.push(panel);
+    return panel;
+  },
+  async showTextDocument(
+    document: { uri: Uri },
+    options: { selection?: Range; viewColumn?: unknown } = {},
+  ) {
+    const start = options.selection?.start ?? new Position(0, 0);
+    stub.shown.push({ path: document.uri.fsPath, line: start.line, character: start.character, viewColumn: options.viewColumn });
+    return {};
+  },
   createOutputChannel: (name: string, _options?: { log: true }) => logChannel(name),
   async showErrorMessage(text: string, ...items: string[]) {
     stub.messages.push({ level: 'error', text, items });

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
-from typing import Optional
+from typing import Any, Optional
 
 from ..protocol import Benchmark, TargetResult, Timing
 
@@ -71,6 +72,51 @@ def _err(value: Optional[float]) -> str:
     return "–" if value is None else f"{value:.2e}"
 
 
+REPORT_LINK = "[Open the compile report](command:compileLens.showReport)"
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
+
+
+def _md(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.translate(_MD_SPECIAL)
+
+
+def _where(export: dict[str, Any]) -> str:
+    line, path = export.get("line"), export.get("path")
+    if line is None:
+        return ""
+    return f" at `{os.path.basename(path)}:{line}`" if path else f" at line {line}"
+
+
+def export_line(export: Optional[dict[str, Any]]) -> Optional[str]:
+    """`torch.export: ✓ …` / `✗ fails at line N: …` for the hover card; None when not checked."""
+    if not export:
+        return None
+    if export.get("ok") and export.get("strict"):
+        return "- torch.export: ✓ exports (strict and non-strict)"
+    why = _md((export.get("message") or "").removeprefix("strict export fails: "))
+    if export.get("ok"):
+        return f"- torch.export: ✓ exports non-strict; strict export fails{_where(export)}" + (f": {why}" if why else "")
+    return f"- torch.export: ✗ fails{_where(export)}" + (f": {why}" if why else "")
+
+
+def _ops(ops: list[dict[str, Any]]) -> str:
+    return ", ".join(f"`{o.get('op')}` ×{o.get('count', 1)}" for o in ops)
+
+
+def fallback_line(ops: list[dict[str, Any]], report: Optional[dict[str, Any]] = None) -> Optional[str]:
+    """Ops Inductor runs through eager ATen kernels, and its library calls, apart; None when unknown."""
+    fallbacks = [o for o in ops if o.get("kind", "fallback") == "fallback"]
+    library = [o for o in ops if o.get("kind") == "extern"]
+    if not ops and not (report and report.get("kernels") is not None):
+        return None
+    text = "- ops that fall back to eager: " + (_ops(fallbacks) if fallbacks else "none")
+    if library:
+        text += f" · library calls (not generated code): {_ops(library)}"
+    return text
+
+
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None) -> str:
     """The hover card: the table a team needs to decide, and the verdict."""
     lines = [f"### torch.compile · `{result.name}`"]
@@ -86,6 +132,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
                 " — **guessed** from the first layer; write them as a directive to be sure" if guessed_inputs else
                 f" (from the {result.inputs.source})"))
         lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
+        lines += ["", REPORT_LINK]
         return "\n".join(lines)
     lines += [
         "",
@@ -107,6 +154,8 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         + (" — **guessed** from the first layer; write them as a directive to be sure" if guessed_inputs else ""),
         f"- measured {age(b.measured_at, now)}",
     ]
+    lines += [line for line in (export_line(result.export), fallback_line(result.fallback_ops, result.report)) if line]
     for note in b.notes:
         lines.append(f"- ⚠ {note}")
+    lines += ["", REPORT_LINK]
     return "\n".join(lines)

@@ -240,6 +240,8 @@ def _target_json(t: TargetResult) -> dict[str, Any]:
         "graph_breaks": [_graph_break_json(g) for g in t.graph_breaks],
         "recompiles": [_recompile_json(r) for r in t.recompiles],
         "benchmark": benchmark_json(t.benchmark),
+        "export": None if t.export is None else dict(t.export),
+        "fallback_ops": [dict(o) for o in t.fallback_ops],
     }
 
 

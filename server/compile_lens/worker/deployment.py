@@ -155,7 +155,8 @@ def _failure(exc: BaseException, target: BuiltTarget, root: str) -> dict[str, An
 
 
 def _export_once(model: Any, args: tuple, strict: bool) -> None:
-    with contextlib.redirect_stdout(io.StringIO()):  # torch prints graphs of failed exports
+    quiet = io.StringIO()  # torch prints the partial graph of a failed export to stderr
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
         torch.export.export(model, args, strict=strict)
 
 
@@ -288,7 +289,6 @@ def inspect_inductor(target: BuiltTarget, *, device: str = "cpu", mode: str = "d
 
     device, _ = bench.resolve_device(device)
     obj, args = _eval_model(target, device)
-    progress("finding ops that fall back to eager…")
     with contextlib.suppress(Exception):
         from torch._dynamo.utils import clear_compilation_metrics
         clear_compilation_metrics()
@@ -446,22 +446,31 @@ def report_budget(benchmark_seconds: float) -> float:
 
 
 def report_data(target: BuiltTarget, *, device: str, max_seconds: float, mode: str = "default",
-                breakdown: Optional[dict[str, Any]] = None, kernels: Optional[int] = None,
+                inductor: Optional[dict[str, Any]] = None,
                 progress: Progress = lambda stage: None) -> dict[str, Any]:
     """The compile report's figures for one target: `{"batch_sweep", "compile_breakdown",
-    "kernels", "notes"}`. `breakdown` (from `inspect_inductor`) saves a compile; without it the
-    breakdown is measured here."""
+    "kernels", "notes"}`. `inductor` is what `inspect_inductor` found (it saves a compile; an empty
+    dict: that compile failed, no breakdown); without it the breakdown is measured here."""
     notes: list[str] = []
-    if breakdown is None:
+    if inductor is None:
         try:
-            seen = inspect_inductor(target, device=device, mode=mode, progress=progress)
-            breakdown, kernels = seen["breakdown"], seen["kernels"]
+            inductor = inspect_inductor(target, device=device, mode=mode, progress=progress)
         except Exception as exc:  # noqa: BLE001
             if bench.is_oom(exc):
                 raise
-            notes.append(f"compile breakdown: compiling failed: {short_message(exc)}")
-    progress("measuring latency across batch sizes…")
-    sweep, sweep_notes = batch_sweep(target, device=device, max_seconds=max_seconds, mode=mode,
-                                     progress=progress)
-    notes.extend(sweep_notes)
-    return {"batch_sweep": sweep, "compile_breakdown": breakdown, "kernels": kernels, "notes": notes}
+            inductor = {}
+            notes.append(f"compile breakdown: compiling the forward failed: {short_message(exc)}")
+    breakdown = inductor.get("breakdown")
+    if breakdown is None and not notes:
+        notes.append("compile breakdown: not available (no compile metrics from torch)")
+    sweep = None
+    try:
+        sweep, sweep_notes = batch_sweep(target, device=device, max_seconds=max_seconds, mode=mode,
+                                         progress=progress)
+        notes.extend(sweep_notes)
+    except Exception as exc:  # noqa: BLE001 - e.g. a model that accepts only its example batch
+        if bench.is_oom(exc):
+            bench.free_memory()
+        notes.append(f"batch sweep: failed: {short_message(exc)}")
+    return {"batch_sweep": sweep, "compile_breakdown": breakdown, "kernels": inductor.get("kernels"),
+            "notes": notes}

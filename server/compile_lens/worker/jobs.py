@@ -15,6 +15,7 @@ import torch
 
 from ..protocol import AnalyzeJob, Problem, TargetResult, TargetSpec, from_dict
 from . import loader
+from .benchmark import cpu_name
 from .graph_breaks import trace_graph_breaks
 
 Send = Callable[[dict], None]
@@ -26,20 +27,9 @@ def describe_runtime() -> dict[str, Any]:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "cuda": cuda,
-        "device_name": torch.cuda.get_device_name(0) if cuda else _cpu_name(),
+        "device_name": torch.cuda.get_device_name(0) if cuda else cpu_name(),
         "pid": os.getpid(),
     }
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for row in f:
-                if row.startswith("model name"):
-                    return row.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "CPU"
 
 
 def _problem_from(exc: BaseException, job: AnalyzeJob, kind: str, what: str) -> Problem:
@@ -109,8 +99,33 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
         for spec in job.targets:
             step(spec, "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
     if job.benchmark:
+        def measure(result: TargetResult, p: Callable[[str], None], target: loader.BuiltTarget) -> None:
+            result.benchmark = _benchmark(target, job, p)
+            send({"id": job.id, "event": "target", "result": _asdict(result)})  # figures first
+            # The deployment questions and the report's data: each on its own, after the
+            # benchmark; a failure in one is logged and never loses the benchmark.
+            from . import deployment
+
+            seen: dict[str, Any] = {}
+            for what, run in (
+                ("checking torch.export…", lambda: _set(result, "export", deployment.check_export(
+                    target, root=job.root, device=job.device, progress=p))),
+                ("finding ops that fall back to eager…", lambda: seen.update(deployment.inspect_inductor(
+                    target, device=job.device, mode=job.mode, progress=p))),
+                ("measuring latency across batch sizes…", lambda: _set(result, "report", deployment.report_data(
+                    target, device=job.device, mode=job.mode, progress=p,
+                    max_seconds=deployment.report_budget(job.max_seconds), inductor=seen))),
+            ):
+                p(what)
+                try:
+                    run()
+                except Exception:  # noqa: BLE001 - user code or torch internals: log, keep going
+                    traceback.print_exc()
+                if "fallback_ops" in seen:
+                    result.fallback_ops = seen["fallback_ops"]
+
         for spec in job.targets:
-            step(spec, "measuring", lambda r, p, s=spec: _set(r, "benchmark", _benchmark(built[s.name], job, p)))
+            step(spec, "measuring", lambda r, p, s=spec: measure(r, p, built[s.name]))
     send({"id": job.id, "event": "done"})
 
 

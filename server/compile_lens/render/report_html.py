@@ -1,0 +1,619 @@
+"""The compile report: one standalone HTML page for a set of `FileReport`s. Pure; no torch.
+
+Used by `compile-lens report PATH -o report.html` and by the editor's report webview
+(`compileLens.reportHtml`). Everything is inline — CSS, and charts drawn here as SVG — so the
+file opens with no network; the only links out are the graph-break registry pages.
+
+- `for_webview=False`: a page with its own light/dark palette (`prefers-color-scheme`).
+  Locations are plain text.
+- `for_webview=True`: the palette is VS Code's theme (`var(--vscode-…)`), a strict Content
+  Security Policy (`default-src 'none'; style-src 'unsafe-inline'; img-src data:;` and one
+  nonce'd script), and locations are links carrying `data-path`/`data-line`/`data-column`: the
+  script posts `{type: "open", path, line, column}` to the extension, which opens the file there.
+
+Sections: the targets table (graph breaks, recompiles, forward and train-step speedup, compile
+time cold/warm, break-even, memory, accuracy, export, fallback ops, verdict); per measured target,
+the latency-vs-batch-size chart and the compile-time breakdown; every graph break with its
+location, registry id (linked) and hints; recompiles; other findings; notes.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import secrets
+import time
+from typing import Any, Iterable, Optional
+
+from .. import __version__
+from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
+from .cli_output import display_path
+from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
+
+RECOMPILE_CODES = set(_RECOMPILE_KINDS.values())
+
+SPEEDUP_GOOD = 1.1  # as the benchmark's verdict: below this a speedup is not worth a compile
+
+PHASES = [  # compile-time breakdown: key in report["compile_breakdown"], label, CSS class
+    ("dynamo_s", "Dynamo (tracing)", "c1"),
+    ("aot_autograd_s", "AOTAutograd", "c2"),
+    ("inductor_s", "Inductor (lowering, scheduling)", "c3"),
+    ("codegen_s", "Inductor code generation + C++/Triton compile", "c4"),
+]
+
+# --- small formatting helpers ---------------------------------------------------------------
+
+
+def _e(text: Any) -> str:
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def _finite(x: Any) -> Optional[float]:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def _x(speedup: Optional[float]) -> str:
+    return "–" if _finite(speedup) is None else f"{speedup:.2f}×"
+
+
+def _s(seconds: Optional[float]) -> str:
+    seconds = _finite(seconds)
+    if seconds is None:
+        return "–"
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1000:.0f} ms"
+
+
+def _ms(ms: Optional[float]) -> str:
+    ms = _finite(ms)
+    if ms is None:
+        return "–"
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    if ms >= 1:
+        return f"{ms:.2f} ms"
+    us = ms * 1000
+    return f"{us:.0f} µs" if us >= 100 or us == int(us) else f"{us:.1f} µs"
+
+
+def _bytes(n: Optional[float]) -> str:
+    n = _finite(n)
+    if n is None:
+        return "–"
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _sci(x: Optional[float]) -> str:
+    x = _finite(x)
+    return "–" if x is None else ("0" if x == 0 else f"{x:.1e}")
+
+
+def _plural(n: int, one: str, many: Optional[str] = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower() or "t"
+
+
+class _Page:
+    """What differs between the standalone page and the webview: how a location is written."""
+
+    def __init__(self, cwd: str, for_webview: bool):
+        self.cwd, self.for_webview = cwd, for_webview
+
+    def loc(self, path: str, line: Optional[int], column: Optional[int] = None, label: Optional[str] = None) -> str:
+        shown = display_path(path, self.cwd)
+        text = label or (f"{shown}:{line}" + (f":{column}" if column and column > 1 else "") if line else shown)
+        if not self.for_webview:
+            return f'<code class="loc">{_e(text)}</code>'
+        return (f'<a class="loc" href="#" data-path="{_e(path)}" data-line="{int(line or 1)}" '
+                f'data-column="{int(column or 1)}" title="open {_e(shown)} at line {int(line or 1)}">{_e(text)}</a>')
+
+
+# --- the targets table ----------------------------------------------------------------------
+
+def _speed_cell(t: Optional[Timing]) -> str:
+    if t is None or _finite(t.speedup) is None:
+        return '<td class="num muted">–</td>'
+    cls = "good" if t.speedup >= SPEEDUP_GOOD else ("bad" if t.speedup < 1.0 else "")
+    title = f"eager {_ms(t.eager_ms)} ± {_ms(t.eager_iqr_ms)}, compiled {_ms(t.compiled_ms)} ± {_ms(t.compiled_iqr_ms)} (median ± IQR)"
+    return f'<td class="num {cls}" title="{_e(title)}">{_x(t.speedup)}</td>'
+
+
+def _accuracy(b: Benchmark) -> tuple[str, str]:
+    """Cell text and class: worst output and gradient difference, flagged when out of tolerance."""
+    out, grad = b.max_abs_error.get("output"), b.max_abs_error.get("grad")
+    text = f"out {_sci(out)}" + (f" · grad {_sci(grad)}" if grad is not None else "")
+    bad = any(n.startswith("accuracy:") for n in b.notes)
+    return (("⚠ " if bad else "") + text), ("bad" if bad else "")
+
+
+def export_cell(export: Optional[dict[str, Any]]) -> tuple[str, str, str]:
+    """(text, class, tooltip) for a target's torch.export result."""
+    if not export:
+        return "–", "muted", "not checked (measure the target)"
+    where = f" line {export['line']}" if export.get("line") else ""
+    message = export.get("message") or ""
+    if export.get("ok") and export.get("strict"):
+        return "✓ strict", "good", "torch.export works, strict and non-strict"
+    if export.get("ok"):
+        return "✓ non-strict", "warn", message or "strict export fails"
+    return f"✗{where}", "bad", message or "torch.export failed"
+
+
+def fallback_cell(ops: list[dict[str, Any]], report: Optional[dict[str, Any]]) -> tuple[str, str, str]:
+    fallbacks = [o for o in ops if o.get("kind", "fallback") == "fallback"]
+    library = [o for o in ops if o.get("kind") == "extern"]
+    if not ops and not (report and report.get("kernels") is not None):
+        return "–", "muted", "not checked (measure the target)"
+    lib = ", ".join(f"{o['op']} ×{o.get('count', 1)}" for o in library)
+    tip = f"library calls (not generated code, not eager): {lib}" if lib else "no library calls"
+    if not fallbacks:
+        return "none" + (f" (+{sum(o.get('count', 1) for o in library)} library)" if library else ""), "good", tip
+    text = ", ".join(f"{o['op']} ×{o.get('count', 1)}" for o in fallbacks)
+    return text, "warn", tip
+
+
+def _target_row(page: _Page, path: str, t: TargetResult) -> str:
+    anchor = f"t-{_slug(path)}-{_slug(t.name)}"
+    name = (f'<td class="name" id="{anchor}"><strong>{_e(t.name)}</strong>'
+            f'<div class="sub">{page.loc(path, t.line)}</div></td>')
+    if t.status == "error" or t.error is not None:
+        message = t.error.message if t.error else "could not be analysed"
+        return f'<tr class="error">{name}<td colspan="{len(COLUMNS) - 1}" class="bad">✗ {_e(message)}</td></tr>'
+    breaks, recs = len(t.graph_breaks), len(t.recompiles)
+    if t.graph_count is None:
+        cells = [name, '<td class="num muted">–</td>']
+    else:
+        shown = f'<a href="#breaks-{anchor}">{breaks}</a>' if breaks else "0"
+        cells = [name, f'<td class="num {"warn" if breaks else "good"}">{shown}</td>']
+    cells.append(f'<td class="num {"warn" if recs else ""}">{recs}</td>')
+    b = t.benchmark
+    if b is None:  # forward .. accuracy
+        cells.append('<td colspan="6" class="muted">not measured yet</td>')
+    else:
+        acc, acc_cls = _accuracy(b)
+        calls = "never" if b.break_even_calls is None else f"{b.break_even_calls:,} calls"
+        eager_mem, compiled_mem = b.peak_memory_bytes.get("eager"), b.peak_memory_bytes.get("compiled")
+        memory = "–" if eager_mem is None and compiled_mem is None else f"{_bytes(eager_mem)} → {_bytes(compiled_mem)}"
+        cells += [
+            _speed_cell(b.forward),
+            _speed_cell(b.train_step),
+            f'<td class="num">{_s(b.compile_s.get("cold"))} / {_s(b.compile_s.get("warm"))}</td>',
+            f'<td class="num">{calls}</td>',
+            f'<td class="num" title="{_e(b.peak_memory_bytes.get("method"))}">{memory}</td>',
+            f'<td class="num {acc_cls}">{_e(acc)}</td>',
+        ]
+    for text, cls, tip in (export_cell(t.export), fallback_cell(t.fallback_ops, t.report)):
+        cells.append(f'<td class="{cls}" title="{_e(tip)}">{_e(text)}</td>')
+    row = '<tr class="target">' + "".join(cells) + "</tr>"
+    if b is None:
+        return row
+    # the verdict gets a line of its own under the figures it sums up
+    return (row + f'<tr class="verdict"><td></td><td colspan="{len(COLUMNS) - 1}" class="{_verdict_class(b.verdict)}">'
+            f'<span class="label">Verdict</span> {_e(b.verdict)}</td></tr>')
+
+
+def _verdict_class(verdict: str) -> str:
+    if verdict.startswith("worth it"):
+        return "good"
+    if verdict.startswith("not worth") or "differ" in verdict:
+        return "bad"
+    return "warn"
+
+
+COLUMNS = ["Target", "Graph breaks", "Recompiles", "Forward speedup", "Train-step speedup",
+           "Compile cold / warm", "Break-even", "Peak memory eager → compiled", "Accuracy (max abs diff)",
+           "torch.export", "Ops falling back to eager"]  # and a verdict line under each measured target
+TABLE_HEAD = "<tr>" + "".join(f"<th>{_e(c)}</th>" for c in COLUMNS) + "</tr>"
+
+
+# --- charts (inline SVG) --------------------------------------------------------------------
+
+def nice_ticks(top: float, count: int = 4) -> list[float]:
+    """0 and round steps up to at least `top`."""
+    if not top > 0:
+        return [0.0, 1.0]
+    raw = top / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    ticks = [0.0]
+    while ticks[-1] < top - 1e-12:
+        ticks.append(round(ticks[-1] + step, 12))
+    return ticks
+
+
+def _tick_label(value: float, unit: str) -> str:
+    if unit == "ms":
+        return _ms(value) if value else "0"
+    return _s(value) if value else "0"
+
+
+def latency_chart(sweep: dict[str, Any], *, title: str = "Forward latency vs batch size") -> str:
+    """Eager and compiled median latency per batch size (IQR as whiskers): an inline <svg>."""
+    points = [p for p in sweep.get("points", []) if _finite(p.get("eager_ms")) is not None
+              and _finite(p.get("compiled_ms")) is not None]
+    width, height = 560, 280
+    left, right, top, bottom = 64, 16, 40, 44
+    plot_w, plot_h = width - left - right, height - top - bottom
+    if not points:
+        return f'<svg class="chart" viewBox="0 0 {width} 60" role="img"><text x="8" y="30">no points measured</text></svg>'
+    highest = max(max(p["eager_ms"] + p.get("eager_iqr_ms", 0) / 2, p["compiled_ms"] + p.get("compiled_iqr_ms", 0) / 2)
+                  for p in points)
+    ticks = nice_ticks(highest * 1.05)
+    y_max = ticks[-1]
+
+    def x_at(i: int) -> float:
+        return left + (plot_w * (i + 0.5) / len(points))
+
+    def y_at(ms: float) -> float:
+        return top + plot_h * (1 - ms / y_max)
+
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">',
+             f'<text class="title" x="{left}" y="18">{_e(title)}</text>']
+    for tick in ticks:
+        y = y_at(tick)
+        parts.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        parts.append(f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_e(_tick_label(tick, "ms"))}</text>')
+    example = sweep.get("example_batch")
+    for i, p in enumerate(points):
+        cls = "axis strong" if p["batch"] == example else "axis"
+        parts.append(f'<text class="{cls}" x="{x_at(i):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{p["batch"]}</text>')
+    parts.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">batch size'
+                 + (" (bold: the example input)" if example in [p["batch"] for p in points] else "") + "</text>")
+    for side, cls in (("eager", "s-eager"), ("compiled", "s-compiled")):
+        coords = [(x_at(i), y_at(p[f"{side}_ms"])) for i, p in enumerate(points)]
+        parts.append(f'<polyline class="line {cls}" points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in coords)}"/>')
+        for (x, y), p in zip(coords, points):
+            iqr = _finite(p.get(f"{side}_iqr_ms")) or 0.0
+            if iqr > 0:
+                lo, hi = y_at(max(0.0, p[f"{side}_ms"] - iqr / 2)), y_at(min(y_max, p[f"{side}_ms"] + iqr / 2))
+                parts.append(f'<line class="whisker {cls}" x1="{x:.1f}" x2="{x:.1f}" y1="{lo:.1f}" y2="{hi:.1f}"/>')
+            tip = f"batch {p['batch']}, {side}: {_ms(p[f'{side}_ms'])} (IQR {_ms(iqr)})"
+            if side == "compiled" and _finite(p.get("speedup")) is not None:
+                tip += f", {p['speedup']:.2f}× eager"
+            parts.append(f'<circle class="dot {cls}" cx="{x:.1f}" cy="{y:.1f}" r="3.5"><title>{_e(tip)}</title></circle>')
+    lx = width - right - 170
+    parts.append(f'<rect class="swatch s-eager" x="{lx}" y="9" width="12" height="4"/>'
+                 f'<text class="axis" x="{lx + 16}" y="15">eager</text>'
+                 f'<rect class="swatch s-compiled" x="{lx + 70}" y="9" width="12" height="4"/>'
+                 f'<text class="axis" x="{lx + 86}" y="15">compiled</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def breakdown_chart(breakdown: Optional[dict[str, Any]], cold_s: Optional[float], warm_s: Optional[float],
+                    *, title: str = "Where the compile time goes") -> str:
+    """Horizontal bars: the in-worker compile split by phase, and the cold and warm compiles of the
+    benchmark (fresh processes) as totals. An inline <svg>."""
+    width = 560
+    left, right, top = 150, 70, 40
+    bar_h, gap = 22, 14
+    rows: list[tuple[str, list[tuple[str, str, float]]]] = []
+    if breakdown:
+        segments = [(label, cls, _finite(breakdown.get(key)) or 0.0) for key, label, cls in PHASES]
+        rows.append(("by phase, in the worker", segments))
+    for label, value in (("cold (fresh process)", cold_s), ("warm caches", warm_s)):
+        if _finite(value) is not None:
+            rows.append((label, [(label, "c-total", float(value))]))  # type: ignore[arg-type]
+    height = top + len(rows) * (bar_h + gap) + 44
+    if not rows:
+        return f'<svg class="chart" viewBox="0 0 {width} 60" role="img"><text x="8" y="30">no compile times measured</text></svg>'
+    total_max = max(sum(v for _, _, v in segs) for _, segs in rows) or 1.0
+    ticks = nice_ticks(total_max)
+    x_max = ticks[-1]
+    plot_w = width - left - right
+
+    def x_at(seconds: float) -> float:
+        return left + plot_w * seconds / x_max
+
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">',
+             f'<text class="title" x="8" y="18">{_e(title)}</text>']
+    axis_y = top + len(rows) * (bar_h + gap)
+    for tick in ticks:
+        x = x_at(tick)
+        parts.append(f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{top - 6}" y2="{axis_y - gap + 4}"/>')
+        parts.append(f'<text class="axis" x="{x:.1f}" y="{axis_y + 8}" text-anchor="middle">{_e(_tick_label(tick, "s"))}</text>')
+    for r, (label, segments) in enumerate(rows):
+        y = top + r * (bar_h + gap)
+        parts.append(f'<text class="axis" x="{left - 8}" y="{y + bar_h / 2 + 4:.1f}" text-anchor="end">{_e(label)}</text>')
+        x = left
+        for seg_label, cls, value in segments:
+            w = plot_w * value / x_max
+            if w > 0:
+                parts.append(f'<rect class="bar {cls}" x="{x:.1f}" y="{y}" width="{max(w, 1.0):.1f}" height="{bar_h}">'
+                             f'<title>{_e(seg_label)}: {_e(_s(value))}</title></rect>')
+            x += w
+        total = sum(v for _, _, v in segments)
+        parts.append(f'<text class="axis" x="{x + 6:.1f}" y="{y + bar_h / 2 + 4:.1f}">{_e(_s(total))}</text>')
+    if breakdown:
+        lx, ly = 8, axis_y + 26
+        for _key, label, cls in PHASES:
+            short = label.split(" (")[0].replace("Inductor code generation + C++/Triton compile", "codegen + C++/Triton compile")
+            parts.append(f'<rect class="bar {cls}" x="{lx}" y="{ly - 9}" width="10" height="10"/>'
+                         f'<text class="axis" x="{lx + 14}" y="{ly}">{_e(short)}</text>')
+            lx += 24 + 6.3 * len(short)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# --- sections -------------------------------------------------------------------------------
+
+def _charts(page: _Page, path: str, t: TargetResult) -> str:
+    report = t.report or {}
+    b = t.benchmark
+    sweep = report.get("batch_sweep")
+    breakdown = report.get("compile_breakdown")
+    if not report and b is None:
+        return ""
+    blocks = []
+    if sweep and sweep.get("points"):
+        blocks.append('<figure>' + latency_chart(sweep) + '<figcaption>'
+                      f'{_e(sweep.get("workload", "forward"))} on {_e(sweep.get("device", b.device if b else ""))}; '
+                      'median of each size, whiskers: interquartile range; compiled once with the batch '
+                      'dimension dynamic' + ("" if sweep.get("dynamic", True) else
+                                             f" (it recompiled: {sweep.get('compiles')} compiles)")
+                      + '.</figcaption></figure>')
+    else:
+        why = next((n for n in report.get("notes", []) if n.startswith("batch sweep:")), None)
+        blocks.append(f'<figure class="empty"><p class="muted">Latency vs batch size: '
+                      f'{_e(why.split(":", 1)[1].strip() if why else "not measured yet")}</p></figure>')
+    cold = b.compile_s.get("cold") if b else None
+    warm = b.compile_s.get("warm") if b else None
+    if breakdown or cold is not None:
+        caption = ("Phases from torch's compilation metrics for the forward, compiled in the worker with an "
+                   "empty Inductor cache (process start-up and imports are not in it); cold and warm: "
+                   "the benchmark's first compiled call in a fresh process") if breakdown else \
+                  "The benchmark's first compiled call in a fresh process (no per-phase figures)"
+        blocks.append('<figure>' + breakdown_chart(breakdown, cold, warm) + f'<figcaption>{_e(caption)}.</figcaption></figure>')
+    kernels = report.get("kernels")
+    extra = ""
+    if kernels is not None:
+        extra = f'<p class="muted">Inductor generated {_plural(int(kernels), "kernel")} for the forward.</p>'
+    return (f'<section class="card"><h3>{_e(t.name)} <span class="sub">{page.loc(path, t.line)}</span></h3>'
+            f'<div class="charts">{"".join(blocks)}</div>{extra}</section>')
+
+
+def _break_item(page: _Page, target: str, g: GraphBreak) -> str:
+    gb = (f'<a class="gb" href="{_e(g.url)}">{_e(g.gb_id)}</a>' if g.url and g.gb_id
+          else f'<span class="gb">{_e(g.gb_id or "graph break")}</span>')
+    parts = [f'<li class="break"><div class="head">{gb} {page.loc(g.path, g.line, g.column)} '
+             f'<strong>{_e(g.gb_type)}</strong> <span class="muted">in {_e(target)}</span></div>']
+    if g.explanation:
+        parts.append(f'<p>{_e(g.explanation)}</p>')
+    if g.hints:
+        parts.append("<ul class=\"hints\">" + "".join(f"<li>{_e(h)}</li>" for h in g.hints) + "</ul>")
+    if len(g.stack) > 1:
+        chain = " → ".join(page.loc(f.path, f.line, label=f"{f.name} ({display_path(f.path, page.cwd)}:{f.line})")
+                           for f in g.stack)
+        parts.append(f'<p class="chain">call chain: {chain}</p>')
+    parts.append("</li>")
+    return "".join(parts)
+
+
+def _breaks(page: _Page, reports: list[FileReport]) -> str:
+    items = []
+    for r in reports:
+        for t in r.targets:
+            if not t.graph_breaks:
+                continue
+            anchor = f"breaks-t-{_slug(r.path)}-{_slug(t.name)}"
+            items.append(f'<h3 id="{anchor}">{_e(t.name)} <span class="sub">{_plural(len(t.graph_breaks), "graph break")}</span></h3>'
+                         '<ul class="breaks">' + "".join(_break_item(page, t.name, g) for g in t.graph_breaks) + "</ul>")
+    if not items:
+        return '<section><h2>Graph breaks</h2><p class="good">No graph breaks in the traced targets.</p></section>'
+    return "<section><h2>Graph breaks</h2>" + "".join(items) + "</section>"
+
+
+def _recompiles(page: _Page, reports: list[FileReport]) -> str:
+    rows = []
+    for r in reports:
+        for t in r.targets:
+            for rc in t.recompiles:
+                rows.append(f"<tr><td>{_e(t.name)}</td><td>{page.loc(rc.path or r.path, rc.line)}</td>"
+                            f"<td>{_e(rc.variation)}</td><td>{_e(rc.kind)}</td><td><code>{_e(rc.reason)}</code></td></tr>")
+    if not rows:
+        return ""
+    return ("<section><h2>Recompiles</h2><div class=\"scroll\"><table><tr><th>Target</th><th>Line</th>"
+            "<th>Input change</th><th>Kind</th><th>Guard that failed</th></tr>" + "".join(rows) + "</table></div></section>")
+
+
+def _other_findings(page: _Page, reports: list[FileReport]) -> str:
+    rows = []
+    seen: set[tuple[Any, ...]] = set()
+    for r in reports:
+        for f in sorted(r.findings, key=lambda f: (f.path, f.line, f.column)):
+            if f.code.startswith("GB") or f.code == "graph-break" or f.code in RECOMPILE_CODES:
+                continue  # listed with their target in the graph-break and recompile sections
+            key = (f.path, f.line, f.code, f.message)
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append(_finding_row(page, f))
+        if r.error is not None:
+            rows.append(f'<tr><td class="bad">error</td><td>{page.loc(r.error.path or r.path, r.error.line or 1)}</td>'
+                        f"<td></td><td>{_e(r.error.message)}</td></tr>")
+    if not rows:
+        return ""
+    return ("<section><h2>Other findings</h2><div class=\"scroll\"><table><tr><th>Severity</th><th>Where</th>"
+            "<th>Code</th><th>Message</th></tr>" + "".join(rows) + "</table></div></section>")
+
+
+def _finding_row(page: _Page, f: Finding) -> str:
+    first = next((ln for ln in f.message.splitlines() if ln.strip()), f.code)
+    sev = f.severity + (" (predicted)" if f.predicted else "")
+    cls = {"error": "bad", "warning": "warn"}.get(f.severity, "muted")
+    return (f'<tr><td class="{cls}">{_e(sev)}</td><td>{page.loc(f.path, f.line, f.column)}</td>'
+            f"<td><code>{_e(f.code)}</code></td><td>{_e(first)}</td></tr>")
+
+
+def _notes(reports: list[FileReport]) -> str:
+    items = []
+    for r in reports:
+        for t in r.targets:
+            notes = list(t.benchmark.notes if t.benchmark else []) + list((t.report or {}).get("notes", []))
+            if t.export and t.export.get("message"):
+                notes.append(f"torch.export: {t.export['message']}")
+            if notes:
+                items.append(f"<h3>{_e(t.name)}</h3><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    return "<section><h2>Notes</h2>" + "".join(items) + "</section>" if items else ""
+
+
+# --- the page -------------------------------------------------------------------------------
+
+STANDALONE_PALETTE = """
+:root { --bg: #ffffff; --fg: #1f2328; --muted: #59636e; --border: #d1d9e0; --code-bg: #f6f8fa;
+  --link: #0969da; --good: #1a7f37; --bad: #cf222e; --warn: #9a6700;
+  --c-eager: #d4731b; --c-compiled: #2f6fdb; --c1: #2f6fdb; --c2: #8250df; --c3: #1a7f37; --c4: #d4731b;
+  --c-total: #8c959f; --font: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
+  --mono: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; --size: 14px; }
+@media (prefers-color-scheme: dark) {
+  :root { --bg: #0d1117; --fg: #e6edf3; --muted: #9198a1; --border: #3d444d; --code-bg: #151b23;
+    --link: #4493f8; --good: #3fb950; --bad: #f85149; --warn: #d29922;
+    --c-eager: #f0883e; --c-compiled: #4493f8; --c1: #4493f8; --c2: #ab7df8; --c3: #3fb950; --c4: #f0883e;
+    --c-total: #6e7681; } }
+"""
+
+WEBVIEW_PALETTE = """
+:root { --bg: var(--vscode-editor-background); --fg: var(--vscode-editor-foreground);
+  --muted: var(--vscode-descriptionForeground); --border: var(--vscode-panel-border, var(--vscode-widget-border, rgba(128,128,128,.35)));
+  --code-bg: var(--vscode-textCodeBlock-background); --link: var(--vscode-textLink-foreground);
+  --good: var(--vscode-charts-green); --bad: var(--vscode-errorForeground); --warn: var(--vscode-editorWarning-foreground);
+  --c-eager: var(--vscode-charts-orange); --c-compiled: var(--vscode-charts-blue); --c1: var(--vscode-charts-blue);
+  --c2: var(--vscode-charts-purple); --c3: var(--vscode-charts-green); --c4: var(--vscode-charts-orange);
+  --c-total: var(--vscode-disabledForeground, #888); --font: var(--vscode-font-family);
+  --mono: var(--vscode-editor-font-family); --size: var(--vscode-font-size); }
+"""
+
+STYLE = """
+* { box-sizing: border-box; }
+body { margin: 0; padding: 20px 28px 40px; background: var(--bg); color: var(--fg); font-family: var(--font);
+  font-size: var(--size); line-height: 1.45; }
+h1 { font-size: 1.5em; margin: 0 0 4px; font-weight: 600; }
+h2 { font-size: 1.2em; margin: 28px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--border); font-weight: 600; }
+h3 { font-size: 1.05em; margin: 16px 0 6px; font-weight: 600; }
+a { color: var(--link); text-decoration: none; } a:hover { text-decoration: underline; }
+code, .loc { font-family: var(--mono); font-size: 0.92em; }
+code { background: var(--code-bg); padding: 1px 4px; border-radius: 3px; }
+.meta { color: var(--muted); margin: 0 0 4px; }
+.summary { margin: 10px 0 0; display: flex; flex-wrap: wrap; gap: 8px; }
+.pill { border: 1px solid var(--border); border-radius: 12px; padding: 2px 10px; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; vertical-align: top; padding: 6px 10px; border-bottom: 1px solid var(--border); }
+th { font-weight: 600; color: var(--muted); font-size: 0.85em; vertical-align: bottom; }
+table.targets th { max-width: 9em; }
+table.targets tr.target td { border-bottom: none; padding-bottom: 2px; }
+table.targets tr.verdict td { padding-top: 0; font-weight: 600; }
+tr.verdict .label { font-weight: normal; color: var(--muted); font-size: 0.85em; margin-right: 6px; }
+td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+td.name { white-space: nowrap; }
+.sub { color: var(--muted); font-weight: normal; font-size: 0.9em; }
+.muted { color: var(--muted); } .good { color: var(--good); } .bad { color: var(--bad); } .warn { color: var(--warn); }
+.card { border: 1px solid var(--border); border-radius: 6px; padding: 4px 16px 10px; margin: 12px 0; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px 32px; }
+figure { margin: 6px 0; flex: 1 1 440px; max-width: 600px; }
+figure.empty { display: flex; align-items: center; }
+figcaption { color: var(--muted); font-size: 0.85em; margin-top: 2px; }
+svg.chart { width: 100%; height: auto; display: block; font-family: var(--font); }
+svg .title { font-size: 13px; font-weight: 600; fill: var(--fg); }
+svg .axis { font-size: 11px; fill: var(--muted); } svg .strong { font-weight: 700; fill: var(--fg); }
+svg .grid { stroke: var(--border); stroke-width: 1; }
+svg .line { fill: none; stroke-width: 2; }
+svg .whisker { stroke-width: 1.5; opacity: 0.6; }
+svg .s-eager { stroke: var(--c-eager); fill: var(--c-eager); } svg polyline.s-eager { fill: none; }
+svg .s-compiled { stroke: var(--c-compiled); fill: var(--c-compiled); } svg polyline.s-compiled { fill: none; }
+svg .bar { stroke: none; }
+svg .c1 { fill: var(--c1); } svg .c2 { fill: var(--c2); } svg .c3 { fill: var(--c3); } svg .c4 { fill: var(--c4); }
+svg .c-total { fill: var(--c-total); }
+ul.breaks { list-style: none; padding: 0; margin: 0; }
+li.break { border-left: 3px solid var(--warn); padding: 4px 12px; margin: 8px 0; }
+li.break .head { display: flex; flex-wrap: wrap; gap: 4px 10px; align-items: baseline; }
+li.break p { margin: 4px 0; }
+.gb { font-family: var(--mono); font-weight: 700; }
+ul.hints { margin: 4px 0; padding-left: 20px; color: var(--muted); }
+.chain { color: var(--muted); font-size: 0.9em; }
+.banner { border: 1px solid var(--warn); border-radius: 4px; padding: 6px 12px; margin: 12px 0 0; }
+footer { margin-top: 32px; color: var(--muted); font-size: 0.85em; }
+"""
+
+SCRIPT = """
+(function () {
+  const vscode = acquireVsCodeApi();
+  document.addEventListener('click', (event) => {
+    const link = event.target.closest('[data-path]');
+    if (!link) { return; }
+    event.preventDefault();
+    vscode.postMessage({ type: 'open', path: link.dataset.path,
+      line: Number(link.dataset.line) || 1, column: Number(link.dataset.column) || 1 });
+  });
+})();
+"""
+
+
+def _summary(reports: list[FileReport]) -> str:
+    targets = [t for r in reports for t in r.targets]
+    measured = [t for t in targets if t.benchmark is not None]
+    breaks = sum(len(t.graph_breaks) for t in targets)
+    recs = sum(len(t.recompiles) for t in targets)
+    no_export = sum(1 for t in targets if t.export and not t.export.get("ok"))
+    falls = sum(1 for t in targets if any(o.get("kind", "fallback") == "fallback" for o in t.fallback_ops))
+    pills = [_plural(len(reports), "file"), _plural(len(targets), "target"), f"{len(measured)} measured",
+             _plural(breaks, "graph break"), _plural(recs, "recompile")]
+    if no_export:
+        pills.append(f"{no_export} not exportable")
+    if falls:
+        pills.append(f"{falls} with eager fallbacks")
+    return '<div class="summary">' + "".join(f'<span class="pill">{_e(p)}</span>' for p in pills) + "</div>"
+
+
+def render_report(reports: list[FileReport], *, title: str, torch_version: Optional[str], device: str,
+                  cwd: str, for_webview: bool = False, nonce: Optional[str] = None,
+                  generated_at: Optional[float] = None, banner: Optional[str] = None) -> str:
+    """The whole page. `nonce` (webview only) is the script's CSP nonce; one is made when not given.
+    `banner`: a line shown above everything (e.g. results hidden because the file changed)."""
+    page = _Page(cwd, for_webview)
+    head = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">']
+    if for_webview:
+        nonce = nonce or secrets.token_urlsafe(16)
+        head.append('<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+                    f"style-src 'unsafe-inline'; img-src data:; script-src 'nonce-{_e(nonce)}';\">")
+    head.append('<meta name="viewport" content="width=device-width, initial-scale=1">')
+    head.append(f"<title>{_e(title)}</title>")
+    head.append(f"<style>{WEBVIEW_PALETTE if for_webview else STANDALONE_PALETTE}{STYLE}</style></head>")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(generated_at or time.time()))
+    devices = sorted({t.benchmark.device_name for r in reports for t in r.targets if t.benchmark})
+    body = ["<body>", f"<h1>{_e(title)}</h1>",
+            f'<p class="meta">torch {_e(torch_version or "?")} · {_e(device)}'
+            + (f" ({_e(', '.join(devices))})" if devices else "") + f" · {_e(when)}</p>",
+            _summary(reports)]
+    if banner:
+        body.append(f'<p class="banner">{_e(banner)}</p>')
+
+    rows = [_target_row(page, r.path, t) for r in reports for t in sorted(r.targets, key=lambda t: t.line)]
+    body.append("<section><h2>Targets</h2>")
+    if rows:
+        body.append(f'<div class="scroll"><table class="targets">{TABLE_HEAD}{"".join(rows)}</table></div>')
+    else:
+        body.append('<p class="muted">No targets: nothing in these files is compiled or an nn.Module.</p>')
+    body.append("</section>")
+    charts = [_charts(page, r.path, t) for r in reports for t in sorted(r.targets, key=lambda t: t.line)]
+    charts = [c for c in charts if c]
+    if charts:
+        body.append("<section><h2>Speed and compile time</h2>" + "".join(charts) + "</section>")
+    body += [_breaks(page, reports), _recompiles(page, reports), _other_findings(page, reports), _notes(reports)]
+    body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
+                "faster); medians of alternating rounds with torch.utils.benchmark.</footer>")
+    if for_webview:
+        body.append(f'<script nonce="{_e(nonce)}">{SCRIPT}</script>')
+    body.append("</body></html>")
+    return "".join(head) + "\n".join(part for part in body if part) + "\n"
+
+
+def file_reports_for(results: Iterable[tuple[str, list[TargetResult], list[Finding]]]) -> list[FileReport]:
+    """(path, targets, findings) triples as FileReports (what the server holds per open file)."""
+    return [FileReport(path=path, targets=list(targets), findings=list(findings)) for path, targets, findings in results]

@@ -1,0 +1,108 @@
+"""`compile-lens report PATH... -o report.html`: the compile report as one standalone HTML page.
+
+The same analysis as `compile-lens check` with measurements (graph breaks, recompiles, eager vs
+Inductor, torch.export, eager fallbacks, the batch-size sweep and the compile-time breakdown),
+rendered by `render.report_html` instead of as findings. The page needs no network to be read.
+
+Exit code: 0 when the report was written (whatever it found: it is an artifact, not a gate — use
+`check` to fail a build), 2 for a usage error, no Python files, no torch or a file that cannot be
+written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any, Optional
+
+from .settings import DEVICES, MODES
+
+DEFAULT_OUTPUT = "compile-report.html"
+
+
+def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """The `report` subcommand on `compile-lens`'s subparsers."""
+    rep = subparsers.add_parser(
+        "report", help="measure and write the compile report (one standalone HTML page)",
+        description="Trace, sweep and measure the targets in PATH, and write the compile report: "
+                    "a table of targets, latency vs batch size, the compile-time breakdown, "
+                    "torch.export, ops that fall back to eager and every graph break.")
+    rep.add_argument("paths", nargs="+", help="Python files or folders")
+    rep.add_argument("-o", "--output", default=DEFAULT_OUTPUT, help=f"where to write it (default {DEFAULT_OUTPUT})")
+    rep.add_argument("--device", choices=DEVICES, default="auto")
+    rep.add_argument("--mode", choices=MODES, default="default", help="torch.compile mode (benchmark.mode)")
+    rep.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
+                     help="budget of one target's benchmark, compile included (benchmark.maxSeconds)")
+    rep.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                     help="longest one analysis step may take (worker.timeoutSeconds)")
+    rep.add_argument("--title", default=None, help="the page's title (default: from the paths)")
+    rep.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    return rep
+
+
+def _title(paths: list[str]) -> str:
+    shown = ", ".join(os.path.basename(os.path.abspath(p)) or p for p in paths[:3])
+    return f"Compile report: {shown}" + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from . import cli  # here, not at the top: cli imports this module for its parser
+    from .render.report_html import render_report
+    from .settings import Settings
+
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        print(f"compile-lens: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    files = cli.python_files(args.paths)
+    if not files:
+        print(f"compile-lens: no Python files in {', '.join(args.paths)}", file=sys.stderr)
+        return 2
+    settings = Settings(device=args.device, mode=args.mode)
+    if args.max_seconds:
+        settings.max_seconds = args.max_seconds
+    if args.timeout:
+        settings.timeout_s = args.timeout
+    try:
+        reports, runtime = asyncio.run(cli.check(files, settings, benchmark=True, quiet=args.quiet))
+    except KeyboardInterrupt:
+        return 2
+    cli._apply_ignores(reports)
+    if any(r.error and r.error.kind == "no-torch" for r in reports):
+        problem = next(r.error for r in reports if r.error and r.error.kind == "no-torch")
+        print(f"compile-lens: {problem.message}", file=sys.stderr)
+        return 2
+    device = "cuda" if runtime.get("cuda") and args.device != "cpu" else "cpu"
+    page = render_report(reports, title=args.title or _title(args.paths), torch_version=runtime.get("torch"),
+                         device=device, cwd=os.getcwd())
+    try:
+        directory = os.path.dirname(os.path.abspath(args.output))
+        os.makedirs(directory, exist_ok=True)
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as exc:
+        print(f"compile-lens: cannot write {args.output}: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        targets = sum(len(r.targets) for r in reports)
+        print(f"compile-lens: wrote {args.output} ({targets} target{'s' if targets != 1 else ''} "
+              f"in {len(reports)} file{'s' if len(reports) != 1 else ''})", file=sys.stderr)
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """`python -m compile_lens.report_cli PATH...`: the subcommand on its own."""
+    parser = argparse.ArgumentParser(prog="compile-lens")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_report_parser(sub)
+    try:
+        args = parser.parse_args(["report", *(sys.argv[1:] if argv is None else argv)])
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+    return run_report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

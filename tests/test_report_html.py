@@ -1,0 +1,241 @@
+"""The compile report's HTML, from realistic hand-built FileReports: structure, charts, links, CSP."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from compile_lens.protocol import (
+    Benchmark,
+    FileReport,
+    Finding,
+    Frame,
+    GraphBreak,
+    InputRecipe,
+    Problem,
+    Recompile,
+    TargetResult,
+    Timing,
+)
+from compile_lens.render import report_html as rh
+
+ROOT = "/ws"
+GB_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html"
+GB_TYPE = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+
+
+def sample_reports() -> list[FileReport]:
+    """Two files: an MLP measured with every figure, a model with a break in a helper that does not
+    export and falls back, one target that failed, and a function with no batch dimension."""
+    mlp_path, item_path, helper = f"{ROOT}/models/mlp.py", f"{ROOT}/models/item.py", f"{ROOT}/models/helpers.py"
+    bench = Benchmark(
+        device="cpu", device_name="Intel(R) Xeon(R) CPU (2 threads)", mode="default",
+        forward=Timing(0.412, 0.368, 1.12, 0.02, 0.015), train_step=Timing(1.30, 1.383, 0.94, 0.05, 0.06),
+        compile_s={"cold": 9.8, "warm": 1.7}, break_even_calls=222_727,
+        peak_memory_bytes={"eager": 5_242_880, "compiled": 6_291_456, "method": "peak RSS growth"},
+        max_abs_error={"output": 1.3e-7, "grad": 2e-10}, max_rel_error={"output": 9e-3, "grad": None},
+        verdict="not worth it: compiled is 0.94× (slower) on cpu (train step)",
+        torch="2.13.0+cpu", inputs="float32[64, 512]", measured_at=1767225600.0,
+        notes=["timing: the machine was busy (load average 3.1 on 2 CPUs)"])
+    sweep = {"dim": 0, "example_batch": 64, "sizes": [16, 32, 64, 128, 256], "compiles": 1, "dynamic": True,
+             "device": "cpu", "workload": "forward (eval, no_grad)", "points": [
+                 {"batch": b, "eager_ms": e, "compiled_ms": c, "eager_iqr_ms": e * 0.05,
+                  "compiled_iqr_ms": c * 0.04, "speedup": e / c}
+                 for b, e, c in ((16, 0.11, 0.12), (32, 0.2, 0.19), (64, 0.41, 0.37), (128, 0.83, 0.7), (256, 1.7, 1.35))]}
+    breakdown = {"dynamo_s": 0.08, "aot_autograd_s": 0.52, "inductor_s": 0.06, "codegen_s": 1.9,
+                 "total_s": 2.56, "graphs": 1, "method": "get_compilation_metrics"}
+    mlp = TargetResult(
+        name="MLP", kind="module", line=5, inputs=InputRecipe("directive", "(torch.randn(64, 512),)"),
+        graph_count=1, benchmark=bench,
+        export={"ok": True, "strict": True, "line": None, "path": None, "message": None},
+        fallback_ops=[{"op": "extern_kernels.addmm", "count": 3, "kind": "extern"}],
+        report={"batch_sweep": sweep, "compile_breakdown": breakdown, "kernels": 2, "notes": []})
+
+    stack = [Frame(item_path, 14, "forward"), Frame(helper, 4, "scale_of")]
+    gb = GraphBreak(path=helper, line=4, column=12, end_line=4, end_column=25, gb_id="GB0124", gb_type=GB_TYPE,
+                    explanation="Dynamo does not support tracing `Tensor.item()` <by default>.",
+                    hints=["Set `torch._dynamo.config.capture_scalar_outputs = True`."], url=GB_URL,
+                    reason="...", stack=stack)
+    item_bench = Benchmark(
+        device="cpu", device_name="Intel(R) Xeon(R) CPU (2 threads)", mode="default",
+        forward=Timing(0.30, 0.21, 1.43, 0.01, 0.01), train_step=None,
+        compile_s={"cold": 11.2, "warm": 2.1}, break_even_calls=124_445,
+        peak_memory_bytes={"eager": None, "compiled": None, "method": "not measured"},
+        max_abs_error={"output": 0.0, "grad": None}, max_rel_error={"output": 0.0, "grad": None},
+        verdict="only for long runs: 1.43× forward on cpu, compile 11.2 s, pays back after 124,445 calls; 1 graph break",
+        torch="2.13.0+cpu", inputs="float32[8, 16]", measured_at=1767225600.0,
+        notes=["graph breaks: 1 — the code after a break runs eagerly"])
+    item = TargetResult(
+        name="ItemNet", kind="module", line=9, inputs=InputRecipe("directive", "(torch.randn(8, 16),)"),
+        graph_count=2, graph_breaks=[gb], benchmark=item_bench,
+        recompiles=[Recompile(line=14, variation="batch 17", kind="automatic-dynamic",
+                              reason="tensor 'x' size mismatch at index 0. expected 8, actual 17", changed="x",
+                              path=item_path)],
+        export={"ok": False, "strict": False, "line": 16, "path": item_path,
+                "message": "GuardOnDataDependentSymNode: Could not guard on data-dependent expression zuf0 > 0.0"},
+        fallback_ops=[{"op": "aten.sort", "count": 1, "kind": "fallback"},
+                      {"op": "mylib.shifted_sin", "count": 2, "kind": "fallback"},
+                      {"op": "extern_kernels.mm", "count": 1, "kind": "extern"}],
+        report={"batch_sweep": None, "compile_breakdown": {**breakdown, "graphs": 2}, "kernels": 3,
+                "notes": ["batch sweep: failed: RuntimeError: shape mismatch"]})
+    broken = TargetResult(name="Big", kind="module", line=30, status="error",
+                          error=Problem("build", "building `Big()` failed: TypeError: missing 'hidden'", item_path, 30))
+    scale = TargetResult(name="scale", kind="function", line=40, inputs=InputRecipe("inferred", "(torch.randn(16),)"),
+                         graph_count=1)
+    findings = [Finding(item_path, 14, 9, 14, 30, "warning", "GB0124", "the break", url=GB_URL),
+                Finding(item_path, 20, 5, 20, 12, "information", "CL101", "print() inside forward will break the graph",
+                        predicted=True)]
+    return [FileReport(mlp_path, targets=[mlp]), FileReport(item_path, targets=[item, broken, scale], findings=findings)]
+
+
+class Collect(HTMLParser):
+    """Tags, attributes and text of a page; fails on unbalanced structural tags."""
+
+    VOID = {"meta", "br", "img", "input", "link", "hr", "rect", "line", "polyline", "circle"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.stack: list[str] = []
+        self.text: list[str] = []
+        self.in_svg_text = False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(page: str) -> Collect:
+    parser = Collect()
+    parser.feed(page)
+    parser.close()
+    assert parser.stack == [], parser.stack
+    return parser
+
+
+@pytest.fixture(scope="module")
+def standalone() -> str:
+    return rh.render_report(sample_reports(), title="Compile report: models", torch_version="2.13.0+cpu",
+                            device="cpu", cwd=ROOT, generated_at=1767225600.0)
+
+
+@pytest.fixture(scope="module")
+def webview() -> str:
+    return rh.render_report(sample_reports(), title="Compile report", torch_version="2.13.0+cpu", device="cpu",
+                            cwd=ROOT, for_webview=True, nonce="abc123")
+
+
+def rows_of(page: Collect) -> list[str]:
+    return [attrs.get("id", "") for tag, attrs in page.tags if tag == "td" and attrs.get("class") == "name"]
+
+
+def test_standalone_parses_and_has_a_row_per_target(standalone):
+    page = parse(standalone)
+    assert standalone.startswith("<!DOCTYPE html>")
+    text = " ".join(page.text)
+    assert rows_of(page) == ["t-ws-models-mlp-py-mlp", "t-ws-models-item-py-itemnet",
+                             "t-ws-models-item-py-big", "t-ws-models-item-py-scale"]
+    for column in rh.COLUMNS:
+        assert column in text
+    # the MLP row: speedups, compile times, break-even, memory, accuracy, export, library calls, verdict
+    for needle in ("1.12×", "0.94×", "9.8 s / 1.7 s", "222,727 calls", "5.0 MB → 6.0 MB", "out 1.3e-07 · grad 2.0e-10",
+                   "✓ strict", "none (+3 library)", "not worth it: compiled is 0.94× (slower) on cpu (train step)"):
+        assert needle in text, needle
+    # ItemNet: the failed export at its line, the fallbacks, the error row, the unmeasured function
+    for needle in ("✗ line 16", "aten.sort ×1, mylib.shifted_sin ×2", "building `Big()` failed", "not measured yet"):
+        assert needle in text, needle
+    assert "torch 2.13.0+cpu" in text and "2 files" in text and "4 targets" in text
+
+
+def test_every_row_of_the_targets_table_spans_its_columns(standalone):
+    table = standalone[standalone.index('<table class="targets">'):]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
+    assert len(rows) == 1 + 4 + 2  # header, four targets, a verdict line under each measured one
+    for row in rows[1:]:
+        cells = re.findall(r"<td([^>]*)>", row)
+        spans = sum(int(m.group(1)) if (m := re.search(r'colspan="(\d+)"', c)) else 1 for c in cells)
+        assert spans == len(rh.COLUMNS), row[:200]
+
+
+def test_one_svg_per_plot(standalone):
+    page = parse(standalone)
+    svgs = [attrs for tag, attrs in page.tags if tag == "svg"]
+    labels = [a.get("aria-label") for a in svgs]
+    # MLP: latency + breakdown; ItemNet: breakdown only (its sweep failed, said in words)
+    assert labels == ["Forward latency vs batch size", "Where the compile time goes", "Where the compile time goes"]
+    assert "shape mismatch" in standalone
+    # the latency chart: a polyline per side, a dot per batch size and side
+    latency = standalone[standalone.index('aria-label="Forward latency'):]
+    latency = latency[: latency.index("</svg>")]
+    assert latency.count("<polyline") == 2 and latency.count("<circle") == 10
+    assert "batch 64, compiled: 370 µs" in latency
+
+
+def test_graph_breaks_listed_with_location_id_link_and_hints(standalone):
+    assert f'<a class="gb" href="{GB_URL}">GB0124</a>' in standalone
+    assert "models/helpers.py:4:12" in standalone
+    assert "capture_scalar_outputs = True" in standalone
+    assert "call chain:" in standalone and "scale_of (models/helpers.py:4)" in standalone
+    assert "&lt;by default&gt;" in standalone  # torch's text is escaped, never markup
+
+
+def test_no_network_needed(standalone, webview):
+    for page in (standalone, webview):
+        urls = set(re.findall(r"""(?:https?:)?//[^\s"'<>)]+""", page))
+        assert urls == {GB_URL}, urls
+        assert "<link" not in page and "src=" not in page.replace("script-src", "")
+        assert "@import" not in page and "url(" not in page
+
+
+def test_standalone_has_no_script_and_no_webview_links(standalone):
+    assert "<script" not in standalone and "data-path" not in standalone
+    assert "--vscode-" not in standalone and "prefers-color-scheme: dark" in standalone
+
+
+def test_webview_has_csp_theme_colours_and_open_links(webview):
+    page = parse(webview)
+    (csp,) = [a["content"] for t, a in page.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    assert csp.startswith("default-src 'none'; style-src 'unsafe-inline'; img-src data:;")
+    assert "script-src 'nonce-abc123'" in csp
+    (script,) = [a for t, a in page.tags if t == "script"]
+    assert script == {"nonce": "abc123"}
+    assert "var(--vscode-editor-foreground)" in webview and "var(--vscode-charts-blue)" in webview
+    links = [a for t, a in page.tags if t == "a" and "data-path" in a]
+    opened = {(a["data-path"], a["data-line"]) for a in links}
+    assert (f"{ROOT}/models/helpers.py", "4") in opened  # the graph break
+    assert (f"{ROOT}/models/mlp.py", "5") in opened  # the target's class line
+    assert all(a["href"] == "#" for a in links)
+
+
+def test_empty_and_old_results_render():
+    """No targets at all, and results from before the report fields existed."""
+    empty = rh.render_report([], title="Nothing", torch_version=None, device="cpu", cwd=ROOT)
+    parse(empty)
+    assert "No targets" in empty
+    old = TargetResult(name="Old", kind="module", line=1, graph_count=1)
+    page = rh.render_report([FileReport(f"{ROOT}/a.py", targets=[old])], title="t", torch_version="2.4",
+                            device="cpu", cwd=ROOT)
+    parse(page)
+    assert "not measured yet" in page and "<svg" not in page
+
+
+def test_nice_ticks():
+    assert rh.nice_ticks(1.7) == [0.0, 0.5, 1.0, 1.5, 2.0]
+    assert rh.nice_ticks(0.037) == [0.0, 0.01, 0.02, 0.03, 0.04]
+    assert rh.nice_ticks(0) == [0.0, 1.0]
