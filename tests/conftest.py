@@ -1,9 +1,15 @@
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# Results and Inductor caches of this run stay out of the user's ~/.cache/compile-lens: every
+# server, CLI and worker the tests start inherits this (tests that need their own pass one).
+os.environ.setdefault("COMPILE_LENS_CACHE_DIR", tempfile.mkdtemp(prefix="compile-lens-tests-"))
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from html.parser import HTMLParser
 
@@ -239,3 +240,69 @@ def test_nice_ticks():
     assert rh.nice_ticks(1.7) == [0.0, 0.5, 1.0, 1.5, 2.0]
     assert rh.nice_ticks(0.037) == [0.0, 0.01, 0.02, 0.03, 0.04]
     assert rh.nice_ticks(0) == [0.0, 1.0]
+
+
+# --- the server command and the other views of the same data ------------------------------------
+
+def _fake_server(current: bool = True):
+    from types import SimpleNamespace
+
+    from compile_lens.protocol import TargetSpec
+
+    mlp_report = sample_reports()[0]
+    mlp = mlp_report.targets[0]
+    specs = [TargetSpec("MLP", "module", 5), TargetSpec("Later", "module", 40)]
+    state = SimpleNamespace(
+        path=mlp_report.path, discovery=SimpleNamespace(targets=specs), saved=None, problem=None,
+        traced={"MLP": dataclasses.replace(mlp, benchmark=None)},
+        benchmarks={"MLP": mlp.benchmark})
+    return SimpleNamespace(
+        docs={"file:///ws/models/mlp.py": state}, runtime={"torch": "2.13.0+cpu", "cuda": False}, root=ROOT,
+        settings=SimpleNamespace(device="auto"), _is_current=lambda s: current,
+        findings_for=lambda s: [Finding(s.path, 7, 1, 7, 2, "information", "CL101", "print() inside forward")])
+
+
+def test_report_command_builds_the_webview_page_from_server_state():
+    from compile_lens.features.report import report_html
+
+    answer = report_html(_fake_server(), "file:///ws/models/mlp.py")
+    assert (answer["files"], answer["targets"]) == (1, 2)
+    page = answer["html"]
+    parse(page)
+    assert "Content-Security-Policy" in page and "<title>Compile report: mlp.py</title>" in page
+    assert "1.12×" in page  # the measurement was merged into its traced result
+    assert page.count("<svg") == 2
+    assert "not measured yet" in page  # a target the server has not traced yet
+    assert "print() inside forward" in page  # the published findings
+    assert report_html(_fake_server(), None)["files"] == 1  # null: every open file
+
+
+def test_report_command_hides_results_of_older_code():
+    from compile_lens.features.report import report_html
+
+    page = report_html(_fake_server(current=False), "file:///ws/models/mlp.py")["html"]
+    assert "changed since the last analysis" in page and "1.12×" not in page
+    assert "not open in the editor" in report_html(_fake_server(), "file:///ws/other.py")["html"]
+
+
+def test_json_and_hover_card_carry_export_and_fallbacks():
+    from compile_lens.render.benchmark_view import REPORT_LINK, hover_card
+    from compile_lens.render.cli_output import render_json
+
+    reports = sample_reports()
+    doc = render_json(reports, torch_version="2.13.0+cpu", device="cpu")
+    item = next(t for f in doc["files"] for t in f["targets"] if t["name"] == "ItemNet")
+    assert item["export"]["ok"] is False and item["export"]["line"] == 16
+    assert item["fallback_ops"][0] == {"op": "aten.sort", "count": 1, "kind": "fallback"}
+    t = reports[1].targets[0]
+    card = hover_card(t, t.benchmark, guessed_inputs=False)
+    assert "- torch.export: ✗ fails at `item.py:16`: GuardOnDataDependentSymNode" in card
+    assert ("- ops that fall back to eager: `aten.sort` ×1, `mylib.shifted_sin` ×2 · library calls "
+            "(not generated code): `extern_kernels.mm` ×1") in card
+    assert card.endswith(REPORT_LINK)
+    mlp = reports[0].targets[0]
+    card = hover_card(mlp, mlp.benchmark, guessed_inputs=False)
+    assert "- torch.export: ✓ exports (strict and non-strict)" in card
+    assert "- ops that fall back to eager: none · library calls" in card
+    unmeasured = hover_card(reports[1].targets[2], None, guessed_inputs=False)
+    assert "torch.export" not in unmeasured and unmeasured.endswith(REPORT_LINK)

@@ -43,7 +43,8 @@ def test_stdout_carries_only_framed_messages_while_user_code_writes_to_fd1(tmp_p
     shutil.copytree(FIXTURES / "spine", root)
     noisy = root / "noisy.py"
     proc = subprocess.Popen([sys.executable, "-m", "compile_lens"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=root, env={**os.environ, "PYTHONSAFEPATH": "1"})
+                            stderr=subprocess.PIPE, cwd=root,
+                            env={**os.environ, "PYTHONSAFEPATH": "1", "COMPILE_LENS_CACHE_DIR": str(tmp_path / "cache")})
     try:
         assert proc.stdin and proc.stdout
         proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

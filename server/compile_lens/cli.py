@@ -15,9 +15,12 @@ from typing import Optional
 
 from . import __version__
 from .analysis import analyze_file, safe_lint
+from .config import load_project_config
 from .discovery import discover
+from .inputs import resolve_inputs
 from .pool import WorkerGone, WorkerSlot, default_python, worker_env
 from .protocol import FileReport, Finding, Problem
+from .record.cli import add_record_parser
 from .render import findings as fnd
 from .render.cli_output import exit_code, render_json, render_sarif, render_text
 from .settings import DEVICES, Settings
@@ -67,6 +70,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             if discovery is None:
                 report.findings += [f for f in _syntax_error(source, path)]
                 continue
+            discovery.targets = resolve_inputs(path, root, discovery.targets, source=source)
             report.findings += safe_lint(source, path) or []
             report.findings += [f for t in discovery.targets for f in fnd.static_target_findings(t, path)]
             report.findings += [Finding(path, e.line, 1, e.line, 1, "warning", fnd.CODE_DIRECTIVE, e.message)
@@ -135,11 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("paths", nargs="+", help="Python files or folders")
     chk.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     chk.add_argument("--no-benchmark", action="store_true", help="trace only; do not measure Inductor")
-    chk.add_argument("--device", choices=DEVICES, default="auto")
+    chk.add_argument("--device", choices=DEVICES, default=None, help="default: pyproject's, else auto")
     chk.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                      help="longest one analysis step may take (worker.timeoutSeconds)")
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_record_parser(sub)
     return parser
 
 
@@ -149,6 +154,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
+    if args.command == "record":
+        return args.run(args)
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         print(f"compile-lens: no such file or folder: {', '.join(missing)}", file=sys.stderr)
@@ -157,7 +164,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not files:
         print(f"compile-lens: no Python files in {', '.join(args.paths)}", file=sys.stderr)
         return 2
-    settings = Settings(device=args.device)
+    # [tool.compile-lens] in pyproject.toml gives the defaults; flags win
+    settings, problems = Settings.from_client(load_project_config(files[0], _workspace_root(files)).settings)
+    for problem in problems:
+        print(f"compile-lens: {problem}", file=sys.stderr)
+    if args.device:
+        settings.device = args.device
     if args.timeout:
         settings.timeout_s = args.timeout
     try:
@@ -169,7 +181,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.format == "text":
         text = render_text(reports, cwd=cwd)
     elif args.format == "json":
-        device = "cuda" if runtime.get("cuda") and args.device != "cpu" else "cpu"
+        device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
         text = json.dumps(render_json(reports, torch_version=runtime.get("torch"), device=device), indent=2)
     else:
         text = json.dumps(render_sarif(reports, tool_version=__version__, cwd=cwd), indent=2)

@@ -26,6 +26,7 @@ class InputRecipe:
     init: Optional[str] = None  # how to build a module, e.g. "Net(hidden=64)"; None: Name()
     variants: list[str] = field(default_factory=list)  # more argument tuples (recompile sweep)
     line: Optional[int] = None  # where the directive is, when it is one
+    recorded_shapes: list = field(default_factory=list)  # shape sequence of a recorded run (recompile sweep)
 
 
 @dataclass

@@ -31,8 +31,8 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "torch.export, ops that fall back to eager and every graph break.")
     rep.add_argument("paths", nargs="+", help="Python files or folders")
     rep.add_argument("-o", "--output", default=DEFAULT_OUTPUT, help=f"where to write it (default {DEFAULT_OUTPUT})")
-    rep.add_argument("--device", choices=DEVICES, default="auto")
-    rep.add_argument("--mode", choices=MODES, default="default", help="torch.compile mode (benchmark.mode)")
+    rep.add_argument("--device", choices=DEVICES, default=None, help="default: pyproject's, else auto")
+    rep.add_argument("--mode", choices=MODES, default=None, help="torch.compile mode (benchmark.mode)")
     rep.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
                      help="budget of one target's benchmark, compile included (benchmark.maxSeconds)")
     rep.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
@@ -49,6 +49,7 @@ def _title(paths: list[str]) -> str:
 
 def run_report(args: argparse.Namespace) -> int:
     from . import cli  # here, not at the top: cli imports this module for its parser
+    from .config import load_project_config
     from .render.report_html import render_report
     from .settings import Settings
 
@@ -60,7 +61,14 @@ def run_report(args: argparse.Namespace) -> int:
     if not files:
         print(f"compile-lens: no Python files in {', '.join(args.paths)}", file=sys.stderr)
         return 2
-    settings = Settings(device=args.device, mode=args.mode)
+    # [tool.compile-lens] in pyproject.toml gives the defaults, as for `check`; flags win
+    settings, problems = Settings.from_client(load_project_config(files[0], cli._workspace_root(files)).settings)
+    for problem in problems:
+        print(f"compile-lens: {problem}", file=sys.stderr)
+    if args.device:
+        settings.device = args.device
+    if args.mode:
+        settings.mode = args.mode
     if args.max_seconds:
         settings.max_seconds = args.max_seconds
     if args.timeout:
@@ -74,7 +82,7 @@ def run_report(args: argparse.Namespace) -> int:
         problem = next(r.error for r in reports if r.error and r.error.kind == "no-torch")
         print(f"compile-lens: {problem.message}", file=sys.stderr)
         return 2
-    device = "cuda" if runtime.get("cuda") and args.device != "cpu" else "cpu"
+    device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
     page = render_report(reports, title=args.title or _title(args.paths), torch_version=runtime.get("torch"),
                          device=device, cwd=os.getcwd())
     try:

@@ -27,11 +27,14 @@ from pygls.uris import to_fs_path
 from . import __version__
 from .analysis import analyze_file, forget_lints, safe_lint
 from .cache import ResultCache, cache_key, default_cache_dir
+from .config import ProjectConfig, load_project_config
 from .discovery import Discovery, compile_call_sites, dependency_fingerprint, discover
 from .features import code_actions
+from .inputs import resolve_inputs
 from .pool import WorkerGone, WorkerSlot, default_python, kill_tree, worker_env
 from .positions import position_map, remap_finding, remap_result
 from .protocol import Benchmark, Finding, Problem, Recompile, TargetResult, TargetSpec, from_dict
+from .record import load_recorded
 from .render import benchmark_view as view
 from .render import findings as fnd
 from .render.lsp import to_diagnostic, to_range, uri_of
@@ -105,6 +108,7 @@ class CompileLensServer(LanguageServer):
         self.cache_dir = default_cache_dir()
         self.cache = ResultCache(self.cache_dir)
         self.state = "starting"
+        self._sources: Optional[tuple] = None  # (when, pyproject configs by folder, recorded runs)
         self.stats = {"traces": 0, "sweeps": 0, "benchmarks": 0, "trace_cache_hits": 0, "sweep_cache_hits": 0,
                       "bench_cache_hits": 0}
 
@@ -185,7 +189,7 @@ class CompileLensServer(LanguageServer):
             state.rediscover.cancel()
             state.rediscover = None
         if len(document.source) < BIG_FILE_CHARS:
-            state.discovery, state.discovery_stale = discover(document.source), False
+            state.discovery, state.discovery_stale = self._discover(state.path, document.source), False
         else:
             state.discovery_stale = True
             state.rediscover = asyncio.get_running_loop().call_later(0.05, self._rediscover, uri)
@@ -196,8 +200,33 @@ class CompileLensServer(LanguageServer):
         if state is None or not state.open:
             return
         state.rediscover = None
-        state.discovery, state.discovery_stale = discover(self.workspace.get_text_document(uri).source), False
+        state.discovery, state.discovery_stale = self._discover(state.path, self.workspace.get_text_document(uri).source), False
         self.publish(uri)
+
+    def _discover(self, path: str, source: str) -> Optional[Discovery]:
+        """Targets of a file, each with its inputs from the best source: a directive, pyproject.toml,
+        a recorded run (`compile-lens record`), or the guess from its first layer."""
+        found = discover(source)
+        if found is not None:
+            config, recorded = self._input_sources()
+            found.targets = resolve_inputs(path, self.root, found.targets, source=source,
+                                           config=config(path), recorded=recorded)
+        return found
+
+    def _input_sources(self):
+        """pyproject.toml and .compile-lens/recorded.json, re-read at most every 2 s (not per keystroke)."""
+        now = time.monotonic()
+        if self._sources is None or now - self._sources[0] > 2.0:
+            configs: dict[str, ProjectConfig] = {}
+
+            def config(path: str) -> ProjectConfig:
+                folder = os.path.dirname(path)
+                if folder not in configs:
+                    configs[folder] = load_project_config(path, self.root)
+                return configs[folder]
+
+            self._sources = (now, config, load_recorded(self.root))
+        return self._sources[1], self._sources[2]
 
     def _read_saved(self, state: DocState) -> Optional[Saved]:
         try:
@@ -206,7 +235,7 @@ class CompileLensServer(LanguageServer):
         except (OSError, UnicodeDecodeError) as exc:
             log.warning("cannot read %s: %s", state.path, exc)
             return None
-        found = discover(source)
+        found = self._discover(state.path, source)
         if found is None:
             return None
         deps_fp, deps = dependency_fingerprint(state.path, source, self.root)

@@ -142,8 +142,10 @@ def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str],
         from .recompiles import sweep_recompiles
     except ImportError:
         return []
+    inputs = built.spec.inputs
     return sweep_recompiles(built, path=job.path, progress=progress,
-                            compile_kwargs=built.spec.compile_options or None)
+                            compile_kwargs=built.spec.compile_options or None,
+                            recorded_shapes=(inputs.recorded_shapes or None) if inputs else None)
 
 
 def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None]) -> Any:
