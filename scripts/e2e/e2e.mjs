@@ -659,14 +659,14 @@ async function compileReportShown(wb, state) {
   // code-server puts a webview in an iframe whose document holds the page in #active-frame
   const frame = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
   const table = frame.locator('table.targets');
+  const tab = page.locator('.tabs-container .tab', { hasText: 'Compile Report' }).first();
   const deadline = Date.now() + config.measureTimeout;
   let row = '';
   for (;;) {
     await page.keyboard.press('Escape');
-    await wb.editor().locator('.view-lines').first().click();
+    await wb.viewLine('class Tiny(').click(); // the report is of the active editor's file
     await wb.runCommand('Compile Lens: Show Compile Report');
     await table.waitFor({ state: 'visible', timeout: 30_000 });
-    await frame.locator('svg.chart').first().waitFor({ state: 'attached', timeout: 5000 }).catch(() => {});
     row = oneLine(await table.locator('tr.target').first().innerText());
     if (/✓|✗/.test(row) && (await frame.locator('svg.chart').count()) >= 2) {
       break; // export checked, latency and compile-time charts drawn
@@ -677,11 +677,15 @@ async function compileReportShown(wb, state) {
     await sleep(5000);
   }
   const charts = await frame.locator('svg.chart').count();
+  // the screenshot with the report's editor group maximized and the side bar hidden
   const file = path.join(config.out, 'report.png');
-  await wb.runCommand('View: Toggle Maximized Editor Group');
+  await tab.click();
+  await wb.runCommand('View: Toggle Maximize Editor Group');
+  await wb.runCommand('View: Toggle Primary Side Bar Visibility');
   await sleep(800);
   await page.screenshot({ path: file });
-  await wb.runCommand('View: Toggle Maximized Editor Group');
+  await wb.runCommand('View: Toggle Primary Side Bar Visibility');
+  await wb.runCommand('View: Toggle Maximize Editor Group');
   await sleep(500);
   // the page's location link → "open" message → the editor at that line
   const link = frame.locator('td.name a.loc').first();
@@ -698,8 +702,9 @@ async function compileReportShown(wb, state) {
     throw new Error(`clicking the target's location did not move the cursor to line ${wanted}: "${at}"`);
   }
   // close the report: the next steps edit the measured file
-  await page.locator('.tabs-container .tab', { hasText: 'Compile Report' }).first().hover();
-  await page.locator('.tabs-container .tab', { hasText: 'Compile Report' }).first().locator('.codicon-close').click();
+  await tab.hover();
+  await tab.locator('.codicon-close').click();
+  await tab.waitFor({ state: 'detached', timeout: 10_000 });
   return `"${row.slice(0, 160)}", ${charts} charts, click → ${at}, ${path.relative(root, file)}`;
 }
 

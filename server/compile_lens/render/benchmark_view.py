@@ -61,15 +61,20 @@ def hint_label(b: Benchmark) -> str:
     return f"⚡ {_x(main.speedup)} {what}" + (" (slower)" if main.speedup < 1 else "")
 
 
+# VS Code draws hover tables without cell padding: right-aligned columns of "0.011 ± 0.001"
+# would run into each other. Non-breaking spaces (kept by the table parser) keep them apart.
+_GAP = "&nbsp;" * 3
+
+
 def _row(name: str, t: Optional[Timing]) -> str:
     if t is None:
         return f"| {name} | – | – | – |"
-    return (f"| {name} | {t.eager_ms:.3f} ± {t.eager_iqr_ms:.3f} | {t.compiled_ms:.3f} ± {t.compiled_iqr_ms:.3f} "
+    return (f"| {name} | {t.eager_ms:.3f} ± {t.eager_iqr_ms:.3f} | {_GAP}{t.compiled_ms:.3f} ± {t.compiled_iqr_ms:.3f} "
             f"| **{_x(t.speedup)}** |")
 
 
 def _err(value: Optional[float]) -> str:
-    return "–" if value is None else f"{value:.2e}"
+    return "–" if value is None else ("0" if value == 0 else f"{value:.2e}")
 
 
 REPORT_LINK = "[Open the compile report](command:compileLens.showReport)"
@@ -138,13 +143,14 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         "",
         f"**{b.verdict}**",
         "",
-        "| | eager ms (median ± IQR) | compiled ms | speedup |",
+        f"| | eager ms (median ± IQR) | compiled ms | {_GAP}speedup |",
         "|---|---:|---:|---:|",
         _row("forward", b.forward),
         _row("train step", b.train_step),
         "",
         f"- compile: {_seconds(b.compile_s.get('cold'))} cold, {_seconds(b.compile_s.get('warm'))} with warm caches",
-        "- pays back after " + (f"{b.break_even_calls:,} calls" if b.break_even_calls is not None else "never (compiled is not faster)"),
+        (f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
+         else "- never pays back (compiled is not faster)"),
         f"- peak memory: eager {_bytes(b.peak_memory_bytes.get('eager'))}, compiled {_bytes(b.peak_memory_bytes.get('compiled'))}"
         f" ({b.peak_memory_bytes.get('method', 'method unknown')})",
         f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "

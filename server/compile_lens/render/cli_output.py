@@ -71,7 +71,9 @@ def _first_line(text: str) -> str:
 
 def _uncovered_target_errors(report: FileReport) -> list[tuple[TargetResult, Problem]]:
     """Target errors that no error finding of this report already shows on their line."""
-    error_lines = {(_norm(f.path), f.line) for f in report.findings if f.severity == "error"}
+    # an error finding, or the target-problem codes (CL001/CL003), already say it on that line
+    error_lines = {(_norm(f.path), f.line) for f in report.findings
+                   if f.severity == "error" or f.code in ("CL001", "CL003")}
     out = []
     for t in report.targets:
         problem = t.error

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, Callable
 
+from ..inputs import fix_hint, where_from
 from ..protocol import Problem, TargetSpec
 
 sys.dont_write_bytecode = True  # never leave .pyc files in the user's folders
@@ -218,16 +219,20 @@ def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> Built
         def make() -> Any:
             return fn
 
+    # say which source the failing recipe came from, and where to fix it
+    if spec.inputs.source != "inferred" or spec.inputs.init:
+        how = fix_hint(spec.inputs, spec.name)
     try:
         make()
     except Exception as exc:  # noqa: BLE001 - user code: report, never crash
+        built = init if spec.kind == "module" else spec.name
         raise TargetError(Problem(
-            "build", f"building `{init if spec.kind == 'module' else spec.name}` failed: {describe(exc)}",
+            "build", f"building `{built}` (from {where_from(spec.inputs)}) failed: {describe(exc)}",
             path, user_line(exc, path) or spec.line, how)) from None
     try:
         args = _as_tuple(eval(spec.inputs.text, namespace))  # noqa: S307
     except Exception as exc:  # noqa: BLE001
         raise TargetError(Problem(
-            "inputs", f"evaluating inputs `{spec.inputs.text}` failed: {describe(exc)}",
-            path, spec.inputs.line or spec.line, "fix the `inputs=` expression")) from None
+            "inputs", f"evaluating inputs `{spec.inputs.text}` (from {where_from(spec.inputs)}) failed: "
+                      f"{describe(exc)}", path, spec.inputs.line or spec.line, fix_hint(spec.inputs, spec.name))) from None
     return BuiltTarget(spec, make, args, namespace)
