@@ -663,8 +663,7 @@ async function compileReportShown(wb, state) {
   const deadline = Date.now() + config.measureTimeout;
   let row = '';
   for (;;) {
-    await page.keyboard.press('Escape');
-    await wb.viewLine('class Tiny(').click(); // the report is of the active editor's file
+    await wb.openFile(config.measureFile); // the report is of the active editor's file
     await wb.runCommand('Compile Lens: Show Compile Report');
     await table.waitFor({ state: 'visible', timeout: 30_000 });
     row = oneLine(await table.locator('tr.target').first().innerText());
@@ -702,9 +701,10 @@ async function compileReportShown(wb, state) {
     throw new Error(`clicking the target's location did not move the cursor to line ${wanted}: "${at}"`);
   }
   // close the report: the next steps edit the measured file
-  await tab.hover();
-  await tab.locator('.codicon-close').click();
+  await tab.click();
+  await wb.runCommand('View: Close Editor');
   await tab.waitFor({ state: 'detached', timeout: 10_000 });
+  await wb.openFile(config.measureFile);
   return `"${row.slice(0, 160)}", ${charts} charts, click → ${at}, ${path.relative(root, file)}`;
 }
 

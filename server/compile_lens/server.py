@@ -329,11 +329,11 @@ class CompileLensServer(LanguageServer):
 
         def on_target(result: TargetResult) -> None:
             fresh[result.name] = result
-            if result.error is None or result.error.kind not in WORKER_FAILURES:
-                self.cache.put(keys[result.name], "trace", dataclasses.asdict(result), saved.source)
-            # stream: show this target's breaks while the next one is traced
+            # stream: show this target's breaks while the next one is traced (then write the cache)
             if current() and time.monotonic() - state.last_stream_publish > STREAM_PUBLISH_S:
                 accept(fresh, None)
+            if result.error is None or result.error.kind not in WORKER_FAILURES:
+                self.cache.put(keys[result.name], "trace", dataclasses.asdict(result), saved.source)
 
         todo = {name for name in keys if name not in fresh}
         problem = None
