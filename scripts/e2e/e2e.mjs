@@ -239,7 +239,7 @@ class Workbench {
   copyWorkspace() {
     fs.cpSync(config.workspace, this.workspace, {
       recursive: true,
-      filter: (src) => !/(^|[/\\])(__pycache__|\.mypy_cache|\.pytest_cache)$/.test(src),
+      filter: (src) => !/(^|[/\\])(__pycache__|\.mypy_cache|\.pytest_cache|\.venv|node_modules|\.git)$/.test(src),
     });
   }
 

@@ -4,8 +4,10 @@
 # repository, ${COMPILE_LENS_E2E_CACHE:-~/.cache/compile-lens-e2e}), builds the .vsix
 # (scripts/e2e/vsix.sh), then runs scripts/e2e/e2e.mjs. Screenshots and logs: build/e2e/.
 #
-# Knobs (environment): E2E_FILE (file in examples/ with a graph break), E2E_ONLY (scenario
-# names, comma-separated: trusted,restricted), E2E_ANALYSIS_TIMEOUT_S, E2E_TIMEOUT_S.
+# Knobs (environment): E2E_FILE (file in examples/ with a graph break), E2E_MEASURE_FILE (a small
+# model to measure, default tiny_measure.py), E2E_ONLY (scenario names, comma-separated:
+# trusted,restricted), E2E_ANALYSIS_TIMEOUT_S, E2E_MEASURE_TIMEOUT_S, E2E_TIMEOUT_S.
+# The workbench opens a copy of examples/, so steps that edit a file leave the repository alone.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -29,7 +29,7 @@ from .analysis import analyze_file, forget_lints, safe_lint
 from .cache import ResultCache, cache_key, default_cache_dir
 from .config import ProjectConfig, load_project_config
 from .discovery import Discovery, compile_call_sites, dependency_fingerprint, discover
-from .features import code_actions
+from .features import code_actions, report
 from .inputs import resolve_inputs
 from .pool import WorkerGone, WorkerSlot, default_python, kill_tree, worker_env
 from .positions import position_map, remap_finding, remap_result
@@ -866,6 +866,7 @@ def stats_command(ls: CompileLensServer) -> dict:
 
 
 code_actions.register(server)
+report.register(server)
 
 
 def main() -> None:

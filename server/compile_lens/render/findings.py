@@ -84,7 +84,8 @@ def recompile_findings(result: TargetResult, path: str) -> list[Finding]:
             path=where, line=line, column=1, end_line=line, end_column=1, severity=severity, code=code,
             message=message,
             data={"kind": "recompile", "recompile_kind": kind, "changed": rc.changed,
-                  "target": result.name, "variation": variation, "count": len(records)},
+                  "target": result.name, "variation": variation, "count": len(records),
+                  **({"anchor": "keyword"} if line == result.line else {})},
         ))
     return found
 
@@ -141,11 +142,16 @@ def static_target_findings(spec: TargetSpec, path: str) -> list[Finding]:
 
 
 def whole_line(finding: Finding, lines: list[str]) -> Finding:
-    """Findings made without columns (column 1 to 1) cover their line's text."""
+    """Findings made without columns (column 1 to 1) cover their line's text — or, anchored to the
+    `class`/`def` keyword, just that word, so hovering the target's name shows its card unclouded."""
     if finding.column == finding.end_column == 1 and 0 < finding.line <= len(lines):
         text = lines[finding.line - 1]
         finding.column = len(text) - len(text.lstrip()) + 1
         finding.end_column = max(len(text.rstrip()) + 1, finding.column + 1)
+        if finding.data.get("anchor") == "keyword":
+            word = re.match(r"\s*(@?\w+)", text)
+            if word:
+                finding.end_column = word.end(1) + 1
     return finding
 
 

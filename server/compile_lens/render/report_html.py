@@ -188,8 +188,16 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
             f'<td class="num" title="{_e(b.peak_memory_bytes.get("method"))}">{memory}</td>',
             f'<td class="num {acc_cls}">{_e(acc)}</td>',
         ]
-    for text, cls, tip in (export_cell(t.export), fallback_cell(t.fallback_ops, t.report)):
-        cells.append(f'<td class="{cls}" title="{_e(tip)}">{_e(text)}</td>')
+    text, cls, tip = export_cell(t.export)
+    where = (t.export or {}).get("path"), (t.export or {}).get("line")
+    if where[0] and where[1]:  # the line that does not export: a location like any other
+        mark, _, label = text.partition(" ")
+        shown = f"{_e(mark)} {page.loc(where[0], where[1], label=label or f'line {where[1]}')}"
+    else:
+        shown = _e(text)
+    cells.append(f'<td class="{cls}" title="{_e(tip)}">{shown}</td>')
+    text, cls, tip = fallback_cell(t.fallback_ops, t.report)
+    cells.append(f'<td class="{cls}" title="{_e(tip)}">{_e(text)}</td>')
     row = '<tr class="target">' + "".join(cells) + "</tr>"
     if b is None:
         return row

@@ -38,7 +38,7 @@ does Inductor not generate code for, and the data of the compile report.
   `code_gen_time_s`. In-process, after the benchmark: the one-time cost of a fresh process
   (imports, compile workers; most of a cold compile on a small model) is not in it — the report
   shows the benchmark's cold compile next to it.
-- **batch sweep** (`report_data`) — eager vs compiled latency at 4–6 batch sizes around the
+- **batch sweep** (`report_data`) — eager vs compiled latency at 4–5 batch sizes around the
   example's (`torch.utils.benchmark.Timer.blocked_autorange`, eager and compiled alternating, a
   round length scaled to the budget). Dim 0 of every tensor input whose dim 0 matches the first
   input's is resized (rows repeated cyclically, so integer indices stay valid); inputs whose
@@ -65,7 +65,7 @@ from . import benchmark as bench
 from .loader import BuiltTarget, _is_environment_file, _under, innermost_user_frame
 
 MESSAGE_CHARS = 400
-SWEEP_POINTS = 5  # batch sizes measured (4 when the budget is short)
+SWEEP_POINTS = 5  # batch sizes measured (4 when the budget is under 4 s)
 SWEEP_ROUNDS = 3  # alternating eager/compiled rounds per size
 SWEEP_MAX_ELEMENTS = 1 << 26  # largest batch: at most this many input elements (256 MB of float32)
 LIBRARY_NAMESPACES = {"mkldnn", "mkl", "onednn", "quantized", "_quantized"}
@@ -377,7 +377,8 @@ def batch_sweep(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
     started = time.perf_counter()
     obj, args = _eval_model(target, device)
     first = next(bench.tensors_in(args))
-    sizes = sweep_sizes(batch, max(1, first.numel() // max(1, first.shape[0])))
+    points_wanted = SWEEP_POINTS if max_seconds >= 4 else SWEEP_POINTS - 1
+    sizes = sweep_sizes(batch, max(1, first.numel() // max(1, first.shape[0])), points_wanted)
     notes: list[str] = []
     with contextlib.suppress(Exception):
         from torch._dynamo.utils import clear_compilation_metrics
@@ -404,7 +405,7 @@ def batch_sweep(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
                         del inputs[size]
                         break
                     raise
-        compiles = len(bench._frame_compiles(bench._metrics()))
+        compiles = _recompiles()
         left = max(0.5, max_seconds - (time.perf_counter() - started))
         round_s = min(bench.MAX_ROUND_S, max(0.02, left / (len(inputs) * 2 * SWEEP_ROUNDS * 1.3)))
         for size, sized in inputs.items():
@@ -419,18 +420,25 @@ def batch_sweep(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
             points.append({"batch": size, "eager_ms": t.eager_ms, "compiled_ms": t.compiled_ms,
                            "eager_iqr_ms": t.eager_iqr_ms, "compiled_iqr_ms": t.compiled_iqr_ms,
                            "speedup": t.speedup})
-        after = len(bench._frame_compiles(bench._metrics()))
+        after = _recompiles()
     finally:
         with contextlib.suppress(Exception):
             torch._dynamo.reset()
     if after > compiles:
         notes.append(f"batch sweep: {after - compiles} recompile(s) while timing; those figures include compiling")
-    if compiles > 1:
-        notes.append(f"batch sweep: the compiled model was compiled {compiles} times across the sizes "
-                     "(the batch dimension could not stay dynamic, or a graph break)")
+    if compiles:
+        notes.append(f"batch sweep: {compiles} recompile(s) across the sizes: the batch dimension could not "
+                     "stay dynamic (something specialises on it)")
     return {"dim": 0, "example_batch": batch, "sizes": [p["batch"] for p in points], "points": points,
-            "compiles": compiles, "dynamic": compiles <= 1, "device": device, "workload": "forward (eval, no_grad)",
-            "seconds": time.perf_counter() - started}, notes
+            "compiles": 1 + compiles, "dynamic": compiles == 0, "device": device,
+            "workload": "forward (eval, no_grad)", "seconds": time.perf_counter() - started}, notes
+
+
+def _recompiles() -> int:
+    """Frame compiles since the metrics were cleared that were recompiles (`compile_id` "F/R", R > 0);
+    the frames after a graph break are first compiles of their own frame, not recompiles."""
+    ids = [str(getattr(e, "compile_id", "") or "") for e in bench._frame_compiles(bench._metrics())]
+    return sum(1 for i in ids if "/" in i and not i.endswith("/0"))
 
 
 def _no_grad_call(fn: Callable[..., Any], args: tuple) -> Callable[[], Any]:
@@ -462,7 +470,8 @@ def report_data(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
             notes.append(f"compile breakdown: compiling the forward failed: {short_message(exc)}")
     breakdown = inductor.get("breakdown")
     if breakdown is None and not notes:
-        notes.append("compile breakdown: not available (no compile metrics from torch)")
+        notes.append("compile breakdown: not available (no compile metrics from torch)" if inductor else
+                     "compile breakdown: not measured: compiling the forward with Inductor failed (see the log)")
     sweep = None
     try:
         sweep, sweep_notes = batch_sweep(target, device=device, max_seconds=max_seconds, mode=mode,

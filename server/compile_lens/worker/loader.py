@@ -92,11 +92,16 @@ def _under(path: str, root: str) -> bool:
     return real == root or real.startswith(root + os.sep)
 
 
+_OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
+
+
 def purge_user_modules(root: str) -> None:
-    """Forget every module imported from the workspace, so the next import reads today's code."""
+    """Forget every module imported from the workspace, so the next import reads today's code.
+
+    Compile Lens itself is never forgotten, even when the workspace is its own repository."""
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if path and _under(path, root) and not _is_environment_file(path):
+        if path and _under(path, root) and not _is_environment_file(path) and not _real(path).startswith(_OUR_DIR):
             del sys.modules[name]
 
 
