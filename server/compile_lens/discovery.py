@@ -43,12 +43,17 @@ def discover(source: str) -> Optional[Discovery]:
     found = Discovery(fingerprint=fingerprint(tree))
     module_classes = _module_classes(tree)
     constants = _module_constants(tree)
+    # `compiled = torch.compile(fn)`: a plain function compiled at a call site is a target too
+    functions = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    compiled_at = {site.target: site.options for site in compile_call_sites(tree, functions)}
     for node in tree.body:
         spec: Optional[TargetSpec] = None
         if isinstance(node, ast.ClassDef) and node.name in module_classes:
             spec = _module_target(node, constants)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             options = _compile_decorator(node)
+            if options is None and node.name in compiled_at:
+                options = dict(compiled_at[node.name])
             if options is not None:
                 spec = TargetSpec(node.name, "function", node.lineno, compile_options=options)
                 spec.problem = (f"no example inputs for `{node.name}`: add "
