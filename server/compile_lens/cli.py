@@ -23,6 +23,7 @@ from .protocol import FileReport, Finding, Problem
 from .record.cli import add_record_parser
 from .render import findings as fnd
 from .render.cli_output import exit_code, render_json, render_sarif, render_text
+from .report_cli import add_report_parser, run_report
 from .settings import DEVICES, Settings
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox", ".mypy_cache"}
@@ -145,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_record_parser(sub)
+    add_report_parser(sub)
     return parser
 
 
@@ -156,6 +158,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0 if exc.code == 0 else 2
     if args.command == "record":
         return args.run(args)
+    if args.command == "report":
+        return run_report(args)
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         print(f"compile-lens: no such file or folder: {', '.join(missing)}", file=sys.stderr)

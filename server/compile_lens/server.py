@@ -315,6 +315,8 @@ class CompileLensServer(LanguageServer):
                 self.stats["trace_cache_hits"] += 1
 
         benchmarks = self._cached_benchmarks(saved, state.path)
+        specs = {t.name: t for t in saved.discovery.targets}
+        spec_of = specs.get
         state.last_stream_publish = 0.0  # the first target's result goes out the moment it arrives
 
         def current() -> bool:
@@ -324,6 +326,10 @@ class CompileLensServer(LanguageServer):
             if state.saved is not saved:
                 state.benchmarks = dict(benchmarks)
             state.traced, state.saved, state.problem = dict(results), saved, problem
+            for name in state.benchmarks:  # export and fallback answers were measured with the figures
+                hit = self.cache.get(self._bench_key(saved, spec_of(name)) + ":deploy") if spec_of(name) else None
+                if hit is not None:
+                    self._set_deployment(state, name, hit[0])
             state.last_stream_publish = time.monotonic()
             self._show_trace(state)
 
@@ -396,6 +402,12 @@ class CompileLensServer(LanguageServer):
         self.stats["sweep_cache_hits"] = self.stats.get("sweep_cache_hits", 0) + 1
         self._set_recompiles(state, name, [from_dict(Recompile, r) for r in hit[0]], hit[1], saved)
         return True
+
+    def _set_deployment(self, state: DocState, name: str, deployment: dict) -> None:
+        if name in state.traced:
+            state.traced[name] = dataclasses.replace(
+                state.traced[name], export=deployment.get("export"),
+                fallback_ops=deployment.get("fallback_ops") or [], report=deployment.get("report"))
 
     def _set_recompiles(self, state: DocState, name: str, recompiles: list, source: Optional[str], saved: Saved) -> None:
         """Attach a sweep's recompiles (found on `source`) to the traced result (on `saved`)."""
@@ -483,8 +495,11 @@ class CompileLensServer(LanguageServer):
                      else (result.error.message if result.error else "no figures"))
             if result.benchmark is not None:
                 self.cache.put(self._bench_key(saved, spec), "bench", dataclasses.asdict(result.benchmark))
+                deployment = {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report}
+                self.cache.put(self._bench_key(saved, spec) + ":deploy", "deploy", deployment)
                 if _same_code(state.saved, saved):
                     state.benchmarks[result.name] = result.benchmark
+                    self._set_deployment(state, result.name, deployment)
                     self.publish(state.uri)
             elif result.error is not None and _same_code(state.saved, saved):
                 state.traced[result.name] = dataclasses.replace(
