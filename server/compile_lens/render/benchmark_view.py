@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import Any, Optional
@@ -17,8 +18,8 @@ def _seconds(s: Optional[float]) -> str:
     return "–" if s is None else (f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms")
 
 
-def _bytes(n: Optional[float]) -> str:
-    if n is None:
+def format_bytes(n: Optional[float]) -> str:
+    if n is None or (isinstance(n, float) and not math.isfinite(n)):
         return "–"
     for unit in ("B", "KB", "MB", "GB"):
         if abs(n) < 1024 or unit == "GB":
@@ -151,7 +152,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         f"- compile: {_seconds(b.compile_s.get('cold'))} cold, {_seconds(b.compile_s.get('warm'))} with warm caches",
         (f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
          else "- never pays back (compiled is not faster)"),
-        f"- peak memory: eager {_bytes(b.peak_memory_bytes.get('eager'))}, compiled {_bytes(b.peak_memory_bytes.get('compiled'))}"
+        f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled {format_bytes(b.peak_memory_bytes.get('compiled'))}"
         f" ({b.peak_memory_bytes.get('method', 'method unknown')})",
         f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
         f"gradients {_err(b.max_abs_error.get('grad'))} abs",

@@ -27,6 +27,7 @@ from typing import Any, Iterable, Optional
 
 from .. import __version__
 from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
+from .benchmark_view import format_bytes
 from .cli_output import display_path
 from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
 
@@ -73,17 +74,6 @@ def _ms(ms: Optional[float]) -> str:
         return f"{ms:.2f} ms"
     us = ms * 1000
     return f"{us:.0f} µs" if us >= 100 or us == int(us) else f"{us:.1f} µs"
-
-
-def _bytes(n: Optional[float]) -> str:
-    n = _finite(n)
-    if n is None:
-        return "–"
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"
 
 
 def _sci(x: Optional[float]) -> str:
@@ -179,7 +169,7 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
         acc, acc_cls = _accuracy(b)
         calls = "never" if b.break_even_calls is None else f"{b.break_even_calls:,} calls"
         eager_mem, compiled_mem = b.peak_memory_bytes.get("eager"), b.peak_memory_bytes.get("compiled")
-        memory = "–" if eager_mem is None and compiled_mem is None else f"{_bytes(eager_mem)} → {_bytes(compiled_mem)}"
+        memory = "–" if eager_mem is None and compiled_mem is None else f"{format_bytes(eager_mem)} → {format_bytes(compiled_mem)}"
         cells += [
             _speed_cell(b.forward),
             _speed_cell(b.train_step),
