@@ -154,8 +154,7 @@ class Worker:
                         return json.loads(line)
                     except ValueError:
                         log.warning("worker sent a line that is not JSON: %r", line[:200])
-                        continue_read = asyncio.ensure_future(self.proc.stdout.readline())
-                        read = continue_read
+                        read = asyncio.ensure_future(self.proc.stdout.readline())
                         continue
                 if memory_limit_mb and tree_rss(self.proc.pid) > memory_limit_mb * 1024 * 1024:
                     self.kill()
