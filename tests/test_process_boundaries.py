@@ -1,0 +1,23 @@
+"""The server process never imports torch; the worker never imports pygls (DESIGN.md)."""
+
+import subprocess
+import sys
+
+
+def _modules_after(code: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
+                          capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_the_server_and_cli_do_not_import_torch():
+    loaded = _modules_after("import compile_lens.server, compile_lens.cli, compile_lens.features.report")
+    assert "pygls" in loaded
+    assert not {m for m in loaded if m == "torch" or m.startswith("torch.")}
+
+
+def test_the_worker_does_not_import_pygls():
+    loaded = _modules_after("import compile_lens.worker.jobs, compile_lens.worker.deployment, "
+                            "compile_lens.worker.recompiles, compile_lens.worker.bench_child")
+    assert "torch" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("pygls", "lsprotocol")}
