@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 import torch.utils.benchmark as tbench
 
+from ..pool import kill_tree
 from ..protocol import Benchmark, Problem, Timing
 from .loader import BuiltTarget, TargetError, describe
 
@@ -403,24 +404,6 @@ def _child_env(cache_dir: str) -> dict[str, str]:
     return env
 
 
-def _kill_tree(pid: int) -> None:
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil is a dependency
-        with contextlib.suppress(OSError):
-            os.kill(pid, 9)
-        return
-    try:
-        proc = psutil.Process(pid)
-        procs = proc.children(recursive=True) + [proc]
-    except psutil.Error:
-        return
-    for p in procs:
-        with contextlib.suppress(psutil.Error):
-            p.kill()
-    psutil.wait_procs(procs, timeout=5)
-
-
 def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float) -> dict[str, Any]:
     """Run `bench_child` in a fresh process; its result comes back in a file, never on stdout.
 
@@ -440,7 +423,7 @@ def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float) -> dict[st
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _kill_tree(proc.pid)
+                kill_tree(proc.pid)  # the child and Inductor's compile workers
                 proc.wait()
                 raise TargetError(Problem(
                     "timeout", f"the benchmark process did not finish within {timeout:.0f} s "
