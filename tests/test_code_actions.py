@@ -289,7 +289,10 @@ async def test_config_fix_removes_its_break_and_nothing_else(ws, code, needle, t
     path = root / "breaks.py"
     uri = open_file(client, path)
     text = path.read_text()
-    before = await wait_for(client, uri, lambda ds: any(d.code == code for d in ds))
+    # settled: the trace and the recompile sweep (its findings arrive a moment after the trace)
+    await wait_for(client, uri, lambda ds: any(d.code == code for d in ds))
+    await analysed(client, path.name, 0)
+    before = client.diagnostics[uri]
     found = the(before, code, needle, text)
     fix = await action_for(client, uri, found, title)
     assert fix.is_preferred or code == "GB0059"

@@ -53,11 +53,15 @@ def run_job(raw: dict, send: Send) -> None:
 
     # A config line in one user file (`torch._dynamo.config.x = ...`) must not carry over to the
     # next file this warm worker analyses.
-    saved_config = torch._dynamo.config.get_config_copy()
+    config = torch._dynamo.config
+    saved_config = config.get_config_copy()
     try:
         _run(job, send, progress)
     finally:
-        torch._dynamo.config.load_config(saved_config)
+        changed = config.get_config_copy()
+        for key, value in saved_config.items():  # only what changed: setting deprecated keys warns
+            if changed.get(key) != value:
+                setattr(config, key, value)
 
 
 def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
