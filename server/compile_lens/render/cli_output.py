@@ -164,12 +164,11 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
     rows.sort(key=lambda r: r[:4])
     lines = [r[4] for r in rows]
 
-    bench = []
-    for report in reports:
+    bench = []  # by path, then line as a number (a text sort puts :15 before :9)
+    for report in sorted(reports, key=lambda r: display_path(r.path, cwd)):
         for t in sorted(report.targets, key=lambda t: t.line):
             if t.benchmark is not None:
                 bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {benchmark_summary(t.benchmark)}")
-    bench.sort()
     if bench:
         if lines:
             lines.append("")
