@@ -76,8 +76,7 @@ def recompile_findings(result: TargetResult, path: str) -> list[Finding]:
         rc = records[0]
         code = RECOMPILE_CODES["state"] if state else RECOMPILE_CODES.get(kind, "CL211")
         severity = "information" if state else RECOMPILE_SEVERITY.get(kind, "warning")
-        compile_s = result.benchmark.compile_s.get("cold") if result.benchmark else None
-        message = recompile_message(rc, state, compile_s)
+        message = recompile_message(rc, state, result.benchmark.compile_s if result.benchmark else None)
         if len(records) > 1:
             message += f" ({len(records)} compiled frames recompile)"
         found.append(Finding(
@@ -90,13 +89,18 @@ def recompile_findings(result: TargetResult, path: str) -> list[Finding]:
     return found
 
 
-def recompile_message(rc: Recompile, state_switch: bool = False, inductor_s: Optional[float] = None) -> str:
+def recompile_message(rc: Recompile, state_switch: bool = False, compile_s: Optional[dict] = None) -> str:
     # The sweep compiles with backend "eager" (guards only): its compile times are not what a
-    # recompile costs with Inductor. Only the measured Inductor compile time is quoted.
-    cost = f" (≈ {inductor_s:.1f} s each with Inductor, measured)" if inductor_s else ""
+    # recompile costs with Inductor. Only the measured Inductor compile times are quoted, as what
+    # they are: a recompile in a warm process usually costs less than the first, cold compile.
+    cold, warm = (compile_s or {}).get("cold"), (compile_s or {}).get("warm")
+    cost = ""
+    if cold:
+        cost = f" (the first compile with Inductor took {cold:.1f} s cold" + (
+            f", {warm:.1f} s with warm caches)" if warm else ")")
     if state_switch:
-        return (f"Recompiles once for {rc.variation}: {rc.reason} — one more compile{cost}, then both versions are kept; "
-                "expected if you switch this at run time")
+        return (f"Recompiles once for {rc.variation}: {rc.reason} — one more compile{cost}, then both versions "
+                "are kept; expected if you switch this at run time")
     if rc.kind == "automatic-dynamic":
         return f"Recompiles when `{rc.changed}` changes ({rc.variation}): {rc.reason} — one extra compile{cost}, then dynamic"
     if rc.kind == "limit":
