@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "scripts"))
 from bench import gb, published  # noqa: E402
+
 from lsp_support import change_file, open_file, start_server, stop_server, wait_for  # noqa: E402
 
 
