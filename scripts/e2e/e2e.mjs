@@ -662,6 +662,20 @@ async function compileReportShown(wb, state) {
   const tab = page.locator('.tabs-container .tab', { hasText: 'Compile Report' }).first();
   const deadline = Date.now() + config.measureTimeout;
   let row = '';
+  // The torch.export and fallback answers follow the figures by a few seconds: wait for them in
+  // the hover card, so the report opened below already has them (a webview, once open, keeps the
+  // keyboard from the palette, so re-opening it is not a good way to wait).
+  await wb.openFile(config.measureFile);
+  const box = await wb.wordBox('class Tiny(', 'Tiny');
+  const answered = page.locator('.monaco-hover:visible', { hasText: 'torch.export' }).first();
+  for (let seen = false; !seen;) {
+    if (Date.now() > deadline) throw new Error('the hover card never showed the torch.export answer');
+    await page.keyboard.press('Escape');
+    await page.mouse.move(box.x + box.width / 2, box.y - 60);
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 4 });
+    seen = await answered.waitFor({ state: 'visible', timeout: 4000 }).then(() => true, () => false);
+  }
+  await page.keyboard.press('Escape');
   for (;;) {
     await wb.openFile(config.measureFile); // the report is of the active editor's file
     await wb.runCommand('Compile Lens: Show Compile Report');
