@@ -49,12 +49,14 @@ _COMPILES = {"torch.compile", "torch.compiler.compile"}
 
 def code_actions(source: str, uri: str, rng: lsp.Range, diagnostics: Sequence[lsp.Diagnostic],
                  figures: Optional[dict[str, str]] = None,
-                 only: Optional[Sequence[str]] = None, discovery: Any = None) -> list[lsp.CodeAction]:
+                 only: Optional[Sequence[str]] = None, discovery: Any = None,
+                 guesses: Optional[dict[str, Any]] = None) -> list[lsp.CodeAction]:
     """The actions for `rng` in this file, unresolved (no edit; `data` says how to make it).
 
     `diagnostics`: the request context's (only Compile Lens' are used); `figures`: measured
     speedups by target name ("1.42×"); `only`: the kinds the client asked for; `discovery`: the
-    targets of exactly this text, when the caller has them (else they are found here)."""
+    targets of exactly this text, when the caller has them (else they are found here); `guesses`:
+    the input recipes the worker guessed after import, by target name (from its last results)."""
     src = _Source.parse(source)
     actions: list[lsp.CodeAction] = []
     if src is not None:
@@ -63,7 +65,9 @@ def code_actions(source: str, uri: str, rng: lsp.Range, diagnostics: Sequence[ls
         for d in diagnostics:
             if d.source == SOURCE and d.code:
                 actions += _fixes_for(src, uri, d)
-        actions += _rewrites_at(src, uri, rng.start.line, figures or {})
+        fixed = {a.data.get("target") for a in actions if isinstance(a.data, dict) and a.data.get("fix") == "directive"}
+        actions += [a for a in _rewrites_at(src, uri, rng.start.line, figures or {}, guesses)
+                    if not (isinstance(a.data, dict) and a.data.get("fix") == "directive" and a.data.get("target") in fixed)]
     if only:
         actions = [a for a in actions if any(a.kind == k or (a.kind or "").startswith(f"{k}.") for k in only)]
     return actions
@@ -413,6 +417,9 @@ def _fixes_for(src: _Source, uri: str, d: lsp.Diagnostic) -> list[lsp.CodeAction
     found += _disable_helper(src, uri, d, data, code)
     if data.get("kind") == "recompile":
         found += _recompile_fixes(src, uri, d, data)
+    if data.get("kind") == "guessed_inputs" and data.get("text") and data.get("target"):
+        found.append(_action(f"Write the guessed inputs as a directive to correct: inputs={data['text']}", QUICKFIX,
+                             {"fix": "directive", "uri": uri, "target": data["target"], "text": data["text"]}, d))
     found += _ignore(src, uri, d, code)
     return found
 
@@ -819,7 +826,8 @@ def _resolve_mark_dynamic(src: _Source, data: dict) -> Optional[list[_Edit]]:
 
 # ===== rewrites at the cursor: wrap in torch.compile, write inferred inputs ====================
 
-def _rewrites_at(src: _Source, uri: str, line0: int, figures: dict[str, str]) -> list[lsp.CodeAction]:
+def _rewrites_at(src: _Source, uri: str, line0: int, figures: dict[str, str],
+                 guesses: Optional[dict[str, Any]] = None) -> list[lsp.CodeAction]:
     line = line0 + 1
     found = src.discovery()
     modules = {t.name for t in found.targets if t.kind == "module"} if found else set()
@@ -831,9 +839,15 @@ def _rewrites_at(src: _Source, uri: str, line0: int, figures: dict[str, str]) ->
                                                 "name": name}))
     for spec in found.targets if found else []:
         if spec.line == line and spec.inputs is not None and spec.inputs.source == "inferred":
-            directive = f"inputs={spec.inputs.text}"
-            actions.append(_action(f"Write these inputs as a directive: {directive}", REWRITE,
-                                   {"fix": "directive", "uri": uri, "target": spec.name, "text": spec.inputs.text}))
+            # a guess made after import (from a library's config) is known once the worker ran
+            made = (guesses or {}).get(spec.name)
+            text = spec.inputs.text or (getattr(made, "text", "") if spec.inputs.after_import else "")
+            if not text:
+                continue
+            origin = spec.inputs.origin or (getattr(made, "origin", "") if made is not None else "")
+            directive = f"inputs={text}"
+            actions.append(_action(f"Write these inputs as a directive: {directive}" + (f" ({origin})" if origin else ""),
+                                   REWRITE, {"fix": "directive", "uri": uri, "target": spec.name, "text": text}))
     return actions
 
 
@@ -972,8 +986,15 @@ def _resolve_directive(src: _Source, data: dict) -> Optional[list[_Edit]]:
     spec = next((t for t in (found.targets if found else []) if t.name == data["target"]), None)
     if node is None or spec is None or spec.inputs is None or spec.inputs.source != "inferred":
         return None
+    text = spec.inputs.text or str(data.get("text") or "")  # after import: the worker's guess
+    try:
+        ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    if not text or "\n" in text:
+        return None
     first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    return [src.insert_lines(first - 1, [f"{src.indent(first)}# compile-lens: inputs={spec.inputs.text}"])]
+    return [src.insert_lines(first - 1, [f"{src.indent(first)}# compile-lens: inputs={text}"])]
 
 
 _RESOLVERS: dict[str, Callable[[_Source, dict], Optional[list[_Edit]]]] = {

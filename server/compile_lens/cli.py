@@ -90,7 +90,8 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 slot, path, root, discovery, settings, benchmark=benchmark,
                 on_progress=(None if quiet else lambda stage, target: _progress(f"  {stage}")),
             )
-            report.targets = [run.results[t.name] for t in discovery.targets if t.name in run.results]
+            report.targets = [run.results[t.name] for t in discovery.targets
+                              if t.name in run.results and run.results[t.name].status != "skipped"]
             report.error = run.problem
             traced = [f for r in report.targets for f in fnd.target_findings(r, path)]
             covered = [(t.line, t.end_line) for t in discovery.targets

@@ -41,19 +41,23 @@ def discover(source: str) -> Optional[Discovery]:
         return None
     lines = source.splitlines()
     found = Discovery(fingerprint=fingerprint(tree))
-    module_classes = _module_classes(tree)
+    module_classes, maybe_modules = _module_classes(tree)
     constants = _module_constants(tree)
     # `compiled = torch.compile(fn)`: a plain function compiled at a call site is a target too
     functions = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     compiled_at = {site.target: site.options for site in compile_call_sites(tree, functions)}
+    used: set[int] = set()  # directive lines that belong to a target
     for node in tree.body:
         spec: Optional[TargetSpec] = None
-        if isinstance(node, ast.ClassDef) and node.name in module_classes:
+        if isinstance(node, ast.ClassDef) and (node.name in module_classes or node.name in maybe_modules):
             spec = _module_target(node, constants)
+            spec.maybe_module = node.name in maybe_modules
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             options = _compile_decorator(node)
             if options is None and node.name in compiled_at:
                 options = dict(compiled_at[node.name])
+            if options is None and _has_directive(node, lines):
+                options = {}  # the user said how to call it: a plain function is a target too
             if options is not None:
                 spec = TargetSpec(node.name, "function", node.lineno, compile_options=options)
                 spec.problem = (f"no example inputs for `{node.name}`: add "
@@ -62,11 +66,17 @@ def discover(source: str) -> Optional[Discovery]:
             continue
         _name_columns(spec, node, lines)
         spec.end_line = getattr(node, "end_lineno", None) or node.lineno
-        directive = _read_directive(node, lines, found.errors)
+        directive = _read_directive(node, lines, found.errors, used)
         if directive is not None:
             _apply_directive(spec, directive)
+        if spec.kind == "module" and spec.inputs is None and (spec.maybe_module or _library_may_tell(spec)):
+            # the source alone cannot tell: the worker guesses after import from what a library
+            # publishes, and says `problem` if it cannot either (or drops a class that is no module)
+            spec.inputs = InputRecipe("inferred", "", None, after_import=True, note=spec.problem or "")
+            spec.problem = None
         spec.fingerprint = found.fingerprint
         found.targets.append(spec)
+    found.errors += _stray_directives(tree, lines, used, module_classes | maybe_modules)
     # `model = torch.compile(Net(), dynamic=True)`: the module is compiled with those options
     by_name = {t.name: t for t in found.targets}
     for site in compile_call_sites(tree, set(by_name)):
@@ -82,18 +92,75 @@ def fingerprint(tree: ast.AST) -> str:
 
 # --- which classes are modules ---------------------------------------------------------------
 
-def _is_module_base(base: ast.expr, known: set[str]) -> bool:
-    if isinstance(base, ast.Attribute) and base.attr == "Module":
+# Bases that are surely not modules: a class with only these is no target. Any other base the
+# source cannot place (a library's `GradientCheckpointingLayer`, a class imported from another
+# file) makes the class a *possible* module, which the worker settles with `issubclass` after import.
+_NOT_MODULE_BASES = {
+    "object", "Exception", "BaseException", "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "NamedTuple",
+    "TypedDict", "Protocol", "Generic", "ABC", "dict", "list", "tuple", "set", "frozenset", "str", "int",
+    "float", "bytes", "type", "ABCMeta", "Dataset", "IterableDataset", "DataLoader", "Sampler",
+    "Function", "PretrainedConfig", "PreTrainedConfig", "BaseModel", "Namespace", "OrderedDict",
+    "defaultdict", "Thread", "Process", "TestCase", "Callback", "Optimizer", "LRScheduler",
+}
+_NOT_MODULE_SUFFIXES = ("Error", "Exception", "Warning", "Config", "Dataset", "Enum", "Mixin")
+
+
+def _base_name(base: ast.expr) -> str:
+    return base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+
+
+def _module_base(base: ast.expr, known: set[str], maybe: set[str], others: set[str], aliases: set[str]) -> Optional[bool]:
+    """True: surely an nn.Module (`nn.Module`, `nn.Sequential`, `pl.LightningModule`, a module of
+    this file or an alias of one); None: cannot tell from the source; False: surely not."""
+    if isinstance(base, ast.Subscript):  # Generic[T], nn.Module has no subscripted form
+        return False
+    name = _base_name(base)
+    if not name:
+        return None  # a call (`declarative_base()`): the worker decides
+    if isinstance(base, ast.Attribute) and ast.unparse(base.value) in ("nn", "torch.nn") and name[:1].isupper():
+        return True  # nn.Module, nn.Sequential, nn.ModuleList, ...
+    if name in ("Module", "LightningModule") or name in known or name in aliases:
         return True
-    return isinstance(base, ast.Name) and (base.id == "Module" or base.id in known)
+    if name in maybe:
+        return None
+    if name in others or name in _NOT_MODULE_BASES or name.endswith(_NOT_MODULE_SUFFIXES):
+        return False
+    return None
 
 
-def _module_classes(tree: ast.Module) -> set[str]:
+def _module_aliases(tree: ast.Module) -> set[str]:
+    """`Base = nn.Module` (or `= torch.nn.Module`, `= Module`) at module level."""
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if (isinstance(value, ast.Attribute) and value.attr == "Module") or \
+                    (isinstance(value, ast.Name) and (value.id == "Module" or value.id in found)):
+                found.add(node.targets[0].id)
+    return found
+
+
+def _module_classes(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(classes that are surely modules, classes that may be: the worker checks those after import)."""
     known: set[str] = set()
+    maybe: set[str] = set()
+    others: set[str] = set()
+    aliases = _module_aliases(tree)
     for node in tree.body:  # in order: a subclass of a subclass defined above it counts
-        if isinstance(node, ast.ClassDef) and any(_is_module_base(b, known) for b in node.bases):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        verdicts = [_module_base(b, known, maybe, others, aliases) for b in node.bases]
+        if any(v is True for v in verdicts):
             known.add(node.name)
-    return known
+        elif any(v is None for v in verdicts) and not _is_dataclass(node):
+            maybe.add(node.name)
+        else:
+            others.add(node.name)
+    return known, maybe
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    return any(_base_name(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in node.decorator_list)
 
 
 def _compile_decorator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Optional[dict]:
@@ -142,7 +209,12 @@ def directive_at(line_text: str) -> Optional[str]:
     return None if IGNORE.match(body) else body
 
 
-def _read_directive(node: ast.AST, lines: list[str], errors: list[DirectiveError]) -> Optional[dict]:
+def _has_directive(node: ast.AST, lines: list[str]) -> bool:
+    return any(directive_at(lines[row - 1]) for row in _directive_lines(node, lines))
+
+
+def _read_directive(node: ast.AST, lines: list[str], errors: list[DirectiveError],
+                    used: Optional[set[int]] = None) -> Optional[dict]:
     merged: dict = {}
     seen = False
     for row in _directive_lines(node, lines):
@@ -150,6 +222,8 @@ def _read_directive(node: ast.AST, lines: list[str], errors: list[DirectiveError
         if not body:
             continue
         seen = True
+        if used is not None:
+            used.add(row)
         try:
             call = ast.parse(f"_({body})", mode="eval").body
             assert isinstance(call, ast.Call)
@@ -167,6 +241,56 @@ def _read_directive(node: ast.AST, lines: list[str], errors: list[DirectiveError
     return merged if seen and merged else None
 
 
+def _stray_directives(tree: ast.Module, lines: list[str], used: set[int], modules: set[str]) -> list[DirectiveError]:
+    """A `# compile-lens:` directive that belongs to no target: said at the directive, with why."""
+    rows = [i + 1 for i, text in enumerate(lines) if i + 1 not in used and directive_at(text)]
+    if not rows:
+        return []
+    in_strings: set[int] = set()
+    statements: list[ast.stmt] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.end_lineno or 0) > node.lineno:
+            in_strings.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        elif isinstance(node, ast.stmt):
+            statements.append(node)
+    errors = []
+    for row in rows:
+        text = lines[row - 1]
+        if row in in_strings and not text.lstrip().startswith("#"):
+            continue  # text inside a string, not a comment
+        # the statement it is above (or ends the first line of)
+        after = [n for n in statements if min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]) >= row]
+        node = min(after, key=lambda n: (n.lineno, -(n.end_lineno or n.lineno)), default=None)
+        errors.append(DirectiveError(row, "this compile-lens directive attaches to nothing: " + _why_stray(node, tree, modules)))
+    return errors
+
+
+def _why_stray(node: Optional[ast.stmt], tree: ast.Module, modules: set[str]) -> str:
+    fix = "put it on the line above a module-level `class` (an nn.Module) or `def`"
+    if node is None:
+        return f"no `class` or `def` follows it; {fix}"
+    if isinstance(node, ast.ClassDef) and node in tree.body and node.name not in modules:
+        return f"`{node.name}` is not an nn.Module subclass (its bases say so); {fix}"
+    if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node in tree.body:
+        return f"a blank line or code separates it from `{node.name}`; put it directly above the `{_keyword(node)}` line"
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node not in tree.body:
+        return (f"`{node.name}` is a method or nested function, which is not analysed on its own; "
+                "put the directive above its class (inputs for `forward`)")
+    return f"it is above `{ast.unparse(node).splitlines()[0][:60]}`, not a `class` or `def`; {fix}"
+
+
+def _keyword(node: ast.stmt) -> str:
+    return "class" if isinstance(node, ast.ClassDef) else "def"
+
+
+def _library_may_tell(spec: TargetSpec) -> bool:
+    """The guess stopped at something only known after import: a layer that is not torch.nn's (a
+    library model), or a `forward` inherited from a base of another file; and it builds with no
+    arguments."""
+    problem = spec.problem or ""
+    return "constructor arguments" not in problem and ("first reaches" in problem or "no `forward` here" in problem)
+
+
 def _apply_directive(spec: TargetSpec, directive: dict) -> None:
     line = directive.get("_line")
     init = ast.unparse(directive["init"]) if "init" in directive else None
@@ -181,6 +305,11 @@ def _apply_directive(spec: TargetSpec, directive: dict) -> None:
     elif spec.inputs is not None:
         spec.inputs.init = init or spec.inputs.init
         spec.inputs.variants = variants
+    elif init is not None and spec.kind == "module":
+        # `init=` alone: the worker builds it so and guesses inputs from the library it wraps
+        spec.inputs = InputRecipe("inferred", "", init, variants, after_import=True,
+                                  note=f"`{spec.name}` has `init=` but no `inputs=` in its compile-lens directive")
+        spec.problem = None
     elif init is not None:
         spec.problem = f"`{spec.name}` has `init=` but no `inputs=` in its compile-lens directive"
 

@@ -117,6 +117,10 @@ def _resolve(spec: TargetSpec, path: str, root: str, config: ProjectConfig, reco
                 recipe.variants = list(entry.variants) or recipe.variants
     if recipe is not None:
         _with_shapes(recipe, shapes)
+        if recipe.after_import and recipe.note and "compile-lens record" not in recipe.note:
+            # what the worker says when no library tells the inputs either: every way to give them
+            spec.problem = recipe.note
+            recipe.note = _problem(spec, path, root, config, recorded, None)
         spec.inputs, spec.problem = recipe, None
         return
     spec.inputs = None
@@ -125,6 +129,8 @@ def _resolve(spec: TargetSpec, path: str, root: str, config: ProjectConfig, reco
 
 def _needs_arguments(spec: TargetSpec) -> bool:
     """Discovery found required constructor arguments (or could not guess anything)."""
+    if spec.inputs is not None and spec.inputs.after_import:
+        return "constructor arguments" in spec.inputs.note
     return spec.inputs is None
 
 
@@ -165,7 +171,7 @@ def where_from(recipe: InputRecipe) -> str:
         return "its [[tool.compile-lens.targets]] entry in pyproject.toml"
     if recipe.source == "recorded":
         return "the recorded run in .compile-lens/recorded.json"
-    return "Compile Lens's guess from its first layer"
+    return f"Compile Lens's guess {recipe.origin or 'from its first layer'}"
 
 
 def fix_hint(recipe: InputRecipe, name: str) -> str:

@@ -27,6 +27,12 @@ class InputRecipe:
     variants: list[str] = field(default_factory=list)  # more argument tuples (recompile sweep)
     line: Optional[int] = None  # where the directive is, when it is one
     recorded_shapes: list = field(default_factory=list)  # shape sequence of a recorded run (recompile sweep)
+    # a guess the worker makes after import, from what a library publishes (GPT2Config, timm's
+    # pretrained_cfg, a first convolution): `text` is empty until then; `note` says what to do
+    # when no library tells either (the message discovery would have shown)
+    after_import: bool = False
+    note: str = ""
+    origin: str = ""  # where a guess came from, for the user: "from GPT2Config", "from its first layer"
 
 
 @dataclass
@@ -43,6 +49,9 @@ class TargetSpec:
     problem: Optional[str] = None  # why it cannot be run as is (shown on `line`)
     compile_options: dict[str, Any] = field(default_factory=dict)  # literal kwargs of @torch.compile(...)
     fingerprint: str = ""  # hash of what matters (AST, not comments): cache key part
+    # a class whose base the source alone cannot place (`GradientCheckpointingLayer`, a class
+    # imported from another file): the worker checks `issubclass(obj, nn.Module)` and drops it if not
+    maybe_module: bool = False
 
 
 @dataclass
@@ -124,7 +133,7 @@ class TargetResult:
     kind: str
     line: int
     inputs: Optional[InputRecipe] = None
-    status: str = "ok"  # "ok" | "error"
+    status: str = "ok"  # "ok" | "error" | "skipped" (not an nn.Module after all: nothing to show)
     error: Optional[Problem] = None
     graph_count: Optional[int] = None
     graph_breaks: list[GraphBreak] = field(default_factory=list)
@@ -136,6 +145,9 @@ class TargetResult:
     # the compile report's figures (worker/deployment.report_data): {"batch_sweep", "compile_breakdown",
     # "kernels", "notes"}; None until measured
     report: Optional[dict[str, Any]] = None
+    # optional parameters of `forward` (or the function) the example call leaves out, e.g. ["labels"]:
+    # the traced path may differ from the one training takes
+    left_out: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -640,13 +640,21 @@ class CompileLensServer(LanguageServer):
     def _targets_in_buffer(self, state: DocState) -> list[TargetSpec]:
         return state.discovery.targets if state.discovery else []
 
+    def _confirmed(self, state: DocState, spec: TargetSpec) -> bool:
+        """A target to show a lens or card for: a class whose base the source could not place only
+        once the worker found it is an nn.Module."""
+        result = state.traced.get(spec.name) if self._is_current(state) else None
+        if result is not None and result.status == "skipped":
+            return False
+        return not spec.maybe_module or result is not None
+
     def code_lenses(self, uri: str) -> list[lsp.CodeLens]:
         state = self.docs.get(uri)
         if state is None or not self.trusted:
             return []
         lenses = []
         for spec in self._targets_in_buffer(state):
-            if spec.inputs is None:
+            if spec.inputs is None or not self._confirmed(state, spec):
                 continue
             rng = to_range(spec.line, 1, spec.line, 1)
             bench = state.benchmarks.get(spec.name) if self._is_current(state) else None
@@ -685,7 +693,8 @@ class CompileLensServer(LanguageServer):
         line = position.line + 1
         name = None
         for spec in self._targets_in_buffer(state):
-            if spec.line == line and spec.column - 1 <= position.character <= spec.end_column - 1:
+            if spec.line == line and spec.column - 1 <= position.character <= spec.end_column - 1 \
+                    and self._confirmed(state, spec):
                 name = spec.name
         if name is None:
             try:

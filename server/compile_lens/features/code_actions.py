@@ -35,6 +35,16 @@ def figures(ls: Any, uri: str) -> dict[str, str]:
     return found
 
 
+def guesses(ls: Any, uri: str) -> dict[str, Any]:
+    """Input recipes the worker guessed after import (from a library's config), by target name."""
+    state = getattr(ls, "docs", {}).get(uri)
+    current = getattr(ls, "_is_current", None)
+    if state is None or not callable(current) or not current(state):
+        return {}
+    return {name: r.inputs for name, r in (getattr(state, "traced", None) or {}).items()
+            if r.inputs is not None and r.inputs.after_import and r.inputs.text}
+
+
 def _resolves_edits(ls: Any) -> bool:
     caps = getattr(ls, "client_capabilities", None)
     text = getattr(caps, "text_document", None)
@@ -75,7 +85,8 @@ def register(server: Any) -> None:
         if getattr(state, "discovery_stale", False):
             known = None
         found = actions.code_actions(source, uri, params.range, params.context.diagnostics,
-                                     figures(ls, uri), only=params.context.only, discovery=known)
+                                     figures(ls, uri), only=params.context.only, discovery=known,
+                                     guesses=guesses(ls, uri))
         if not _resolves_edits(ls):
             found = [a for a in (_resolve(ls, a) for a in found) if a.edit is not None]
         return found or None

@@ -123,6 +123,12 @@ def fallback_line(ops: list[dict[str, Any]], report: Optional[dict[str, Any]] = 
     return text
 
 
+def left_out_line(names: list[str], most: int = 4) -> str:
+    """Optional arguments the example call leaves out: the traced path may not be training's."""
+    shown = ", ".join(f"`{n}`" for n in names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+    return f"- called without {shown} (optional): the traced path may differ from the one training takes"
+
+
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None) -> str:
     """The hover card: the table a team needs to decide, and the verdict."""
     lines = [f"### torch.compile · `{result.name}`"]
@@ -132,11 +138,15 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
                      f"{breaks} graph break{'s' if breaks != 1 else ''}"
                      + (f", {len(result.recompiles)} recompile warning{'s' if len(result.recompiles) != 1 else ''}"
                         if result.recompiles else ""))
+    recipe = result.inputs
+    guessed = f" — **guessed** {(recipe.origin if recipe else '') or 'from the first layer'}; write them as a directive to be sure"
     if b is None:
-        if result.inputs is not None:
-            lines.append(f"\n- inputs: `{result.inputs.text}`" + (
-                " — **guessed** from the first layer; write them as a directive to be sure" if guessed_inputs else
-                f" (from the {result.inputs.source})"))
+        if recipe is not None and recipe.text:
+            lines.append(f"\n- inputs: `{recipe.text}`" + (guessed if guessed_inputs else f" (from the {recipe.source})"))
+        elif recipe is not None and recipe.after_import:
+            lines.append("\n- inputs: guessed after import from the library model it wraps (not traced yet)")
+        if result.left_out:
+            lines.append(left_out_line(result.left_out))
         lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
         lines += ["", REPORT_LINK]
         return "\n".join(lines)
@@ -157,8 +167,8 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
         f"gradients {_err(b.max_abs_error.get('grad'))} abs",
         f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode}`",
-        f"- inputs: `{b.inputs or (result.inputs.text if result.inputs else '?')}`"
-        + (" — **guessed** from the first layer; write them as a directive to be sure" if guessed_inputs else ""),
+        f"- inputs: `{b.inputs or (result.inputs.text if result.inputs else '?')}`" + (guessed if guessed_inputs else ""),
+        *([left_out_line(result.left_out)] if result.left_out else []),
         f"- measured {age(b.measured_at, now)}",
     ]
     lines += [line for line in (export_line(result.export), fallback_line(result.fallback_ops, result.report)) if line]

@@ -235,7 +235,9 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
 def _target_json(t: TargetResult) -> dict[str, Any]:
     return {
         "name": t.name, "kind": t.kind, "line": t.line,
-        "inputs": None if t.inputs is None else {"source": t.inputs.source, "text": t.inputs.text},
+        "inputs": None if t.inputs is None else {"source": t.inputs.source, "text": t.inputs.text,
+                                                 "origin": t.inputs.origin or None},
+        "left_out": list(t.left_out),  # optional arguments the example call leaves out (e.g. labels)
         "status": t.status, "error": _problem_json(t.error),
         "graph_count": t.graph_count,
         "graph_breaks": [_graph_break_json(g) for g in t.graph_breaks],

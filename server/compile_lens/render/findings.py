@@ -118,6 +118,20 @@ def problem_finding(problem: Problem, path: str, line: int, code: str, severity:
 
 def target_findings(result: TargetResult, path: str) -> list[Finding]:
     """Everything a finished target shows, in this file and in the helper files it called."""
+    if result.status == "skipped":  # a class that was not an nn.Module after all
+        recipe = result.inputs
+        if recipe is not None and recipe.source == "directive" and recipe.line:
+            return [Finding(path, recipe.line, 1, recipe.line, 1, "warning", CODE_DIRECTIVE,
+                            f"this compile-lens directive attaches to nothing: `{result.name}` is not an nn.Module "
+                            "subclass (checked after import)", data={"kind": "directive", "target": result.name})]
+        return []
+    if result.status == "error" and result.error is not None and result.error.kind == "guess":
+        # Compile Lens's own guess did not fit: one note on the class, never a warning on user code
+        recipe = result.inputs
+        return [Finding(path, result.line, 1, result.line, 1, "information", CODE_TARGET,
+                        f"`{result.name}`: {result.error.message}",
+                        data={"kind": "guessed_inputs", "target": result.name,
+                              "text": recipe.text if recipe is not None else "", "anchor": "keyword"})]
     found = graph_break_findings(result, path) + recompile_findings(result, path)
     if result.benchmark is not None:
         for note in result.benchmark.notes:

@@ -79,19 +79,28 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
     def step(spec: TargetSpec, what: str, work: Callable[[TargetResult, Callable[[str], None]], None]) -> None:
         """Run one stage of one target; a failure marks that target, never the job."""
         result = results[spec.name]
-        if result.status == "error":
+        if result.status in ("error", "skipped"):
             return
         progress(f"{what} {spec.name}", spec.name)
         try:
             if spec.name not in built:
-                built[spec.name] = loader.build_target(module, spec, job.path)
+                built[spec.name] = target = loader.build_target(module, spec, job.path)
+                result.inputs, result.left_out = target.spec.inputs, list(target.left_out)
             work(result, lambda text: progress(text, spec.name))
+        except loader.NotATarget:
+            result.status = "skipped"  # not an nn.Module after all: dropped without a word
         except loader.TargetError as exc:
             result.status, result.error = "error", exc.problem
         except BaseException as exc:  # noqa: BLE001 - user code: report, never crash the worker
             traceback.print_exc()
             result.status = "error"
-            result.error = _problem_from(exc, job, "call", f"calling `{spec.name}` failed")
+            # the first run of guessed inputs (the trace) failing is the guess's fault, not the code's;
+            # once traced, the inputs are known to fit and a later failure is the code's
+            guessed = result.inputs is not None and result.inputs.source == "inferred"
+            if guessed and what == "tracing" and not isinstance(exc, SystemExit):
+                result.error = loader.guess_problem(built[spec.name].spec if spec.name in built else spec, exc)
+            else:
+                result.error = _problem_from(exc, job, "call", f"calling `{spec.name}` failed")
         send({"id": job.id, "event": "target", "result": _asdict(result)})
 
     # Stages in the order the editor needs them: every target's graph breaks first (fast), then

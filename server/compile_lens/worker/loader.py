@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -10,7 +11,7 @@ import os
 import sys
 import traceback
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any, Callable
 
@@ -56,6 +57,20 @@ class TargetError(Exception):
         self.problem = problem
 
 
+class NotATarget(Exception):
+    """A class discovery could not place turned out not to be an nn.Module: nothing to analyse."""
+
+
+def guess_problem(spec: TargetSpec, exc: BaseException) -> Problem:
+    """Compile Lens's own guess did not fit the target: said once, on the class, as information
+    (it is the guess that is wrong, not the user's code)."""
+    what = f"class {spec.name}" if spec.kind == "module" else f"def {spec.name}"
+    recipe = spec.inputs
+    guess = f" (the guess, {recipe.origin or 'from its first layer'}: `{recipe.text}`)" if recipe and recipe.text else ""
+    return Problem("guess", f"guessed inputs did not fit: {describe(exc)}; add `# compile-lens: inputs=(...)` "
+                            f"above `{what}`{guess}")
+
+
 @dataclass
 class BuiltTarget:
     """What a job needs to run a target: a factory (a fresh model each call) and example args."""
@@ -64,6 +79,7 @@ class BuiltTarget:
     make: Callable[[], Any]  # returns the nn.Module instance or the plain function
     args: tuple
     namespace: dict
+    left_out: list = field(default_factory=list)  # optional parameters the call leaves at their defaults
 
     def eval_args(self, text: str) -> tuple:
         """Evaluate another argument tuple (a variant) in the module's namespace."""
@@ -209,9 +225,13 @@ def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> Built
         raise TargetError(Problem(
             "build", f"`{spec.name}` is not defined at module level after import", path, spec.line,
             "define it at the top level of the file")) from None
+    if spec.maybe_module and not _is_module_class(obj):
+        raise NotATarget(spec.name)
     if spec.inputs is None:
         raise TargetError(Problem(
             "inputs", spec.problem or f"no example inputs for `{spec.name}`", path, spec.line, how))
+    if spec.inputs.after_import and not spec.inputs.text:
+        spec = _with_library_inputs(spec, namespace, path)
 
     if spec.kind == "module":
         init = spec.inputs.init or f"{spec.name}()"
@@ -227,9 +247,12 @@ def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> Built
     # say which source the failing recipe came from, and where to fix it
     if spec.inputs.source != "inferred" or spec.inputs.init:
         how = fix_hint(spec.inputs, spec.name)
+    guessed = spec.inputs.source == "inferred"
     try:
         make()
     except Exception as exc:  # noqa: BLE001 - user code: report, never crash
+        if guessed and spec.inputs.init:  # a guessed constructor (a default config object)
+            raise TargetError(guess_problem(spec, exc)) from None
         built = init if spec.kind == "module" else spec.name
         raise TargetError(Problem(
             "build", f"building `{built}` (from {where_from(spec.inputs)}) failed: {describe(exc)}",
@@ -237,7 +260,47 @@ def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> Built
     try:
         args = _as_tuple(eval(spec.inputs.text, namespace))  # noqa: S307
     except Exception as exc:  # noqa: BLE001
+        if guessed:
+            raise TargetError(guess_problem(spec, exc)) from None
         raise TargetError(Problem(
             "inputs", f"evaluating inputs `{spec.inputs.text}` (from {where_from(spec.inputs)}) failed: "
                       f"{describe(exc)}", path, spec.inputs.line or spec.line, fix_hint(spec.inputs, spec.name))) from None
-    return BuiltTarget(spec, make, args, namespace)
+    return BuiltTarget(spec, make, args, namespace, _left_out(obj, spec, args))
+
+
+def _left_out(obj: Any, spec: TargetSpec, args: tuple) -> list[str]:
+    """Optional parameters of `forward` (or the function) the example call leaves at their defaults:
+    the traced path may not be the one training takes (a GPT-2 wrapper called without `labels`)."""
+    from .library_inputs import left_out
+
+    if spec.kind == "module" and isinstance(obj, type):
+        return left_out(obj.forward, (None, *args))  # unbound: `self` first
+    return left_out(unwrap_compiled(obj), args)
+
+
+def _is_module_class(obj: Any) -> bool:
+    import torch
+
+    return isinstance(obj, type) and issubclass(obj, torch.nn.Module)
+
+
+def _with_library_inputs(spec: TargetSpec, namespace: dict, path: str) -> TargetSpec:
+    """The spec with inputs read from the library model it is or wraps, after building it once."""
+    from .library_inputs import guess_inputs
+
+    recipe = spec.inputs
+    assert recipe is not None
+    needs = Problem("inputs", recipe.note or f"cannot guess inputs for `{spec.name}`", path, spec.line)
+    init = recipe.init or f"{spec.name}()"
+    try:
+        model = eval(init, namespace)  # noqa: S307 - the user's own directive, or `Name()`
+    except Exception as exc:  # noqa: BLE001 - user code
+        if recipe.init is None:  # it needs constructor arguments: say how to give them
+            raise TargetError(needs) from None
+        raise TargetError(Problem(
+            "build", f"building `{init}` (from {where_from(recipe)}) failed: {describe(exc)}",
+            path, user_line(exc, path) or spec.line, fix_hint(recipe, spec.name))) from None
+    guess = guess_inputs(model, model.forward)
+    if guess is None:
+        raise TargetError(needs)
+    return dataclasses.replace(spec, inputs=dataclasses.replace(recipe, text=guess.text, origin=guess.origin))
