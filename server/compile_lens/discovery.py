@@ -246,17 +246,20 @@ def _stray_directives(tree: ast.Module, lines: list[str], used: set[int], module
     rows = [i + 1 for i, text in enumerate(lines) if i + 1 not in used and directive_at(text)]
     if not rows:
         return []
-    in_strings: set[int] = set()
+    string_until: dict[int, int] = {}  # row -> column where a multi-line string ends on it (-1: not on it)
     statements: list[ast.stmt] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.end_lineno or 0) > node.lineno:
-            in_strings.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+            for inside in range(node.lineno + 1, node.end_lineno or node.lineno):
+                string_until[inside] = -1
+            string_until[node.end_lineno or node.lineno] = node.end_col_offset or 0
         elif isinstance(node, ast.stmt):
             statements.append(node)
     errors = []
     for row in rows:
-        text = lines[row - 1]
-        if row in in_strings and not text.lstrip().startswith("#"):
+        match = DIRECTIVE.search(lines[row - 1])
+        end = string_until.get(row)
+        if match is None or (end is not None and (end < 0 or match.start() < end)):
             continue  # text inside a string, not a comment
         # the statement it is above (or ends the first line of)
         after = [n for n in statements if min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]) >= row]

@@ -37,14 +37,17 @@ def guess_inputs(model: Any, forward: Any) -> Optional[Guess]:
     """Inputs for `model` (called through `forward`), from the model itself or the first child that
     a library describes; None when no library tells."""
     params = _parameters(forward)
-    for candidate in [model, *_children(model)]:
-        found = _describe(candidate)
-        if found is None:
-            continue
-        tensors, main, origin = found
-        texts = _match(params, tensors, main)
-        if texts is not None:
-            return Guess("(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")", origin)
+    # what a library publishes wins over a shape read from the layers (a wrapper's first conv is
+    # its backbone's, whose timm config says the real image size)
+    for describe in (_published, _from_layers):
+        for candidate in [model, *_children(model)]:
+            found = describe(candidate)
+            if found is None:
+                continue
+            tensors, main, origin = found
+            texts = _match(params, tensors, main)
+            if texts is not None:
+                return Guess("(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")", origin)
     return None
 
 
@@ -80,9 +83,13 @@ def _children(model: Any) -> list[Any]:
     return list(children()) if callable(children) else []
 
 
-def _describe(model: Any) -> Optional[tuple[dict[str, str], str, str]]:
+def _published(model: Any) -> Optional[tuple[dict[str, str], str, str]]:
     """(argument texts by parameter name, the main one's name, where they came from) or None."""
-    return _transformers(model) or _timm(model) or _classifier(model) or _sequential(model)
+    return _transformers(model) or _timm(model)
+
+
+def _from_layers(model: Any) -> Optional[tuple[dict[str, str], str, str]]:
+    return _classifier(model) or _sequential(model)
 
 
 def _is_from(model: Any, class_name: str, package: str) -> bool:
