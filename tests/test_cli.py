@@ -42,7 +42,7 @@ def test_json_has_the_documented_shape(json_report, project):
     breaks = files["breaks.py"]
     item = next(t for t in breaks["targets"] if t["name"] == "ItemNet")
     assert item["kind"] == "module" and item["status"] == "ok" and item["error"] is None
-    assert item["inputs"] == {"source": "inferred", "text": "(torch.randn(8, 8),)"}
+    assert item["inputs"] == {"source": "inferred", "text": "(torch.randn(8, 8),)", "origin": None}
     [gb] = item["graph_breaks"]
     line = next(i for i, text in enumerate((project / "breaks.py").read_text().splitlines(), 1) if "y.sum().item()" in text)
     assert (gb["gb_id"], gb["line"], gb["end_line"]) == ("GB0124", line, line)

@@ -147,7 +147,7 @@ def test_text_target_error_shown_once_when_a_finding_covers_it():
 # --- JSON -------------------------------------------------------------------------------------
 
 TARGET_KEYS = {"name", "kind", "line", "inputs", "status", "error", "graph_count", "graph_breaks", "recompiles", "benchmark",
-               "export", "fallback_ops"}
+               "export", "fallback_ops", "left_out"}
 GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type", "explanation", "hints", "url", "stack"}
 DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "source", "message"}
 BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile_s", "break_even_calls",
@@ -167,7 +167,7 @@ def test_json_shape():
         assert set(f) == {"path", "error", "targets", "diagnostics"}
         for t in f["targets"]:
             assert set(t) == TARGET_KEYS
-            assert t["inputs"] is None or set(t["inputs"]) == {"source", "text"}
+            assert t["inputs"] is None or set(t["inputs"]) == {"source", "text", "origin"}
             assert t["error"] is None or set(t["error"]) == {"kind", "message", "line", "hint"}
             for g in t["graph_breaks"]:
                 assert set(g) - {"reason"} == GB_KEYS
@@ -192,7 +192,7 @@ def test_json_shape():
     assert item["error"] is None
     (t,) = item["targets"]
     assert (t["name"], t["kind"], t["line"], t["status"], t["graph_count"]) == ("ItemNet", "module", 5, "ok", 2)
-    assert t["inputs"] == {"source": "directive", "text": "(torch.randn(8, 16),)"}
+    assert t["inputs"] == {"source": "directive", "text": "(torch.randn(8, 16),)", "origin": None}
     (g,) = t["graph_breaks"]
     assert (g["gb_id"], g["line"], g["column"], g["end_line"], g["end_column"]) == ("GB0124", 4, 12, 4, 25)
     assert g["url"] == GB_URL and g["hints"] == GB_HINTS
