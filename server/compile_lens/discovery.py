@@ -16,6 +16,7 @@ from .protocol import InputRecipe, TargetSpec
 
 DIRECTIVE = re.compile(r"#\s*compile-lens:\s*(?P<body>.*)$")
 IGNORE = re.compile(r"^ignore\b")
+_DIRECTIVE_START = re.compile(r"#\s*compile-lens:")
 
 BATCH = 8  # a small default batch for inferred inputs
 
@@ -246,20 +247,23 @@ def _stray_directives(tree: ast.Module, lines: list[str], used: set[int], module
     rows = [i + 1 for i, text in enumerate(lines) if i + 1 not in used and directive_at(text)]
     if not rows:
         return []
-    string_until: dict[int, int] = {}  # row -> column where a multi-line string ends on it (-1: not on it)
+    strings: dict[int, list[tuple[int, int]]] = {}  # row -> byte spans of string literals on it
     statements: list[ast.stmt] = []
+    wanted = set(rows)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.end_lineno or 0) > node.lineno:
-            for inside in range(node.lineno + 1, node.end_lineno or node.lineno):
-                string_until[inside] = -1
-            string_until[node.end_lineno or node.lineno] = node.end_col_offset or 0
+        if isinstance(node, (ast.Constant, ast.JoinedStr)) and (isinstance(node, ast.JoinedStr) or isinstance(node.value, str)):
+            first, last = node.lineno, node.end_lineno or node.lineno
+            for row in wanted.intersection(range(first, last + 1)):
+                start = node.col_offset if row == first else 0
+                end = (node.end_col_offset or 0) if row == last else 1 << 30
+                strings.setdefault(row, []).append((start, end))
         elif isinstance(node, ast.stmt):
             statements.append(node)
     errors = []
     for row in rows:
-        match = DIRECTIVE.search(lines[row - 1])
-        end = string_until.get(row)
-        if match is None or (end is not None and (end < 0 or match.start() < end)):
+        text = lines[row - 1]
+        starts = [len(text[: m.start()].encode()) for m in _DIRECTIVE_START.finditer(text)]
+        if all(any(a <= at < b for a, b in strings.get(row, [])) for at in starts):
             continue  # text inside a string, not a comment
         # the statement it is above (or ends the first line of)
         after = [n for n in statements if min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]) >= row]
@@ -279,7 +283,7 @@ def _why_stray(node: Optional[ast.stmt], tree: ast.Module, modules: set[str]) ->
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node not in tree.body:
         return (f"`{node.name}` is a method or nested function, which is not analysed on its own; "
                 "put the directive above its class (inputs for `forward`)")
-    return f"it is above `{ast.unparse(node).splitlines()[0][:60]}`, not a `class` or `def`; {fix}"
+    return f"it is at `{ast.unparse(node).splitlines()[0][:60]}`, not a `class` or `def`; {fix}"
 
 
 def _keyword(node: ast.stmt) -> str:
