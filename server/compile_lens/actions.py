@@ -417,7 +417,7 @@ def _fixes_for(src: _Source, uri: str, d: lsp.Diagnostic) -> list[lsp.CodeAction
     found += _disable_helper(src, uri, d, data, code)
     if data.get("kind") == "recompile":
         found += _recompile_fixes(src, uri, d, data)
-    if data.get("kind") == "guessed_inputs" and data.get("text") and data.get("target"):
+    if data.get("kind") == "guessed_inputs" and data.get("text") and _still_guessed(src, str(data.get("target"))):
         found.append(_action(f"Write the guessed inputs as a directive to correct: inputs={data['text']}", QUICKFIX,
                              {"fix": "directive", "uri": uri, "target": data["target"], "text": data["text"]}, d))
     found += _ignore(src, uri, d, code)
@@ -977,6 +977,13 @@ def _resolve_wrap(src: _Source, data: dict) -> Optional[list[_Edit]]:
             edits = [_Edit(l1, c1, l1, c1, "torch.compile("), _Edit(l2, c2, l2, c2, ")")]
         return _header_edits(src, ["torch"], []) + edits
     return None
+
+
+def _still_guessed(src: _Source, target: str) -> bool:
+    """The target's inputs are still Compile Lens's guess in this text (no directive written since)."""
+    found = src.discovery()
+    spec = next((t for t in (found.targets if found else []) if t.name == target), None)
+    return spec is not None and spec.inputs is not None and spec.inputs.source == "inferred"
 
 
 def _resolve_directive(src: _Source, data: dict) -> Optional[list[_Edit]]:

@@ -120,7 +120,7 @@ class Benchmark:
 class Problem:
     """Why something could not be analysed, said once, where the user can act on it."""
 
-    kind: str  # "build" | "inputs" | "import" | "crash" | "timeout" | "memory" | "exit" | "call" | "no-torch"
+    kind: str  # "build" | "inputs" | "guess" | "import" | "crash" | "timeout" | "memory" | "exit" | "call" | "no-torch"
     message: str  # short, no traceback
     path: Optional[str] = None
     line: Optional[int] = None  # the user line it came from, when known

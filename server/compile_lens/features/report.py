@@ -55,6 +55,8 @@ def file_report(ls: Any, uri: str) -> tuple[Optional[FileReport], bool]:
     targets: list[TargetResult] = []
     for spec in specs:
         result = state.traced.get(spec.name) if current else None
+        if (result is not None and result.status == "skipped") or (result is None and spec.maybe_module):
+            continue  # not an nn.Module after all, or not known to be one yet
         if result is not None:
             result = _remap(ls, state, result)
         else:
