@@ -283,3 +283,21 @@ async def test_hover_says_where_a_guess_came_from_and_what_was_left_out(ws):
     detr = await card("DetrEncoderLayer")
     assert "called without `attention_mask` (optional)" in detr
     assert "traced path may differ" in detr
+
+
+@pytestmark_lsp
+async def test_untrusted_workspace_says_why_the_source_cannot_tell(tmp_path):
+    """No code runs there, so no library is asked: the reason the source alone gives is shown."""
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURES, root)
+    client = await start_server(root, trusted=False)
+    try:
+        path = root / "vision.py"
+        uri = open_file(client, path)
+        diagnostics = await wait_for(client, uri, lambda ds: any(d.code == "CL001" for d in ds), timeout=30)
+        notes = {d.range.start.line: d for d in diagnostics if d.code == "CL001"}
+        line, _ = locate(path, "class TimmClassifier")
+        assert "`images` first reaches `create_model(...)`" in notes[line].message
+        assert notes[line].severity == lsp.DiagnosticSeverity.Information
+    finally:
+        await stop_server(client)

@@ -590,7 +590,7 @@ class CompileLensServer(LanguageServer):
             traced = [remap_finding(f, mapping, here) for f in traced]
             covered = [(mapping.line(a), mapping.line(b)) for a, b in covered]
         targets = state.discovery.targets if state.discovery else []
-        statics = [f for t in targets for f in fnd.static_target_findings(t, state.path)]
+        statics = [f for t in targets for f in fnd.static_target_findings(t, state.path, runs=self.trusted)]
         statics += [Finding(state.path, e.line, 1, e.line, 1, "warning", fnd.CODE_DIRECTIVE, e.message)
                     for e in (state.discovery.errors if state.discovery else [])]
         merged = fnd.merge_with_lints(state.lints, traced, covered) + statics

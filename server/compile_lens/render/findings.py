@@ -151,8 +151,16 @@ def target_findings(result: TargetResult, path: str) -> list[Finding]:
     return found
 
 
-def static_target_findings(spec: TargetSpec, path: str) -> list[Finding]:
-    """A target that cannot run as written (no inputs): said once on its line, without torch."""
+def static_target_findings(spec: TargetSpec, path: str, *, runs: bool = True) -> list[Finding]:
+    """A target that cannot run as written (no inputs): said once on its line, without torch.
+
+    `runs`: code runs here (a trusted workspace); else a guess left to the worker is never made,
+    and the reason the source alone could not tell is said instead."""
+    recipe = spec.inputs
+    if not runs and recipe is not None and recipe.after_import and not recipe.text and recipe.note \
+            and not spec.maybe_module:
+        return [Finding(path, spec.line, spec.column, spec.line, spec.end_column, "information", CODE_TARGET,
+                        recipe.note, data={"kind": "needs_inputs", "target": spec.name})]
     if spec.inputs is not None or not spec.problem:
         return []
     return [Finding(path, spec.line, spec.column, spec.line, spec.end_column, "information", CODE_TARGET,
