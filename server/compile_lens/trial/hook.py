@@ -17,7 +17,9 @@ built outside any other workspace module's constructor (the model, a workspace l
 compiled run each is compiled as `Module.compile()` would (`torch.compile(module._call_impl,
 **options)`), unless the program compiles it itself (`torch.compile(model, ...)`,
 `model.compile(...)`): then its own call and options are used. The eager run sets
-`TORCH_COMPILE_DISABLE=1`, so the program's own `torch.compile` calls run eagerly too.
+`TORCH_COMPILE_DISABLE=1` and makes `torch.compile(x)` return `x` (and `Module.compile()` do
+nothing), so the program's own compiled code runs eagerly too (Dynamo disabled alone rejects
+`fullgraph=True`).
 
 The record of the run is written as JSON to COMPILE_LENS_TRIAL_OUT at exit, by the process that
 installed the hook only. Stdlib only at import.
@@ -30,6 +32,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -37,6 +40,7 @@ import types
 import weakref
 from typing import Any, Optional
 
+_USER_CODE = re.compile(r'from user code:\s*File "([^"]+)", line (\d+)')
 _mode = ""  # "eager" | "compiled"
 _steps_limit = 0
 _seconds_limit = 0.0
@@ -49,6 +53,7 @@ _torch: Any = None
 _compile_below: Any = None  # torch.compile under our patch (the record hook's)
 
 _tracked: Any = None  # WeakKeyDictionary: outermost module -> its compiled call, or None (eager / the program's own)
+_tracked_names: list = []  # their classes, for the record (the modules are gone at exit)
 _init_depth = 0
 _call_depth = 0
 _steps: list = []
@@ -156,6 +161,8 @@ def _patch_torch(torch: Any) -> None:
 
     def compile(*args: Any, **kwargs: Any) -> Any:
         model = args[0] if args else kwargs.get("model")
+        if _mode == "eager":  # the baseline runs the program's own compiled code eagerly
+            return model if model is not None else (lambda fn: fn)
         if model is not None and _tracked is not None and model in _tracked:
             _tracked[model] = None  # the program compiles it itself: its call, its options
         return compile_(*args, **kwargs)
@@ -164,6 +171,8 @@ def _patch_torch(torch: Any) -> None:
     module_compile = torch.nn.Module.compile
 
     def module_compile_(self: Any, *args: Any, **kwargs: Any) -> None:
+        if _mode == "eager":
+            return None
         if self in _tracked:
             _tracked[self] = None
         return module_compile(self, *args, **kwargs)
@@ -240,6 +249,7 @@ def _track(module: Any) -> None:
     if _mode == "compiled" and module._compiled_call_impl is None:
         compiled = _compile_below(module._call_impl, **_options)
     _tracked[module] = compiled
+    _tracked_names.append(type(module).__qualname__)
     cls = type(module)
     if cls.__dict__.get("__call__") is None or not getattr(cls.__dict__["__call__"], "_compile_lens_trial", False):
         cls.__call__ = _timed_call(cls.__call__)
@@ -328,7 +338,11 @@ def _excepthook(previous: Any) -> Any:
     def excepthook(kind: type, value: BaseException, tb: Any) -> None:
         try:
             frames = traceback.extract_tb(tb)
-            where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
+            mine = [f for f in frames if _record._relative(f.filename)] or frames  # the workspace's last line
+            where = f"{mine[-1].filename}:{mine[-1].lineno}" if mine else None
+            traced = _USER_CODE.search(str(value))  # Dynamo names the user line it was tracing
+            if traced:
+                where = f"{traced[1]}:{traced[2]}"
             first = str(value).strip().splitlines()
             if _failure is None or _failure["kind"] == "nan-loss":
                 _fail("exception", f"{kind.__name__}: {first[0] if first else ''}", len(_steps), where)
@@ -359,7 +373,7 @@ def _write() -> None:
         _problems.append(f"at exit: {type(exc).__name__}: {exc}")
     data["compiles"] = _compiles
     data["events"] = _events
-    data["outermost_modules"] = sorted({type(m).__qualname__ for m in list(_tracked.keys())}) if _tracked is not None else []
+    data["outermost_modules"] = sorted(set(_tracked_names))
     try:
         with open(_out, "w", encoding="utf-8") as f:
             json.dump(data, f)
