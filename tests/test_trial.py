@@ -180,3 +180,20 @@ def test_payback_measured_and_projected():
     projected = summary.payback(eager, slow_start, summary.speedup(eager, slow_start))
     # behind by 25 - 10 = 15 s after 10 steps, gaining 0.5 s a step: 30 more steps
     assert not projected["measured"] and projected["step"] == 40
+
+
+@pytest.mark.slow
+def test_a_cache_artifact_warms_a_fresh_process(tmp_path):
+    # Inductor for real (the artifact holds its compiled code): the tiniest model, fixed shapes
+    done, figures = _trial(tmp_path, "train_tiny.py", "--steps", "4", "--cold", "--cache-artifact",
+                           "--gpu-price", "3", "--gpus", "4")
+    assert done.returncode == 0, done.stderr[-3000:]
+    artifact = figures["artifact"]
+    path = tmp_path / ".compile-lens" / "compile-cache.bin"
+    assert artifact["path"] == str(path) and path.stat().st_size == artifact["bytes"] > 0
+    assert artifact["loaded"] and artifact["steps"] == 1 and artifact["exit_code"] == 0
+    warm, cold = artifact["compile_time"]["total_s"], figures["compile_time"]["total_s"]
+    assert 0 < warm and 0 < cold
+    # a restart that ships the artifact compiles for `warm` seconds: that is its cost
+    assert figures["cost"]["compile_cost_per_restart"] == pytest.approx(warm / 3600 * 4 * 3)
+    assert "compile time warm from the cache artifact" in done.stderr

@@ -43,6 +43,9 @@ def add_trial_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--dynamic", choices=("auto", "true", "false"), default="auto",
                         help="torch.compile dynamic= (auto: torch's default)")
     parser.add_argument("--cold", action="store_true", help="compile with empty Inductor caches (a fresh machine)")
+    parser.add_argument("--cache-artifact", nargs="?", const="", default=None, metavar="FILE",
+                        help="save torch's compile cache artifact after the compiled run (default file: "
+                             "ROOT/.compile-lens/compile-cache.bin) and time a third, fresh run warmed by it only")
     parser.add_argument("--repeat-eager", action="store_true",
                         help="run eager twice to tell whether the program is deterministic")
     parser.add_argument("--rtol", type=float, default=1e-3, help="loss tolerance, relative (default 1e-3)")
@@ -99,9 +102,14 @@ def run_trial(args: argparse.Namespace) -> int:
         _say("compiled run" + (f" ({', '.join(f'{k}={v}' for k, v in options.items())})" if options else ""))
         compiled_code, compiled = runner.run_once(
             program, mode="compiled", scratch=scratch, steps=steps, seconds=0.0 if steps else (args.seconds or 0.0),
-            options=options, cold_cache=args.cold, **common)
+            options=options, cold_cache=args.cold, save_artifact=_artifact_path(args, root), **common)
+        artifact = None
+        if args.cache_artifact is not None:
+            artifact = _artifact_run(program, args, root, scratch, options, compiled, common)
     figures = summary.summarize(eager, eager_code, compiled, compiled_code, rtol=args.rtol, atol=args.atol,
                                 repeat_run=repeat, command=shlex.join(program))
+    figures["artifact"] = artifact
+    figures["cold"] = args.cold
     figures["cost"] = _bill(args, figures)
     print(summary.render_text(figures), file=sys.stderr)
     if args.json:
@@ -111,6 +119,31 @@ def run_trial(args: argparse.Namespace) -> int:
     return eager_code if eager_code != 0 else compiled_code
 
 
+def _artifact_path(args: argparse.Namespace, root: str) -> str:
+    if args.cache_artifact is None:
+        return ""
+    path = os.path.abspath(args.cache_artifact or os.path.join(root, ".compile-lens", "compile-cache.bin"))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return path
+
+
+def _artifact_run(program: list[str], args: argparse.Namespace, root: str, scratch: str, options: dict,
+                  compiled: Any, common: dict) -> dict:
+    """A fresh process with empty Inductor caches and the saved artifact loaded, up to the last compile step."""
+    saved = (compiled or {}).get("artifact_saved") or {}
+    if not saved.get("saved"):
+        return {"path": None, "note": saved.get("error") or "the compiled run saved no artifact"}
+    compile_steps = (summary.compile_time(compiled) or {}).get("steps") or []
+    steps = max(compile_steps) + 1 if compile_steps else 1
+    _say(f"compiled run warmed by the cache artifact only ({steps} steps)")
+    code, run = runner.run_once(program, mode="compiled", scratch=scratch, steps=steps, options=options,
+                                cold_cache=True, load_artifact=saved["saved"], tag="-artifact", **common)
+    loaded = (run or {}).get("artifact_loaded") or {}
+    return {"path": saved["saved"], "bytes": saved.get("bytes"), "steps": steps, "exit_code": code,
+            "loaded": bool(loaded.get("loaded")), "note": loaded.get("error"),
+            "compile_time": summary.compile_time(run)}
+
+
 def _bill(args: argparse.Namespace, figures: dict) -> dict:
     inputs = CostInputs(price_per_gpu_hour=args.gpu_price, gpus=args.gpus, hours_per_month=args.hours_per_month,
                         steps_per_run=args.steps_per_run, runs_per_month=args.runs_per_month,
@@ -118,6 +151,9 @@ def _bill(args: argparse.Namespace, figures: dict) -> dict:
                         day_rate=args.day_rate)
     wall = (figures.get("speedup") or {}).get("wall") or {}
     compile_s = (figures.get("compile_time") or {}).get("total_s")
+    warm = ((figures.get("artifact") or {}).get("compile_time") or {}).get("total_s")
+    if warm is not None:  # a restart ships the artifact: it compiles this long
+        compile_s = warm
     bill = gpu_bill(inputs, eager_step_s=wall.get("eager_median_s"), compiled_step_s=wall.get("compiled_median_s"),
                     verdict=wall.get("verdict"), compile_s=compile_s)
     if not inputs.given():

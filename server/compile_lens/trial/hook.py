@@ -66,6 +66,7 @@ _events: list = []  # graph breaks and recompiles from torch's logs, with the st
 _seen_metrics: set = set()
 _compiles: list = []  # compilation metrics entries, with their step
 _problems: list = []
+_artifact: Optional[dict] = None  # the cache artifact loaded at start (third run)
 
 
 def _new_step() -> dict:
@@ -180,6 +181,51 @@ def _patch_torch(torch: Any) -> None:
     torch.nn.Module.compile = module_compile_
     if _mode == "compiled":
         _watch_logs(torch)
+        _load_artifacts(torch)
+
+
+def _load_artifacts(torch: Any) -> None:
+    """`--cache-artifact`'s third run: a fresh process warmed by the artifact the compiled run saved."""
+    global _artifact
+    path = os.environ.get("COMPILE_LENS_TRIAL_LOAD_ARTIFACTS")
+    if not path:
+        return
+    try:
+        with open(path, "rb") as f:
+            info = torch.compiler.load_cache_artifacts(f.read())
+        _artifact = {"loaded": path, "info": _artifact_info(info)}
+    except Exception as exc:  # noqa: BLE001
+        _artifact = {"loaded": None, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _artifact_info(info: Any) -> Optional[dict]:
+    if info is None:
+        return None
+    out = {}
+    for name in ("inductor_artifacts", "autotune_artifacts", "aot_autograd_artifacts", "pgo_artifacts",
+                 "precompile_artifacts"):
+        value = getattr(info, name, None)
+        if value is not None:
+            out[name] = len(value) if hasattr(value, "__len__") else str(value)
+    return out
+
+
+def _save_artifacts(torch: Any) -> Optional[dict]:
+    path = os.environ.get("COMPILE_LENS_TRIAL_SAVE_ARTIFACTS")
+    if not path:
+        return None
+    save = getattr(torch.compiler, "save_cache_artifacts", None)
+    if save is None:
+        return {"saved": None, "error": f"torch {torch.__version__} has no torch.compiler.save_cache_artifacts (2.7+)"}
+    try:
+        saved = save()
+        if not saved or not saved[0]:
+            return {"saved": None, "error": "torch saved no cache artifacts (nothing was compiled by Inductor?)"}
+        with open(path, "wb") as f:
+            f.write(saved[0])
+        return {"saved": path, "bytes": len(saved[0]), "info": _artifact_info(saved[1])}
+    except Exception as exc:  # noqa: BLE001
+        return {"saved": None, "error": f"{type(exc).__name__}: {exc}"}
 
 
 def _watch_logs(torch: Any) -> None:
@@ -363,6 +409,9 @@ def _write() -> None:
         if torch is not None:
             _new_compiles()
             data["torch"] = torch.__version__
+            if _mode == "compiled":
+                data["artifact_saved"] = _save_artifacts(torch)
+                data["artifact_loaded"] = _artifact
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 data["device"] = "cuda"
                 data["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated())

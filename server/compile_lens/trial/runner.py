@@ -18,7 +18,7 @@ from ..record.cli import BOOT, LIB, _run
 
 def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: int = 0, seconds: float = 0.0,
              step_on: str = "optimizer", options: Optional[dict] = None, cold_cache: bool = False,
-             tag: str = "") -> tuple[int, Optional[dict]]:
+             tag: str = "", save_artifact: str = "", load_artifact: str = "") -> tuple[int, Optional[dict]]:
     """Run the program in `mode` ("eager" | "compiled"); its exit status and the hook's record (None if none)."""
     name = f"{mode}{tag}"
     out = os.path.join(scratch, f"{name}.json")
@@ -42,6 +42,10 @@ def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: i
         env["TORCH_COMPILE_DISABLE"] = "1"  # the program's own torch.compile calls run eagerly too
     else:
         env.pop("TORCH_COMPILE_DISABLE", None)
+    if save_artifact:
+        env["COMPILE_LENS_TRIAL_SAVE_ARTIFACTS"] = save_artifact
+    if load_artifact:
+        env["COMPILE_LENS_TRIAL_LOAD_ARTIFACTS"] = load_artifact
     if cold_cache:
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, f"inductor-{name}")
     code = _run(program, env)

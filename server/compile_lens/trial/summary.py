@@ -263,8 +263,17 @@ def render_text(summary: dict) -> str:
         lines.append(f"  eager run failed at step {f.get('step')}: {f.get('message')}")
     ct = summary.get("compile_time")
     if ct:
+        caches = "empty Inductor caches" if summary.get("cold") else "Inductor caches as this machine has them"
         lines.append(f"  compile time in the run: {ct['total_s']:.1f} s over {ct['compiles']} frame compiles "
-                     f"(in steps {ct['steps']})")
+                     f"(in steps {ct['steps']}; {caches})")
+    artifact = summary.get("artifact")
+    if artifact:
+        warm = artifact.get("compile_time")
+        if artifact.get("path") and warm:
+            lines.append(f"  compile time warm from the cache artifact: {warm['total_s']:.1f} s in a fresh process "
+                         f"({artifact['path']}, {artifact.get('bytes')} bytes: ship it with the job)")
+        else:
+            lines.append(f"  cache artifact: not measured: {artifact.get('note')}")
     ratio = (summary.get("speedup") or {}).get("wall")
     if ratio:
         lines.append(f"  speedup at steady state: {ratio['ratio']:.2f}x per step ({ratio['verdict']})")
