@@ -9,7 +9,8 @@ with `--step-on forward`, one call of an outermost workspace module. Per step it
 - `loss`: the value of the first scalar tensor whose `.backward()` is called in the step
   (`torch.autograd.backward(t)` called directly is not seen);
 - the input shapes of the step's first model call, and the compiles that happened in it.
-After `steps` steps (or `seconds`), it raises SystemExit(0) from the step's end and notes that the
+After `steps` steps (or `seconds`), it raises SystemExit(0) from the step's end (with `forward`
+steps: from the next model call, after the step's backward) and notes that the
 trial stopped the program. GPU work is synchronised at each step end so times are real.
 
 *Outermost workspace modules* are instances of `nn.Module` classes defined in the workspace and
@@ -144,14 +145,18 @@ def _patch_torch(torch: Any) -> None:
     backward = torch.Tensor.backward
 
     def tensor_backward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _cur.get("loss") is None and _cur.get("loss_finite") and not _compiling():
+        # --step-on forward: the step ended when the model returned; its loss comes after
+        step = _steps[-1] if _step_on == "forward" and _steps and _cur["start"] is None else _cur
+        if step.get("loss") is None and step.get("loss_finite", True) and not _compiling():
             try:
                 if self.numel() == 1:
                     value = float(self.detach())
                     if math.isfinite(value):
-                        _cur["loss"] = value
-                    else:
-                        _cur["loss_finite"] = False
+                        step["loss"] = value
+                    elif _failure is None:
+                        _cur["loss_finite"] = step["loss_finite"] = False
+                        if step is not _cur:
+                            _fail("nan-loss", f"the loss of step {step['index']} is not finite", step["index"])
             except Exception as exc:  # noqa: BLE001 - never change what backward does
                 _problems.append(f"loss: {type(exc).__name__}: {exc}")
         return backward(self, *args, **kwargs)
@@ -307,6 +312,8 @@ def _timed_call(original: Any) -> Any:
         if _compiling() or self not in _tracked:
             return original(self, *args, **kwargs)
         compiled = _tracked.get(self)
+        if _call_depth == 0:
+            _stop_if_done()
         if _call_depth == 0 and _cur["start"] is None:
             _cur["start"] = time.perf_counter()
             _cur["shapes"] = [list(a.shape) for a in list(args) + list(kwargs.values()) if hasattr(a, "shape")][:8]
@@ -346,6 +353,13 @@ def _end_step() -> None:
     _cur = _new_step()
     if (_steps_limit and len(_steps) >= _steps_limit) or (_seconds_limit and now - _first_start >= _seconds_limit):
         _stopped = True
+        if _step_on == "optimizer":
+            raise SystemExit(0)
+        # --step-on forward: at the next model call, so that the last step's loss and backward happen
+
+
+def _stop_if_done() -> None:
+    if _stopped:
         raise SystemExit(0)
 
 

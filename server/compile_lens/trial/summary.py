@@ -254,6 +254,9 @@ def render_text(summary: dict) -> str:
         memory = figures.get("peak_memory_bytes")
         lines.append(f"  {'':8} peak memory: " + (f"{memory / 2**20:.1f} MiB (CUDA max allocated)" if memory is not None
                                                    else figures["memory_note"]))
+    if eager["ran"] and not eager["steps"] and not eager.get("failure"):
+        lines.append("  no step was seen: no optimizer.step() (or, with --step-on forward, no call of a module "
+                     "defined under the workspace root)")
     failure = compiled.get("failure")
     if failure:
         lines.append(f"  COMPILED RUN FAILED at step {failure.get('step')}: {failure.get('message')}"
