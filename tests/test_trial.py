@@ -60,6 +60,7 @@ def test_the_program_runs_twice_and_is_stopped_after_n_steps(trained):
     shapes = [s["shapes"] for s in figures["compiled"]["steps"]]
     assert [i for i, s in enumerate(shapes) if s == [[4, 12]]] == [6, 13, 20]
     assert "compile-lens trial: " in done.stderr and "speedup at steady state" in done.stderr
+    assert figures["machine"]["cpus"] == os.cpu_count() and figures["cold"] is False
 
 
 @pytest.mark.slow

@@ -88,6 +88,7 @@ def run_trial(args: argparse.Namespace) -> int:
     if args.dynamic != "auto":
         options["dynamic"] = args.dynamic == "true"
     common = {"root": root, "step_on": args.step_on}
+    load_before = _load()
     with tempfile.TemporaryDirectory(prefix="compile-lens-trial-") as scratch:
         _say("eager run")
         eager_code, eager = runner.run_once(program, mode="eager", scratch=scratch, steps=steps,
@@ -110,6 +111,7 @@ def run_trial(args: argparse.Namespace) -> int:
                                 repeat_run=repeat, command=shlex.join(program))
     figures["artifact"] = artifact
     figures["cold"] = args.cold
+    figures["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": _load()}
     figures["cost"] = _bill(args, figures)
     print(summary.render_text(figures), file=sys.stderr)
     if args.json:
@@ -159,6 +161,14 @@ def _bill(args: argparse.Namespace, figures: dict) -> dict:
     if not inputs.given():
         bill["lines"] = []  # nothing asked: no bill in the text
     return bill
+
+
+def _load() -> float | None:
+    """The 1-minute load average: other work on the machine makes step times noisy, and the text says so."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
 
 
 def _say(message: str) -> None:

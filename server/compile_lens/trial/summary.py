@@ -277,6 +277,11 @@ def render_text(summary: dict) -> str:
                          f"({artifact['path']}, {artifact.get('bytes')} bytes: ship it with the job)")
         else:
             lines.append(f"  cache artifact: not measured: {artifact.get('note')}")
+    machine = summary.get("machine") or {}
+    cpus, load = machine.get("cpus") or 0, machine.get("load_before")
+    if cpus and load is not None and load > cpus:
+        lines.append(f"  note: the machine was busy before the trial (load {load:.1f} on {cpus} CPUs): "
+                     "step times are noisy; compare on a quiet machine before deciding")
     ratio = (summary.get("speedup") or {}).get("wall")
     if ratio:
         lines.append(f"  speedup at steady state: {ratio['ratio']:.2f}x per step ({ratio['verdict']})")
