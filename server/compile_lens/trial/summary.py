@@ -257,6 +257,9 @@ def render_text(summary: dict) -> str:
     if eager["ran"] and not eager["steps"] and not eager.get("failure"):
         lines.append("  no step was seen: no optimizer.step() (or, with --step-on forward, no call of a module "
                      "defined under the workspace root)")
+    if compiled["ran"] and not compiled.get("outermost_modules") and not summary.get("compile_time"):
+        lines.append("  nothing was compiled: no nn.Module defined under the workspace root was built, and the "
+                     "program compiles nothing itself (--root sets the workspace)")
     failure = compiled.get("failure")
     if failure:
         lines.append(f"  COMPILED RUN FAILED at step {failure.get('step')}: {failure.get('message')}"
