@@ -25,6 +25,7 @@ from .render import findings as fnd
 from .render.cli_output import exit_code, render_json, render_sarif, render_text
 from .report_cli import add_report_parser, run_report
 from .settings import DEVICES, Settings
+from .trial.cli import add_trial_parser
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox", ".mypy_cache"}
 
@@ -148,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_record_parser(sub)
     add_report_parser(sub)
+    add_trial_parser(sub)
     return parser
 
 
@@ -157,7 +159,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
-    if args.command == "record":
+    if args.command in ("record", "trial"):
         return args.run(args)
     if args.command == "report":
         return run_report(args)

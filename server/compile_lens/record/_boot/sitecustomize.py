@@ -18,6 +18,10 @@ def _start() -> None:
         from compile_lens.record import hook
 
         hook.install()
+        if os.environ.get("COMPILE_LENS_TRIAL_MODE"):  # `compile-lens trial`: steps, times, losses
+            from compile_lens.trial import hook as trial
+
+            trial.install()
     except Exception as exc:  # noqa: BLE001 - the user's program must run regardless
         out = os.environ.get("COMPILE_LENS_RECORD_OUT")
         try:

@@ -1,0 +1,95 @@
+"""The GPU bill: what a measured speedup is worth per month, and when the migration pays back. Pure.
+
+Inputs are the team's figures (price, GPUs, how much they train, restarts, migration effort) and
+measured ones (eager and compiled seconds per step at steady state, whether the difference is
+conclusive, compile seconds per process start). Definitions:
+
+- eager hours per month H: `hours_per_month`, else `steps_per_run × runs_per_month × eager_step_s`;
+- the same work compiled: `H × compiled_step_s / eager_step_s`, plus the compile paid at every
+  process start, `compile_s × (1 + restarts_per_run) × runs_per_month` (left out, and said so,
+  when runs per month is not known);
+- GPU-hours saved per month: `(H − compiled hours) × gpus` (every GPU waits while one compiles);
+- money saved: GPU-hours saved × price per GPU-hour;
+- compile cost per restart: `compile_s / 3600 × gpus × price`;
+- payback of the migration: `migration_days × day_rate / money saved per month`, in months.
+
+No figure comes from an inconclusive speedup; no money figure without a price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+DAYS_PER_MONTH = 30.0
+
+
+@dataclass
+class CostInputs:
+    price_per_gpu_hour: Optional[float] = None
+    gpus: int = 1
+    hours_per_month: Optional[float] = None
+    steps_per_run: Optional[float] = None
+    runs_per_month: Optional[float] = None
+    restarts_per_run: float = 0.0
+    migration_days: Optional[float] = None
+    day_rate: Optional[float] = None
+
+    def given(self) -> bool:
+        return any(v is not None for v in (self.price_per_gpu_hour, self.hours_per_month, self.steps_per_run,
+                                           self.runs_per_month, self.migration_days))
+
+
+def gpu_bill(inputs: CostInputs, *, eager_step_s: Optional[float], compiled_step_s: Optional[float],
+             verdict: Optional[str], compile_s: Optional[float]) -> dict:
+    """The figures, each None when its inputs are missing, and `lines` that say what was left out and why."""
+    out: dict = {"inputs": asdict(inputs), "eager_hours_per_month": None, "compiled_hours_per_month": None,
+                 "compile_hours_per_month": None, "gpu_hours_saved_per_month": None, "money_saved_per_month": None,
+                 "compile_cost_per_restart": None, "compile_gpu_hours_per_restart": None,
+                 "migration_cost": None, "payback_months": None, "lines": []}
+    lines = out["lines"]
+    price, gpus = inputs.price_per_gpu_hour, max(1, int(inputs.gpus))
+    if compile_s is not None:
+        out["compile_gpu_hours_per_restart"] = compile_s / 3600 * gpus
+        if price is not None:
+            out["compile_cost_per_restart"] = out["compile_gpu_hours_per_restart"] * price
+    if inputs.migration_days is not None and inputs.day_rate is not None:
+        out["migration_cost"] = inputs.migration_days * inputs.day_rate
+    if eager_step_s is None or compiled_step_s is None or verdict not in ("faster", "slower"):
+        lines.append("GPU bill: no figure: the measured speedup is " + (verdict or "missing")
+                     + " (more steps, or a quieter machine, may settle it)")
+        return out
+    hours = inputs.hours_per_month
+    if hours is None and inputs.steps_per_run is not None and inputs.runs_per_month is not None:
+        hours = inputs.steps_per_run * inputs.runs_per_month * eager_step_s / 3600
+    if hours is None:
+        lines.append("GPU bill: set the training hours per month (or steps per run and runs per month)")
+        return out
+    compiled_hours = hours * compiled_step_s / eager_step_s
+    if compile_s is not None and inputs.runs_per_month is not None:
+        out["compile_hours_per_month"] = compile_s * (1 + inputs.restarts_per_run) * inputs.runs_per_month / 3600
+        compiled_hours += out["compile_hours_per_month"]
+    elif compile_s is not None:
+        lines.append("GPU bill: compile time at each start is not counted in the month: set runs per month")
+    saved = (hours - compiled_hours) * gpus
+    out.update({"eager_hours_per_month": hours, "compiled_hours_per_month": compiled_hours,
+                "gpu_hours_saved_per_month": saved})
+    what = "saved" if saved >= 0 else "added"
+    text = f"GPU bill: {abs(saved):.1f} GPU-hours {what} per month ({hours:.1f} h eager vs {compiled_hours:.1f} h compiled × {gpus} GPUs)"
+    if price is None:
+        lines.append(text + "; set a GPU price per hour for money figures")
+        return out
+    money = saved * price
+    out["money_saved_per_month"] = money
+    lines.append(text + f" = {abs(money):,.2f} {what} per month")
+    if out["compile_cost_per_restart"] is not None:
+        lines.append(f"GPU bill: each start compiles for {compile_s:.1f} s on {gpus} GPUs = "
+                     f"{out['compile_cost_per_restart']:,.2f}")
+    if out["migration_cost"] is not None:
+        if money > 0:
+            out["payback_months"] = out["migration_cost"] / money
+            lines.append(f"GPU bill: the migration ({out['migration_cost']:,.2f}) pays back in "
+                         f"{out['payback_months']:.2f} months ({out['payback_months'] * DAYS_PER_MONTH:.0f} days)")
+        else:
+            lines.append("GPU bill: the migration does not pay back: compiled costs more per month")
+    return out

@@ -1,0 +1,6 @@
+"""`compile-lens trial -- python train.py ...`: the user's own training run, eager and compiled.
+
+`hook` runs inside the user's program beside the `record` hook (stdlib only until torch is
+imported); `runner` starts the runs; `summary` turns the two run records into figures and text;
+`cli` is the subcommand. Importing this package imports nothing else.
+"""

@@ -1,0 +1,56 @@
+"""Running the user's program once under the trial hook: the environment, and the record it leaves.
+
+The program runs as the shell would run it (its stdout, stderr, stdin and exit status are its
+own), with the `record` hook's boot folder on PYTHONPATH and COMPILE_LENS_TRIAL_* telling the hook
+what to do. The recorder writes to a scratch folder, not to the workspace's recorded.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import uuid
+from typing import Optional
+
+from ..record.cli import BOOT, LIB, _run
+
+
+def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: int = 0, seconds: float = 0.0,
+             step_on: str = "optimizer", options: Optional[dict] = None, cold_cache: bool = False,
+             tag: str = "", save_artifact: str = "", load_artifact: str = "") -> tuple[int, Optional[dict]]:
+    """Run the program in `mode` ("eager" | "compiled"); its exit status and the hook's record (None if none)."""
+    name = f"{mode}{tag}"
+    out = os.path.join(scratch, f"{name}.json")
+    env = dict(os.environ)
+    env.pop("COMPILE_LENS_TRIAL_OWNER", None)
+    env["PYTHONPATH"] = BOOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update({
+        "COMPILE_LENS_RECORD_ROOT": root,
+        "COMPILE_LENS_RECORD_OUT": os.path.join(scratch, f"recorded-{name}.json"),
+        "COMPILE_LENS_RECORD_LIB": LIB,
+        "COMPILE_LENS_RECORD_RUN": uuid.uuid4().hex,
+        "COMPILE_LENS_RECORD_COMMAND": shlex.join(program),
+        "COMPILE_LENS_TRIAL_MODE": mode,
+        "COMPILE_LENS_TRIAL_STEPS": str(steps or ""),
+        "COMPILE_LENS_TRIAL_SECONDS": str(seconds or ""),
+        "COMPILE_LENS_TRIAL_STEP_ON": step_on,
+        "COMPILE_LENS_TRIAL_OPTIONS": json.dumps(options or {}),
+        "COMPILE_LENS_TRIAL_OUT": out,
+    })
+    if mode == "eager":
+        env["TORCH_COMPILE_DISABLE"] = "1"  # the program's own torch.compile calls run eagerly too
+    else:
+        env.pop("TORCH_COMPILE_DISABLE", None)
+    if save_artifact:
+        env["COMPILE_LENS_TRIAL_SAVE_ARTIFACTS"] = save_artifact
+    if load_artifact:
+        env["COMPILE_LENS_TRIAL_LOAD_ARTIFACTS"] = load_artifact
+    if cold_cache:
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, f"inductor-{name}")
+    code = _run(program, env)
+    try:
+        with open(out, encoding="utf-8") as f:
+            return code, json.load(f)
+    except (OSError, ValueError):
+        return code, None

@@ -1,0 +1,304 @@
+"""The figures of a trial from the two run records the hook wrote, and their text. Pure: no torch.
+
+Warm-up steps are step 0 and every step in which something compiled (compiled run); the steady
+state is the other steps, as a median with its quartiles. A speedup is *conclusive* when each run
+has at least 3 steady steps and their interquartile ranges do not overlap; otherwise it is
+reported as inconclusive and gives no payback projection and no money figure.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Optional
+
+MIN_STEADY = 3
+_GB_AT = re.compile(r"Graph break in user code at (?P<where>\S+:\d+)")
+_GB_ID = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)
+_RECOMPILING = re.compile(r"Recompiling function (?P<name>\S+) in (?P<where>\S+:\d+)")
+_GUARD = re.compile(r"^\s*- (?P<id>\d+/\d+): (?P<reason>.*)$", re.MULTILINE)
+
+
+def quartiles(values: list[float]) -> Optional[dict]:
+    if not values:
+        return None
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        pos = q * (len(ordered) - 1)
+        low = math.floor(pos)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+    return {"median": at(0.5), "q1": at(0.25), "q3": at(0.75), "min": ordered[0], "max": ordered[-1],
+            "n": len(ordered)}
+
+
+def run_figures(run: Optional[dict], exit_code: Optional[int]) -> dict:
+    """One run: its steps split into warm-up and steady state, its memory and how it ended."""
+    if run is None:
+        return {"ran": False, "exit_code": exit_code, "steps": [], "warmup_steps": [], "steady": None,
+                "failure": {"kind": "no-record", "step": None, "where": None,
+                            "message": "the run left no record (did the program start Python with -E/-I, "
+                                       "or exit before importing torch?)"}}
+    steps = run.get("steps") or []
+    warmup = [s["index"] for s in steps if s["index"] == 0 or s.get("compiles")]
+    steady = [s for s in steps if s["index"] not in warmup]
+    failure = run.get("failure")
+    if failure is None and exit_code not in (0, None) and not run.get("stopped_by_trial"):
+        failure = {"kind": "exit", "step": len(steps), "where": None,
+                   "message": f"the program exited with status {exit_code}"}
+    return {
+        "ran": True,
+        "exit_code": exit_code,
+        "stopped_by_trial": bool(run.get("stopped_by_trial")),
+        "device": run.get("device"),
+        "torch": run.get("torch"),
+        "steps": [{k: s.get(k) for k in ("index", "wall_s", "hook_s", "loss", "shapes", "compiles")} for s in steps],
+        "warmup_steps": warmup,
+        "warmup_wall_s": sum(s["wall_s"] for s in steps if s["index"] in warmup),
+        "steady": {"wall_s": quartiles([s["wall_s"] for s in steady]),
+                   "hook_s": quartiles([s["hook_s"] for s in steady])} if steady else None,
+        "peak_memory_bytes": run.get("peak_memory_bytes"),
+        "memory_note": None if run.get("peak_memory_bytes") is not None else
+        "not measured on CPU (no allocator-level peak; process RSS would count the compiler too)",
+        "failure": failure,
+        "outermost_modules": run.get("outermost_modules", []),
+    }
+
+
+def speedup(eager: dict, compiled: dict, key: str = "wall_s") -> Optional[dict]:
+    """Eager steady median over compiled steady median, and whether the two can be told apart."""
+    a = (eager.get("steady") or {}).get(key)
+    b = (compiled.get("steady") or {}).get(key)
+    if not a or not b or b["median"] <= 0:
+        return None
+    enough = a["n"] >= MIN_STEADY and b["n"] >= MIN_STEADY
+    if enough and b["q3"] < a["q1"]:
+        verdict = "faster"
+    elif enough and b["q1"] > a["q3"]:
+        verdict = "slower"
+    else:
+        verdict = "inconclusive"
+    return {"ratio": a["median"] / b["median"], "verdict": verdict, "eager_median_s": a["median"],
+            "compiled_median_s": b["median"]}
+
+
+def payback(eager: dict, compiled: dict, ratio: Optional[dict]) -> dict:
+    """The step from which compiled is ahead in cumulative wall time, measured or projected."""
+    a = [s["wall_s"] for s in eager["steps"]]
+    b = [s["wall_s"] for s in compiled["steps"]]
+    n = min(len(a), len(b))
+    if n == 0:
+        return {"step": None, "measured": False, "text": "no steps to compare"}
+    ahead_from = None
+    cum_a = cum_b = 0.0
+    for i in range(n):
+        cum_a += a[i]
+        cum_b += b[i]
+        if cum_b <= cum_a:
+            ahead_from = i if ahead_from is None else ahead_from
+        else:
+            ahead_from = None
+    out = {"steps_compared": n, "eager_cumulative_s": cum_a, "compiled_cumulative_s": cum_b}
+    if ahead_from is not None:
+        return {**out, "step": ahead_from, "measured": True,
+                "text": f"compiled is ahead in cumulative time from step {ahead_from}"}
+    if ratio and ratio["verdict"] == "faster":
+        gain = ratio["eager_median_s"] - ratio["compiled_median_s"]
+        step = n + math.ceil((cum_b - cum_a) / gain)
+        return {**out, "step": step, "measured": False,
+                "text": f"does not pay back within {n} steps; projected from the steady-state medians: "
+                        f"after step {step}"}
+    why = "compiled is slower at steady state" if ratio and ratio["verdict"] == "slower" else \
+        "the steady-state difference is inconclusive"
+    return {**out, "step": None, "measured": False, "text": f"does not pay back within {n} steps ({why})"}
+
+
+def losses(eager: dict, compiled: dict, rtol: float, atol: float, repeat: Optional[dict] = None) -> dict:
+    """Per-step losses side by side and the first step where they differ beyond tolerance."""
+    pairs = [(s["index"], s.get("loss"), c.get("loss")) for s, c in zip(eager["steps"], compiled["steps"])]
+    seen = [(i, a, b) for i, a, b in pairs if a is not None and b is not None]
+    out: dict = {"rtol": rtol, "atol": atol, "steps": [{"index": i, "eager": a, "compiled": b} for i, a, b in pairs]}
+
+    def close(a: float, b: float) -> bool:
+        return abs(a - b) <= atol + rtol * abs(a)
+
+    if not seen:
+        return {**out, "verdict": "no-loss", "first_divergent_step": None,
+                "text": "no scalar .backward() was seen: no loss to compare"}
+    deterministic: Optional[bool] = None
+    if repeat is not None:
+        twice = [(s.get("loss"), r.get("loss")) for s, r in zip(eager["steps"], repeat["steps"])]
+        deterministic = all(a == b for a, b in twice if a is not None and b is not None)
+    first = next((i for i, a, b in seen if not close(a, b)), None)
+    worst = max(abs(a - b) for _, a, b in seen)
+    out.update({"first_divergent_step": first, "max_abs_diff": worst, "deterministic": deterministic})
+    if deterministic is False:
+        return {**out, "verdict": "not-deterministic",
+                "text": "two eager runs gave different losses: the program is not deterministic, "
+                        "so a divergence cannot be judged"}
+    if first is not None and first == seen[0][0] and deterministic is None:
+        return {**out, "verdict": "not-deterministic",
+                "text": f"the losses differ from the first step ({seen[0][1]:.6g} vs {seen[0][2]:.6g}): "
+                        "the program is likely not deterministic (seeds, data order); rerun with "
+                        "--repeat-eager to check"}
+    if first is None:
+        return {**out, "verdict": "match",
+                "text": f"losses match within rtol={rtol:g}, atol={atol:g} over {len(seen)} steps "
+                        f"(max difference {worst:.3g})"}
+    return {**out, "verdict": "diverge",
+            "text": f"losses diverge from step {first} beyond rtol={rtol:g}, atol={atol:g} "
+                    f"(max difference {worst:.3g})"}
+
+
+def graph_breaks(run: Optional[dict]) -> list[dict]:
+    """Distinct breaks the compiled run hit, where, why, in which step, with which input shapes."""
+    found: dict = {}
+    for event in (run or {}).get("events", []):
+        if event.get("kind") != "graph_break":
+            continue
+        message = event.get("message", "")
+        at = _GB_AT.search(message)
+        lines = [ln.strip() for ln in message.splitlines()]
+        reason = next((ln for ln in lines if ln and not ln.startswith(("Graph break in user code",
+                                                                      "Graph Break Reason", "User code traceback",
+                                                                      "File ", "Explanation", "Hint",
+                                                                      "Developer debug", "For more details",
+                                                                      "***")) and "graph break" not in ln.lower()),
+                      "")
+        gb = _GB_ID.search(message)
+        key = (at["where"] if at else None, reason)
+        if key in found:
+            continue
+        found[key] = {"where": key[0], "reason": reason, "gb": gb[1].upper() if gb else None,
+                      "step": event.get("step"), "shapes": event.get("shapes")}
+    return list(found.values())
+
+
+def recompiles(run: Optional[dict]) -> list[dict]:
+    """Every recompile: the function, the guard that failed, the step and the model's input shapes then."""
+    out = []
+    for event in (run or {}).get("events", []):
+        if event.get("kind") != "recompile":
+            continue
+        message = event.get("message", "")
+        head = _RECOMPILING.search(message)
+        guards = [g["reason"].split("#")[0].strip() for g in _GUARD.finditer(message)]
+        out.append({"function": head["name"] if head else None, "where": head["where"] if head else None,
+                    "reason": guards[0] if guards else message.strip().splitlines()[0],
+                    "step": event.get("step"), "shapes": event.get("shapes")})
+    return out
+
+
+def compile_time(run: Optional[dict]) -> Optional[dict]:
+    """Compile seconds as Dynamo counted them: whole frames (forward), Inductor/AOT for backward graphs."""
+    entries = (run or {}).get("compiles") or []
+    if not entries:
+        return None
+    frames = sum(e.get("entire_frame_compile_time_s") or 0.0 for e in entries if e.get("co_name"))
+    backward = sum((e.get("inductor_compile_time_s") or e.get("backend_compile_time_s") or 0.0)
+                   for e in entries if not e.get("co_name"))
+    return {"total_s": frames + backward, "forward_frames_s": frames, "backward_s": backward,
+            "compiles": sum(1 for e in entries if e.get("co_name")),
+            "steps": sorted({e["step"] for e in entries if e.get("step") is not None})}
+
+
+def summarize(eager_run: Optional[dict], eager_code: Optional[int], compiled_run: Optional[dict],
+              compiled_code: Optional[int], *, rtol: float, atol: float, repeat_run: Optional[dict] = None,
+              command: str = "") -> dict:
+    eager = run_figures(eager_run, eager_code)
+    compiled = run_figures(compiled_run, compiled_code)
+    wall = speedup(eager, compiled, "wall_s")
+    hook = speedup(eager, compiled, "hook_s")
+    repeat = run_figures(repeat_run, 0) if repeat_run is not None else None
+    compiled_ok = compiled["failure"] is None
+    return {
+        "command": command,
+        "eager": eager,
+        "compiled": compiled,
+        "speedup": {"wall": wall, "hook": hook} if compiled_ok else None,
+        "payback": payback(eager, compiled, wall) if compiled_ok else None,
+        "loss": losses(eager, compiled, rtol, atol, repeat),
+        "graph_breaks": graph_breaks(compiled_run),
+        "recompiles": recompiles(compiled_run),
+        "compile_time": compile_time(compiled_run),
+    }
+
+
+# --- text ----------------------------------------------------------------------------------
+
+def _ms(seconds: Optional[float]) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def _steady(figures: dict) -> str:
+    steady = figures.get("steady")
+    if not steady:
+        return "no steady-state steps"
+    w, h = steady["wall_s"], steady["hook_s"]
+    return (f"steady {_ms(w['median'])}/step wall (IQR {_ms(w['q1'])}–{_ms(w['q3'])}, n={w['n']}), "
+            f"{_ms(h['median'])} in model+backward+step")
+
+
+def render_text(summary: dict) -> str:
+    eager, compiled = summary["eager"], summary["compiled"]
+    lines = [f"compile-lens trial: {summary.get('command', '')}"]
+    for name, figures in (("eager", eager), ("compiled", compiled)):
+        if not figures["ran"]:
+            lines.append(f"  {name:8} did not run: {figures['failure']['message']}")
+            continue
+        warm = figures["warmup_steps"]
+        lines.append(f"  {name:8} {len(figures['steps'])} steps; warm-up steps {warm} took "
+                     f"{_ms(figures['warmup_wall_s'])}; {_steady(figures)}")
+        memory = figures.get("peak_memory_bytes")
+        lines.append(f"  {'':8} peak memory: " + (f"{memory / 2**20:.1f} MiB (CUDA max allocated)" if memory is not None
+                                                   else figures["memory_note"]))
+    if eager["ran"] and not eager["steps"] and not eager.get("failure"):
+        lines.append("  no step was seen: no optimizer.step() (or, with --step-on forward, no call of a module "
+                     "defined under the workspace root)")
+    if compiled["ran"] and not compiled.get("outermost_modules") and not summary.get("compile_time"):
+        lines.append("  nothing was compiled: no nn.Module defined under the workspace root was built, and the "
+                     "program compiles nothing itself (--root sets the workspace)")
+    failure = compiled.get("failure")
+    if failure:
+        lines.append(f"  COMPILED RUN FAILED at step {failure.get('step')}: {failure.get('message')}"
+                     + (f" ({failure['where']})" if failure.get("where") else ""))
+    if eager.get("failure"):
+        f = eager["failure"]
+        lines.append(f"  eager run failed at step {f.get('step')}: {f.get('message')}")
+    ct = summary.get("compile_time")
+    if ct:
+        caches = "empty Inductor caches" if summary.get("cold") else "Inductor caches as this machine has them"
+        lines.append(f"  compile time in the run: {ct['total_s']:.1f} s over {ct['compiles']} frame compiles "
+                     f"(in steps {ct['steps']}; {caches})")
+    artifact = summary.get("artifact")
+    if artifact:
+        warm = artifact.get("compile_time")
+        if artifact.get("path") and warm:
+            lines.append(f"  compile time warm from the cache artifact: {warm['total_s']:.1f} s in a fresh process "
+                         f"({artifact['path']}, {artifact.get('bytes')} bytes: ship it with the job)")
+        else:
+            lines.append(f"  cache artifact: not measured: {artifact.get('note')}")
+    machine = summary.get("machine") or {}
+    cpus, load = machine.get("cpus") or 0, machine.get("load_before")
+    if cpus and load is not None and load > cpus:
+        lines.append(f"  note: the machine was busy before the trial (load {load:.1f} on {cpus} CPUs): "
+                     "step times are noisy; compare on a quiet machine before deciding")
+    ratio = (summary.get("speedup") or {}).get("wall")
+    if ratio:
+        lines.append(f"  speedup at steady state: {ratio['ratio']:.2f}x per step ({ratio['verdict']})")
+    if summary.get("payback"):
+        lines.append(f"  payback: {summary['payback']['text']}")
+    lines.append(f"  loss: {summary['loss']['text']}")
+    breaks, recs = summary["graph_breaks"], summary["recompiles"]
+    lines.append(f"  graph breaks in the run: {len(breaks)}")
+    for b in breaks:
+        lines.append(f"    {b['where']}  {b['gb'] or ''} {b['reason']}  (step {b['step']}, inputs {b['shapes']})")
+    lines.append(f"  recompiles in the run: {len(recs)}")
+    for r in recs:
+        lines.append(f"    {r['function']} at {r['where']}: {r['reason']}  (step {r['step']}, inputs {r['shapes']})")
+    cost = summary.get("cost")
+    if cost:
+        lines += ["  " + line for line in cost.get("lines", [])]
+    return "\n".join(lines)
