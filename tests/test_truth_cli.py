@@ -133,3 +133,17 @@ def test_gpt2_wrapper_with_labels(tmp_path):
     batch = next(d for d in recompiles if d["data"]["variation"].startswith("batch"))
     assert batch["code"] == "CL210" and "`labels`" in batch["message"]
     assert re.search(r"\(\d+ compiled frames recompile; first guard in `\w+`", batch["message"])
+
+
+@pytest.mark.slow
+def test_measured_verdict_counts_breaks_as_the_trace_does(project):
+    # before: the table said 1 break, the verdict none (no frame was compiled: frames - 1 = 0)
+    done = run_cli("check", "loop.py", "--format", "json", "--timeout", "600", cwd=project)
+    assert done.returncode == 1, done.stderr
+    target = json.loads(done.stdout)["files"][0]["targets"][0]
+    assert len(target["graph_breaks"]) == 1
+    bench = target["benchmark"]
+    assert bench is not None, target["error"]
+    assert bench["verdict"].endswith("; 1 graph break"), bench["verdict"]
+    [note] = [n for n in bench["notes"] if n.startswith("graph breaks:")]
+    assert note.startswith("graph breaks: 1 — the whole function runs eagerly (GB7000 graph break in loop at loop.py:16)")

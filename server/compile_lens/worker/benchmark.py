@@ -48,7 +48,7 @@ import torch.utils.benchmark as tbench
 
 from ..pool import kill_tree
 from ..protocol import Benchmark, Problem, Timing
-from .graph_breaks import distinct_breaks, graph_break_log
+from .graph_breaks import LOOP_GB_ID, distinct_breaks, graph_break_log
 from .loader import BuiltTarget, TargetError, describe
 
 LR = 1e-3  # the eager SGD step of the training step; small so weights barely drift while timing
@@ -708,6 +708,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
         named = "; ".join(f"{b.gb_id + ' ' if b.gb_id else ''}{_short_reason(b.gb_type)} at "
                           f"{os.path.basename(b.path)}:{b.line}" for b in breaks[:3])
         split = (f"{frames} compiled frames with eager code between them" if frames > 1
+                 else "the whole function runs eagerly" if any(b.gb_id == LOOP_GB_ID for b in breaks)
                  else "the code after a break runs eagerly")
         notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
     for text in late + timed:
