@@ -568,7 +568,7 @@ SCRIPT = """
 def _summary(reports: list[FileReport]) -> str:
     targets = [t for r in reports for t in r.targets]
     measured = [t for t in targets if t.benchmark is not None]
-    breaks = sum(len(t.graph_breaks) for t in targets)
+    breaks = len({(g.path, g.line, g.gb_id) for t in targets for g in t.graph_breaks})  # a shared helper's break once
     graphs = [t.graph_count for t in targets if t.graph_count is not None and t.graph_count >= 0]
     recs = sum(len(recompile_findings(t, r.path)) for r in reports for t in r.targets)
     no_export = sum(1 for t in targets if t.export and not t.export.get("ok"))
