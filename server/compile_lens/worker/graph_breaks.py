@@ -8,6 +8,7 @@ columns. So both are collected and merged per location: the log's text, explain'
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import logging
@@ -313,11 +314,12 @@ def _loop_fallback(inner: GraphBreak) -> GraphBreak | None:
         in_frame = next((f for f in reversed(inner.stack) if skipped and f.name == name
                          and f.path == os.path.realpath(skipped["path"])), None)
         at = in_frame or Frame(inner.path, inner.line, name)
-        loop = _enclosing_loop(at.path, at.line)
+        first = int(skipped["line"]) if skipped and os.path.realpath(skipped["path"]) == at.path else 0
+        loop = _enclosing_loop(at.path, at.line, first)
         if loop is not None:
             line, column, end_line, end_column = loop
         else:  # no loop found in today's source: the frame's def line
-            line = int(skipped["line"]) if skipped and at.path == inner.path else at.line
+            line = first or at.line
             text = _source_line(at.path, line)
             column, end_line, end_column = len(text) - len(text.lstrip()) + 1, line, len(text.rstrip()) + 1
         chain = inner.stack[:inner.stack.index(in_frame)] if in_frame in inner.stack else []
@@ -334,17 +336,17 @@ def _loop_fallback(inner: GraphBreak) -> GraphBreak | None:
     return None
 
 
-def _enclosing_loop(path: str, line: int) -> tuple[int, int, int, int] | None:
-    """The innermost `for`/`while` around `line`: its header, as 1-based (line, col, end_line, end_col)."""
-    import ast
-
+def _enclosing_loop(path: str, line: int, first: int = 0) -> tuple[int, int, int, int] | None:
+    """The innermost `for`/`while` around `line`, inside the function that starts at `first`: its
+    header, as 1-based (line, col, end_line, end_col)."""
     try:
         tree = ast.parse(_file_source(path))
     except (SyntaxError, ValueError):
         return None
     best = None
     for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.lineno <= line <= (node.end_lineno or 0):
+        if (isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and first <= node.lineno <= line
+                and line <= (node.end_lineno or 0)):
             if best is None or node.lineno >= best.lineno:
                 best = node
     if best is None:
