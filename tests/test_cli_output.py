@@ -120,7 +120,8 @@ def test_text_lines_ordering_and_summary():
     assert lines[7] == ("examples/mlp.py:5: Net: forward 1.12× · train step 0.94× · compile 9.8 s cold / 1.7 s warm"
                         " · pays back after 222,727 calls (cpu)")
     assert lines[8] == ""
-    assert lines[9] == "Found 2 graph breaks, 1 recompile warning, 1 predicted, 2 errors in 4 files (4 targets)."
+    assert lines[9] == ("Found 2 graph breaks (torch: 4 graphs), 1 recompile warning, 1 predicted, 2 errors"
+                        " in 4 files (4 targets).")
     assert len(lines) == 10
     assert out.endswith("\n")
     # benchmark lines never look like findings
@@ -148,7 +149,8 @@ def test_text_target_error_shown_once_when_a_finding_covers_it():
 
 TARGET_KEYS = {"name", "kind", "line", "inputs", "status", "error", "graph_count", "graph_breaks", "recompiles", "benchmark",
                "export", "fallback_ops", "left_out"}
-GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type", "explanation", "hints", "url", "stack"}
+GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type", "explanation", "hints", "url", "stack",
+           "inner"}
 DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "source", "message"}
 BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile_s", "break_even_calls",
               "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -175,3 +176,64 @@ async def test_ignore_comments(ws):
     lines = {d.range.start.line for d in diagnostics}
     assert quiet_print not in lines and ignored_item not in lines
     assert [d.code for d in _at(diagnostics, other_code)] == ["GB0124"]
+
+
+# --- issue 13: loop fallbacks, multi-line ranges, one count (models shaped like real ones) ----
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def truth(tmp_path_factory):
+    root = tmp_path_factory.mktemp("truth") / "ws"
+    shutil.copytree(FIXTURES / "truth", root)
+    client = await start_server(root)
+    yield root, client
+    await stop_server(client)
+
+
+async def test_break_inside_a_loop_is_a_frame_fallback_at_the_loop(truth):
+    root, client = truth
+    path = root / "loop.py"
+    uri = open_file(client, path)
+    diagnostics = await wait_for(client, uri, _traced)
+    [d] = _gb(diagnostics)
+    loop_line, loop_col = locate(path, "for i, layer in enumerate(self.layers)")
+    assert d.code == "GB7000"
+    assert d.code_description and d.code_description.href.endswith("/gb7000.html")
+    assert (d.range.start.line, d.range.start.character) == (loop_line, loop_col)
+    assert d.range.end.line == loop_line and d.range.end.character > loop_col
+    inner_line, _ = locate(path, "x.norm().item()")
+    assert d.message.startswith(
+        f"graph break in loop: the whole `forward` runs eagerly (break inside a loop at line {inner_line + 1}: "
+        "Unsupported Tensor.item() call")
+    related = [(r.location.range.start.line, r.message) for r in d.related_information or []]
+    assert [m for line, m in related if line == inner_line and "GB0124" in m], related
+
+
+async def test_break_on_a_multi_line_call_spans_its_lines(truth):
+    root, client = truth
+    path = root / "multi.py"
+    uri = open_file(client, path)
+    diagnostics = await wait_for(client, uri, _traced)
+    [d] = _gb(diagnostics)
+    start, col = locate(path, "float(")
+    end, _ = locate(path, "        )")
+    assert d.code == "GB0124"
+    assert (d.range.start.line, d.range.start.character) == (start, col)
+    assert (d.range.end.line, d.range.end.character) == (end, len("        )"))
+
+
+async def test_hover_counts_a_library_break_once_beside_torchs_graph_count(truth):
+    root, client = truth
+    path = root / "wrapper.py"
+    uri = open_file(client, path)
+    diagnostics = await wait_for(client, uri, lambda ds: _traced(ds) and any(d.code == "CL210" for d in ds))
+    # the break is in vendorlib/heads.py; wrapper.py shows it at the call, still one break
+    assert [d.code for d in _gb(diagnostics)] == ["GB0291"]
+    recompiles = [d for d in diagnostics if str(d.code).startswith("CL21")]
+    assert not [d for d in recompiles if d.code == "CL211"]
+    line, col = locate(path, "class TinyLM")
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(line, col + len("class T"))))
+    text = hover.contents.value
+    assert re.search(r"^1 graph break \(torch: \d+ graphs\), (\d+) recompile warnings$", text, re.M), text
+    shown = int(re.search(r"(\d+) recompile warnings", text).group(1))
+    assert shown == len(recompiles)

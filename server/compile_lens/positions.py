@@ -73,16 +73,52 @@ def remap_frames(frames: list[Frame], mapping: PositionMap, path_is_mapped) -> l
 
 def remap_result(result, mapping: PositionMap, path_is_mapped):
     """A cached TargetResult, moved into today's coordinates (see `remap_finding`)."""
-    breaks = []
-    for br in result.graph_breaks:
+    def remap_break(br):
         if path_is_mapped(br.path):
             line, column, end_line, end_column = mapping.span(br.line, br.column, br.end_line, br.end_column)
             br = dataclasses.replace(br, line=line, column=column, end_line=end_line, end_column=end_column)
-        breaks.append(dataclasses.replace(br, stack=remap_frames(br.stack, mapping, path_is_mapped)))
+        inner = remap_break(br.inner) if br.inner is not None else None
+        return dataclasses.replace(br, stack=remap_frames(br.stack, mapping, path_is_mapped), inner=inner)
+
+    breaks = [remap_break(br) for br in result.graph_breaks]
     recompiles = [dataclasses.replace(r, line=mapping.line(r.line)) if (r.path is None or path_is_mapped(r.path))
                   else r for r in result.recompiles]
+    recompiles = [dataclasses.replace(r, frame=remap_frames([r.frame], mapping, path_is_mapped)[0])
+                  if r.frame is not None else r for r in recompiles]
     error = result.error
     if error is not None and error.line and (error.path is None or path_is_mapped(error.path)):
         error = dataclasses.replace(error, line=mapping.line(error.line))
     return dataclasses.replace(result, line=mapping.line(result.line), graph_breaks=breaks,
                                recompiles=recompiles, error=error)
+
+
+@lru_cache(maxsize=32)
+def _parsed(source: str) -> Optional[ast.AST]:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def expression_end(source: str, line: int, start: int, end: Optional[int] = None) -> Optional[tuple[int, int]]:
+    """Where the expression that starts at `line`:`start` ends, as (end_line, end_col), or None.
+
+    Columns are UTF-8 byte offsets, as in code objects and `ast`. torch's frames give the start
+    line and both columns but no end line, so a call spread over several lines would end before it
+    starts. `end` is the end column torch gave (on the unknown end line); without it (only the
+    first line is known, from a traceback's carets), the smallest expression reaching past the
+    first line is taken.
+    """
+    tree = _parsed(source)
+    if tree is None:
+        return None
+    found: list[tuple[int, int]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.expr) or node.lineno != line or node.col_offset != start:
+            continue
+        end_line, end_col = node.end_lineno, node.end_col_offset
+        if end_line is None or end_col is None:
+            continue
+        if end is None and end_line > line or end is not None and end_col == end:
+            found.append((end_line, end_col))
+    return min(found) if found else None

@@ -59,6 +59,7 @@ class Frame:
     path: str
     line: int
     name: str
+    note: Optional[str] = None  # what a related location is, when it is not a call on the chain
 
 
 @dataclass
@@ -75,6 +76,8 @@ class GraphBreak:
     url: Optional[str]
     reason: str  # torch's own text, untouched
     stack: list[Frame] = field(default_factory=list)  # outermost -> innermost (user frames)
+    # GB7000 (a break inside a loop: the whole frame runs eagerly): the break inside the loop
+    inner: Optional[GraphBreak] = None
 
 
 @dataclass
@@ -86,6 +89,7 @@ class Recompile:
     changed: str  # which input changed, e.g. "x" or "steps"
     compile_s: Optional[float] = None
     path: Optional[str] = None  # file of the guard's line when torch names one
+    frame: Optional[Frame] = None  # the compiled frame (code object: file, first line, name) that recompiled
 
 
 @dataclass

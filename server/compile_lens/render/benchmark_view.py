@@ -8,6 +8,7 @@ import time
 from typing import Any, Optional
 
 from ..protocol import Benchmark, TargetResult, Timing
+from .findings import break_count_text, recompile_findings
 
 
 def _x(speedup: float) -> str:
@@ -132,12 +133,10 @@ def left_out_line(names: list[str], most: int = 4) -> str:
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None) -> str:
     """The hover card: the table a team needs to decide, and the verdict."""
     lines = [f"### torch.compile · `{result.name}`"]
-    breaks = len(result.graph_breaks)
     if result.graph_count is not None:
-        lines.append(f"{result.graph_count} graph{'s' if result.graph_count != 1 else ''}, "
-                     f"{breaks} graph break{'s' if breaks != 1 else ''}"
-                     + (f", {len(result.recompiles)} recompile warning{'s' if len(result.recompiles) != 1 else ''}"
-                        if result.recompiles else ""))
+        recompiles = len(recompile_findings(result, ""))  # as many as the editor shows
+        lines.append(break_count_text(len(result.graph_breaks), result.graph_count)
+                     + (f", {recompiles} recompile warning{'s' if recompiles != 1 else ''}" if recompiles else ""))
     recipe = result.inputs
     guessed = f" — **guessed** {(recipe.origin if recipe else '') or 'from the first layer'}; write them as a directive to be sure"
     if b is None:

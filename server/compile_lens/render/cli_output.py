@@ -29,6 +29,7 @@ from ..protocol import (
     TargetResult,
     Timing,
 )
+from .findings import break_count_text, is_break, is_break_finding
 
 SOURCE = "Compile Lens"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -137,6 +138,7 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
     a summary line. Paths are relative to `cwd` when under it."""
     rows: list[tuple[str, int, int, int, str]] = []  # (path, line, column, order, text)
     counts = {"graph break": 0, "recompile warning": 0, "other finding": 0, "predicted": 0, "error": 0}
+    breaks: set[tuple[str, int, str]] = set()  # distinct breaks at distinct locations, as everywhere
     for report in reports:
         for f in report.findings:
             path = display_path(f.path, cwd)
@@ -144,8 +146,9 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
             rows.append((path, f.line, f.column, 1, f"{path}:{f.line}:{f.column}: {f.code} {_first_line(f.message)} [{tags}]"))
             if f.predicted:
                 counts["predicted"] += 1
-            elif f.code.startswith("GB"):
-                counts["graph break"] += 1
+            elif is_break_finding(f):
+                if is_break(f):
+                    breaks.add((os.path.realpath(f.path), f.line, f.code))
             elif f.code.startswith("CL2"):
                 counts["recompile warning"] += 1
             elif f.severity == "error":
@@ -176,7 +179,10 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
 
     n_targets = sum(len(r.targets) for r in reports)
     where = f"in {_plural(len(reports), 'file')} ({_plural(n_targets, 'target')})."
-    found = [_plural(n, name) if name != "predicted" else f"{n} predicted" for name, n in counts.items() if n]
+    counts["graph break"] = len(breaks)
+    graphs = [t.graph_count for r in reports for t in r.targets if t.graph_count is not None and t.graph_count >= 0]
+    found = [(break_count_text(n, sum(graphs) if graphs else None) if name == "graph break" else _plural(n, name))
+             if name != "predicted" else f"{n} predicted" for name, n in counts.items() if n]
     if lines:
         lines.append("")
     lines.append(f"Found {', '.join(found)} {where}" if found else f"No problems found {where}")
@@ -198,6 +204,8 @@ def _graph_break_json(g: GraphBreak) -> dict[str, Any]:
         "url": g.url,
         "stack": [{"path": s.path, "line": s.line, "name": s.name} for s in g.stack],
         "reason": g.reason,
+        # GB7000 (the whole frame runs eagerly): the break inside the loop that caused it
+        "inner": _graph_break_json(g.inner) if g.inner is not None else None,
     }
 
 
@@ -253,7 +261,8 @@ def _diagnostic_json(f: Finding) -> dict[str, Any]:
         "line": f.line, "column": f.column, "end_line": f.end_line, "end_column": f.end_column,
         "severity": f.severity, "code": f.code, "source": SOURCE, "message": f.message,
         "url": f.url, "predicted": f.predicted,
-        "related": [{"path": s.path, "line": s.line, "name": s.name} for s in f.related],
+        "related": [{"path": s.path, "line": s.line, "name": s.name, **({"note": s.note} if s.note else {})}
+                    for s in f.related],
         "data": dict(f.data),
     }
 
@@ -364,7 +373,7 @@ def render_sarif(reports: list[FileReport], *, tool_version: str, cwd: str,
             }
             if f.related:
                 result["relatedLocations"] = [
-                    {"id": i, "message": {"text": f"called from {s.name}" if i < len(f.related) - 1 else f"in {s.name}"},
+                    {"id": i, "message": {"text": s.note or (f"called from {s.name}" if i < len(f.related) - 1 else f"in {s.name}")},
                      "physicalLocation": {"artifactLocation": _artifact_location(s.path, cwd),
                                           "region": {"startLine": max(1, s.line)}}}
                     for i, s in enumerate(f.related)

@@ -7,7 +7,7 @@ import os
 import re
 from typing import Iterable, Optional
 
-from ..protocol import Finding, Problem, Recompile, TargetResult, TargetSpec
+from ..protocol import Finding, Frame, Problem, Recompile, TargetResult, TargetSpec
 
 # Codes of problems that are not graph breaks (CL1xx are predictions, CL2xx recompiles).
 CODE_TARGET = "CL001"  # target cannot be built / needs inputs / call failed
@@ -37,12 +37,18 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
         if len(br.stack) > 1:
             chain = " → ".join(f.name for f in br.stack)
             message += f"\nCall chain: {chain} (traced from `{result.name}`)"
+        related = list(br.stack[:-1])
+        data = {"kind": "graph_break", "gb_id": br.gb_id, "gb_type": br.gb_type, "target": result.name,
+                "function": br.stack[-1].name if br.stack else None}
+        if br.inner is not None:  # GB7000: the break inside the loop that made torch skip the frame
+            inner = br.inner
+            related.append(Frame(inner.path, inner.line, inner.stack[-1].name if inner.stack else "?",
+                                 note=f"the break inside the loop: {inner.gb_id or 'graph break'} {inner.gb_type}"))
+            data.update(inner_gb_id=inner.gb_id, inner_line=inner.line)
         found.append(Finding(
             path=br.path, line=br.line, column=br.column, end_line=br.end_line, end_column=br.end_column,
             severity="warning", code=br.gb_id or "graph-break", message=message, url=br.url,
-            related=list(br.stack[:-1]),
-            data={"kind": "graph_break", "gb_id": br.gb_id, "gb_type": br.gb_type, "target": result.name,
-                  "function": br.stack[-1].name if br.stack else None},
+            related=related, data=data,
         ))
         if not same_file(br.path, path):
             calls = [f for f in br.stack if same_file(f.path, path)]
@@ -57,33 +63,68 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
     return found
 
 
+def break_count_text(breaks: int, graph_count: Optional[int]) -> str:
+    """The one graph-break count every surface shows: distinct breaks at distinct locations (a break
+    inside a helper is one break, though also shown at its call site), with torch's own graph count
+    beside it (a frame torch skips entirely compiles no graph)."""
+    text = f"{breaks} graph break{'s' if breaks != 1 else ''}"
+    if graph_count is not None and graph_count >= 0:
+        text += f" (torch: {graph_count} graph{'s' if graph_count != 1 else ''})"
+    return text
+
+
+def is_break(finding: Finding) -> bool:
+    """A traced graph break (not its call-site copy, not a prediction)."""
+    return (is_break_finding(finding) and not finding.data.get("call_site") and not finding.predicted)
+
+
+def is_break_finding(finding: Finding) -> bool:
+    return finding.data.get("kind") == "graph_break" or finding.code.startswith("GB") or finding.code == "graph-break"
+
+
 def _is_state_switch(rc: Recompile) -> bool:
     """Mode switches (train/eval, requires_grad, autocast, grad mode) compile once per state, not per value."""
     text = f"{rc.reason} {rc.changed}"
     return any(k in text for k in ("GLOBAL_STATE", "requires_grad", ".training", "grad_mode", "autocast"))
 
 
+_WORST = {"automatic-dynamic": 0, "specialization": 1, "limit": 2}
+
+
 def recompile_findings(result: TargetResult, path: str) -> list[Finding]:
-    """One finding per variation and kind: torch logs one record per frame (a graph break makes
-    several frames), which is one cost to the user."""
+    """One finding per variation and place (the target, or the user line a guard names): torch
+    logs one record per compiled frame (a graph break makes several, a library adds its own), and
+    they are one cost to the user. The input named is the one the target's own frame guards; the
+    kind is the worst any frame showed; the other frames' guards are summarised.
+    The compile-time figure is said once per target, on its first recompile finding."""
     groups: dict[tuple, list[Recompile]] = {}
     for rc in result.recompiles:
         where = rc.path if rc.path and rc.line else path
         state = rc.kind != "limit" and _is_state_switch(rc)
-        groups.setdefault((where, rc.line or result.line, rc.variation, rc.kind, state), []).append(rc)
+        groups.setdefault((where, rc.line or result.line, rc.variation, state), []).append(rc)
     found = []
-    for (where, line, variation, kind, state), records in groups.items():
-        rc = records[0]
+    compile_s = result.benchmark.compile_s if result.benchmark else None
+    for (where, line, variation, state), records in groups.items():
+        own = [r for r in records if r.frame is not None and same_file(r.frame.path, path)]
+        rc = (own or records)[0]
+        kind = max((r.kind for r in records), key=lambda k: _WORST.get(k, 1))
+        if kind != rc.kind:  # the worst frame speaks for the group
+            rc = next(r for r in records if r.kind == kind)
         code = RECOMPILE_CODES["state"] if state else RECOMPILE_CODES.get(kind, "CL211")
         severity = "information" if state else RECOMPILE_SEVERITY.get(kind, "warning")
-        message = recompile_message(rc, state, result.benchmark.compile_s if result.benchmark else None)
-        if len(records) > 1:
-            message += f" ({len(records)} compiled frames recompile)"
+        message = recompile_message(rc, state, None if found else compile_s)
+        frames = {(r.frame.path, r.frame.line, r.frame.name) if r.frame else id(r) for r in records}
+        if len(frames) > 1:
+            other = next((r for r in records if r.reason != rc.reason), None)
+            message += f" ({len(frames)} compiled frames recompile" + (
+                f"; first guard in `{other.frame.name}` ({os.path.basename(other.frame.path)}:{other.frame.line}): "
+                f"{other.reason}" if other is not None and other.frame is not None else "") + ")"
         found.append(Finding(
             path=where, line=line, column=1, end_line=line, end_column=1, severity=severity, code=code,
             message=message,
             data={"kind": "recompile", "recompile_kind": kind, "changed": rc.changed,
                   "target": result.name, "variation": variation, "count": len(records),
+                  "frames": len(frames),
                   **({"anchor": "keyword"} if line == result.line else {})},
         ))
     return found

@@ -31,7 +31,7 @@ def to_diagnostic(finding: Finding) -> lsp.Diagnostic:
     related = [
         lsp.DiagnosticRelatedInformation(
             location=lsp.Location(uri_of(frame.path), to_range(frame.line, 1, frame.line, 1)),
-            message=f"called from `{frame.name}`" if i else f"traced from `{frame.name}`",
+            message=frame.note or (f"called from `{frame.name}`" if i else f"traced from `{frame.name}`"),
         )
         for i, frame in enumerate(finding.related)
     ]

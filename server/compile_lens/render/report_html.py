@@ -30,6 +30,7 @@ from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult,
 from .benchmark_view import format_bytes
 from .cli_output import display_path
 from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
+from .findings import break_count_text, recompile_findings
 
 RECOMPILE_CODES = set(_RECOMPILE_KINDS.values())
 
@@ -155,12 +156,14 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
     if t.status == "error" or t.error is not None:
         message = t.error.message if t.error else "could not be analysed"
         return f'<tr class="error">{name}<td colspan="{len(COLUMNS) - 1}" class="bad">✗ {_e(message)}</td></tr>'
-    breaks, recs = len(t.graph_breaks), len(t.recompiles)
+    breaks, recs = len(t.graph_breaks), len(recompile_findings(t, path))
     if t.graph_count is None:
         cells = [name, '<td class="num muted">–</td>']
     else:
         shown = f'<a href="#breaks-{anchor}">{breaks}</a>' if breaks else "0"
-        cells = [name, f'<td class="num {"warn" if breaks else "good"}">{shown}</td>']
+        graphs = break_count_text(breaks, t.graph_count).partition(" (")[2].rstrip(")")
+        cells = [name, f'<td class="num {"warn" if breaks else "good"}">{shown}'
+                       + (f'<div class="sub">{_e(graphs)}</div>' if graphs else "") + "</td>"]
     cells.append(f'<td class="num {"warn" if recs else ""}">{recs}</td>')
     b = t.benchmark
     if b is None:  # forward .. accuracy
@@ -385,6 +388,12 @@ def _break_item(page: _Page, target: str, g: GraphBreak) -> str:
         parts.append(f'<p>{_e(g.explanation)}</p>')
     if g.hints:
         parts.append("<ul class=\"hints\">" + "".join(f"<li>{_e(h)}</li>" for h in g.hints) + "</ul>")
+    if g.inner is not None:  # GB7000: the break inside the loop that made torch skip the frame
+        inner = g.inner
+        inner_id = (f'<a class="gb" href="{_e(inner.url)}">{_e(inner.gb_id)}</a>' if inner.url and inner.gb_id
+                    else _e(inner.gb_id or "graph break"))
+        parts.append(f'<p>the break inside the loop: {inner_id} {page.loc(inner.path, inner.line, inner.column)} '
+                     f'{_e(inner.gb_type)}</p>')
     if len(g.stack) > 1:
         chain = " → ".join(page.loc(f.path, f.line, label=f"{f.name} ({display_path(f.path, page.cwd)}:{f.line})")
                            for f in g.stack)
@@ -400,7 +409,7 @@ def _breaks(page: _Page, reports: list[FileReport]) -> str:
             if not t.graph_breaks:
                 continue
             anchor = f"breaks-t-{_slug(r.path)}-{_slug(t.name)}"
-            items.append(f'<h3 id="{anchor}">{_e(t.name)} <span class="sub">{_plural(len(t.graph_breaks), "graph break")}</span></h3>'
+            items.append(f'<h3 id="{anchor}">{_e(t.name)} <span class="sub">{_e(break_count_text(len(t.graph_breaks), t.graph_count))}</span></h3>'
                          '<ul class="breaks">' + "".join(_break_item(page, t.name, g) for g in t.graph_breaks) + "</ul>")
     if not items:
         return '<section><h2>Graph breaks</h2><p class="good">No graph breaks in the traced targets.</p></section>'
@@ -411,13 +420,16 @@ def _recompiles(page: _Page, reports: list[FileReport]) -> str:
     rows = []
     for r in reports:
         for t in r.targets:
-            for rc in t.recompiles:
-                rows.append(f"<tr><td>{_e(t.name)}</td><td>{page.loc(rc.path or r.path, rc.line)}</td>"
-                            f"<td>{_e(rc.variation)}</td><td>{_e(rc.kind)}</td><td><code>{_e(rc.reason)}</code></td></tr>")
+            # as the editor shows them: one row per input change and place, not one per compiled frame
+            for f in recompile_findings(t, r.path):
+                rows.append(f"<tr><td>{_e(t.name)}</td><td>{page.loc(f.path, f.line)}</td>"
+                            f"<td>{_e(f.data.get('variation'))}</td><td>{_e(f.data.get('recompile_kind'))}</td>"
+                            f"<td>{_e(f.message)}</td></tr>")
     if not rows:
         return ""
     return ("<section><h2>Recompiles</h2><div class=\"scroll\"><table><tr><th>Target</th><th>Line</th>"
-            "<th>Input change</th><th>Kind</th><th>Guard that failed</th></tr>" + "".join(rows) + "</table></div></section>")
+            "<th>Input change</th><th>Kind</th><th>What recompiles, and torch's guard</th></tr>" + "".join(rows)
+            + "</table></div></section>")
 
 
 def _other_findings(page: _Page, reports: list[FileReport]) -> str:
@@ -556,12 +568,13 @@ SCRIPT = """
 def _summary(reports: list[FileReport]) -> str:
     targets = [t for r in reports for t in r.targets]
     measured = [t for t in targets if t.benchmark is not None]
-    breaks = sum(len(t.graph_breaks) for t in targets)
-    recs = sum(len(t.recompiles) for t in targets)
+    breaks = len({(g.path, g.line, g.gb_id) for t in targets for g in t.graph_breaks})  # a shared helper's break once
+    graphs = [t.graph_count for t in targets if t.graph_count is not None and t.graph_count >= 0]
+    recs = sum(len(recompile_findings(t, r.path)) for r in reports for t in r.targets)
     no_export = sum(1 for t in targets if t.export and not t.export.get("ok"))
     falls = sum(1 for t in targets if any(o.get("kind", "fallback") == "fallback" for o in t.fallback_ops))
     pills = [_plural(len(reports), "file"), _plural(len(targets), "target"), f"{len(measured)} measured",
-             _plural(breaks, "graph break"), _plural(recs, "recompile")]
+             break_count_text(breaks, sum(graphs) if graphs else None), _plural(recs, "recompile")]
     if no_export:
         pills.append(f"{no_export} not exportable")
     if falls:

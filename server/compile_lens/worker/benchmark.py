@@ -35,7 +35,6 @@ import json
 import math
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -49,6 +48,7 @@ import torch.utils.benchmark as tbench
 
 from ..pool import kill_tree
 from ..protocol import Benchmark, Problem, Timing
+from .graph_breaks import LOOP_GB_ID, distinct_breaks, graph_break_log
 from .loader import BuiltTarget, TargetError, describe
 
 LR = 1e-3  # the eager SGD step of the training step; small so weights barely drift while timing
@@ -336,14 +336,6 @@ def _clear_metrics() -> None:
         clear_compilation_metrics()
 
 
-def _graph_break_counter() -> dict[str, int]:
-    try:
-        from torch._dynamo.utils import counters
-        return dict(counters["graph_break"])
-    except Exception:  # noqa: BLE001
-        return {}
-
-
 def _frame_compiles(entries: list[Any]) -> list[Any]:
     """Entries for Dynamo frame compiles (backward compiles have no co_name)."""
     return [e for e in entries if getattr(e, "co_name", None)]
@@ -354,11 +346,6 @@ def _short_reason(text: str) -> str:
     return first if len(first) <= 160 else first[:157] + "..."
 
 
-def _gb_id(text: str) -> Optional[str]:
-    m = re.search(r"/gb/(gb\d{4})\.html", text or "", re.IGNORECASE)
-    return m.group(1).upper() if m else None
-
-
 class DynamoWatch:
     """Counts compiles per phase so that a compile after the first calls is never timed silently."""
 
@@ -366,7 +353,6 @@ class DynamoWatch:
         torch._dynamo.reset()
         _clear_metrics()
         self.seen = 0
-        self.breaks_before = _graph_break_counter()
         self.frames: set[str] = set()
 
     def new(self) -> list[Any]:
@@ -386,10 +372,6 @@ class DynamoWatch:
         for e in self.new():
             reason = getattr(e, "recompile_reason", None) or "a new frame was compiled"
             where.append(f"{what}: {_short_reason(reason)}")
-
-    def graph_breaks(self) -> list[str]:
-        after = _graph_break_counter()
-        return [k for k in after if after[k] > self.breaks_before.get(k, 0)]
 
 
 # --- the child processes ---------------------------------------------------------------------
@@ -659,9 +641,10 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     stats: dict[str, Stats] = {}
     late: list[str] = []
     timed: list[str] = []
-    breaks: list[str] = []
     frames = 0
-    with inductor_cache(cache_dir):
+    # Breaks counted as everywhere else: distinct breaks at distinct locations (graph_breaks.py),
+    # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
+    with graph_break_log() as break_log, inductor_cache(cache_dir):
         compiled_obj = _same_weights_copy(eager_obj, target, device) if is_module else eager_obj
         order = ["forward", "train"] if has_train else ["forward"]
         for i, wl in enumerate(order):
@@ -698,7 +681,6 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
                     progress(f"timing {side} {label}…")
                     stats[f"{wl} {side}"].add(timers[side].blocked_autorange(min_run_time=round_s))
             watch.unexpected(timed, f"recompiled while timing the {label} (the timing includes compiling)")
-            breaks.extend(b for b in watch.graph_breaks() if b not in breaks)
             frames = max(frames, len(watch.frames))
             eager.zero_grad()
             del fn, compiled, timers, sides
@@ -720,10 +702,13 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     # compile is paid once and amortised over many calls; forward-only for plain functions.
     calls = break_even(cold_s, driver)
 
-    n_breaks = max(len(breaks), frames - 1 if frames > 1 else 0)
+    breaks = distinct_breaks(break_log.messages, root)
+    n_breaks = len(breaks)
     if n_breaks:
-        named = "; ".join(f"{_gb_id(b) + ' ' if _gb_id(b) else ''}{_short_reason(b)}" for b in breaks[:3])
+        named = "; ".join(f"{b.gb_id + ' ' if b.gb_id else ''}{_short_reason(b.gb_type)} at "
+                          f"{os.path.basename(b.path)}:{b.line}" for b in breaks[:3])
         split = (f"{frames} compiled frames with eager code between them" if frames > 1
+                 else "the whole function runs eagerly" if any(b.gb_id == LOOP_GB_ID for b in breaks)
                  else "the code after a break runs eagerly")
         notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
     for text in late + timed:

@@ -8,6 +8,7 @@ columns. So both are collected and merged per location: the log's text, explain'
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import logging
@@ -20,12 +21,16 @@ from typing import Any, Iterator
 import torch
 import torch._dynamo
 
+from ..positions import expression_end
 from ..protocol import Frame, GraphBreak
 from .loader import BuiltTarget
 
 _LOCATION = re.compile(r"in user code at (?P<path>.+?):(?P<line>\d+)\s*$", re.M)
 _REASON = re.compile(r"^Graph Break Reason: ", re.M)
 _URL = re.compile(r"https?://\S+?/gb/gb(?P<num>\d{4})\.html", re.I)
+_CHAINED = "*** While handling this graph break, another graph break occurred: ***"
+_SKIPPED_FRAME = re.compile(r"frame skipped: (?P<name>\S+) \((?P<path>.+) line (?P<line>\d+)\)")
+LOOP_GB_ID = "GB7000"  # "graph break in loop": the whole frame is skipped
 _TB_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<name>.+)$')
 
 
@@ -37,7 +42,8 @@ class _Seen:
     line: int
     reason: str
     stack: list[Frame] = field(default_factory=list)
-    columns: tuple[int, int] | None = None  # 0-based start, end (characters) on `line`
+    columns: tuple[int, int] | None = None  # 0-based start (on `line`), end (on `end_line`), characters
+    end_line: int | None = None  # a multi-line expression ends on a later line
 
 
 class _Collector(logging.Handler):
@@ -98,6 +104,11 @@ def trace_graph_breaks(target: BuiltTarget, root: str) -> tuple[int, list[GraphB
     return int(explained.graph_count), _merge(seen)
 
 
+def distinct_breaks(messages: list[str], root: str) -> list[GraphBreak]:
+    """The breaks in captured graph_breaks log records, one per location (as a trace counts them)."""
+    return _merge([s for m in messages for s in _from_log(m, root)])
+
+
 def _user_frames(frames: Any, root: str) -> list[Any]:
     return [f for f in frames if _is_user_file(f.filename, root)]
 
@@ -124,15 +135,16 @@ def _from_explain(explained: Any, root: str) -> Iterator[_Seen]:
         if not frames:
             continue
         inner = frames[-1]
-        columns = None
+        columns, end_line = None, None
         if getattr(inner, "colno", None) is not None and getattr(inner, "end_colno", None) is not None:
-            columns = _char_columns(inner.filename, inner.lineno, inner.colno, inner.end_colno)
+            columns, end_line = _span(inner.filename, inner.lineno, inner.colno, inner.end_colno)
         yield _Seen(
             path=os.path.realpath(inner.filename),
             line=inner.lineno,
             reason=str(reason.reason),
             stack=[Frame(os.path.realpath(f.filename), f.lineno, _frame_name(f.name)) for f in frames],
             columns=columns,
+            end_line=end_line,
         )
 
 
@@ -150,7 +162,11 @@ def _from_log(message: str, root: str) -> Iterator[_Seen]:
     if not stack or (stack[-1].path, stack[-1].line) != (path, line):
         stack.append(Frame(path, line, "?"))
         columns = None
-    yield _Seen(path=path, line=line, reason=reason.strip(), stack=stack, columns=columns)
+    end_line = None
+    if columns is not None and columns[1] >= len(_source_line(path, line).rstrip()):
+        # a traceback underlines only the first line of a multi-line expression
+        columns, end_line = _span_from_first_line(path, line, columns)
+    yield _Seen(path=path, line=line, reason=reason.strip(), stack=stack, columns=columns, end_line=end_line)
 
 
 def _parse_traceback(text: str, root: str) -> tuple[list[Frame], tuple[int, int] | None]:
@@ -198,16 +214,54 @@ def _source_line(path: str, line: int) -> str:
     return linecache.getline(path, line).rstrip("\n")
 
 
-def _char_columns(path: str, line: int, start_byte: int, end_byte: int) -> tuple[int, int]:
+def _chars(path: str, line: int, byte: int) -> int:
     """Code positions are UTF-8 byte offsets; editors count characters."""
-    raw = _source_line(path, line).encode("utf-8")
-    return (len(raw[:start_byte].decode("utf-8", "ignore")), len(raw[:end_byte].decode("utf-8", "ignore")))
+    return len(_source_line(path, line).encode("utf-8")[:byte].decode("utf-8", "ignore"))
+
+
+def _file_source(path: str) -> str:
+    import linecache
+
+    return "".join(linecache.getlines(path))
+
+
+def _span(path: str, line: int, start_byte: int, end_byte: int) -> tuple[tuple[int, int], int]:
+    """Characters (start on `line`, end on the end line) and the end line of torch's byte columns.
+
+    torch's frames have no end line: `end_colno` may belong to a later line (a call spread over
+    several lines), which the expression's own end in the source tells."""
+    end = expression_end(_file_source(path), line, start_byte, end_byte)
+    end_line = end[0] if end is not None else line
+    if end is None and end_byte <= start_byte:  # no such expression (source changed): the start line
+        return (_chars(path, line, start_byte), len(_source_line(path, line).rstrip())), line
+    return (_chars(path, line, start_byte), _chars(path, end_line, end_byte)), end_line
+
+
+def _span_from_first_line(path: str, line: int, columns: tuple[int, int]) -> tuple[tuple[int, int], int | None]:
+    start_byte = len(_source_line(path, line)[:columns[0]].encode("utf-8"))
+    end = expression_end(_file_source(path), line, start_byte)
+    if end is None:
+        return columns, None
+    return (columns[0], _chars(path, end[0], end[1])), end[0]
+
+
+# explain's reason when Dynamo compiled the graph up to an instruction it could not step over
+# (a call whose callee broke and cannot be resumed): the same break, seen from its caller.
+STEP_UNSUPPORTED = "step_unsupported"
+STEP_UNSUPPORTED_TEXT = ("Dynamo could not trace through this call: it compiled the graph up to it and runs the "
+                         "call and the rest of the function eagerly (torch gives no further reason)")
+
+
+def _fold_steps(seen: list[_Seen]) -> list[_Seen]:
+    """Drop a `step_unsupported` whose call site lies on another break's call chain: one break."""
+    chains = {(f.path, f.line) for s in seen if s.reason.strip() != STEP_UNSUPPORTED for f in s.stack}
+    return [s for s in seen if s.reason.strip() != STEP_UNSUPPORTED or (s.path, s.line) not in chains]
 
 
 def _merge(seen: list[_Seen]) -> list[GraphBreak]:
     """One break per location (file, line, registry id); the most informative text wins."""
     by_place: dict[tuple[str, int], list[_Seen]] = {}
-    for item in seen:
+    for item in _fold_steps(seen):
         by_place.setdefault((item.path, item.line), []).append(item)
     breaks: list[GraphBreak] = []
     for (path, line), items in by_place.items():
@@ -225,22 +279,89 @@ def _merge(seen: list[_Seen]) -> list[GraphBreak]:
 
 def _to_break(path: str, line: int, place: list[_Seen], group: list[_Seen]) -> GraphBreak:
     best = max(group, key=lambda s: (bool(_URL.search(s.reason)), len(s.reason)))
-    desc = _describe(best.reason)
-    columns = next((s.columns for s in place if s.columns), None)
+    desc = _describe(best.reason.split(_CHAINED)[0])
+    located = next((s for s in place if s.columns), None)
+    columns = located.columns if located else None
+    end_line = (located.end_line or line) if located else line
     source = _source_line(path, line)
     if columns is None:
         start = len(source) - len(source.lstrip())
         columns = (start, max(len(source.rstrip()), start + 1))
     stack = max((s.stack for s in place), key=len)
-    return GraphBreak(
-        path=path, line=line, column=columns[0] + 1, end_line=line, end_column=columns[1] + 1,
+    found = GraphBreak(
+        path=path, line=line, column=columns[0] + 1, end_line=end_line, end_column=columns[1] + 1,
         gb_id=desc["gb_id"], gb_type=desc["gb_type"], explanation=desc["explanation"],
         hints=desc["hints"], url=desc["url"], reason=best.reason, stack=stack,
     )
+    return _loop_fallback(found) or found
+
+
+def _loop_fallback(inner: GraphBreak) -> GraphBreak | None:
+    """GB7000: a break inside a for/while loop makes Dynamo skip the whole frame. Said as that, at
+    the loop, with the break that caused it kept as `inner`; None when this is no such break.
+
+    torch 2.13 chains it after the inner break's text: "*** While handling this graph break,
+    another graph break occurred: ***", then "graph break in loop" whose context names the frame:
+    "frame skipped: forward (/path/model.py line 15)".
+    """
+    for section in inner.reason.split(_CHAINED)[1:]:
+        desc = _describe(section)
+        if desc["gb_id"] != LOOP_GB_ID and desc["gb_type"] != "graph break in loop":
+            continue
+        skipped = _SKIPPED_FRAME.search(section)
+        name = skipped["name"] if skipped else (inner.stack[-1].name if inner.stack else "function")
+        # the skipped frame's own line on the chain: where the loop runs (the break may be in a callee)
+        in_frame = next((f for f in reversed(inner.stack) if skipped and f.name == name
+                         and f.path == os.path.realpath(skipped["path"])), None)
+        at = in_frame or Frame(inner.path, inner.line, name)
+        first = int(skipped["line"]) if skipped and os.path.realpath(skipped["path"]) == at.path else 0
+        loop = _enclosing_loop(at.path, at.line, first)
+        if loop is not None:
+            line, column, end_line, end_column = loop
+        else:  # no loop found in today's source: the frame's def line
+            line = first or at.line
+            text = _source_line(at.path, line)
+            column, end_line, end_column = len(text) - len(text.lstrip()) + 1, line, len(text.rstrip()) + 1
+        chain = inner.stack[:inner.stack.index(in_frame)] if in_frame in inner.stack else []
+        what = inner.gb_type or inner.reason.splitlines()[0]
+        where = f"line {inner.line}" if inner.path == at.path else f"{os.path.basename(inner.path)}:{inner.line}"
+        return GraphBreak(
+            path=at.path, line=line, column=column, end_line=end_line, end_column=end_column,
+            gb_id=desc["gb_id"] or LOOP_GB_ID, gb_type="graph break in loop",
+            explanation=f"the whole `{name}` runs eagerly (break inside a loop at {where}: {what})",
+            hints=list(inner.hints) + [h for h in desc["hints"] if h not in inner.hints],
+            url=desc["url"] or _registry_url(LOOP_GB_ID), reason=inner.reason,
+            stack=[*chain, Frame(at.path, line, name)], inner=inner,
+        )
+    return None
+
+
+def _enclosing_loop(path: str, line: int, first: int = 0) -> tuple[int, int, int, int] | None:
+    """The innermost `for`/`while` around `line`, inside the function that starts at `first`: its
+    header, as 1-based (line, col, end_line, end_col)."""
+    try:
+        tree = ast.parse(_file_source(path))
+    except (SyntaxError, ValueError):
+        return None
+    best = None
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and first <= node.lineno <= line
+                and line <= (node.end_lineno or 0)):
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    if best is None:
+        return None
+    head = best.iter if isinstance(best, (ast.For, ast.AsyncFor)) else best.test
+    end_line, end_byte = head.end_lineno or best.lineno, head.end_col_offset or 0
+    start = _chars(path, best.lineno, best.col_offset)
+    return best.lineno, start + 1, end_line, _chars(path, end_line, end_byte) + 1
 
 
 def _describe(reason: str) -> dict[str, Any]:
     """Split torch's message into registry id, short type, explanation and hints."""
+    if reason.strip() == STEP_UNSUPPORTED:
+        return {"gb_id": None, "gb_type": "graph break at a call (step_unsupported)", "explanation": STEP_UNSUPPORTED_TEXT,
+                "hints": [], "url": None, "key": f"raw:{STEP_UNSUPPORTED}"}
     url_match = _URL.search(reason)
     gb_id = f"GB{url_match['num']}" if url_match else None
     rows = reason.splitlines()

@@ -17,7 +17,8 @@ torch appends (the line number is read from it into `line`):
 A recompile refused by the limit gets kind "limit" and its reason is followed by torch's warning:
 "steps == 9 — torch._dynamo hit config.recompile_limit (8): after 8 compiles it runs eager".
 
-Classification, by observing the sweep, per (frame, changed input, kind of guard[, dimension]):
+Classification, by observing the sweep, per (frame, changed input, kind of guard[, dimension]), a
+frame being a code object (file, first line, name), never a bare function name:
 - "limit": the recompile limit was hit on this entry (warning record, or metrics fail_type/reason);
 - "specialization": the same input recompiled twice or more for different values, or once for a
   guard that every new value fails (dtype, requires_grad, rank, device, strings, bools, module
@@ -43,7 +44,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..protocol import Problem, Recompile
+from ..protocol import Frame, Problem, Recompile
 from .loader import BuiltTarget, TargetError, describe, user_line
 
 log = logging.getLogger(__name__)
@@ -747,11 +748,20 @@ class _Row:
 
 def _classify(entries: list[_Entry], target: BuiltTarget, path: str) -> list[Recompile]:
     rows = []
+    seen: set[tuple] = set()
     for entry in entries:
+        # A frame is its code object (file, first line, name): `forward` in the user's file and
+        # `forward` in a library's are two frames, each with its own cache and automatic dynamic.
+        frame = (os.path.realpath(entry.frame_file) if entry.frame_file else "", entry.frame_line, entry.frame)
         failure = entry.failures[min(entry.relevant, len(entry.failures) - 1)]
-        changed = _changed(failure.text)
-        kind, detail, zero_one = _category(failure.text)
-        rows.append(_Row(entry, failure, changed, (entry.frame, changed, kind, detail), zero_one))
+        row = _row(entry, frame, failure)
+        newest = _row(entry, frame, entry.failures[0])
+        if row.key in seen and newest.key != row.key:
+            # the base entry fails on what an earlier variation already made dynamic; what forced
+            # this compile is what the newest entry (dynamic in that input) failed on
+            row = newest
+        seen.add(row.key)
+        rows.append(row)
 
     counts: dict[tuple, int] = {}
     for row in rows:
@@ -760,7 +770,7 @@ def _classify(entries: list[_Entry], target: BuiltTarget, path: str) -> list[Rec
 
     records = []
     for row in rows:
-        kind_of_guard, detail = row.key[2], row.key[3]
+        kind_of_guard, detail = row.key[-2], row.key[-1]
         if row.entry.limit:
             kind = "limit"
         elif counts.get(row.key, 0) >= 2:
@@ -781,8 +791,22 @@ def _classify(entries: list[_Entry], target: BuiltTarget, path: str) -> list[Rec
             changed=row.changed,
             compile_s=None if row.entry.limit else row.entry.compile_s,
             path=where[0] if where else None,
+            frame=_frame_of(row.entry),
         ))
     return records
+
+
+def _row(entry: _Entry, frame: tuple, failure: _Failure) -> _Row:
+    changed = _changed(failure.text)
+    kind, detail, zero_one = _category(failure.text)
+    return _Row(entry, failure, changed, (*frame, changed, kind, detail), zero_one)
+
+
+def _frame_of(entry: _Entry) -> Frame | None:
+    if not entry.frame_file:
+        return None
+    name = re.sub(r"^torch_dynamo_resume_in_(.+)_at_\d+$", r"\1", entry.frame)
+    return Frame(os.path.realpath(entry.frame_file), entry.frame_line, name)
 
 
 def _limit_text(headline: str) -> str:
@@ -821,7 +845,7 @@ def _limit_probe(sweep: _Sweep, records: list[Recompile], names: list[str],
                     variation=hit.variation, kind="limit",
                     reason=f"{failure.text} — {_limit_text(hit.limit or '')}",
                     changed=_changed(failure.text), compile_s=None,
-                    path=where[0] if where else None)
+                    path=where[0] if where else None, frame=_frame_of(hit))
             quiet = 0 if logged else quiet + 1
             if quiet >= 2:  # new values stopped recompiling: nothing to hit
                 break
