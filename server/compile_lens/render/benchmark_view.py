@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
 from typing import Any, Optional
 
 from ..protocol import Benchmark, TargetResult, Timing
+from .phases import phase_states
 
 
 def _x(speedup: float) -> str:
@@ -123,8 +125,24 @@ def fallback_line(ops: list[dict[str, Any]], report: Optional[dict[str, Any]] = 
     return text
 
 
-def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None) -> str:
-    """The hover card: the table a team needs to decide, and the verdict."""
+_MARKS = {"done": "✓", "failed": "✗", "not-run": "–"}
+
+
+def phase_line(result: TargetResult, b: Optional[Benchmark], measuring: bool = False) -> str:
+    """`✓ traced · ✓ recompiles checked · ✗ measurement failed: …`: what ran, what did not, and why."""
+    states = phase_states(result if b is None or result.benchmark is not None else dataclasses.replace(result, benchmark=b))
+    parts = []
+    for state in states:
+        if state.name == "measure" and measuring and b is None:
+            parts.append("⏳ measuring…")
+        else:
+            parts.append(f"{_MARKS.get(state.status, '')} {_md(state.words, 200)}")
+    return " · ".join(parts)
+
+
+def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
+               measuring: bool = False) -> str:
+    """The hover card: what ran (each phase), the table a team needs to decide, and the verdict."""
     lines = [f"### torch.compile · `{result.name}`"]
     breaks = len(result.graph_breaks)
     if result.graph_count is not None:
@@ -132,12 +150,15 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
                      f"{breaks} graph break{'s' if breaks != 1 else ''}"
                      + (f", {len(result.recompiles)} recompile warning{'s' if len(result.recompiles) != 1 else ''}"
                         if result.recompiles else ""))
+    lines.append(f"\n{phase_line(result, b, measuring)}")
     if b is None:
         if result.inputs is not None:
             lines.append(f"\n- inputs: `{result.inputs.text}`" + (
                 " — **guessed** from the first layer; write them as a directive to be sure" if guessed_inputs else
                 f" (from the {result.inputs.source})"))
-        lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
+        measure = phase_states(result)[2]
+        if measure.status == "not-run" and measure.error is None and not measuring:
+            lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
         lines += ["", REPORT_LINK]
         return "\n".join(lines)
     lines += [
