@@ -172,8 +172,10 @@ async def analyze_file(
             if (phase_of(result, phase) or Phase(phase, "")).status == "done":
                 continue  # it died after that phase had ended: whatever is left runs again
             problem = gone.problem
-            if phase != "trace" and current["stage"]:  # say what it was doing: the figures may be in
-                problem = dataclasses.replace(problem, message=f"{problem.message} (while {_while(current['stage'], spec.name)})")
+            stage = current["stage"] or ""
+            if phase != "trace" and stage and stage not in (f"measuring {failed}", f"checking recompiles of {failed}"):
+                # say what it was doing (compiling, checking torch.export…): the figures may be in
+                problem = dataclasses.replace(problem, message=f"{problem.message} (while {_while(stage, spec.name)})")
             result = with_phase(result, phase, "failed", problem)
             if phase == "trace":  # nothing of it was found: the target itself failed
                 result = dataclasses.replace(result, status="error", error=problem)
