@@ -539,6 +539,72 @@ def test_logging_fix_adds_import_logging_when_needed():
                           "torch._dynamo.config.ignore_logging_functions.add(logging.Logger.info)\n\nLOG =")
 
 
+LOGGING_LM = '''\
+import logging
+
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lm = nn.Linear(8, 8)
+
+    @property
+    def loss_function(self):
+        logger.warning("loss_type=None: using the default loss")
+        return nn.functional.mse_loss
+
+    def forward(self, x, labels=None):
+        out = self.lm(x)
+        logger.info("logits %s", self.lm(x).shape)
+        if labels is not None:
+            return self.loss_function(out, labels)
+        return out
+'''
+
+
+def test_logging_fix_names_the_logging_call_never_another_call_on_the_line():
+    d = diag(LOGGING_LM, 'logger.info("logits', "GB0291", _gb("GB0291"))
+    [fix] = [a for a in offered(LOGGING_LM, 'logger.info("logits', [d]) if a.title.startswith("Skip")]
+    assert "torch._dynamo.config.ignore_logging_functions.add(logging.Logger.info)" in run_action(LOGGING_LM, fix)
+    # the break inside `loss_function`, seen from its call site: no logging call on that line
+    site = diag(LOGGING_LM, "return self.loss_function(out, labels)", "GB0291",
+                _gb("GB0291", function="loss_function", call_site=True))
+    assert not [a for a in offered(LOGGING_LM, "return self.loss_function", [site]) if a.title.startswith("Skip")]
+    call = LOGGING_LM.replace('logger.info("logits %s", self.lm(x).shape)', "self.lm(x)")
+    plain = diag(call, "        self.lm(x)", "GB0291", _gb("GB0291"))
+    assert not [a for a in offered(call, "        self.lm(x)", [plain]) if a.title.startswith("Skip")]
+
+
+def test_disable_on_a_property_goes_under_the_property_decorator_and_imports():
+    d = diag(LOGGING_LM, 'logger.warning("loss_type', "GB0291", _gb("GB0291", function="loss_function"))
+    [fix] = [a for a in offered(LOGGING_LM, 'logger.warning("loss_type', [d]) if "outside the graph" in a.title]
+    new = run_action(LOGGING_LM, fix)
+    assert "    @property\n    @torch.compiler.disable\n    def loss_function(self):" in new
+    namespace: dict = {"__name__": "lm_checked"}
+    exec(compile(new, "lm.py", "exec"), namespace)  # noqa: S102 - the edited file must run
+    assert callable(namespace["LM"]().loss_function)
+    installed = lsp.DiagnosticRelatedInformation(lsp.Location(
+        "file:///venv/lib/python3.11/site-packages/transformers/modeling_utils.py",
+        lsp.Range(lsp.Position(4777, 0), lsp.Position(4777, 0))), "loss_function")
+    site = diag(LOGGING_LM, "return self.loss_function(out, labels)", "GB0291",
+                _gb("GB0291", function="loss_function", call_site=True), related=[installed])
+    assert not [a for a in offered(LOGGING_LM, "return self.loss_function", [site]) if "outside" in a.title]
+
+
+def test_wrap_not_offered_where_the_compiled_wrapper_would_break_the_file():
+    source = ("import torch\n\n\n@torch.library.custom_op(\"lib::op\", mutates_args=())\n"
+              "def op(x: torch.Tensor) -> torch.Tensor:\n    return x.sin() + 1\n\n\n"
+              "@op.register_fake\ndef _(x):\n    return torch.empty_like(x)\n\n\n"
+              "def scale(x):\n    return x * 2\n\n\nscale.calls = 0\n")
+    assert not [a for a in offered(source, "def op(x") if a.title.startswith("Wrap")]
+    assert not [a for a in offered(source, "def scale(x)") if a.title.startswith("Wrap")]
+
+
 HELPERS = '''\
 import torch
 from torch import nn
@@ -630,3 +696,174 @@ def test_stale_or_unknown_actions_resolve_to_no_edit():
     assert actions.resolve(action, changed).edit is None
     assert actions.resolve(lsp.CodeAction(title="x", data={"fix": "nope", "uri": URI}), MODEL).edit is None
     assert actions.code_actions("def broken(:\n", URI, lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), []) == []
+
+
+# --- every offered action, on every fixture and example: applied, compiled and imported -----------
+
+REPO = Path(__file__).parent.parent
+IMPORT_CHECK = '''\
+import json, os, signal, sys, time, traceback
+import torch  # once, before the forks: each import then costs milliseconds
+import torch._dynamo  # what `@torch.compile` at import time pulls in (seconds, once)
+import torch._inductor.compile_fx
+from compile_lens.worker import loader
+
+results = {}
+for job in json.load(sys.stdin):
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        try:
+            loader.import_file(job["file"], job["root"])
+            code = 0
+        except BaseException:  # noqa: BLE001
+            with open(job["file"] + ".import-error", "w") as f:
+                f.write(traceback.format_exc()[-2000:])
+            code = 1
+        os._exit(code)
+    started = time.monotonic()
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            results[job["id"]] = ["ok" if ok else "failed", time.monotonic() - started]
+            break
+        if time.monotonic() > started + 10:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            results[job["id"]] = ["timeout", 10.0]
+            break
+        time.sleep(0.01)
+print(json.dumps(results))
+'''
+
+
+def _import_check(jobs: list[dict], tmp: Path) -> dict[str, tuple[str, float]]:
+    """Import each job's file with the worker's own loader, in a forked child (10 s each):
+    ("ok" | "failed" | "timeout", seconds)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = tmp / "import_check.py"
+    script.write_text(IMPORT_CHECK)
+    out = subprocess.run([sys.executable, str(script)], input=json.dumps(jobs), capture_output=True, text=True,
+                         timeout=120 + 15 * len(jobs), env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return {job: (status, seconds) for job, (status, seconds) in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+
+
+async def _offered_everywhere(client, files: list[Path]) -> list[tuple[Path, lsp.CodeAction, lsp.CodeAction]]:
+    """Every action the server offers on every line of each (open) file, with the diagnostics on
+    that line, each resolved through the server: (file, offered, resolved)."""
+    import json
+
+    seen, found = set(), []
+    for path in files:
+        uri = path.as_uri()
+        rows = path.read_text().split("\n")
+        diagnostics = client.diagnostics.get(uri, [])
+        for i, row in enumerate(rows):
+            rng = lsp.Range(lsp.Position(i, 0), lsp.Position(i, len(row)))
+            here = [d for d in diagnostics if d.range.start.line <= i <= d.range.end.line]
+            for action in await request(client, uri, rng, here):
+                key = (action.title, json.dumps(action.data, sort_keys=True))
+                if key in seen:
+                    continue
+                seen.add(key)
+                resolved = await client.code_action_resolve_async(action)
+                assert resolved.edit and resolved.edit.changes and all(resolved.edit.changes.values()), \
+                    f"{path.name}:{i + 1}: offered '{action.title}' resolves to no edit"
+                found.append((path, action, resolved))
+    return found
+
+
+def _apply_everywhere(root: Path, found, tmp: Path) -> None:
+    """Apply each action to a copy of the workspace; every edited file must compile, and every file
+    it touched (and the file it was offered in) must import whenever the original does."""
+    from pygls.uris import to_fs_path
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    files = sorted(p for p in root.rglob("*.py") if ".compile-lens" not in p.parts)
+    originals = _import_check([{"id": str(p), "file": str(p), "root": str(root)} for p in files], tmp)
+    # files that import (fault fixtures that loop, sleep or hog memory on purpose are compiled only)
+    importable = {Path(p) for p, (status, seconds) in originals.items() if status == "ok" and seconds < 3}
+    assert len(importable) > len(files) // 2, originals  # most fixtures import: the check is real
+    jobs, variants = [], {}
+    for n, (path, action, resolved) in enumerate(found):
+        copy = tmp / f"v{n}"
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".compile-lens", "*.import-error"))
+        touched = {path}
+        for uri, edits in resolved.edit.changes.items():
+            target = Path(to_fs_path(uri))
+            new = apply_edits(target.read_text(), edits)
+            assert new != target.read_text(), f"'{action.title}' changes nothing"
+            compile(new, str(target), "exec", dont_inherit=True)  # raises SyntaxError: the test fails
+            (copy / target.relative_to(root)).write_text(new)
+            touched.add(target)
+        for target in touched & importable:
+            job = str(len(jobs))
+            jobs.append({"id": job, "file": str(copy / target.relative_to(root)), "root": str(copy)})
+            variants[job] = (path, action.title, target)
+    statuses = _import_check(jobs, tmp)
+    broken = []
+    for job, (status, _seconds) in statuses.items():
+        if status != "ok":
+            path, title, target = variants[job]
+            error = Path(jobs[int(job)]["file"] + ".import-error")
+            why = error.read_text().strip().splitlines()[-1] if error.exists() else status
+            broken.append(f"{path.name}: '{title}' breaks {target.name}: {why}")
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="function")
+async def test_every_static_action_on_every_fixture_and_example_compiles_and_imports(tmp_path):
+    """Static lints and targets (no code run: an untrusted workspace) on every file of
+    tests/fixtures and examples/: each offered action applied."""
+    root = tmp_path / "ws"
+    shutil.copytree(REPO / "tests" / "fixtures", root / "fixtures")
+    shutil.copytree(REPO / "examples", root / "examples")
+    files = sorted(root.rglob("*.py"))
+    client = await start_server(root, trusted=False, capabilities=CAPABILITIES)
+    try:
+        for path in files:
+            uri = open_file(client, path)
+            await wait_for(client, uri, lambda ds: True, timeout=30)
+        found = await _offered_everywhere(client, files)
+    finally:
+        await stop_server(client)
+    kinds = Counter(a.data["fix"] for _, a, _ in found)
+    assert {"ignore", "wrap", "directive", "config"} <= set(kinds), kinds
+    _apply_everywhere(root, found, tmp_path / "variants")
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="function")
+@pytest.mark.parametrize("folder", ["examples", "tests/fixtures/actions"])
+async def test_every_action_after_a_trace_compiles_and_imports(tmp_path, folder):
+    """The same with the trace's and the sweep's findings (graph breaks at call sites, in helpers,
+    recompiles): the GPT-2-shaped `lm_head.py` breaks inside a library-style `@property` that logs."""
+    root = tmp_path / "ws"
+    shutil.copytree(REPO / folder, root)
+    files = sorted(p for p in root.rglob("*.py") if p.name != "pyproject.toml")
+    client = await _start(root)
+    try:
+        with_targets = [p for p in files if (found := discover(p.read_text())) and any(t.inputs for t in found.targets)]
+        for path in with_targets:
+            await open_and_settle(client, path)
+        for path in files:
+            if path not in with_targets:
+                uri = open_file(client, path)
+                await wait_for(client, uri, lambda ds: True, timeout=30)
+        assert any(str(d.code).startswith("GB") for ds in client.diagnostics.values() for d in ds)
+        found = await _offered_everywhere(client, files)
+    finally:
+        await stop_server(client)
+    if folder.endswith("actions"):
+        lm = root / "lm_head.py"
+        offered = [a.title for path, a, _ in found if path == lm]
+        assert not [t for t in offered if "ignore_logging_functions" in t], offered  # no logger call on that line
+        assert any("Run `loss_function` outside the graph" in t for t in offered), offered
+    _apply_everywhere(root, found, tmp_path / "variants")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -43,6 +44,8 @@ _CHAINABLE = {"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "
 _NOT_REORDERABLE = {"shape", "dtype", "device", "size", "tolist", "item", "numpy", "names", "layout"}
 _DISABLES = {"torch.compiler.disable", "torch._dynamo.disable", "compiler.disable", "disable"}
 _COMPILES = {"torch.compile", "torch.compiler.compile"}
+_LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
+_INSTALLED = ("site-packages", "dist-packages")  # an installed library's file: never edited
 
 
 # ===== entry points =============================================================================
@@ -90,8 +93,8 @@ def resolve(action: lsp.CodeAction, source: str) -> lsp.CodeAction:
     if not edits:
         return action
     text_edits = [e.to_lsp() for e in _merge_inserts(edits)]
-    try:
-        ast.parse(apply_edits(source, text_edits))
+    try:  # compiled, not only parsed: a `return` or `nonlocal` out of place fails here too
+        compile(apply_edits(source, text_edits), "<edited>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return action
     action.edit = lsp.WorkspaceEdit(changes={data["uri"]: text_edits})
@@ -605,16 +608,27 @@ def _print_fix(src: _Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optiona
                     {"fix": "config", "uri": uri, "config": [skip], "modules": ["torch"]}, d)]
 
 
+def _logging_call(call: ast.Call) -> bool:
+    """`logger.warning(...)`, `logging.info(...)`: a method the edit can name as it exists in the
+    standard library (`logging.Logger.warning`), so the added line runs."""
+    if not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, (ast.Name, ast.Attribute)):
+        return False
+    receiver, method = _dotted(call.func.value), call.func.attr
+    if not receiver or method not in _LOGGING_METHODS:
+        return False
+    return callable(getattr(logging, method, None)) if receiver == "logging" else hasattr(logging.Logger, method)
+
+
 def _logging_fix(src: _Source, uri: str, d: lsp.Diagnostic, line: int) -> list[lsp.CodeAction]:
-    calls = _calls_on_line(src, line, lambda c: isinstance(c.func, ast.Attribute) and isinstance(
-        c.func.value, (ast.Name, ast.Attribute)))
-    if not calls:
+    data = d.data if isinstance(d.data, dict) else {}
+    if data.get("call_site"):
+        return []  # the logging call is in another file (often a library's): this line has none
+    calls = _calls_on_line(src, line, _logging_call)  # not the first call on the line: the logging one
+    if len(calls) != 1:
         return []
     call = calls[0]
     assert isinstance(call.func, ast.Attribute)
     receiver, method = _dotted(call.func.value), call.func.attr
-    if not receiver or not method.isidentifier():
-        return []
     if receiver == "logging":
         target, shown = f"logging.{method}", f"logging.{method}"
     else:
@@ -658,6 +672,8 @@ def _disable_helper(src: _Source, uri: str, d: lsp.Diagnostic, data: dict, code:
             if not related:
                 return []
             where = related[-1].location.uri
+            if any(part in where for part in _INSTALLED):
+                return []  # the helper is an installed library's: not the user's code to edit
     elif code.startswith("CL1") and data.get("function") and data.get("root"):
         if data["function"] == data["root"] or "<" in data["function"]:
             return []
@@ -677,8 +693,9 @@ def _resolve_disable(src: _Source, data: dict) -> Optional[list[_Edit]]:
     node = _find_def(src, str(data["function"]))
     if node is None or set(_decorator_names(node)) & (_DISABLES | _COMPILES):
         return None
-    first = min([node.lineno] + [dec.lineno for dec in node.decorator_list])  # type: ignore[attr-defined]
-    edits = [src.insert_lines(first - 1, [src.indent(first) + "@torch.compiler.disable"])]
+    # right above the `def`, under its other decorators: `@property`, `@staticmethod` then wrap the
+    # disabled function (disable on a property object would fail when the module is imported)
+    edits = [src.insert_lines(node.lineno - 1, [src.indent(node.lineno) + "@torch.compiler.disable"])]
     return _header_edits(src, ["torch"], []) + edits
 
 
@@ -946,6 +963,11 @@ def _wrappable_def(src: _Source, node: ast.FunctionDef | ast.AsyncFunctionDef) -
                                                                  "classmethod", "contextmanager",
                                                                  "contextlib.contextmanager"}):
         return False
+    if any(name.startswith(("torch.library.", "library.")) for name in _decorator_names(node)):
+        return False  # a custom op's definition, not code to compile
+    if node.name in src.memo("attribute-bases", lambda: {n.value.id for n in ast.walk(src.tree)
+                                                         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}):
+        return False  # `fn.register_fake`, `fn.cache_clear()`: the compiled wrapper has no such attribute
     params = {a.arg for a in node.args.posonlyargs + node.args.args}
     tensor_code = False
     for n in ast.walk(node):

@@ -241,6 +241,7 @@ class WorkerSlot:
         self._spare: Optional[asyncio.Task] = None
         self.on_output: Callable[[str], None] = lambda text: None
         self.starts = 0
+        self._retired: list[Worker] = []
 
     def _spawn(self, timeout_s: float) -> asyncio.Task:
         worker = Worker(self.python, self.cwd, self.env)
@@ -287,6 +288,8 @@ class WorkerSlot:
         old = self._current
         if old is not None and old.done() and not old.cancelled() and old.exception() is None:
             old.result().kill()
+            # reaped in stop(), so its pipes close while the loop runs; the reaped ones are dropped
+            self._retired = [w for w in self._retired if w.alive()] + [old.result()]
         self._current, self._spare = self._spare, None
 
     async def run(self, job: AnalyzeJob, on_event: OnEvent, limits: Limits) -> Optional[Problem]:
@@ -332,7 +335,10 @@ class WorkerSlot:
                     await task
             elif not task.cancelled() and task.exception() is None:
                 await task.result().stop()
+        for worker in self._retired:
+            await worker.stop()
         self._current = self._spare = None
+        self._retired = []
 
 
 def default_python() -> str:

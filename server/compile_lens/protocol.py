@@ -131,13 +131,26 @@ class Problem:
     hint: Optional[str] = None  # what to do about it
 
 
+PHASES = ("trace", "sweep", "measure")  # in the order a job runs them
+
+
+@dataclass
+class Phase:
+    """What one phase of a target's analysis came to. Each phase is its own result: a measurement
+    that times out never takes the trace's findings with it."""
+
+    name: str  # "trace" | "sweep" | "measure"
+    status: str  # "done" | "failed" | "not-run"
+    error: Optional[Problem] = None  # failed: why; not-run: why not (kind "skipped")
+
+
 @dataclass
 class TargetResult:
     name: str
     kind: str
     line: int
     inputs: Optional[InputRecipe] = None
-    status: str = "ok"  # "ok" | "error" | "skipped" (not an nn.Module after all: nothing to show)
+    status: str = "ok"  # "ok" | "error" (could not be built or called at all) | "skipped" (not an nn.Module after all: nothing to show)
     error: Optional[Problem] = None
     graph_count: Optional[int] = None
     graph_breaks: list[GraphBreak] = field(default_factory=list)
@@ -152,6 +165,18 @@ class TargetResult:
     # optional parameters of `forward` (or the function) the example call leaves out, e.g. ["labels"]:
     # the traced path may differ from the one training takes
     left_out: list[str] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)  # one per phase run (or settled) so far
+
+
+def phase_of(result: TargetResult, name: str) -> Optional[Phase]:
+    return next((p for p in result.phases if p.name == name), None)
+
+
+def with_phase(result: TargetResult, name: str, status: str, error: Optional[Problem] = None) -> TargetResult:
+    """A copy of `result` with phase `name` set (the other phases and every field kept)."""
+    phases = [p for p in result.phases if p.name != name] + [Phase(name, status, error)]
+    phases.sort(key=lambda p: PHASES.index(p.name) if p.name in PHASES else len(PHASES))
+    return dataclasses.replace(result, phases=phases)
 
 
 @dataclass
@@ -196,6 +221,8 @@ class AnalyzeJob:
     device: str = "cpu"
     mode: str = "default"
     max_seconds: float = 60.0
+    # phases already settled per target (a job re-sent after a worker died): not run again
+    skip: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -206,6 +233,7 @@ class WorkerEvent:
     event: str  # "hello" | "progress" | "target" | "done"
     stage: Optional[str] = None  # progress: "importing" | "tracing" | "sweeping" | "benchmarking"
     target: Optional[str] = None
+    phase: Optional[str] = None  # progress: the phase (`PHASES`) the worker is in for `target`
     result: Optional[TargetResult] = None
     error: Optional[Problem] = None  # done: the file-level problem (import failed, ...)
     info: dict[str, Any] = field(default_factory=dict)  # hello: torch version, device names

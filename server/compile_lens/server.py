@@ -33,7 +33,17 @@ from .features import code_actions, report
 from .inputs import resolve_inputs
 from .pool import WorkerGone, WorkerSlot, default_python, kill_tree, worker_env
 from .positions import position_map, remap_finding, remap_result
-from .protocol import Benchmark, Finding, Problem, Recompile, TargetResult, TargetSpec, from_dict
+from .protocol import (
+    Benchmark,
+    Finding,
+    Problem,
+    Recompile,
+    TargetResult,
+    TargetSpec,
+    from_dict,
+    phase_of,
+    with_phase,
+)
 from .record import load_recorded
 from .render import benchmark_view as view
 from .render import findings as fnd
@@ -416,7 +426,7 @@ class CompileLensServer(LanguageServer):
             if mapping is not None:
                 moved = remap_result(TargetResult(name, "", 0, recompiles=recompiles), mapping, self._same_file(state.path))
                 recompiles = moved.recompiles
-        state.traced[name] = dataclasses.replace(state.traced[name], recompiles=recompiles)
+        state.traced[name] = with_phase(dataclasses.replace(state.traced[name], recompiles=recompiles), "sweep", "done")
 
     def schedule_followups(self, state: DocState, saved: Saved, *, sweep: set[str], measure: set[str],
                            delay: float = 0.0, replace: bool = False) -> None:
@@ -461,12 +471,19 @@ class CompileLensServer(LanguageServer):
 
     async def _sweep_once(self, state: DocState, saved: Saved, names: set[str]) -> None:
         def on_target(result: TargetResult) -> None:
-            if result.status != "ok":
+            sweep = phase_of(result, "sweep")
+            if result.status != "ok" or sweep is None:
                 return  # the trace already said why it cannot run
+            here = _same_code(state.saved, saved) and result.name in state.traced
+            if sweep.status != "done":  # failed or not run: said on the target, never cached
+                if here:
+                    state.traced[result.name] = with_phase(state.traced[result.name], "sweep", sweep.status, sweep.error)
+                    self.publish(state.uri)
+                return
             spec = next(t for t in saved.discovery.targets if t.name == result.name)
             self.cache.put(self._sweep_key(saved, spec), "sweep",
                            [dataclasses.asdict(r) for r in result.recompiles], saved.source)
-            if _same_code(state.saved, saved) and result.name in state.traced:
+            if here:
                 self._set_recompiles(state, result.name, result.recompiles, saved.source, state.saved)
                 self.publish(state.uri)
 
@@ -493,6 +510,7 @@ class CompileLensServer(LanguageServer):
             spec = next(t for t in saved.discovery.targets if t.name == result.name)
             log.info("measured %s: %s", result.name, view.lens_title(result.benchmark) if result.benchmark
                      else (result.error.message if result.error else "no figures"))
+            measured = phase_of(result, "measure")
             if result.benchmark is not None:
                 self.cache.put(self._bench_key(saved, spec), "bench", dataclasses.asdict(result.benchmark))
                 deployment = {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report}
@@ -500,14 +518,17 @@ class CompileLensServer(LanguageServer):
                 if _same_code(state.saved, saved):
                     state.benchmarks[result.name] = result.benchmark
                     self._set_deployment(state, result.name, deployment)
-                    self.publish(state.uri)
-            elif result.error is not None and _same_code(state.saved, saved):
-                state.traced[result.name] = dataclasses.replace(
-                    state.traced.get(result.name, result), status="error",
-                    error=dataclasses.replace(result.error, message=f"measuring failed: {result.error.message}"))
+            if measured is not None and _same_code(state.saved, saved) and result.name in state.traced:
+                # the measurement's own outcome: a failure never hides what the trace found
+                state.traced[result.name] = with_phase(state.traced[result.name], "measure", measured.status,
+                                                       measured.error)
+            if result.benchmark is not None or measured is not None:
                 self.publish(state.uri)
             self._refresh_views()
 
+        for name in names & set(state.traced):  # a new measurement replaces the last one's outcome
+            state.traced[name] = dataclasses.replace(
+                state.traced[name], phases=[p for p in state.traced[name].phases if p.name != "measure"])
         try:
             self.stats["benchmarks"] += 1
             await analyze_file(self._deep_lane(), state.path, self.root, saved.discovery, self.settings,
@@ -710,7 +731,8 @@ class CompileLensServer(LanguageServer):
         result = state.traced.get(name) if self._is_current(state) else None
         result = result or TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
         bench = state.benchmarks.get(name) if self._is_current(state) else None
-        card = view.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"))
+        card = view.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
+                               measuring=name in state.measuring)
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
 
 

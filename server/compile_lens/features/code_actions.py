@@ -1,16 +1,20 @@
 """`textDocument/codeAction` and `codeAction/resolve`: the edits of `compile_lens.actions`.
 
-Actions are listed cheaply (what applies, with its `data`); the edit is computed on resolve, from
-the current text of the file it changes (a helper in another file is read from disk when it is not
-open). A client that cannot resolve edits gets them at once.
+Actions are listed with their `data`; the edit is computed on resolve, from the current text of
+the file it changes (a helper in another file is read from disk when it is not open). An action is
+listed only when it resolves to an edit that compiles; a client that cannot resolve edits gets
+them at once.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
+import os
 from typing import Any, Optional
 
 from lsprotocol import types as lsp
+from pygls.uris import to_fs_path
 
 from .. import actions
 
@@ -61,6 +65,22 @@ def _source(ls: Any, uri: str) -> Optional[str]:
         return None
 
 
+def _editable(ls: Any, action: lsp.CodeAction, uri: str) -> bool:
+    """An edit to another file only when that file is the user's: under the workspace root, not an
+    installed library."""
+    data = action.data if isinstance(action.data, dict) else {}
+    other = data.get("uri")
+    root = getattr(ls, "root", None)
+    if not isinstance(other, str) or other == uri or not root:
+        return True
+    target = to_fs_path(other)
+    if not target:
+        return False
+    real, top = os.path.realpath(target), os.path.realpath(root)
+    return (real == top or real.startswith(top + os.sep)) and not any(
+        part in ("site-packages", "dist-packages") for part in real.split(os.sep))
+
+
 def _resolve(ls: Any, action: lsp.CodeAction) -> lsp.CodeAction:
     data = action.data if isinstance(action.data, dict) else {}
     uri = data.get("uri")
@@ -87,9 +107,17 @@ def register(server: Any) -> None:
         found = actions.code_actions(source, uri, params.range, params.context.diagnostics,
                                      figures(ls, uri), only=params.context.only, discovery=known,
                                      guesses=guesses(ls, uri))
-        if not _resolves_edits(ls):
-            found = [a for a in (_resolve(ls, a) for a in found) if a.edit is not None]
-        return found or None
+        # offered only when its edit is known: resolved now (the parse of this file is cached),
+        # and an edit to another file only inside the workspace
+        lazy = _resolves_edits(ls)
+        offered = []
+        for action in found:
+            if not _editable(ls, action, uri):
+                continue
+            resolved = _resolve(ls, copy.deepcopy(action) if lazy else action)
+            if resolved.edit is not None:
+                offered.append(action if lazy else resolved)  # lazy clients still resolve it themselves
+        return offered or None
 
     @server.feature(lsp.CODE_ACTION_RESOLVE)
     def code_action_resolve(ls: Any, params: lsp.CodeAction) -> lsp.CodeAction:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -9,6 +10,7 @@ from typing import Any, Optional
 
 from ..protocol import Benchmark, TargetResult, Timing
 from .findings import break_count_text, recompile_findings
+from .phases import phase_states
 
 
 def _x(speedup: float) -> str:
@@ -130,13 +132,30 @@ def left_out_line(names: list[str], most: int = 4) -> str:
     return f"- called without {shown} (optional): the traced path may differ from the one training takes"
 
 
-def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None) -> str:
-    """The hover card: the table a team needs to decide, and the verdict."""
+_MARKS = {"done": "✓", "failed": "✗", "not-run": "–"}
+
+
+def phase_line(result: TargetResult, b: Optional[Benchmark], measuring: bool = False) -> str:
+    """`✓ traced · ✓ recompiles checked · ✗ measurement failed: …`: what ran, what did not, and why."""
+    states = phase_states(result if b is None or result.benchmark is not None else dataclasses.replace(result, benchmark=b))
+    parts = []
+    for state in states:
+        if state.name == "measure" and measuring and b is None:
+            parts.append("⏳ measuring…")
+        else:
+            parts.append(f"{_MARKS.get(state.status, '')} {_md(state.words, 200)}")
+    return " · ".join(parts)
+
+
+def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
+               measuring: bool = False) -> str:
+    """The hover card: what ran (each phase), the table a team needs to decide, and the verdict."""
     lines = [f"### torch.compile · `{result.name}`"]
     if result.graph_count is not None:
         recompiles = len(recompile_findings(result, ""))  # as many as the editor shows
         lines.append(break_count_text(len(result.graph_breaks), result.graph_count)
                      + (f", {recompiles} recompile warning{'s' if recompiles != 1 else ''}" if recompiles else ""))
+    lines.append(f"\n{phase_line(result, b, measuring)}")
     recipe = result.inputs
     guessed = f" — **guessed** {(recipe.origin if recipe else '') or 'from the first layer'}; write them as a directive to be sure"
     if b is None:
@@ -146,7 +165,9 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
             lines.append("\n- inputs: guessed after import from the library model it wraps (not traced yet)")
         if result.left_out:
             lines.append(left_out_line(result.left_out))
-        lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
+        measure = phase_states(result)[2]
+        if measure.status == "not-run" and measure.error is None and not measuring:
+            lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
         lines += ["", REPORT_LINK]
         return "\n".join(lines)
     lines += [

@@ -29,6 +29,7 @@ from ..protocol import (
     TargetResult,
     Timing,
 )
+from . import phases
 from .findings import break_count_text, is_break, is_break_finding
 
 SOURCE = "Compile Lens"
@@ -172,6 +173,8 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
         for t in sorted(report.targets, key=lambda t: t.line):
             if t.benchmark is not None:
                 bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {benchmark_summary(t.benchmark)}")
+            if t.status != "error" and _incomplete(t):  # a phase failed or was left out: say which, and why
+                bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {phases.summary(t)}")
     if bench:
         if lines:
             lines.append("")
@@ -187,6 +190,10 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
         lines.append("")
     lines.append(f"Found {', '.join(found)} {where}" if found else f"No problems found {where}")
     return "\n".join(lines) + "\n"
+
+
+def _incomplete(t: TargetResult) -> bool:
+    return any(p.status == "failed" or (p.status == "not-run" and p.error is not None) for p in phases.phase_states(t))
 
 
 # --- JSON -------------------------------------------------------------------------------------
@@ -253,6 +260,8 @@ def _target_json(t: TargetResult) -> dict[str, Any]:
         "benchmark": benchmark_json(t.benchmark),
         "export": None if t.export is None else dict(t.export),
         "fallback_ops": [dict(o) for o in t.fallback_ops],
+        # each phase on its own: "done" | "failed" | "not-run", and why (null: not asked for)
+        "phases": {p.name: {"status": p.status, "error": _problem_json(p.error)} for p in phases.phase_states(t)},
     }
 
 

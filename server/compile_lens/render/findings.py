@@ -189,7 +189,46 @@ def target_findings(result: TargetResult, path: str) -> list[Finding]:
                                      path, result.line, code, severity))
         if err.path and err.line and same_file(err.path, path) and err.line != result.line:
             found.append(problem_finding(err, path, err.line, code, severity))
+    else:
+        found += phase_findings(result, path)
     return found
+
+
+def phase_findings(result: TargetResult, path: str) -> list[Finding]:
+    """A recompile check or a measurement that failed, or was not run, says so on its target; the
+    trace's findings stand beside it (each phase is its own result)."""
+    from .phases import VERB, WORKER_KINDS, phase_states
+
+    found = []
+    states = [s for s in phase_states(result) if s.name != "trace"]
+    failed = [s for s in states if s.status == "failed" and s.error is not None]
+    for state in failed:
+        err = state.error
+        assert err is not None
+        code = CODE_WORKER if err.kind in WORKER_KINDS else CODE_TARGET
+        severity = "error" if code == CODE_WORKER else "warning"
+        message = f"`{result.name}`: {VERB[state.name]} failed: {err.message}"
+        later = [s for s in states if s.status == "not-run" and s.error is not None
+                 and PHASE_ORDER[s.name] > PHASE_ORDER[state.name]]
+        if later:
+            message += " (so " + " and ".join(LATER[s.name] for s in later) + ")"
+        finding = problem_finding(Problem(err.kind, message, None, None, err.hint), path, result.line, code, severity)
+        finding.data.update(phase=state.name, target=result.name)
+        found.append(finding)
+        if err.path and err.line and same_file(err.path, path) and err.line != result.line:
+            found.append(problem_finding(err, path, err.line, code, severity))
+    if not failed:  # not run for a reason of its own (the file could not be imported again, ...)
+        for state in states:
+            if state.status == "not-run" and state.error is not None:
+                finding = problem_finding(Problem(state.error.kind, f"`{result.name}`: {state.words}", None, None,
+                                                  state.error.hint), path, result.line, CODE_TARGET, "information")
+                finding.data.update(phase=state.name, target=result.name)
+                found.append(finding)
+    return found
+
+
+PHASE_ORDER = {"trace": 0, "sweep": 1, "measure": 2}
+LATER = {"sweep": "its recompiles were not checked", "measure": "it was not measured"}
 
 
 def static_target_findings(spec: TargetSpec, path: str, *, runs: bool = True) -> list[Finding]:

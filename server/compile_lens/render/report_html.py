@@ -31,6 +31,7 @@ from .benchmark_view import format_bytes
 from .cli_output import display_path
 from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
 from .findings import break_count_text, recompile_findings
+from .phases import phase_states
 
 RECOMPILE_CODES = set(_RECOMPILE_KINDS.values())
 
@@ -164,10 +165,20 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
         graphs = break_count_text(breaks, t.graph_count).partition(" (")[2].rstrip(")")
         cells = [name, f'<td class="num {"warn" if breaks else "good"}">{shown}'
                        + (f'<div class="sub">{_e(graphs)}</div>' if graphs else "") + "</td>"]
-    cells.append(f'<td class="num {"warn" if recs else ""}">{recs}</td>')
     b = t.benchmark
+    states = {p.name: p for p in phase_states(t)}
+    sweep = states["sweep"]
+    if sweep.status == "done" or recs:
+        cells.append(f'<td class="num {"warn" if recs else ""}">{recs}</td>')
+    else:  # a count of 0 would claim it was checked
+        cells.append(f'<td class="num {"bad" if sweep.status == "failed" else "muted"}" title="{_e(sweep.words)}">'
+                     f'{"✗" if sweep.status == "failed" else "–"}</td>')
     if b is None:  # forward .. accuracy
-        cells.append('<td colspan="6" class="muted">not measured yet</td>')
+        measure = states["measure"]
+        if measure.status == "not-run" and measure.error is None:
+            cells.append('<td colspan="6" class="muted">not measured yet</td>')
+        else:
+            cells.append(f'<td colspan="6" class="bad">✗ {_e(measure.words)}</td>')
     else:
         acc, acc_cls = _accuracy(b)
         calls = "never" if b.break_even_calls is None else f"{b.break_even_calls:,} calls"
@@ -192,6 +203,10 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
     text, cls, tip = fallback_cell(t.fallback_ops, t.report)
     cells.append(f'<td class="{cls}" title="{_e(tip)}">{_e(text)}</td>')
     row = '<tr class="target">' + "".join(cells) + "</tr>"
+    if any(p.status == "failed" or (p.status == "not-run" and p.error) for p in states.values()):
+        # which phases ran and which did not, and why: what is shown above is only what ran
+        row += (f'<tr class="verdict"><td></td><td colspan="{len(COLUMNS) - 1}" class="warn">'
+                f'<span class="label">Analysis</span> {_e(" · ".join(p.words for p in states.values()))}</td></tr>')
     if b is None:
         return row
     # the verdict gets a line of its own under the figures it sums up
@@ -412,7 +427,14 @@ def _breaks(page: _Page, reports: list[FileReport]) -> str:
             items.append(f'<h3 id="{anchor}">{_e(t.name)} <span class="sub">{_e(break_count_text(len(t.graph_breaks), t.graph_count))}</span></h3>'
                          '<ul class="breaks">' + "".join(_break_item(page, t.name, g) for g in t.graph_breaks) + "</ul>")
     if not items:
-        return '<section><h2>Graph breaks</h2><p class="good">No graph breaks in the traced targets.</p></section>'
+        targets = [t for r in reports for t in r.targets]
+        untraced = [t for t in targets if phase_states(t)[0].status != "done"]
+        if not untraced:
+            return '<section><h2>Graph breaks</h2><p class="good">No graph breaks in the traced targets.</p></section>'
+        traced = len(targets) - len(untraced)
+        names = ", ".join(t.name for t in untraced)
+        return (f'<section><h2>Graph breaks</h2><p class="warn">No graph breaks in the {_plural(traced, "traced target")}; '
+                f'not traced: {_e(names)} (see the table).</p></section>')
     return "<section><h2>Graph breaks</h2>" + "".join(items) + "</section>"
 
 

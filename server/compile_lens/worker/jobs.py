@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..protocol import AnalyzeJob, Problem, TargetResult, TargetSpec, from_dict
+from ..protocol import AnalyzeJob, Problem, TargetResult, TargetSpec, from_dict, with_phase
 from . import loader
 from .benchmark import cpu_name
 from .graph_breaks import trace_graph_breaks
@@ -48,8 +48,8 @@ def _problem_from(exc: BaseException, job: AnalyzeJob, kind: str, what: str) -> 
 def run_job(raw: dict, send: Send) -> None:
     job = from_dict(AnalyzeJob, raw)
 
-    def progress(stage: str, target: str | None = None) -> None:
-        send({"id": job.id, "event": "progress", "stage": stage, "target": target})
+    def progress(stage: str, target: str | None = None, phase: str | None = None) -> None:
+        send({"id": job.id, "event": "progress", "stage": stage, "target": target, "phase": phase})
 
     # A config line in one user file (`torch._dynamo.config.x = ...`) must not carry over to the
     # next file this warm worker analyses.
@@ -76,41 +76,54 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
     results = {spec.name: TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs) for spec in job.targets}
     built: dict[str, loader.BuiltTarget] = {}
 
-    def step(spec: TargetSpec, what: str, work: Callable[[TargetResult, Callable[[str], None]], None]) -> None:
-        """Run one stage of one target; a failure marks that target, never the job."""
+    def step(spec: TargetSpec, phase: str, what: str,
+             work: Callable[[TargetResult, Callable[[str], None]], None]) -> None:
+        """Run one phase of one target. Its outcome is that phase's own: a failure marks the phase
+        (and, when the target cannot be built or called at all, the target), never the job."""
         result = results[spec.name]
-        if result.status in ("error", "skipped"):
+        if phase in job.skip.get(spec.name, ()):
+            return  # settled by an earlier job (this one was re-sent after a worker died)
+        if result.status == "skipped":  # not an nn.Module after all: nothing to show
             return
-        progress(f"{what} {spec.name}", spec.name)
+        if result.status == "error":  # could not be built or called: nothing later can run
+            why = result.error.message if result.error else "the target could not be analysed"
+            _settle(result, phase, "not-run", Problem("skipped", f"not run: {why}"))
+            send({"id": job.id, "event": "target", "result": _asdict(result)})
+            return
+        progress(f"{what} {spec.name}", spec.name, phase)
         try:
             if spec.name not in built:
                 built[spec.name] = target = loader.build_target(module, spec, job.path)
                 result.inputs, result.left_out = target.spec.inputs, list(target.left_out)
-            work(result, lambda text: progress(text, spec.name))
+            work(result, lambda text: progress(text, spec.name, phase))
+            _settle(result, phase, "done")
         except loader.NotATarget:
             result.status = "skipped"  # not an nn.Module after all: dropped without a word
-        except loader.TargetError as exc:
-            result.status, result.error = "error", exc.problem
         except BaseException as exc:  # noqa: BLE001 - user code: report, never crash the worker
-            traceback.print_exc()
-            result.status = "error"
-            # the first run of guessed inputs (the trace) failing is the guess's fault, not the code's;
-            # once traced, the inputs are known to fit and a later failure is the code's
-            guessed = result.inputs is not None and result.inputs.source == "inferred"
-            if guessed and what == "tracing" and not isinstance(exc, SystemExit):
-                result.error = loader.guess_problem(built[spec.name].spec if spec.name in built else spec, exc)
+            if isinstance(exc, loader.TargetError):
+                problem = exc.problem
             else:
-                result.error = _problem_from(exc, job, "call", f"calling `{spec.name}` failed")
+                traceback.print_exc()
+                # the first run of guessed inputs (the trace) failing is the guess's fault, not the
+                # code's; once traced, the inputs are known to fit and a later failure is the code's
+                guessed = result.inputs is not None and result.inputs.source == "inferred"
+                if guessed and phase == "trace" and not isinstance(exc, SystemExit):
+                    problem = loader.guess_problem(built[spec.name].spec if spec.name in built else spec, exc)
+                else:
+                    problem = _problem_from(exc, job, "call", f"calling `{spec.name}` failed")
+            if phase == "trace" or spec.name not in built:  # not built or not callable: nothing can run
+                result.status, result.error = "error", problem
+            _settle(result, phase, "failed", problem)
         send({"id": job.id, "event": "target", "result": _asdict(result)})
 
     # Stages in the order the editor needs them: every target's graph breaks first (fast), then
     # the recompile sweeps, then measurements. Each stage re-sends the target's growing result.
     if job.trace:
         for spec in job.targets:
-            step(spec, "tracing", lambda r, p, s=spec: _trace(r, built[s.name], job.root))
+            step(spec, "trace", "tracing", lambda r, p, s=spec: _trace(r, built[s.name], job.root))
     if job.recompiles:
         for spec in job.targets:
-            step(spec, "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
+            step(spec, "sweep", "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
     if job.benchmark:
         def measure(result: TargetResult, p: Callable[[str], None], target: loader.BuiltTarget) -> None:
             result.benchmark = _benchmark(target, job, p)
@@ -138,8 +151,12 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
                     result.fallback_ops = seen["fallback_ops"]
 
         for spec in job.targets:
-            step(spec, "measuring", lambda r, p, s=spec: measure(r, p, built[s.name]))
+            step(spec, "measure", "measuring", lambda r, p, s=spec: measure(r, p, built[s.name]))
     send({"id": job.id, "event": "done"})
+
+
+def _settle(result: TargetResult, phase: str, status: str, error: Problem | None = None) -> None:
+    result.phases = with_phase(result, phase, status, error).phases
 
 
 def _trace(result: TargetResult, built: loader.BuiltTarget, root: str) -> None:

@@ -40,7 +40,7 @@ class _WorkspaceFinder(importlib.abc.MetaPathFinder):
         origin = getattr(spec, "origin", None) if spec else None
         if spec is None or not origin or not origin.endswith(".py") or not self.root:
             return spec
-        if _under(origin, self.root) and not _is_environment_file(origin):
+        if _under(origin, self.root) and not _is_environment_file(origin) and not _vendored(origin, self.root):
             spec.loader = _SourceLoader(fullname, origin)
         return spec
 
@@ -111,13 +111,49 @@ def _under(path: str, root: str) -> bool:
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 
 
-def purge_user_modules(root: str) -> None:
-    """Forget every module imported from the workspace, so the next import reads today's code.
+# Folders that hold other people's packages inside a workspace (on PYTHONPATH, or pip --target).
+VENDOR_DIRS = {"vendor", "vendored", "_vendor", "third_party", "third-party", "thirdparty", "3rdparty",
+               "site-packages", "dist-packages", "__pypackages__"}
 
-    Compile Lens itself is never forgotten, even when the workspace is its own repository."""
+
+def _vendored(path: str, root: str) -> bool:
+    """Under a vendor folder of the workspace, or in a package pip installed there (its .dist-info)."""
+    rel = os.path.relpath(_real(path), _real(root)).split(os.sep)
+    if any(part.lower() in VENDOR_DIRS for part in rel[:-1]):
+        return True
+    top = _real(root)
+    return any(_has_dist_info(os.path.join(top, *rel[:i]), rel[i]) for i in range(len(rel) - 1))
+
+
+@lru_cache(maxsize=4096)
+def _has_dist_info(folder: str, package: str) -> bool:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    prefix = package.replace("-", "_").lower() + "-"
+    return any(n.lower().startswith(prefix) and n.endswith((".dist-info", ".egg-info")) for n in names)
+
+
+def purge_user_modules(root: str) -> None:
+    """Forget the workspace's own Python source modules, so the next import reads today's code.
+
+    Never forgotten: extension modules (a compiled module cannot be loaded twice in a process:
+    numpy refuses), every module of a package that has one, vendored packages (`vendor/`,
+    `third_party/`, pip-installed into the workspace), and Compile Lens itself."""
+    source: dict[str, str] = {}
+    keep: set[str] = set()  # top-level packages that are not workspace source
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if path and _under(path, root) and not _is_environment_file(path) and not _real(path).startswith(_OUR_DIR):
+        if not path or not _under(path, root) or _is_environment_file(path) or _real(path).startswith(_OUR_DIR):
+            continue
+        top = name.partition(".")[0]
+        if not path.endswith(".py") or _vendored(path, root):
+            keep.add(top)
+        else:
+            source[name] = top
+    for name, top in source.items():
+        if top not in keep:
             del sys.modules[name]
 
 
