@@ -26,7 +26,7 @@ from pygls.uris import to_fs_path
 
 from . import __version__
 from .analysis import analyze_file, forget_lints, safe_lint
-from .cache import ResultCache, cache_key, default_cache_dir
+from .cache import ResultCache, default_cache_dir, target_key
 from .config import ProjectConfig, load_project_config
 from .discovery import Discovery, compile_call_sites, dependency_fingerprint, discover
 from .features import code_actions, report
@@ -282,11 +282,8 @@ class CompileLensServer(LanguageServer):
         return lambda other: fnd.same_file(other, path)
 
     def _key(self, kind: str, saved: Saved, spec: TargetSpec, *extra: Any) -> str:
-        inputs = dataclasses.asdict(spec.inputs) if spec.inputs else None
-        if inputs:
-            inputs.pop("line", None)
-        return cache_key(kind, self.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint,
-                         spec.name, spec.kind, inputs, spec.compile_options, *extra)
+        return target_key(kind, self.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint,
+                          spec, *extra)
 
     def _cached(self, kind: str, key: str, saved: Saved, path: str) -> Optional[Any]:
         hit = self.cache.get(key)

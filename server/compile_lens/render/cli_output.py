@@ -2,7 +2,7 @@
 
 Pure functions: `FileReport`s in, a string or a JSON-safe dict out. No torch, no pygls.
 Lines and columns stay 1-based, as in the records. Findings arrive already filtered for
-`# compile-lens: ignore`.
+`# compile-lens: ignore`; those a baseline holds (`data["baseline"]`) are not shown and do not fail.
 
 A target's error is normally also one of the file's findings (the diagnostic on its class/def
 line); when no error finding stands on that line, the renderers show the error themselves, so
@@ -58,8 +58,13 @@ def _norm(path: str) -> str:
     return os.path.normcase(os.path.normpath(path))
 
 
+def _shown(findings: list[Finding]) -> list[Finding]:
+    """All but those the baseline holds."""
+    return [f for f in findings if not f.data.get("baseline")]
+
+
 def _sorted_findings(findings: list[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (f.path, f.line, f.column, f.end_line, f.end_column, f.code))
+    return sorted(_shown(findings), key=lambda f: (f.path, f.line, f.column, f.end_line, f.end_column, f.code))
 
 
 def _first_line(text: str) -> str:
@@ -132,26 +137,37 @@ def benchmark_summary(b: Benchmark) -> str:
     return " · ".join(parts) + f" ({b.device})"
 
 
-def render_text(reports: list[FileReport], *, cwd: str) -> str:
+def _kind(f: Finding) -> str:
+    if f.predicted:
+        return "predicted break"
+    if f.code.startswith("GB") or f.code == "graph-break":
+        return "graph break"
+    if f.code.startswith("CL2"):
+        return "recompile"
+    return "other"
+
+
+def _count(level: str, kinds: dict[str, int]) -> str:
+    """`3 warnings (2 graph breaks, 1 recompile)`; no detail when all are of no particular kind."""
+    n = sum(kinds.values())
+    head = f"{n} information" if level == "information" else _plural(n, level)
+    detail = [_plural(k, name) for name, k in kinds.items() if k]
+    return head + (f" ({', '.join(detail)})" if any(kinds.get(k) for k in kinds if k != "other") else "")
+
+
+def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0) -> str:
     """One line per finding, `path:line:col: CODE message [severity]`, then benchmark figures and
-    a summary line. Paths are relative to `cwd` when under it."""
+    a summary line that counts errors, warnings and information apart (only the first two fail a
+    build). Paths are relative to `cwd` (the workspace root) when under it."""
     rows: list[tuple[str, int, int, int, str]] = []  # (path, line, column, order, text)
-    counts = {"graph break": 0, "recompile warning": 0, "other finding": 0, "predicted": 0, "error": 0}
+    levels: dict[str, dict[str, int]] = {"error": {}, "warning": {}, "information": {}}
     for report in reports:
-        for f in report.findings:
+        for f in _shown(report.findings):
             path = display_path(f.path, cwd)
             tags = f.severity + (", predicted" if f.predicted else "")
             rows.append((path, f.line, f.column, 1, f"{path}:{f.line}:{f.column}: {f.code} {_first_line(f.message)} [{tags}]"))
-            if f.predicted:
-                counts["predicted"] += 1
-            elif f.code.startswith("GB"):
-                counts["graph break"] += 1
-            elif f.code.startswith("CL2"):
-                counts["recompile warning"] += 1
-            elif f.severity == "error":
-                counts["error"] += 1
-            else:
-                counts["other finding"] += 1
+            level = levels["information" if f.severity in ("information", "hint") else f.severity]
+            level[_kind(f)] = level.get(_kind(f), 0) + 1
         problems: list[tuple[str, int, Problem]] = []
         if report.error is not None:
             problems.append((*_problem_location(report.error, report.path, 1), report.error))
@@ -160,7 +176,7 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
         for ppath, pline, problem in problems:
             path = display_path(ppath, cwd)
             rows.append((path, pline, 1, 0, f"{path}:{pline}:1: error: {_problem_text(problem)}"))
-            counts["error"] += 1
+            levels["error"]["other"] = levels["error"].get("other", 0) + 1
     rows.sort(key=lambda r: r[:4])
     lines = [r[4] for r in rows]
 
@@ -175,11 +191,15 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
         lines.extend(bench)
 
     n_targets = sum(len(r.targets) for r in reports)
-    where = f"in {_plural(len(reports), 'file')} ({_plural(n_targets, 'target')})."
-    found = [_plural(n, name) if name != "predicted" else f"{n} predicted" for name, n in counts.items() if n]
+    where = f"in {_plural(len(reports), 'file')} ({_plural(n_targets, 'target')})"
+    order = ("graph break", "recompile", "predicted break", "other")
+    found = [_count(level, {k: kinds.get(k, 0) for k in order}) for level, kinds in levels.items() if kinds]
     if lines:
         lines.append("")
-    lines.append(f"Found {', '.join(found)} {where}" if found else f"No problems found {where}")
+    summary = f"Found {', '.join(found)} {where}" if found else f"No problems found {where}"
+    if baselined:
+        summary += f"; {_plural(baselined, 'finding')} in the baseline not shown"
+    lines.append(summary + ".")
     return "\n".join(lines) + "\n"
 
 
@@ -401,11 +421,13 @@ def render_sarif(reports: list[FileReport], *, tool_version: str, cwd: str,
 # --- exit code --------------------------------------------------------------------------------
 
 def exit_code(reports: list[FileReport]) -> int:
-    """0 when nothing was found and nothing failed, 1 otherwise (2, usage/internal, is the caller's)."""
+    """1 when a warning or an error is shown, or something could not be analysed; else 0.
+    Information findings (a prediction, a recompile that settles, a target that needs inputs)
+    and findings the baseline holds do not fail a build. (2, usage/internal, is the caller's.)"""
     for r in reports:
-        if r.findings or r.error is not None:
+        if r.error is not None or _uncovered_target_errors(r):
             return 1
-        if any(t.error is not None or t.status == "error" for t in r.targets):
+        if any(f.severity in ("error", "warning") for f in _shown(r.findings)):
             return 1
     return 0
 
