@@ -810,7 +810,10 @@ def did_change_configuration(ls: CompileLensServer, params: lsp.DidChangeConfigu
     raw = params.settings
     if isinstance(raw, dict):
         raw = raw.get("compileLens", raw.get("settings", raw))
-    ls.settings, problems = Settings.from_client(raw)
+    if not isinstance(raw, dict) or not raw:
+        return  # eglot and nvim-lspconfig send their (empty) configuration on start: keep the init options
+    # keys it does not name keep their value (VS Code sends them all; other clients may send a few)
+    ls.settings, problems = Settings.from_client({**ls.settings.as_client(), **raw})
     for problem in problems:
         log.warning(problem)
     log.info("settings changed: %s", ls.settings.as_client())
