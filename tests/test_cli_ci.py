@@ -56,6 +56,36 @@ class Plain(nn.Module):
 '''
 
 
+WIDE = '''\
+import torch
+from torch import nn
+
+
+class Wide(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+'''
+RECORDED = {"schema": 1, "targets": {"wide.py:Wide": {
+    "kind": "module", "init": {"call": "Wide(6)", "cannot_replay": None},
+    "call": {"args": [{"name": "x", "spec": {"tensor": {"shape": [3, 6], "dtype": "float32", "device": "cpu",
+                                                        "requires_grad": False}}}], "cannot_replay": None},
+    "calls": 1, "shapes": [{"shapes": [[3, 6]], "count": 1}], "more_shapes": 0,
+    "run": {"at": "2026-01-01T00:00:00Z", "command": "python train.py", "id": "t"}}}}
+
+
+def make_recorded(base: Path) -> Path:
+    """A folder with no pyproject.toml or .git: only what `compile-lens record` wrote marks it."""
+    repo = base / "recorded"
+    (repo / ".compile-lens").mkdir(parents=True)
+    (repo / "wide.py").write_text(WIDE)
+    (repo / ".compile-lens" / "recorded.json").write_text(json.dumps(RECORDED))
+    return repo
+
+
 def make_repo(base: Path) -> Path:
     repo = base / "repo"
     (repo / "models").mkdir(parents=True)
@@ -93,6 +123,15 @@ def test_run_from_the_parent_folder_uses_the_projects_pyproject(ci):
     assert found["Gated"]["inputs"] == {"source": "config", "text": "(torch.randn(4, 8),)"}
     assert found["Gated"]["status"] == "ok" and [g["gb_id"] for g in found["Gated"]["graph_breaks"]] == ["GB0124"]
     assert found["Plain"]["recompiles"], "the recompile sweep ran"
+
+
+def test_run_from_the_parent_folder_uses_the_recorded_run(tmp_path):
+    make_recorded(tmp_path)
+    done = run_cli("check", "recorded", "--no-benchmark", "--no-recompiles", "--format", "json", cwd=tmp_path,
+                   cache=tmp_path / "cache")
+    wide = targets_of(json.loads(done.stdout))["Wide"]
+    assert wide["inputs"] == {"source": "recorded", "text": "(torch.randn(3, 6),)"} and wide["status"] == "ok"
+    assert done.returncode == 0, done.stdout
 
 
 def test_find_root_like_ruff(tmp_path):

@@ -151,6 +151,24 @@ async def test_every_offered_command_runs_in_a_generic_client(tmp_path):
         await stop_server(client)
 
 
+async def test_a_nested_project_is_analysed_in_its_own_root(tmp_path):
+    """The workspace folder is the parent; the file's root is the folder `record` wrote to."""
+    from test_cli_ci import make_recorded
+
+    repo = make_recorded(tmp_path)
+    client = await start_generic(tmp_path, {"settings": {"benchmark.onSave": False}})
+    try:
+        uri = open_file(client, repo / "wide.py")
+        found = await wait_for(client, uri, lambda ds: True)
+        assert not any(d.code == "CL001" for d in found), [d.message for d in found]  # no "needs inputs"
+        lens = await lenses(client, uri)
+        assert [x.command.title for x in lens if x.command] == ["▶ Measure torch.compile speedup"]
+        line, col = locate(repo / "wide.py", "class Wide")
+        assert "(from the recorded)" in await hover_text(client, uri, line, col + len("class W"))
+    finally:
+        await stop_server(client)
+
+
 async def test_vs_code_declares_the_commands_it_runs(tmp_path):
     """With `clientCommands` (what the VS Code extension sends) the hover links the report view."""
     root = tmp_path / "proj"
