@@ -192,10 +192,11 @@ def test_target_picks_one_and_information_does_not_fail(ci):
     lines = done.stdout.strip().splitlines()
     assert lines and all(" CL2" in r for r in lines[:-2]) and all("GB" not in r for r in lines)
     assert "information" in lines[-1] and "warning" not in lines[-1], lines[-1]
-    assert "(1 target)" in lines[-1]
+    assert "(1 target); not run: measurement (--no-benchmark)." in lines[-1]
     picked = run_cli("check", "repo", "--no-benchmark", "--no-recompiles", "--format", "json", "--no-cache",
                      "--target", "repo/models/net.py:Gated", cwd=base, cache=cache)
     assert list(targets_of(json.loads(picked.stdout))) == ["Gated"]
+    assert json.loads(picked.stdout)["checks"] == {"graph_breaks": True, "recompiles": False, "benchmark": False}
     assert targets_of(json.loads(picked.stdout))["Gated"]["recompiles"] == []  # --no-recompiles
     assert targets_of(json.loads(picked.stdout))["Gated"]["graph_breaks"]
     missing = run_cli("check", "repo", "--target", "Nope", cwd=base, cache=cache)

@@ -518,11 +518,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"compile-lens: cannot read the baseline {args.baseline}: {exc}", file=sys.stderr)
             return 2
+    not_run = tuple(what for what, skipped in (("recompile check (--no-recompiles)", args.no_recompiles),
+                                               ("measurement (--no-benchmark)", args.no_benchmark)) if skipped)
     if args.format == "text":
-        text = render_text(reports, cwd=root, baselined=hidden)
+        text = render_text(reports, cwd=root, baselined=hidden, not_run=not_run)
     elif args.format == "json":
         device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
-        text = json.dumps(render_json(reports, torch_version=runtime.get("torch"), device=device), indent=2)
+        checks = {"graph_breaks": True, "recompiles": not args.no_recompiles, "benchmark": not args.no_benchmark}
+        text = json.dumps(render_json(reports, torch_version=runtime.get("torch"), device=device, checks=checks),
+                          indent=2)
     else:
         text = json.dumps(render_sarif(reports, tool_version=__version__, cwd=root), indent=2)
     if args.output:

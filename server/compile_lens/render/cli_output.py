@@ -155,10 +155,11 @@ def _count(level: str, kinds: dict[str, int]) -> str:
     return head + (f" ({', '.join(detail)})" if any(kinds.get(k) for k in kinds if k != "other") else "")
 
 
-def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0) -> str:
+def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0, not_run: tuple[str, ...] = ()) -> str:
     """One line per finding, `path:line:col: CODE message [severity]`, then benchmark figures and
     a summary line that counts errors, warnings and information apart (only the first two fail a
-    build). Paths are relative to `cwd` (the workspace root) when under it."""
+    build), and what was not run (`not_run`: "recompile check (--no-recompiles)"): an empty list
+    of recompiles is then no answer. Paths are relative to `cwd` (the workspace root) when under it."""
     rows: list[tuple[str, int, int, int, str]] = []  # (path, line, column, order, text)
     levels: dict[str, dict[str, int]] = {"error": {}, "warning": {}, "information": {}}
     for report in reports:
@@ -199,6 +200,8 @@ def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0) -> s
     summary = f"Found {', '.join(found)} {where}" if found else f"No problems found {where}"
     if baselined:
         summary += f"; {_plural(baselined, 'finding')} in the baseline not shown"
+    if not_run:
+        summary += f"; not run: {', '.join(not_run)}"
     lines.append(summary + ".")
     return "\n".join(lines) + "\n"
 
@@ -276,9 +279,12 @@ def _diagnostic_json(f: Finding) -> dict[str, Any]:
     }
 
 
-def render_json(reports: list[FileReport], *, torch_version: str | None, device: str) -> dict[str, Any]:
+def render_json(reports: list[FileReport], *, torch_version: str | None, device: str,
+                checks: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """The `--format json` document (see the spine issue). A finding whose path is another file
-    (a break inside a helper) is listed under that file, which gets an entry if it has none."""
+    (a break inside a helper) is listed under that file, which gets an entry if it has none.
+    `checks` (`{"graph_breaks": True, "recompiles": False, "benchmark": False}`), when given, says
+    which phases ran: a target's empty `recompiles` means "none found" only where that one ran."""
     files: list[dict[str, Any]] = []
     by_path: dict[str, dict[str, Any]] = {}
     seen: dict[str, set[tuple[Any, ...]]] = {}
@@ -306,7 +312,11 @@ def render_json(reports: list[FileReport], *, torch_version: str | None, device:
             e["diagnostics"].append(_diagnostic_json(f))
     for e in files:
         e["diagnostics"].sort(key=lambda d: (d["line"], d["column"], d["end_line"], d["end_column"], d["code"]))
-    return {"schema": SCHEMA, "torch": torch_version, "device": device, "files": files}
+    doc: dict[str, Any] = {"schema": SCHEMA, "torch": torch_version, "device": device}
+    if checks is not None:
+        doc["checks"] = dict(checks)
+    doc["files"] = files
+    return doc
 
 
 # --- SARIF ------------------------------------------------------------------------------------
