@@ -120,7 +120,7 @@ def test_text_lines_ordering_and_summary():
     assert lines[7] == ("examples/mlp.py:5: Net: forward 1.12× · train step 0.94× · compile 9.8 s cold / 1.7 s warm"
                         " · pays back after 222,727 calls (cpu)")
     assert lines[8] == ""
-    assert lines[9] == ("Found 2 graph breaks (torch: 4 graphs), 1 recompile warning, 1 predicted, 2 errors"
+    assert lines[9] == ("Found 2 errors, 3 warnings (2 graph breaks (torch: 4 graphs), 1 recompile), 1 information (1 predicted break)"
                         " in 4 files (4 targets).")
     assert len(lines) == 10
     assert out.endswith("\n")
@@ -310,4 +310,28 @@ def test_exit_code():
     assert exit_code(_reports()) == 1
     assert exit_code([FileReport(path="a.py", error=Problem(kind="import", message="x"))]) == 1
     assert exit_code([FileReport(path="a.py", targets=[TargetResult(name="A", kind="module", line=1, status="error")])]) == 1
-    assert exit_code([FileReport(path="a.py", findings=[Finding("a.py", 1, 1, 1, 2, "hint", "CL101", "m", predicted=True)])]) == 1
+    # information findings (a prediction, a recompile that settles, needs inputs) do not fail a build
+    assert exit_code([FileReport(path="a.py", findings=[Finding("a.py", 1, 1, 1, 2, "hint", "CL101", "m", predicted=True)])]) == 0
+    assert exit_code([FileReport(path="a.py", findings=[
+        Finding("a.py", 1, 1, 1, 1, "information", "CL210", "settles"),
+        Finding("a.py", 2, 1, 2, 1, "information", "CL001", "needs inputs")])]) == 0
+    assert exit_code([FileReport(path="a.py", findings=[Finding("a.py", 1, 1, 1, 1, "warning", "CL211", "every value")])]) == 1
+    # a warning the baseline holds does not fail either
+    held = Finding("a.py", 1, 1, 1, 1, "warning", "GB0124", "item", data={"baseline": True})
+    assert exit_code([FileReport(path="a.py", findings=[held])]) == 0
+
+
+def test_text_summary_counts_levels_apart_and_hides_the_baseline():
+    path = f"{ROOT}/m.py"
+    report = FileReport(path=path, findings=[
+        Finding(path, 3, 1, 3, 1, "warning", "CL211", "recompiles for every value"),
+        Finding(path, 4, 1, 4, 1, "information", "CL210", "recompiles once"),
+        Finding(path, 5, 1, 5, 1, "information", "CL213", "recompiles once per mode"),
+        Finding(path, 6, 1, 6, 1, "warning", "GB0124", "item", data={"baseline": True}),
+    ])
+    lines = render_text([report], cwd=ROOT, baselined=1).splitlines()
+    assert [ln.split(":")[1] for ln in lines[:3]] == ["3", "4", "5"]  # the held one is not listed
+    assert lines[-1] == ("Found 1 warning (1 recompile), 2 information (2 recompiles) in 1 file (0 targets);"
+                         " 1 finding in the baseline not shown.")
+    assert all(d["code"] != "GB0124" for d in render_json([report], torch_version=None, device="cpu")["files"][0]["diagnostics"])
+    assert all(r["ruleId"] != "GB0124" for r in render_sarif([report], tool_version="0", cwd=ROOT)["runs"][0]["results"])

@@ -2,7 +2,7 @@
 import * as vscode from 'vscode';
 import { onDidChangePythonInterpreter } from './python';
 import { ReportView, SHOW_REPORT } from './report';
-import { CompileLensServer } from './server';
+import { CompileLensServer, SHOW_OUTPUT } from './server';
 import { contributedKeys, SECTION } from './settings';
 import { Status } from './status';
 
@@ -32,7 +32,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     // server's: vscode-languageclient registers them from its executeCommandProvider, and
     // registering them here too would throw. Palette calls get the active file via middleware.
     vscode.commands.registerCommand('compileLens.restartServer', () => srv.restart('command')),
-    vscode.commands.registerCommand('compileLens.showOutput', () => log.show()),
+    vscode.commands.registerCommand(SHOW_OUTPUT, () => log.show()),
     vscode.commands.registerCommand(SHOW_REPORT, (uri?: unknown) => report.show(uri)),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration(`${SECTION}.interpreter`)) {

@@ -14,11 +14,18 @@ import {
   State,
 } from 'vscode-languageclient/node';
 import { resolveInterpreter } from './python';
-import { hoverMiddleware } from './report';
+import { hoverMiddleware, SHOW_REPORT } from './report';
 import { primaryFolder, serverSettings } from './settings';
 import { STATUS_NOTIFICATION, type Status, type StatusParams } from './status';
 
 export const CLIENT_ID = 'compileLens';
+/**
+ * Commands this extension runs itself (registered in extension.ts), sent to the server as the
+ * `clientCommands` initialization option: only then do its lenses and hovers use them. Other
+ * LSP clients get commands the server executes instead.
+ */
+export const SHOW_OUTPUT = 'compileLens.showOutput';
+export const CLIENT_COMMANDS = [SHOW_OUTPUT, SHOW_REPORT];
 export const CLIENT_NAME = 'Compile Lens';
 
 export interface ServerCommand {
@@ -185,10 +192,11 @@ export class CompileLensServer implements vscode.Disposable {
     return serverCommand(interpreter.command, this.extensionPath);
   }
 
-  initializationOptions(): { trusted: boolean; settings: Record<string, unknown> } {
+  initializationOptions(): { trusted: boolean; settings: Record<string, unknown>; clientCommands: string[] } {
     return {
       trusted: vscode.workspace.isTrusted,
       settings: serverSettings(this.settingKeys, primaryFolder()),
+      clientCommands: [...CLIENT_COMMANDS],
     };
   }
 

@@ -114,6 +114,15 @@ describe('server start and restart', () => {
     assert.equal(running().length, 1);
   });
 
+  test('the commands it runs itself are registered and declared to the server (clientCommands)', async () => {
+    await start();
+    const declared: string[] = last().clientOptions.initializationOptions.clientCommands;
+    assert.deepEqual(declared, ['compileLens.showOutput', 'compileLens.showReport']);
+    for (const command of declared) {
+      assert.ok(stub.registered.has(command), command);
+    }
+  });
+
   test('server commands are left to the language client (no double registration)', async () => {
     await start();
     assert.ok(stub.registered.has('compileLens.showOutput'));

@@ -7,6 +7,7 @@ discarded and rebuilt, with one log line.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -27,6 +28,27 @@ def default_cache_dir() -> str:
 
 def cache_key(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def target_key(kind: str, torch_version: Optional[str], path: str, fingerprint: str, deps_fingerprint: str,
+               spec: Any, *extra: Any) -> str:
+    """The key of one target's result ("trace", "sweep", "bench"): the same for the language server
+    and the CLI, so either one's results serve the other. `path` is the file's real path."""
+    inputs = dataclasses.asdict(spec.inputs) if spec.inputs else None
+    if inputs:
+        inputs.pop("line", None)  # where the directive sits is not what it says
+    return cache_key(kind, torch_version, path, fingerprint, deps_fingerprint, spec.name, spec.kind, inputs,
+                     spec.compile_options, *extra)
+
+
+def torch_version() -> Optional[str]:
+    """torch's version from its metadata: part of every key, read without importing torch."""
+    try:
+        from importlib.metadata import version
+
+        return version("torch")
+    except Exception:  # noqa: BLE001
+        return None
 
 
 class ResultCache:

@@ -1,25 +1,42 @@
 """`compile-lens check PATH...`: the editor's analysis from a terminal, for CI.
 
-Same discovery, worker and results as the language server; only the rendering differs.
-Exit code: 0 nothing found, 1 findings, 2 usage or internal error.
+Same discovery, worker, results and result cache as the language server; only the rendering
+differs. Each file's workspace root is found like ruff finds its project (`config.find_root`):
+pyproject targets, `.compile-lens/recorded.json` and the paths shown are the root's.
+Exit code: 0 no warnings or errors (information findings do not fail a build), 1 warnings or
+errors (not counting those in `--baseline`), 2 usage or internal error.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
+import re
 import sys
-from typing import Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from . import __version__
 from .analysis import analyze_file, safe_lint
-from .config import load_project_config
-from .discovery import discover
+from .cache import ResultCache, cache_key, default_cache_dir, target_key, torch_version
+from .config import find_root, load_project_config
+from .discovery import Discovery, dependency_fingerprint, discover
 from .inputs import resolve_inputs
 from .pool import WorkerGone, WorkerSlot, default_python, worker_env
-from .protocol import FileReport, Finding, Problem
+from .positions import position_map, remap_result
+from .protocol import (
+    Benchmark,
+    FileReport,
+    Finding,
+    Problem,
+    Recompile,
+    TargetResult,
+    TargetSpec,
+    from_dict,
+)
 from .record.cli import add_record_parser
 from .render import findings as fnd
 from .render.cli_output import exit_code, render_json, render_sarif, render_text
@@ -28,6 +45,8 @@ from .settings import DEVICES, Settings
 from .trial.cli import add_trial_parser
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox", ".mypy_cache"}
+WORKER_FAILURES = ("crash", "timeout", "memory", "exit")  # not the code's answer: never cached
+BASELINE_VERSION = 1
 
 
 def python_files(paths: list[str]) -> list[str]:
@@ -42,65 +61,250 @@ def python_files(paths: list[str]) -> list[str]:
     return found
 
 
-def _workspace_root(files: list[str]) -> str:
-    cwd = os.getcwd()
-    if all(f.startswith(cwd + os.sep) for f in files):
-        return cwd
-    return os.path.commonpath([os.path.dirname(f) for f in files]) if files else cwd
+def workspace_root(files: list[str], override: Optional[str] = None) -> str:
+    """The root the output's paths are relative to: `--root`, else the first file's (found like ruff)."""
+    if override:
+        return os.path.abspath(override)
+    return find_root(files[0]) if files else os.getcwd()
 
 
 def _progress(message: str) -> None:
     print(f"compile-lens: {message}", file=sys.stderr, flush=True)
 
 
-async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet: bool) -> tuple[list[FileReport], dict]:
-    root = _workspace_root(files)
-    slot = WorkerSlot("cli", default_python(), root, worker_env(_cache_dir()), spare=False)
+# --- which targets (--target NAME or path.py:NAME) ---------------------------------------------
+
+@dataclass
+class TargetPick:
+    name: str
+    path: Optional[str] = None  # real path, when given as path.py:Name
+
+    @classmethod
+    def parse(cls, text: str) -> TargetPick:
+        where, sep, name = text.rpartition(":")
+        if sep and where.endswith(".py"):
+            return cls(name, os.path.realpath(where))
+        return cls(text)
+
+    def matches(self, path: str, spec: TargetSpec) -> bool:
+        return spec.name == self.name and (self.path is None or os.path.realpath(path) == self.path)
+
+
+def _picked(picks: Optional[list[TargetPick]], path: str, targets: list[TargetSpec]) -> Optional[set[str]]:
+    """Names of the targets picked in this file; None: all of them."""
+    if picks is None:
+        return None
+    return {t.name for t in targets if any(p.matches(path, t) for p in picks)}
+
+
+# --- the result cache (shared with the language server: same keys) ----------------------------
+
+@dataclass
+class _Keys:
+    trace: str
+    sweep: str
+    bench: str
+
+
+def _keys(version: Optional[str], path: str, discovery: Discovery, deps: str, spec: TargetSpec,
+          settings: Settings) -> _Keys:
+    real = os.path.realpath(path)
+
+    def key(kind: str, *extra: Any) -> str:
+        return target_key(kind, version, real, discovery.fingerprint, deps, spec, *extra)
+
+    return _Keys(key("trace"), key("sweep"), key("bench", settings.device, settings.mode))
+
+
+def _moved(hit: tuple, source: str, path: str, result: TargetResult) -> Optional[TargetResult]:
+    """A cached result of an earlier text of the same code, in today's lines (None: cannot map)."""
+    cached_source = hit[1]
+    if not cached_source or cached_source == source:
+        return result
+    mapping = position_map(cached_source, source)
+    if mapping is None:
+        return None
+    return remap_result(result, mapping, lambda other: fnd.same_file(other, path))
+
+
+def _from_cache(cache: ResultCache, keys: _Keys, source: str, path: str, *, recompiles: bool,
+                benchmark: bool) -> Optional[TargetResult]:
+    """The whole answer for one target from the cache, or None when any asked-for part is missing."""
+    hit = cache.get(keys.trace)
+    if hit is None:
+        return None
+    result = _moved(hit, source, path, from_dict(TargetResult, hit[0]))
+    if result is None or result.status != "ok":
+        return result
+    if recompiles:
+        hit = cache.get(keys.sweep)
+        if hit is None:
+            return None
+        swept = _moved(hit, source, path, TargetResult(result.name, result.kind, result.line,
+                                                       recompiles=[from_dict(Recompile, r) for r in hit[0]]))
+        if swept is None:
+            return None
+        result.recompiles = swept.recompiles
+    if benchmark:
+        hit = cache.get(keys.bench)
+        if hit is None:
+            return None
+        result.benchmark = from_dict(Benchmark, hit[0])
+        deploy = cache.get(keys.bench + ":deploy")
+        if deploy is not None:
+            result.export = deploy[0].get("export")
+            result.fallback_ops = deploy[0].get("fallback_ops") or []
+            result.report = deploy[0].get("report")
+    return result
+
+
+class _Store:
+    """Writes a running job's results to the cache as the worker sends them: its first message per
+    target is the trace, the next the recompile sweep, the later ones the measurement."""
+
+    def __init__(self, cache: ResultCache, keys: dict[str, _Keys], source: str, *, recompiles: bool):
+        self.cache, self.keys, self.source, self.recompiles = cache, keys, source, recompiles
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, result: TargetResult) -> None:
+        keys = self.keys.get(result.name)
+        if keys is None or (result.error is not None and result.error.kind in WORKER_FAILURES):
+            return
+        n = self.seen[result.name] = self.seen.get(result.name, 0) + 1
+        if n == 1:
+            trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None)
+            self.cache.put(keys.trace, "trace", dataclasses.asdict(trace), self.source)
+        elif n == 2 and self.recompiles and result.status == "ok":
+            self.cache.put(keys.sweep, "sweep", [dataclasses.asdict(r) for r in result.recompiles], self.source)
+        if result.benchmark is not None and result.status == "ok":
+            self.cache.put(keys.bench, "bench", dataclasses.asdict(result.benchmark))
+            self.cache.put(keys.bench + ":deploy", "deploy", {
+                "export": result.export, "fallback_ops": result.fallback_ops, "report": result.report})
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+class _Workers:
+    """One worker at a time, started in the root of the files it analyses, only when needed."""
+
+    def __init__(self, settings: Settings, cache: Optional[ResultCache]):
+        self.settings, self.cache = settings, cache
+        self.slot: Optional[WorkerSlot] = None
+        self.root: Optional[str] = None
+        self.runtime: dict = {}
+
+    async def get(self, root: str) -> WorkerSlot:
+        if self.slot is not None and self.root != root:
+            await self.stop()
+        if self.slot is None:
+            self.slot, self.root = WorkerSlot("cli", default_python(), root, worker_env(default_cache_dir()),
+                                              spare=False), root
+            info = await self.slot.info(self.settings.timeout_s)
+            if not self.runtime:
+                self.runtime = info
+                if self.cache is not None:
+                    self.cache.put(_runtime_key(), "runtime", info)
+        return self.slot
+
+    async def stop(self) -> None:
+        if self.slot is not None:
+            await self.slot.stop()
+        self.slot = self.root = None
+
+
+def _runtime_key() -> str:
+    return cache_key("runtime", default_python(), torch_version())
+
+
+async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet: bool, recompiles: bool = True,
+                root: Optional[str] = None, targets: Optional[list[TargetPick]] = None,
+                cache: Optional[ResultCache] = None) -> tuple[list[FileReport], dict]:
+    """Analyse `files`; each in its own workspace root unless `root` is given. Results come from
+    `cache` when it has every part asked for (no worker starts when it has them all)."""
+    version = torch_version()
+    workers = _Workers(settings, cache)
     reports: list[FileReport] = []
-    runtime: dict = {}
     try:
         for path in files:
             report = FileReport(path)
-            reports.append(report)
             try:
                 with open(path, encoding="utf-8") as f:
                     source = f.read()
             except (OSError, UnicodeDecodeError) as exc:
                 report.error = Problem("read", f"cannot read the file: {exc}", path)
+                reports.append(report)
                 continue
             discovery = discover(source)
             if discovery is None:
-                report.findings += [f for f in _syntax_error(source, path)]
+                if targets is None:
+                    report.findings += _syntax_error(source, path)
+                    reports.append(report)
                 continue
-            discovery.targets = resolve_inputs(path, root, discovery.targets, source=source)
+            file_root = os.path.abspath(root) if root else find_root(path)
+            discovery.targets = resolve_inputs(path, file_root, discovery.targets, source=source)
+            picked = _picked(targets, path, discovery.targets)
+            if picked is not None and not picked:
+                continue  # --target: not in this file
+            reports.append(report)
+            chosen = [t for t in discovery.targets if picked is None or t.name in picked]
             report.findings += safe_lint(source, path) or []
-            report.findings += [f for t in discovery.targets for f in fnd.static_target_findings(t, path)]
+            report.findings += [f for t in chosen for f in fnd.static_target_findings(t, path)]
             report.findings += [Finding(path, e.line, 1, e.line, 1, "warning", fnd.CODE_DIRECTIVE, e.message)
                                 for e in discovery.errors]
-            if not any(t.inputs is not None for t in discovery.targets):
+            if picked is not None:  # only what lies in the picked targets
+                spans = [(t.line, max(t.end_line, t.line)) for t in chosen]
+                report.findings = [f for f in report.findings if any(a <= f.line <= b for a, b in spans)]
+            runnable = [t for t in chosen if t.inputs is not None]
+            if not runnable:
                 continue
-            if not runtime:
+            results: dict[str, TargetResult] = {}
+            keys: dict[str, _Keys] = {}
+            if cache is not None:
+                deps, _ = dependency_fingerprint(path, source, file_root)
+                keys = {t.name: _keys(version, path, discovery, deps, t, settings) for t in runnable}
+                for t in runnable:
+                    hit = _from_cache(cache, keys[t.name], source, path, recompiles=recompiles, benchmark=benchmark)
+                    if hit is not None:
+                        results[t.name] = hit
+            todo = {t.name for t in runnable if t.name not in results}
+            if todo:
                 try:
-                    runtime = await slot.info(settings.timeout_s)
+                    slot = await workers.get(file_root)
                 except WorkerGone as gone:
                     report.error = gone.problem
-                    return reports, runtime
-            if not quiet:
-                _progress(f"tracing {os.path.relpath(path)}")
-            run = await analyze_file(
-                slot, path, root, discovery, settings, benchmark=benchmark,
-                on_progress=(None if quiet else lambda stage, target: _progress(f"  {stage}")),
-            )
-            report.targets = [run.results[t.name] for t in discovery.targets
-                              if t.name in run.results and run.results[t.name].status != "skipped"]
-            report.error = run.problem
-            traced = [f for r in report.targets for f in fnd.target_findings(r, path)]
-            covered = [(t.line, t.end_line) for t in discovery.targets
-                       if t.name in run.results and run.results[t.name].status == "ok"]
+                    return reports, workers.runtime
+                if not quiet:
+                    _progress(f"tracing {os.path.relpath(path)}"
+                              + (f" ({len(results)} of {len(runnable)} targets from the cache)" if results else ""))
+                run = await analyze_file(
+                    slot, path, file_root, discovery, settings, benchmark=benchmark, recompiles=recompiles,
+                    only=todo, on_target=_Store(cache, keys, source, recompiles=recompiles) if cache else None,
+                    on_progress=(None if quiet else lambda stage, target: _progress(f"  {stage}")),
+                )
+                results.update(run.results)
+                report.error = run.problem
+            elif not quiet:
+                _progress(f"{os.path.relpath(path)}: from the cache")
+            report.targets = [results[t.name] for t in discovery.targets  # not an nn.Module after all: dropped
+                              if t.name in results and results[t.name].status != "skipped"]
+            traced = [f for r in report.targets for f in fnd.target_findings(r, path)
+                      if in_workspace(f.path, file_root)]  # a library's own line: a related location only
+            covered = [(t.line, t.end_line) for t in runnable if t.name in results and results[t.name].status == "ok"]
             report.findings = fnd.merge_with_lints(report.findings, traced, covered)
-        return reports, runtime
+        runtime = workers.runtime
+        if not runtime and cache is not None:
+            hit = cache.get(_runtime_key())
+            runtime = hit[0] if hit else {}
+        return reports, runtime or {"torch": version}
     finally:
-        await slot.stop()
+        await workers.stop()
+
+
+def in_workspace(path: str, root: str) -> bool:
+    """Under the root and not an installed package's file (a venv inside the project)."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return (real == top or real.startswith(top.rstrip(os.sep) + os.sep)) and \
+        not any(part in ("site-packages", "dist-packages") for part in real.split(os.sep))
 
 
 def _syntax_error(source: str, path: str) -> list[Finding]:
@@ -113,25 +317,107 @@ def _syntax_error(source: str, path: str) -> list[Finding]:
     return []
 
 
-def _cache_dir() -> str:
-    return os.environ.get("COMPILE_LENS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "compile-lens")
-
-
 def _apply_ignores(reports: list[FileReport]) -> None:
     cache: dict[str, list[str]] = {}
     for report in reports:
         kept = []
         for f in report.findings:
-            if f.path not in cache:
-                try:
-                    with open(f.path, encoding="utf-8") as fh:
-                        cache[f.path] = fh.read().splitlines()
-                except OSError:
-                    cache[f.path] = []
-            lines = cache[f.path]
+            lines = _lines(f.path, cache)
             if not fnd.suppressed(f, lines):
                 kept.append(fnd.whole_line(f, lines))
         report.findings = kept
+
+
+def _lines(path: str, cache: dict[str, list[str]]) -> list[str]:
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                cache[path] = fh.read().splitlines()
+        except (OSError, UnicodeDecodeError):
+            cache[path] = []
+    return cache[path]
+
+
+# --- messages: CLI flags, not editor settings -------------------------------------------------
+
+CLI_WORDS = {
+    "compileLens.worker.timeoutSeconds": "--timeout",
+    "compileLens.worker.memoryLimitMB": "--memory-limit",
+    "compileLens.benchmark.maxSeconds": "--max-seconds",
+    "compileLens.benchmark.mode": "--mode",
+    "compileLens.device": "--device",
+}
+_SETTING = re.compile("|".join(re.escape(k) for k in CLI_WORDS))
+
+
+def cli_words(text: Optional[str]) -> Optional[str]:
+    """A message written for the editor, in the terminal's words (`raise --timeout`)."""
+    return _SETTING.sub(lambda m: CLI_WORDS[m[0]], text) if text else text
+
+
+def _reword(reports: list[FileReport]) -> None:
+    def problem(p: Optional[Problem]) -> Optional[Problem]:
+        return p and dataclasses.replace(p, message=cli_words(p.message) or p.message, hint=cli_words(p.hint))
+
+    for report in reports:
+        report.error = problem(report.error)
+        report.targets = [dataclasses.replace(t, error=problem(t.error)) for t in report.targets]
+        for f in report.findings:
+            f.message = cli_words(f.message) or f.message
+
+
+# --- baseline: CI fails on new findings only ---------------------------------------------------
+
+_LOCATION_IN_TEXT = re.compile(r"(\.py):\d+")
+
+
+def _baseline_key(f: Finding, root: str, lines: list[str]) -> str:
+    """What identifies a finding across edits elsewhere in the file: its file, code, message and the
+    text of its line — not the line number (lines above it move)."""
+    path = os.path.relpath(os.path.realpath(f.path), os.path.realpath(root)).replace(os.sep, "/")
+    text = lines[f.line - 1].strip() if 0 < f.line <= len(lines) else ""
+    message = _LOCATION_IN_TEXT.sub(r"\1", " ".join((f.message.splitlines() or [""])[0].split()))
+    return "\x1f".join((path, f.code, message, text))
+
+
+def write_baseline(reports: list[FileReport], root: str, target: str) -> int:
+    cache: dict[str, list[str]] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        for f in report.findings:
+            key = _baseline_key(f, root, _lines(f.path, cache))
+            path, code, message, text = key.split("\x1f")
+            entry = entries.setdefault(key, {"path": path, "code": code, "message": message, "line_text": text,
+                                             "count": 0})
+            entry["count"] += 1
+    rows = sorted(entries.values(), key=lambda e: (e["path"], e["code"], e["message"], e["line_text"]))
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    with open(target, "w", encoding="utf-8") as fh:
+        json.dump({"version": BASELINE_VERSION, "tool": "compile-lens", "findings": rows}, fh, indent=2)
+        fh.write("\n")
+    return sum(e["count"] for e in rows)
+
+
+def apply_baseline(reports: list[FileReport], root: str, source: str) -> int:
+    """Mark the findings the baseline holds (`data["baseline"]`): not shown, not failing. Returns how many."""
+    with open(source, encoding="utf-8") as fh:
+        data = json.load(fh)
+    if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION:
+        raise ValueError(f"{source} is not a compile-lens baseline (version {BASELINE_VERSION})")
+    budget: dict[str, int] = {}
+    for e in data.get("findings", []):
+        key = "\x1f".join((e["path"], e["code"], e["message"], e["line_text"]))
+        budget[key] = budget.get(key, 0) + int(e.get("count", 1))
+    cache: dict[str, list[str]] = {}
+    hidden = 0
+    for report in reports:
+        for f in report.findings:
+            key = _baseline_key(f, root, _lines(f.path, cache))
+            if budget.get(key, 0) > 0:
+                budget[key] -= 1
+                f.data = {**f.data, "baseline": True}
+                hidden += 1
+    return hidden
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,16 +427,37 @@ def build_parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check", help="report graph breaks, recompiles and (optionally) measured speedups")
     chk.add_argument("paths", nargs="+", help="Python files or folders")
     chk.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    chk.add_argument("--target", action="append", metavar="NAME", dest="targets",
+                     help="analyse only this target (a class or function name, or path.py:Name); repeatable")
     chk.add_argument("--no-benchmark", action="store_true", help="trace only; do not measure Inductor")
+    chk.add_argument("--no-recompiles", action="store_true",
+                     help="skip the recompile check (with --no-benchmark: graph breaks only)")
+    chk.add_argument("--root", metavar="DIR",
+                     help="workspace root (default: found per file, like ruff: the nearest pyproject.toml with "
+                          "[tool.compile-lens], else the nearest pyproject.toml, .git or .compile-lens/)")
+    chk.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    chk.add_argument("--baseline", metavar="FILE", help="findings in FILE are not shown and do not fail the run")
+    chk.add_argument("--write-baseline", action="store_true",
+                     help="write every finding of this run to the --baseline FILE (and exit 0)")
     chk.add_argument("--device", choices=DEVICES, default=None, help="default: pyproject's, else auto")
     chk.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                      help="longest one analysis step may take (worker.timeoutSeconds)")
+    chk.add_argument("--memory-limit", type=int, default=None, metavar="MB",
+                     help="memory the analysis process may grow to before it is replaced (worker.memoryLimitMB)")
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_record_parser(sub)
     add_report_parser(sub)
     add_trial_parser(sub)
     return parser
+
+
+def project_settings(files: list[str], root: str) -> Settings:
+    """[tool.compile-lens] in the root's pyproject.toml: the defaults that flags override."""
+    settings, problems = Settings.from_client(load_project_config(files[0], root).settings)
+    for problem in problems:
+        print(f"compile-lens: {problem}", file=sys.stderr)
+    return settings
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -163,6 +470,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         return args.run(args)
     if args.command == "report":
         return run_report(args)
+    if args.write_baseline and not args.baseline:
+        print("compile-lens: --write-baseline needs --baseline FILE (where to write it)", file=sys.stderr)
+        return 2
+    if args.baseline and not args.write_baseline and not os.path.isfile(args.baseline):
+        print(f"compile-lens: no baseline file {args.baseline} (write one with --write-baseline)", file=sys.stderr)
+        return 2
+    if args.root and not os.path.isdir(args.root):
+        print(f"compile-lens: --root {args.root} is not a folder", file=sys.stderr)
+        return 2
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         print(f"compile-lens: no such file or folder: {', '.join(missing)}", file=sys.stderr)
@@ -171,27 +487,51 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not files:
         print(f"compile-lens: no Python files in {', '.join(args.paths)}", file=sys.stderr)
         return 2
-    # [tool.compile-lens] in pyproject.toml gives the defaults; flags win
-    settings, problems = Settings.from_client(load_project_config(files[0], _workspace_root(files)).settings)
-    for problem in problems:
-        print(f"compile-lens: {problem}", file=sys.stderr)
+    root = workspace_root(files, args.root)
+    settings = project_settings(files, root)
     if args.device:
         settings.device = args.device
     if args.timeout:
         settings.timeout_s = args.timeout
+    if args.memory_limit:
+        settings.memory_limit_mb = args.memory_limit
+    picks = [TargetPick.parse(t) for t in args.targets] if args.targets else None
+    cache = None if args.no_cache else ResultCache(default_cache_dir())
     try:
-        reports, runtime = asyncio.run(check(files, settings, benchmark=not args.no_benchmark, quiet=args.quiet))
+        reports, runtime = asyncio.run(check(files, settings, benchmark=not args.no_benchmark, quiet=args.quiet,
+                                             recompiles=not args.no_recompiles, root=args.root, targets=picks,
+                                             cache=cache))
     except KeyboardInterrupt:
         return 2
+    finally:
+        if cache is not None:
+            cache.close()
+    if picks is not None and not reports:
+        print(f"compile-lens: no target {', '.join(args.targets)} in {', '.join(args.paths)}", file=sys.stderr)
+        return 2
     _apply_ignores(reports)
-    cwd = os.getcwd()
+    _reword(reports)
+    hidden = 0
+    if args.write_baseline:
+        written = write_baseline(reports, root, args.baseline)
+        print(f"compile-lens: wrote {written} finding{'s' if written != 1 else ''} to {args.baseline}", file=sys.stderr)
+    elif args.baseline:
+        try:
+            hidden = apply_baseline(reports, root, args.baseline)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"compile-lens: cannot read the baseline {args.baseline}: {exc}", file=sys.stderr)
+            return 2
+    not_run = tuple(what for what, skipped in (("recompile check (--no-recompiles)", args.no_recompiles),
+                                               ("measurement (--no-benchmark)", args.no_benchmark)) if skipped)
     if args.format == "text":
-        text = render_text(reports, cwd=cwd)
+        text = render_text(reports, cwd=root, baselined=hidden, not_run=not_run)
     elif args.format == "json":
         device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
-        text = json.dumps(render_json(reports, torch_version=runtime.get("torch"), device=device), indent=2)
+        checks = {"graph_breaks": True, "recompiles": not args.no_recompiles, "benchmark": not args.no_benchmark}
+        text = json.dumps(render_json(reports, torch_version=runtime.get("torch"), device=device, checks=checks),
+                          indent=2)
     else:
-        text = json.dumps(render_sarif(reports, tool_version=__version__, cwd=cwd), indent=2)
+        text = json.dumps(render_sarif(reports, tool_version=__version__, cwd=root), indent=2)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text + "\n")
@@ -199,7 +539,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(text)
     if any(r.error and r.error.kind == "no-torch" for r in reports):
         return 2
-    return exit_code(reports)
+    return 0 if args.write_baseline else exit_code(reports)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,38 @@ def load_project_config(path: str, root: str) -> ProjectConfig:
     return _load(pyproject, stat.st_mtime_ns, stat.st_size)
 
 
+ROOT_MARKERS = ("pyproject.toml", ".git", ".compile-lens")
+
+
+def find_root(path: str, top: Optional[str] = None) -> str:
+    """The workspace root of `path` (a file or a folder), found like ruff finds its project: the
+    nearest folder at or above it whose pyproject.toml has [tool.compile-lens]; else the nearest
+    with a pyproject.toml, a .git or a .compile-lens/ (where `compile-lens record` writes); else
+    the file's folder. The search stops at a repository's top (.git) and at `top` (an editor's
+    workspace folder), which is the answer when nothing nearer is found inside it."""
+    here = os.path.abspath(path)
+    directory = here if os.path.isdir(here) else os.path.dirname(here)
+    limit = os.path.abspath(top) if top else None
+    if limit and not (directory == limit or directory.startswith(limit.rstrip(os.sep) + os.sep)):
+        limit = None  # not inside it: search as if there were no workspace folder
+    nearest: Optional[str] = None
+    while True:
+        pyproject = os.path.join(directory, "pyproject.toml")
+        if os.path.isfile(pyproject) and _mentions_table(pyproject):
+            return directory
+        if nearest is None and any(os.path.exists(os.path.join(directory, m)) for m in ROOT_MARKERS):
+            nearest = directory
+        parent = os.path.dirname(directory)
+        if directory == limit or parent == directory or os.path.exists(os.path.join(directory, ".git")):
+            break
+        directory = parent
+    if nearest is not None:
+        return nearest
+    if limit is not None:
+        return limit
+    return here if os.path.isdir(here) else os.path.dirname(here)
+
+
 def find_pyproject(path: str, root: str) -> Optional[str]:
     """The nearest pyproject.toml with a [tool.compile-lens] table, from `path` up to `root`."""
     here = os.path.abspath(path)

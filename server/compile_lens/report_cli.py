@@ -37,6 +37,8 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="budget of one target's benchmark, compile included (benchmark.maxSeconds)")
     rep.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                      help="longest one analysis step may take (worker.timeoutSeconds)")
+    rep.add_argument("--root", metavar="DIR", help="workspace root (default: found per file, as for `check`)")
+    rep.add_argument("--no-cache", action="store_true", help="measure again even when the result cache has figures")
     rep.add_argument("--title", default=None, help="the page's title (default: from the paths)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     return rep
@@ -49,9 +51,8 @@ def _title(paths: list[str]) -> str:
 
 def run_report(args: argparse.Namespace) -> int:
     from . import cli  # here, not at the top: cli imports this module for its parser
-    from .config import load_project_config
+    from .cache import ResultCache, default_cache_dir
     from .render.report_html import render_report
-    from .settings import Settings
 
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
@@ -61,10 +62,12 @@ def run_report(args: argparse.Namespace) -> int:
     if not files:
         print(f"compile-lens: no Python files in {', '.join(args.paths)}", file=sys.stderr)
         return 2
+    if args.root and not os.path.isdir(args.root):
+        print(f"compile-lens: --root {args.root} is not a folder", file=sys.stderr)
+        return 2
+    root = cli.workspace_root(files, args.root)
     # [tool.compile-lens] in pyproject.toml gives the defaults, as for `check`; flags win
-    settings, problems = Settings.from_client(load_project_config(files[0], cli._workspace_root(files)).settings)
-    for problem in problems:
-        print(f"compile-lens: {problem}", file=sys.stderr)
+    settings = cli.project_settings(files, root)
     if args.device:
         settings.device = args.device
     if args.mode:
@@ -73,18 +76,24 @@ def run_report(args: argparse.Namespace) -> int:
         settings.max_seconds = args.max_seconds
     if args.timeout:
         settings.timeout_s = args.timeout
+    cache = None if args.no_cache else ResultCache(default_cache_dir())
     try:
-        reports, runtime = asyncio.run(cli.check(files, settings, benchmark=True, quiet=args.quiet))
+        reports, runtime = asyncio.run(cli.check(files, settings, benchmark=True, quiet=args.quiet, root=args.root,
+                                                 cache=cache))
     except KeyboardInterrupt:
         return 2
+    finally:
+        if cache is not None:
+            cache.close()
     cli._apply_ignores(reports)
+    cli._reword(reports)
     if any(r.error and r.error.kind == "no-torch" for r in reports):
         problem = next(r.error for r in reports if r.error and r.error.kind == "no-torch")
         print(f"compile-lens: {problem.message}", file=sys.stderr)
         return 2
     device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
     page = render_report(reports, title=args.title or _title(args.paths), torch_version=runtime.get("torch"),
-                         device=device, cwd=os.getcwd())
+                         device=device, cwd=root)
     try:
         directory = os.path.dirname(os.path.abspath(args.output))
         os.makedirs(directory, exist_ok=True)

@@ -26,8 +26,8 @@ from pygls.uris import to_fs_path
 
 from . import __version__
 from .analysis import analyze_file, forget_lints, safe_lint
-from .cache import ResultCache, cache_key, default_cache_dir
-from .config import ProjectConfig, load_project_config
+from .cache import ResultCache, default_cache_dir, target_key
+from .config import ProjectConfig, find_root, load_project_config
 from .discovery import Discovery, compile_call_sites, dependency_fingerprint, discover
 from .features import code_actions, report
 from .inputs import resolve_inputs
@@ -53,6 +53,10 @@ from .settings import Settings
 log = logging.getLogger("compile_lens")
 
 STATUS = "compileLens/status"
+# Commands the VS Code extension runs itself (it lists them in `clientCommands`); other clients
+# never get them: they would answer "command not defined".
+SHOW_OUTPUT = "compileLens.showOutput"
+SHOW_REPORT = "compileLens.showReport"
 WORKER_FAILURES = ("crash", "timeout", "memory", "exit")
 BIG_FILE_CHARS = 60_000  # ≈ 1,500 lines: above this, a keystroke does not wait for a full parse
 STREAM_PUBLISH_S = 0.1  # while a file's targets stream in, publish at most this often
@@ -108,7 +112,9 @@ class CompileLensServer(LanguageServer):
         super().__init__("compile-lens", __version__)
         self.settings = Settings()
         self.trusted = True
-        self.root: str = os.getcwd()
+        self.root: str = os.getcwd()  # the first workspace folder: the workers' cwd
+        self.folders: list[str] = []  # every workspace folder; each file's root is found inside its own
+        self.client_commands: set[str] = set()  # commands the client runs itself (initialization option)
         self.docs: dict[str, DocState] = {}
         self.foreign: dict[str, dict[str, list[Finding]]] = {}  # helper uri -> origin uri -> findings
         self.traces: Optional[WorkerSlot] = None
@@ -139,6 +145,13 @@ class CompileLensServer(LanguageServer):
         return f"cuda ({self.runtime.get('device_name')})"
 
     # --- workers --------------------------------------------------------------------------
+
+    def root_for(self, path: str) -> str:
+        """A file's workspace root, found as the CLI finds it (`config.find_root`), inside the
+        workspace folder that holds it: a nested project's pyproject targets and recorded inputs."""
+        here = os.path.abspath(path)
+        inside = [f for f in self.folders if here.startswith(f.rstrip(os.sep) + os.sep)]
+        return find_root(here, max(inside, key=len) if inside else (self.root if not self.folders else None))
 
     def _slot(self, name: str, **kwargs: Any) -> WorkerSlot:
         slot = WorkerSlot(name, default_python(), self.root, worker_env(self.cache_dir), **kwargs)
@@ -218,9 +231,10 @@ class CompileLensServer(LanguageServer):
         a recorded run (`compile-lens record`), or the guess from its first layer."""
         found = discover(source)
         if found is not None:
-            config, recorded = self._input_sources()
-            found.targets = resolve_inputs(path, self.root, found.targets, source=source,
-                                           config=config(path), recorded=recorded)
+            config, recorded, root_of = self._input_sources()
+            root = root_of(path)
+            found.targets = resolve_inputs(path, root, found.targets, source=source,
+                                           config=config(path), recorded=recorded(root))
         return found
 
     def _input_sources(self):
@@ -228,15 +242,28 @@ class CompileLensServer(LanguageServer):
         now = time.monotonic()
         if self._sources is None or now - self._sources[0] > 2.0:
             configs: dict[str, ProjectConfig] = {}
+            roots: dict[str, str] = {}
+            runs: dict[str, Any] = {}
+
+            def root_of(path: str) -> str:
+                folder = os.path.dirname(path)
+                if folder not in roots:
+                    roots[folder] = self.root_for(path)
+                return roots[folder]
 
             def config(path: str) -> ProjectConfig:
                 folder = os.path.dirname(path)
                 if folder not in configs:
-                    configs[folder] = load_project_config(path, self.root)
+                    configs[folder] = load_project_config(path, root_of(path))
                 return configs[folder]
 
-            self._sources = (now, config, load_recorded(self.root))
-        return self._sources[1], self._sources[2]
+            def recorded(root: str) -> Any:
+                if root not in runs:
+                    runs[root] = load_recorded(root)
+                return runs[root]
+
+            self._sources = (now, config, recorded, root_of)
+        return self._sources[1], self._sources[2], self._sources[3]
 
     def _read_saved(self, state: DocState) -> Optional[Saved]:
         try:
@@ -248,7 +275,7 @@ class CompileLensServer(LanguageServer):
         found = self._discover(state.path, source)
         if found is None:
             return None
-        deps_fp, deps = dependency_fingerprint(state.path, source, self.root)
+        deps_fp, deps = dependency_fingerprint(state.path, source, self.root_for(state.path))
         return Saved(source, found, deps_fp, deps, os.path.realpath(state.path))
 
     def schedule_trace(self, uri: str) -> None:
@@ -292,11 +319,8 @@ class CompileLensServer(LanguageServer):
         return lambda other: fnd.same_file(other, path)
 
     def _key(self, kind: str, saved: Saved, spec: TargetSpec, *extra: Any) -> str:
-        inputs = dataclasses.asdict(spec.inputs) if spec.inputs else None
-        if inputs:
-            inputs.pop("line", None)
-        return cache_key(kind, self.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint,
-                         spec.name, spec.kind, inputs, spec.compile_options, *extra)
+        return target_key(kind, self.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint,
+                          spec, *extra)
 
     def _cached(self, kind: str, key: str, saved: Saved, path: str) -> Optional[Any]:
         hit = self.cache.get(key)
@@ -356,7 +380,7 @@ class CompileLensServer(LanguageServer):
         if todo:
             self.status("tracing", os.path.basename(state.path))
             self.stats["traces"] += 1
-            run = await analyze_file(self.traces, state.path, self.root, saved.discovery, self.settings,
+            run = await analyze_file(self.traces, state.path, self.root_for(state.path), saved.discovery, self.settings,
                                      on_target=on_target, only=todo, recompiles=False,
                                      on_progress=lambda stage, target: self.status("tracing", stage))
             problem = run.problem
@@ -489,20 +513,24 @@ class CompileLensServer(LanguageServer):
 
         self.status("tracing", f"checking recompiles in {os.path.basename(state.path)}")
         self.stats["sweeps"] = self.stats.get("sweeps", 0) + 1
-        await analyze_file(self._deep_lane(), state.path, self.root, saved.discovery, self.settings,
+        await analyze_file(self._deep_lane(), state.path, self.root_for(state.path), saved.discovery, self.settings,
                            trace=False, recompiles=True, only=names, on_target=on_target)
         self.status("idle")
 
     async def _benchmark_once(self, state: DocState, saved: Saved, names: set[str]) -> None:
         token = str(uuid.uuid4())
         progress = self.work_done_progress
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(progress.create_async(token), 5)
-        progress.begin(token, lsp.WorkDoneProgressBegin(title="Compile Lens", message="measuring torch.compile…",
-                                                        cancellable=False))
+        window = self.client_capabilities.window
+        shown = bool(window and window.work_done_progress)  # only a client that said it can show progress
+        if shown:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(progress.create_async(token), 5)
+            progress.begin(token, lsp.WorkDoneProgressBegin(title="Compile Lens", message="measuring torch.compile…",
+                                                            cancellable=False))
 
         def on_progress(stage: str, target: Optional[str]) -> None:
-            progress.report(token, lsp.WorkDoneProgressReport(message=stage))
+            if shown:
+                progress.report(token, lsp.WorkDoneProgressReport(message=stage))
             self.status("benchmarking", stage)
 
         def on_target(result: TargetResult) -> None:
@@ -531,14 +559,15 @@ class CompileLensServer(LanguageServer):
                 state.traced[name], phases=[p for p in state.traced[name].phases if p.name != "measure"])
         try:
             self.stats["benchmarks"] += 1
-            await analyze_file(self._deep_lane(), state.path, self.root, saved.discovery, self.settings,
+            await analyze_file(self._deep_lane(), state.path, self.root_for(state.path), saved.discovery, self.settings,
                                benchmark=True, trace=False, recompiles=False, only=names,
                                on_target=on_target, on_progress=on_progress)
         except asyncio.CancelledError:
             log.info("measurement of %s cancelled: the file changed", os.path.basename(state.path))
             raise
         finally:
-            progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
+            if shown:
+                progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
             self.status("idle")
 
     def _refresh_views(self) -> None:
@@ -585,7 +614,7 @@ class CompileLensServer(LanguageServer):
             for f in fnd.target_findings(result, state.path):
                 if fnd.same_file(f.path, state.path):
                     here.append(f)
-                elif _in_workspace(f.path, self.root):  # a library's own file gets no squiggles
+                elif _in_workspace(f.path, self.root_for(state.path)):  # a library's own file gets no squiggles
                     elsewhere.setdefault(uri_of(f.path), []).append(f)
             spec = specs.get(result.name)
             if spec is not None and result.status == "ok":
@@ -680,7 +709,9 @@ class CompileLensServer(LanguageServer):
             rng = to_range(spec.line, 1, spec.line, 1)
             bench = state.benchmarks.get(spec.name) if self._is_current(state) else None
             if spec.name in state.measuring:
-                title, command = "⏳ measuring torch.compile…", "compileLens.showOutput"
+                # the log, where the client has it; else the server's own command (says "measuring")
+                title = "⏳ measuring torch.compile…"
+                command = SHOW_OUTPUT if SHOW_OUTPUT in self.client_commands else "compileLens.measure"
             elif bench is not None:
                 title, command = view.lens_title(bench), "compileLens.measure"
             else:
@@ -731,8 +762,10 @@ class CompileLensServer(LanguageServer):
         result = state.traced.get(name) if self._is_current(state) else None
         result = result or TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
         bench = state.benchmarks.get(name) if self._is_current(state) else None
+        report_line = view.REPORT_LINK if SHOW_REPORT in self.client_commands else \
+            view.report_hint(os.path.relpath(state.path, self.root_for(state.path)))
         card = view.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
-                               measuring=name in state.measuring)
+                               measuring=name in state.measuring, report=report_line)
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
 
 
@@ -780,11 +813,14 @@ def initialize(ls: CompileLensServer, params: lsp.InitializeParams) -> None:
     ls.settings, problems = Settings.from_client(options.get("settings", {}))
     for problem in problems:
         log.warning(problem)
-    folders = params.workspace_folders or []
-    if folders:
-        ls.root = to_fs_path(folders[0].uri) or ls.root
-    elif params.root_uri:
-        ls.root = to_fs_path(params.root_uri) or ls.root
+    commands = options.get("clientCommands")
+    ls.client_commands = {c for c in commands if isinstance(c, str)} if isinstance(commands, list) else set()
+    folders = [p for p in (to_fs_path(f.uri) for f in params.workspace_folders or []) if p]
+    if not folders and params.root_uri and to_fs_path(params.root_uri):
+        folders = [to_fs_path(params.root_uri)]
+    ls.folders = [os.path.abspath(f) for f in folders]
+    if ls.folders:
+        ls.root = ls.folders[0]
     if params.process_id:
         _watch_client(params.process_id)
     log.info("compile-lens %s: root %s, trusted=%s, torch %s, settings %s", __version__, ls.root, ls.trusted,
@@ -804,7 +840,10 @@ def did_change_configuration(ls: CompileLensServer, params: lsp.DidChangeConfigu
     raw = params.settings
     if isinstance(raw, dict):
         raw = raw.get("compileLens", raw.get("settings", raw))
-    ls.settings, problems = Settings.from_client(raw)
+    if not isinstance(raw, dict) or not raw:
+        return  # eglot and nvim-lspconfig send their (empty) configuration on start: keep the init options
+    # keys it does not name keep their value (VS Code sends them all; other clients may send a few)
+    ls.settings, problems = Settings.from_client({**ls.settings.as_client(), **raw})
     for problem in problems:
         log.warning(problem)
     log.info("settings changed: %s", ls.settings.as_client())
@@ -813,6 +852,14 @@ def did_change_configuration(ls: CompileLensServer, params: lsp.DidChangeConfigu
             state.benchmarks = ls._cached_benchmarks(state.saved, state.path)
             ls.publish(state.uri)
     ls._refresh_views()
+
+
+@server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def did_change_folders(ls: CompileLensServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
+    removed = {os.path.abspath(to_fs_path(f.uri) or "") for f in params.event.removed}
+    added = [os.path.abspath(p) for p in (to_fs_path(f.uri) for f in params.event.added) if p]
+    ls.folders = [f for f in ls.folders if f not in removed] + [f for f in added if f not in ls.folders]
+    ls._sources = None  # roots, configs and recorded runs are found again
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -880,6 +927,8 @@ def measure_command(ls: CompileLensServer, uri: str, target: str) -> dict:
     state = ls.docs.get(uri)
     if state is None:
         return {"started": False, "reason": "the file is not open"}
+    if target in state.measuring:  # what the "⏳ measuring" lens runs in a client without the log command
+        return {"started": False, "reason": f"measuring `{target}` already; the figures replace this lens when done"}
     if state.saved is None or target not in state.traced or not ls._is_current(state):
         if state.discovery is None or target not in {t.name for t in state.discovery.targets}:
             return {"started": False, "reason": f"no target `{target}` in this file"}
@@ -894,20 +943,21 @@ def measure_command(ls: CompileLensServer, uri: str, target: str) -> dict:
     return {"started": True}
 
 
+# Commands without parameters accept (and ignore) arguments: some clients always send a list.
 @server.command("compileLens.clearCache")
-def clear_cache_command(ls: CompileLensServer) -> dict:
+def clear_cache_command(ls: CompileLensServer, *args: Any) -> dict:
     removed = ls.cache.clear()
     log.info("cache cleared: %d results", removed)
     return {"removed": removed}
 
 
 @server.command("compileLens.workerPids")
-def worker_pids_command(ls: CompileLensServer) -> list[int]:
+def worker_pids_command(ls: CompileLensServer, *args: Any) -> list[int]:
     return ls.worker_pids()
 
 
 @server.command("compileLens.stats")
-def stats_command(ls: CompileLensServer) -> dict:
+def stats_command(ls: CompileLensServer, *args: Any) -> dict:
     return {**ls.stats, "server_rss": psutil.Process().memory_info().rss, "worker_pids": ls.worker_pids()}
 
 

@@ -65,15 +65,16 @@ def hint_label(b: Benchmark) -> str:
     return f"⚡ {_x(main.speedup)} {what}" + (" (slower)" if main.speedup < 1 else "")
 
 
-# VS Code draws hover tables without cell padding: right-aligned columns of "0.011 ± 0.001"
-# would run into each other. Non-breaking spaces (kept by the table parser) keep them apart.
-_GAP = "&nbsp;" * 3
+# Plain CommonMark (tables as GFM), readable as raw text in any client: no HTML entities. VS Code
+# draws hover tables without cell padding, so the columns are kept apart by their alignment and
+# the arrow, not by spaces (a cell's spaces, non-breaking ones too, are trimmed).
+TABLE_HEAD = ["| | eager ms (median ± IQR) | → compiled ms | speedup |", "|---|---:|:---|:---:|"]
 
 
 def _row(name: str, t: Optional[Timing]) -> str:
     if t is None:
-        return f"| {name} | – | – | – |"
-    return (f"| {name} | {t.eager_ms:.3f} ± {t.eager_iqr_ms:.3f} | {_GAP}{t.compiled_ms:.3f} ± {t.compiled_iqr_ms:.3f} "
+        return f"| {name} | – | → – | – |"
+    return (f"| {name} | {t.eager_ms:.3f} ± {t.eager_iqr_ms:.3f} | → {t.compiled_ms:.3f} ± {t.compiled_iqr_ms:.3f} "
             f"| **{_x(t.speedup)}** |")
 
 
@@ -81,7 +82,12 @@ def _err(value: Optional[float]) -> str:
     return "–" if value is None else ("0" if value == 0 else f"{value:.2e}")
 
 
-REPORT_LINK = "[Open the compile report](command:compileLens.showReport)"
+REPORT_LINK = "[Open the compile report](command:compileLens.showReport)"  # for clients that run it
+
+
+def report_hint(path: str) -> str:
+    """The hover's last line for clients without the report command: the same page from a terminal."""
+    return f"Compile report: `compile-lens report {path}`"
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
 
 
@@ -148,8 +154,9 @@ def phase_line(result: TargetResult, b: Optional[Benchmark], measuring: bool = F
 
 
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
-               measuring: bool = False) -> str:
-    """The hover card: what ran (each phase), the table a team needs to decide, and the verdict."""
+               measuring: bool = False, report: str = REPORT_LINK) -> str:
+    """The hover card: what ran (each phase), the table a team needs to decide, and the verdict;
+    `report` is its last line."""
     lines = [f"### torch.compile · `{result.name}`"]
     if result.graph_count is not None:
         recompiles = len(recompile_findings(result, ""))  # as many as the editor shows
@@ -168,14 +175,13 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         measure = phase_states(result)[2]
         if measure.status == "not-run" and measure.error is None and not measuring:
             lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
-        lines += ["", REPORT_LINK]
+        lines += ["", report]
         return "\n".join(lines)
     lines += [
         "",
         f"**{b.verdict}**",
         "",
-        f"| | eager ms (median ± IQR) | compiled ms | {_GAP}speedup |",
-        "|---|---:|---:|---:|",
+        *TABLE_HEAD,
         _row("forward", b.forward),
         _row("train step", b.train_step),
         "",
@@ -194,5 +200,5 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
     lines += [line for line in (export_line(result.export), fallback_line(result.fallback_ops, result.report)) if line]
     for note in b.notes:
         lines.append(f"- ⚠ {note}")
-    lines += ["", REPORT_LINK]
+    lines += ["", report]
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 Pure functions: `FileReport`s in, a string or a JSON-safe dict out. No torch, no pygls.
 Lines and columns stay 1-based, as in the records. Findings arrive already filtered for
-`# compile-lens: ignore`.
+`# compile-lens: ignore`; those a baseline holds (`data["baseline"]`) are not shown and do not fail.
 
 A target's error is normally also one of the file's findings (the diagnostic on its class/def
 line); when no error finding stands on that line, the renderers show the error themselves, so
@@ -15,7 +15,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 from urllib.parse import quote
 
 from ..protocol import (
@@ -30,7 +30,7 @@ from ..protocol import (
     Timing,
 )
 from . import phases
-from .findings import break_count_text, is_break, is_break_finding
+from .findings import break_count_text, is_break_finding
 
 SOURCE = "Compile Lens"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -60,8 +60,13 @@ def _norm(path: str) -> str:
     return os.path.normcase(os.path.normpath(path))
 
 
+def _shown(findings: list[Finding]) -> list[Finding]:
+    """All but those the baseline holds."""
+    return [f for f in findings if not f.data.get("baseline")]
+
+
 def _sorted_findings(findings: list[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (f.path, f.line, f.column, f.end_line, f.end_column, f.code))
+    return sorted(_shown(findings), key=lambda f: (f.path, f.line, f.column, f.end_line, f.end_column, f.code))
 
 
 def _first_line(text: str) -> str:
@@ -134,28 +139,44 @@ def benchmark_summary(b: Benchmark) -> str:
     return " · ".join(parts) + f" ({b.device})"
 
 
-def render_text(reports: list[FileReport], *, cwd: str) -> str:
+def _kind(f: Finding) -> str:
+    if f.predicted:
+        return "predicted break"
+    if f.code.startswith("GB") or f.code == "graph-break":
+        return "graph break"
+    if f.code.startswith("CL2"):
+        return "recompile"
+    return "other"
+
+
+def _count(level: str, kinds: dict[str, int], graphs: Optional[int] = None) -> str:
+    """`3 warnings (2 graph breaks (torch: 4 graphs), 1 recompile)`; no detail when all are of no
+    particular kind. Graph breaks read as everywhere else: beside torch's own graph count."""
+    n = sum(kinds.values())
+    head = f"{n} information" if level == "information" else _plural(n, level)
+    detail = [break_count_text(k, graphs) if name == "graph break" else _plural(k, name) for name, k in kinds.items() if k]
+    return head + (f" ({', '.join(detail)})" if any(kinds.get(k) for k in kinds if k != "other") else "")
+
+
+def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0, not_run: tuple[str, ...] = ()) -> str:
     """One line per finding, `path:line:col: CODE message [severity]`, then benchmark figures and
-    a summary line. Paths are relative to `cwd` when under it."""
+    a summary line that counts errors, warnings and information apart (only the first two fail a
+    build), and what was not run (`not_run`: "recompile check (--no-recompiles)"): an empty list
+    of recompiles is then no answer. Paths are relative to `cwd` (the workspace root) when under it."""
     rows: list[tuple[str, int, int, int, str]] = []  # (path, line, column, order, text)
-    counts = {"graph break": 0, "recompile warning": 0, "other finding": 0, "predicted": 0, "error": 0}
-    breaks: set[tuple[str, int, str]] = set()  # distinct breaks at distinct locations, as everywhere
+    levels: dict[str, dict[str, int]] = {"error": {}, "warning": {}, "information": {}}
+    breaks: dict[str, set[tuple[str, int, str]]] = {}  # per level: distinct breaks at distinct locations
     for report in reports:
-        for f in report.findings:
+        for f in _shown(report.findings):
             path = display_path(f.path, cwd)
             tags = f.severity + (", predicted" if f.predicted else "")
             rows.append((path, f.line, f.column, 1, f"{path}:{f.line}:{f.column}: {f.code} {_first_line(f.message)} [{tags}]"))
-            if f.predicted:
-                counts["predicted"] += 1
-            elif is_break_finding(f):
-                if is_break(f):
-                    breaks.add((os.path.realpath(f.path), f.line, f.code))
-            elif f.code.startswith("CL2"):
-                counts["recompile warning"] += 1
-            elif f.severity == "error":
-                counts["error"] += 1
-            else:
-                counts["other finding"] += 1
+            level = "information" if f.severity in ("information", "hint") else f.severity
+            if is_break_finding(f) and not f.predicted:  # a call-site copy is the same break
+                where = f.data.get("break_at") or (f.path, f.line)
+                breaks.setdefault(level, set()).add((os.path.realpath(where[0]), where[1], f.code))
+                continue
+            levels[level][_kind(f)] = levels[level].get(_kind(f), 0) + 1
         problems: list[tuple[str, int, Problem]] = []
         if report.error is not None:
             problems.append((*_problem_location(report.error, report.path, 1), report.error))
@@ -164,7 +185,7 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
         for ppath, pline, problem in problems:
             path = display_path(ppath, cwd)
             rows.append((path, pline, 1, 0, f"{path}:{pline}:1: error: {_problem_text(problem)}"))
-            counts["error"] += 1
+            levels["error"]["other"] = levels["error"].get("other", 0) + 1
     rows.sort(key=lambda r: r[:4])
     lines = [r[4] for r in rows]
 
@@ -181,14 +202,21 @@ def render_text(reports: list[FileReport], *, cwd: str) -> str:
         lines.extend(bench)
 
     n_targets = sum(len(r.targets) for r in reports)
-    where = f"in {_plural(len(reports), 'file')} ({_plural(n_targets, 'target')})."
-    counts["graph break"] = len(breaks)
+    where = f"in {_plural(len(reports), 'file')} ({_plural(n_targets, 'target')})"
+    for level, found_breaks in breaks.items():
+        levels[level]["graph break"] = len(found_breaks)
     graphs = [t.graph_count for r in reports for t in r.targets if t.graph_count is not None and t.graph_count >= 0]
-    found = [(break_count_text(n, sum(graphs) if graphs else None) if name == "graph break" else _plural(n, name))
-             if name != "predicted" else f"{n} predicted" for name, n in counts.items() if n]
+    order = ("graph break", "recompile", "predicted break", "other")
+    found = [_count(level, {k: kinds.get(k, 0) for k in order}, sum(graphs) if graphs else None)
+             for level, kinds in levels.items() if kinds]
     if lines:
         lines.append("")
-    lines.append(f"Found {', '.join(found)} {where}" if found else f"No problems found {where}")
+    summary = f"Found {', '.join(found)} {where}" if found else f"No problems found {where}"
+    if baselined:
+        summary += f"; {_plural(baselined, 'finding')} in the baseline not shown"
+    if not_run:
+        summary += f"; not run: {', '.join(not_run)}"
+    lines.append(summary + ".")
     return "\n".join(lines) + "\n"
 
 
@@ -276,9 +304,12 @@ def _diagnostic_json(f: Finding) -> dict[str, Any]:
     }
 
 
-def render_json(reports: list[FileReport], *, torch_version: str | None, device: str) -> dict[str, Any]:
+def render_json(reports: list[FileReport], *, torch_version: str | None, device: str,
+                checks: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """The `--format json` document (see the spine issue). A finding whose path is another file
-    (a break inside a helper) is listed under that file, which gets an entry if it has none."""
+    (a break inside a helper) is listed under that file, which gets an entry if it has none.
+    `checks` (`{"graph_breaks": True, "recompiles": False, "benchmark": False}`), when given, says
+    which phases ran: a target's empty `recompiles` means "none found" only where that one ran."""
     files: list[dict[str, Any]] = []
     by_path: dict[str, dict[str, Any]] = {}
     seen: dict[str, set[tuple[Any, ...]]] = {}
@@ -306,7 +337,11 @@ def render_json(reports: list[FileReport], *, torch_version: str | None, device:
             e["diagnostics"].append(_diagnostic_json(f))
     for e in files:
         e["diagnostics"].sort(key=lambda d: (d["line"], d["column"], d["end_line"], d["end_column"], d["code"]))
-    return {"schema": SCHEMA, "torch": torch_version, "device": device, "files": files}
+    doc: dict[str, Any] = {"schema": SCHEMA, "torch": torch_version, "device": device}
+    if checks is not None:
+        doc["checks"] = dict(checks)
+    doc["files"] = files
+    return doc
 
 
 # --- SARIF ------------------------------------------------------------------------------------
@@ -421,11 +456,13 @@ def render_sarif(reports: list[FileReport], *, tool_version: str, cwd: str,
 # --- exit code --------------------------------------------------------------------------------
 
 def exit_code(reports: list[FileReport]) -> int:
-    """0 when nothing was found and nothing failed, 1 otherwise (2, usage/internal, is the caller's)."""
+    """1 when a warning or an error is shown, or something could not be analysed; else 0.
+    Information findings (a prediction, a recompile that settles, a target that needs inputs)
+    and findings the baseline holds do not fail a build. (2, usage/internal, is the caller's.)"""
     for r in reports:
-        if r.findings or r.error is not None:
+        if r.error is not None or _uncovered_target_errors(r):
             return 1
-        if any(t.error is not None or t.status == "error" for t in r.targets):
+        if any(f.severity in ("error", "warning") for f in _shown(r.findings)):
             return 1
     return 0
 

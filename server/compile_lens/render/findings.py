@@ -39,7 +39,8 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
             message += f"\nCall chain: {chain} (traced from `{result.name}`)"
         related = list(br.stack[:-1])
         data = {"kind": "graph_break", "gb_id": br.gb_id, "gb_type": br.gb_type, "target": result.name,
-                "function": br.stack[-1].name if br.stack else None}
+                "function": br.stack[-1].name if br.stack else None,
+                "break_at": [br.path, br.line]}  # its call-site copy is the same break (counted once)
         if br.inner is not None:  # GB7000: the break inside the loop that made torch skip the frame
             inner = br.inner
             related.append(Frame(inner.path, inner.line, inner.stack[-1].name if inner.stack else "?",
