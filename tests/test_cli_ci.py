@@ -120,7 +120,7 @@ def ci(tmp_path_factory):
 def test_run_from_the_parent_folder_uses_the_projects_pyproject(ci):
     _, _, _, doc = ci
     found = targets_of(doc)
-    assert found["Gated"]["inputs"] == {"source": "config", "text": "(torch.randn(4, 8),)"}
+    assert found["Gated"]["inputs"] == {"source": "config", "text": "(torch.randn(4, 8),)", "origin": None}
     assert found["Gated"]["status"] == "ok" and [g["gb_id"] for g in found["Gated"]["graph_breaks"]] == ["GB0124"]
     assert found["Plain"]["recompiles"], "the recompile sweep ran"
 
@@ -130,7 +130,7 @@ def test_run_from_the_parent_folder_uses_the_recorded_run(tmp_path):
     done = run_cli("check", "recorded", "--no-benchmark", "--no-recompiles", "--format", "json", cwd=tmp_path,
                    cache=tmp_path / "cache")
     wide = targets_of(json.loads(done.stdout))["Wide"]
-    assert wide["inputs"] == {"source": "recorded", "text": "(torch.randn(3, 6),)"} and wide["status"] == "ok"
+    assert wide["inputs"] == {"source": "recorded", "text": "(torch.randn(3, 6),)", "origin": None} and wide["status"] == "ok"
     assert done.returncode == 0, done.stdout
 
 

@@ -36,6 +36,8 @@ from .protocol import (
     TargetResult,
     TargetSpec,
     from_dict,
+    phase_of,
+    with_phase,
 )
 from .record.cli import add_record_parser
 from .render import findings as fnd
@@ -144,6 +146,7 @@ def _from_cache(cache: ResultCache, keys: _Keys, source: str, path: str, *, reco
                                                        recompiles=[from_dict(Recompile, r) for r in hit[0]]))
         if swept is None:
             return None
+        result = with_phase(result, "sweep", "done")
         result.recompiles = swept.recompiles
     if benchmark:
         hit = cache.get(keys.bench)
@@ -155,29 +158,45 @@ def _from_cache(cache: ResultCache, keys: _Keys, source: str, path: str, *, reco
             result.export = deploy[0].get("export")
             result.fallback_ops = deploy[0].get("fallback_ops") or []
             result.report = deploy[0].get("report")
+        result = with_phase(result, "measure", "done")
     return result
 
 
 class _Store:
-    """Writes a running job's results to the cache as the worker sends them: its first message per
-    target is the trace, the next the recompile sweep, the later ones the measurement."""
+    """Writes a running job's results to the cache as the worker sends them, each phase once it is
+    settled (the phases a result carries say which): the trace, the recompile sweep, the measurement."""
 
     def __init__(self, cache: ResultCache, keys: dict[str, _Keys], source: str, *, recompiles: bool):
         self.cache, self.keys, self.source, self.recompiles = cache, keys, source, recompiles
-        self.seen: dict[str, int] = {}
+        self.stored: set[tuple[str, str]] = set()  # (target, phase)
+
+    def _once(self, result: TargetResult, phase: str) -> bool:
+        """True the first time `phase` of `result` is settled (done, or failed in user code)."""
+        state = phase_of(result, phase)
+        if state is None or state.status == "not-run" or (result.name, phase) in self.stored:
+            return False
+        if state.error is not None and state.error.kind in WORKER_FAILURES:
+            return False  # the worker died: not an answer about the code
+        self.stored.add((result.name, phase))
+        return True
 
     def __call__(self, result: TargetResult) -> None:
         keys = self.keys.get(result.name)
-        if keys is None or (result.error is not None and result.error.kind in WORKER_FAILURES):
+        if keys is None:
             return
-        n = self.seen[result.name] = self.seen.get(result.name, 0) + 1
-        if n == 1:
-            trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None)
+        if self._once(result, "trace"):
+            trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None,
+                                        phases=[p for p in result.phases if p.name == "trace"])
             self.cache.put(keys.trace, "trace", dataclasses.asdict(trace), self.source)
-        elif n == 2 and self.recompiles and result.status == "ok":
+        sweep = phase_of(result, "sweep")
+        if self.recompiles and sweep is not None and sweep.status == "done" and self._once(result, "sweep"):
             self.cache.put(keys.sweep, "sweep", [dataclasses.asdict(r) for r in result.recompiles], self.source)
-        if result.benchmark is not None and result.status == "ok":
+        if result.benchmark is not None and result.status == "ok" and (result.name, "measure") not in self.stored:
+            self.stored.add((result.name, "measure"))
             self.cache.put(keys.bench, "bench", dataclasses.asdict(result.benchmark))
+        measure = phase_of(result, "measure")
+        if result.benchmark is not None and measure is not None and measure.status == "done":
+            # the deployment answers come after the figures, in the same phase
             self.cache.put(keys.bench + ":deploy", "deploy", {
                 "export": result.export, "fallback_ops": result.fallback_ops, "report": result.report})
 
