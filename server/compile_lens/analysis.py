@@ -6,6 +6,7 @@ the job is sent again, to the replacement worker, for the targets not yet done.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 from dataclasses import dataclass, field
@@ -109,8 +110,15 @@ async def analyze_file(
                 run.problem = gone.problem
                 return run
             spec = next(t for t in pending if t.name == failed)
-            result = TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs, status="error",
-                                  error=gone.problem)
+            earlier = run.results.get(spec.name)  # what this target already sent (breaks, recompiles)
+            problem = gone.problem
+            if earlier is not None and (earlier.graph_count is not None or earlier.recompiles):
+                problem = dataclasses.replace(problem, message=problem.message + "; kept: the graph breaks "
+                                              "and recompiles found before it stopped")
+                result = dataclasses.replace(earlier, status="error", error=problem)
+            else:
+                result = TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs, status="error",
+                                      error=problem)
             run.results[spec.name] = result
             if on_target:
                 maybe = on_target(result)

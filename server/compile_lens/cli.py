@@ -143,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--device", choices=DEVICES, default=None, help="default: pyproject's, else auto")
     chk.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                      help="longest one analysis step may take (worker.timeoutSeconds)")
+    chk.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
+                     help="budget of one target's measurement, compiles included (benchmark.maxSeconds)")
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_record_parser(sub)
@@ -176,6 +178,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         settings.device = args.device
     if args.timeout:
         settings.timeout_s = args.timeout
+    if args.max_seconds:
+        settings.max_seconds = args.max_seconds
     try:
         reports, runtime = asyncio.run(check(files, settings, benchmark=not args.no_benchmark, quiet=args.quiet))
     except KeyboardInterrupt:

@@ -109,8 +109,12 @@ class _Page:
 def _speed_cell(t: Optional[Timing]) -> str:
     if t is None or _finite(t.speedup) is None:
         return '<td class="num muted">–</td>'
-    cls = "good" if t.speedup >= SPEEDUP_GOOD else ("bad" if t.speedup < 1.0 else "")
     title = f"eager {_ms(t.eager_ms)} ± {_ms(t.eager_iqr_ms)}, compiled {_ms(t.compiled_ms)} ± {_ms(t.compiled_iqr_ms)} (median ± IQR)"
+    if t.speedup_ci:
+        title += f"; 95% CI {t.speedup_ci[0]:.2f}–{t.speedup_ci[1]:.2f}× over {t.rounds} paired rounds"
+    if not t.conclusive:  # never a bare noisy ratio
+        return f'<td class="num warn" title="{_e(title)}">inconclusive</td>'
+    cls = "good" if t.speedup >= SPEEDUP_GOOD else ("bad" if t.speedup < 1.0 else "")
     return f'<td class="num {cls}" title="{_e(title)}">{_x(t.speedup)}</td>'
 
 

@@ -48,8 +48,11 @@ def _problem_from(exc: BaseException, job: AnalyzeJob, kind: str, what: str) -> 
 def run_job(raw: dict, send: Send) -> None:
     job = from_dict(AnalyzeJob, raw)
 
-    def progress(stage: str, target: str | None = None) -> None:
-        send({"id": job.id, "event": "progress", "stage": stage, "target": target})
+    def progress(stage: str, target: str | None = None, limit_s: float | None = None) -> None:
+        event: dict[str, Any] = {"id": job.id, "event": "progress", "stage": stage, "target": target}
+        if limit_s:  # how long the next stage may be silent (a measurement's phases)
+            event["info"] = {"limit_s": limit_s}
+        send(event)
 
     # A config line in one user file (`torch._dynamo.config.x = ...`) must not carry over to the
     # next file this warm worker analyses.
@@ -85,7 +88,7 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
         try:
             if spec.name not in built:
                 built[spec.name] = loader.build_target(module, spec, job.path)
-            work(result, lambda text: progress(text, spec.name))
+            work(result, lambda text, **kw: progress(text, spec.name, **kw))
         except loader.TargetError as exc:
             result.status, result.error = "error", exc.problem
         except BaseException as exc:  # noqa: BLE001 - user code: report, never crash the worker

@@ -1,0 +1,213 @@
+"""Eager vs compiled steady-state timing in paired rounds, with an interval that says when it
+does not know, and a measure of what else was running meanwhile.
+
+- **paired rounds**: each round times a block of eager calls and a block of compiled calls back
+  to back (the order alternates between rounds), with `torch.utils.benchmark.Timer.timeit` (it
+  sets the thread count, synchronises the accelerator, and warms up a few calls first). A slow
+  second on a shared machine hits one pair, not one side: the speedup is the median of the
+  per-round ratios eager/compiled.
+- **interval**: a percentile bootstrap of that median over the rounds (95%). The figure is
+  *conclusive* when the interval excludes 1.0 and is at most `MAX_CI_WIDTH` of the speedup wide;
+  rounds go on (at least `MIN_ROUNDS`, until the budget is spent) until it is.
+- **contention**: the CPU time other processes used while we timed, from psutil (all CPUs' busy
+  time minus our own process's), as a percentage of one CPU; on CUDA, other processes holding the
+  GPU (nvidia-smi). On two cores a small eager model runs its matmuls on two OpenMP threads that
+  wait for each other: one thread pre-empted by someone else stalls the call for a scheduler
+  slice, so load makes timings wrong by 100× here, not by 2×.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import psutil
+import torch
+import torch.utils.benchmark as tbench
+
+from ..protocol import Timing
+
+MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
+MAX_ROUNDS = 400
+TARGET_ROUNDS = 16  # the block length is chosen so that the budget holds about this many rounds
+MIN_BLOCK_S, MAX_BLOCK_S = 0.01, 0.5
+MAX_CI_WIDTH = 0.2  # interval wider than this fraction of the speedup: inconclusive
+NO_DIFFERENCE_WIDTH = 0.04  # an interval this narrow around 1.0: "no measurable difference", stop
+RESAMPLES = 2000
+OVERRUN = 2.0  # stop here even before MIN_ROUNDS: on a machine this slow the figure is inconclusive anyway
+BUSY_PERCENT = 25.0  # other processes' CPU use (% of one CPU) above which timing is called contended
+
+
+@dataclass
+class Paired:
+    """Per-call seconds of each round, eager and compiled (same index: same round)."""
+
+    eager: list[float] = field(default_factory=list)
+    compiled: list[float] = field(default_factory=list)
+
+    @property
+    def ratios(self) -> list[float]:
+        return [e / c for e, c in zip(self.eager, self.compiled) if c > 0]
+
+
+def bootstrap_ci(values: list[float], *, level: float = 0.95, resamples: int = RESAMPLES,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the median of `values` (seeded: the same data give the
+    same interval)."""
+    if len(values) < 2:
+        return (float("nan"), float("nan"))
+    gen = torch.Generator().manual_seed(seed)
+    data = torch.tensor(values, dtype=torch.float64)
+    idx = torch.randint(len(values), (resamples, len(values)), generator=gen)
+    medians = data[idx].quantile(0.5, dim=1)
+    tail = (1 - level) / 2
+    lo, hi = medians.quantile(torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return (float(lo), float(hi))
+
+
+def is_conclusive(speedup: float, ci: Optional[list[float]]) -> bool:
+    if not ci or not all(math.isfinite(v) for v in ci) or not math.isfinite(speedup) or speedup <= 0:
+        return False
+    lo, hi = ci
+    return not (lo <= 1.0 <= hi) and (hi - lo) <= MAX_CI_WIDTH * speedup
+
+
+def timing_of(p: Paired) -> Timing:
+    """Medians, IQRs of the per-round times, the speedup (median ratio) and its interval."""
+    def q(values: list[float]) -> tuple[float, float, float]:
+        s = sorted(values)
+        return tuple(statistics.quantiles(s, n=4, method="inclusive")) if len(s) > 1 else (s[0], s[0], s[0])  # type: ignore[return-value]
+
+    e25, e50, e75 = q(p.eager)
+    c25, c50, c75 = q(p.compiled)
+    ratios = p.ratios
+    speedup = statistics.median(ratios) if ratios else float("nan")
+    ci = list(bootstrap_ci(ratios)) if len(ratios) >= 2 else None
+    return Timing(eager_ms=e50 * 1e3, compiled_ms=c50 * 1e3, speedup=speedup,
+                  eager_iqr_ms=max(0.0, e75 - e25) * 1e3, compiled_iqr_ms=max(0.0, c75 - c25) * 1e3,
+                  speedup_ci=ci, conclusive=is_conclusive(speedup, ci), rounds=len(ratios))
+
+
+# --- what else ran ---------------------------------------------------------------------------
+
+_IDLE_FIELDS = {"idle", "iowait", "guest", "guest_nice"}  # guest time is already in user time
+
+
+def _busy_s(times: Any) -> float:
+    return sum(getattr(times, f) for f in times._fields if f not in _IDLE_FIELDS)
+
+
+def _own_cpu_s(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class Contention:
+    """Other processes' CPU use since `start()`, in % of one CPU (200% = two CPUs' worth)."""
+
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+        self._me = psutil.Process()
+        self.cpus = psutil.cpu_count() or os.cpu_count() or 1
+        self.gpu_others: Optional[int] = None
+        self.start()
+
+    def start(self) -> None:
+        self._t0 = time.perf_counter()
+        self._sys0 = _busy_s(psutil.cpu_times())
+        self._me0 = _own_cpu_s(self._me)
+        if self.device.startswith("cuda"):
+            self.gpu_others = gpu_other_processes()
+
+    def other_cpu_percent(self) -> Optional[float]:
+        wall = time.perf_counter() - self._t0
+        if wall <= 0:
+            return None
+        others = (_busy_s(psutil.cpu_times()) - self._sys0) - (_own_cpu_s(self._me) - self._me0)
+        return max(0.0, 100.0 * others / wall)
+
+    def report(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"cpus": self.cpus}
+        pct = self.other_cpu_percent()
+        if pct is not None:
+            found["other_cpu_percent"] = round(pct, 1)
+        if self.device.startswith("cuda"):
+            later = gpu_other_processes()
+            seen = [n for n in (self.gpu_others, later) if n is not None]
+            found["gpu_other_processes"] = max(seen) if seen else None
+        return found
+
+
+def gpu_other_processes() -> Optional[int]:
+    """Processes other than this one (and its children) with a context on a GPU; None: unknown."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-compute-apps=pid", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    mine = {os.getpid()} | {c.pid for c in psutil.Process().children(recursive=True)}
+    pids = {int(w) for w in out.split() if w.strip().isdigit()}
+    return len(pids - mine)
+
+
+def busy_words(contention: dict[str, Any]) -> Optional[str]:
+    """`machine busy: other processes used 180% CPU during timing` when they did."""
+    parts = []
+    pct = contention.get("other_cpu_percent")
+    if pct is not None and pct >= BUSY_PERCENT:
+        parts.append(f"other processes used {pct:.0f}% CPU during timing "
+                     f"({contention.get('cpus', '?')} CPUs)")
+    gpu = contention.get("gpu_other_processes")
+    if gpu:
+        parts.append(f"{gpu} other process{'es' if gpu != 1 else ''} used the GPU")
+    return ("machine busy: " + " and ".join(parts)) if parts else None
+
+
+# --- the rounds ------------------------------------------------------------------------------
+
+def timer(stmt: str, env: dict[str, Any]) -> tbench.Timer:
+    # The process's own thread count: Timer's default of 1 thread is not what the user runs.
+    return tbench.Timer(stmt, globals=env, num_threads=torch.get_num_threads())
+
+
+def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: float,
+                  on_round: Callable[[int, Paired], None] = lambda n, p: None,
+                  min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter) -> Paired:
+    """Rounds of (eager block, compiled block), until conclusive or `budget_s` is spent (at least
+    `min_rounds`). Each block runs about `budget_s / (2 * TARGET_ROUNDS)` seconds."""
+    started = clock()
+    timers = {"eager": eager, "compiled": compiled}
+    # per-call estimates (after the caller's warm-up), renewed every round: under load a call
+    # can take 100× longer, and a block sized from a quiet moment would then run for minutes
+    per_call = {side: max(t.timeit(3).mean, 1e-7) for side, t in timers.items()}
+    block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
+    p = Paired()
+    for r in range(MAX_ROUNDS):
+        order = ("eager", "compiled") if r % 2 == 0 else ("compiled", "eager")
+        got = {}
+        for side in order:
+            got[side] = timers[side].timeit(max(1, int(block_s / per_call[side]))).mean
+            per_call[side] = max(got[side], 1e-7)
+        p.eager.append(got["eager"])
+        p.compiled.append(got["compiled"])
+        on_round(r + 1, p)
+        spent = clock() - started
+        if spent >= OVERRUN * budget_s:
+            break  # minimum rounds or not: the budget is a promise
+        if r + 1 >= min_rounds:
+            if spent >= budget_s:
+                break
+            t = timing_of(p)
+            lo, hi = t.speedup_ci or (0.0, math.inf)
+            if t.conclusive or hi - lo <= NO_DIFFERENCE_WIDTH * t.speedup:
+                break  # a figure to stand behind, or an interval so narrow that more rounds add nothing
+    return p
