@@ -113,6 +113,9 @@ class Benchmark:
     conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
     # what else ran while timing: {"other_cpu_percent": 12.0, "cpus": 2, "gpu_other_processes": 0}
     contention: dict[str, Any] = field(default_factory=dict)
+    # where the measurement's wall time went, seconds: {"cold_child", "cold_compile", "warm_compile",
+    # "accuracy", "timing", "memory", "total"}
+    phases_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

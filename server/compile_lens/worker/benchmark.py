@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
+import inspect
 import json
 import math
 import os
@@ -608,6 +609,7 @@ def run_benchmark(
     or a phase that goes past its limit.
     """
     device, device_note = resolve_device(device)
+    progress = _with_limits(progress)
     state = {"stage": "building the model"}
     _sweep_stale()
     cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
@@ -633,6 +635,17 @@ def run_benchmark(
             torch._dynamo.reset()
         free_memory()
         shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def _with_limits(progress: Callable[..., None]) -> Callable[..., None]:
+    """`progress(stage, limit_s=...)` for a callback that takes the limit, else `progress(stage)`."""
+    try:
+        params = inspect.signature(progress).parameters.values()
+    except (TypeError, ValueError):
+        return lambda stage, **kw: progress(stage)
+    if any(p.kind == p.VAR_KEYWORD or p.name == "limit_s" for p in params):
+        return progress
+    return lambda stage, **kw: progress(stage)
 
 
 def _clear_in_memory_caches() -> None:
@@ -704,8 +717,11 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
                  "mode": mode, "workloads": workloads, "step_begin": step_begin}
     state["stage"] = "compiling with a cold cache (fresh process)"
     progress(f"compiling {name} with Inductor (cold cache, fresh process)…")
+    phases: dict[str, float] = {"build": time.perf_counter() - started}
+    t_child = time.perf_counter()
     cold = run_child(dict(child_job, tasks=["compile"], what="the cold compile (fresh process)"),
                      cache_dir=cache_dir, timeout=cold_limit(max_seconds), progress=progress)
+    phases["cold_child"] = time.perf_counter() - t_child
     cold_s = cold["compile_s"].get(workloads[0])
     import_s = float(cold.get("import_s") or 0.0)
     notes.extend(n for n in cold.get("notes", []) if n not in notes)
@@ -748,9 +764,12 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
             else:
                 first = _grads(compiled, 0)
             sync(device)
+            compile_s = time.perf_counter() - t0
+            phases["warm_compiles"] = phases.get("warm_compiles", 0.0) + compile_s
             if wl == workloads[0]:
                 # what a new process pays: the imports it does on the first call, then this
-                warm_s = import_s + time.perf_counter() - t0
+                warm_s = import_s + compile_s
+            t_acc = time.perf_counter()
             if wl == "forward":
                 _output_accuracy(eager, compiled, errors, notes, first)
             else:
@@ -762,6 +781,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
                 compiled.run(wl)()
             eager.run(wl)()
             watch.unexpected(late, f"the {label} compiled again after its first call")
+            phases["accuracy_warmup"] = phases.get("accuracy_warmup", 0.0) + time.perf_counter() - t_acc
 
             left = max_seconds - (time.perf_counter() - started)
             share = left / (len(order) - i)
@@ -778,6 +798,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
             state["stage"] = f"timing the {label}"
             progress(f"timing {label} (eager and compiled in paired rounds)…", limit_s=limit)
             contention.start()
+            t_timing = time.perf_counter()
 
             def on_round(n: int, p: Any, label: str = label) -> None:
                 if n % 4 == 0:
@@ -785,6 +806,8 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
 
             pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget, on_round=on_round)
             timings[wl] = timing_of(pairs)
+            phases["timing"] = phases.get("timing", 0.0) + time.perf_counter() - t_timing
+            t_mem = time.perf_counter()
             seen = contention.report()
             busy_seen = _worse(busy_seen, seen)
             watch.unexpected(timed, f"recompiled while timing the {label} (the timing includes compiling)")
@@ -798,6 +821,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
                 if memory["eager"] is None and memory["compiled"] is None:
                     memory["method"] = "unavailable: the profiler recorded no allocations"
             eager.zero_grad()
+            phases["memory"] = phases.get("memory", 0.0) + time.perf_counter() - t_mem
             del fn, compiled, timers, sides
 
     forward = timings["forward"]
@@ -839,6 +863,8 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
         notes=notes,
         conclusive=driver.conclusive,
         contention=busy_seen,
+        phases_s={**{k: round(v, 3) for k, v in phases.items()}, "cold_compile": round(cold_s or 0.0, 3),
+                  "total": round(time.perf_counter() - started, 3)},
     )
 
 
