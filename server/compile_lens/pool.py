@@ -167,9 +167,10 @@ class Worker:
                         hint="raise compileLens.worker.memoryLimitMB, or use smaller example inputs"))
                 if loop.time() > deadline:
                     self.kill()
-                    where = f" while {stage}" if stage else ""
+                    where = f" ({stage})" if stage else ""
                     raise WorkerGone(Problem(
-                        "timeout", f"the analysis was stopped{where}: no progress for {timeout_s:g} s",
+                        "timeout", f"the analysis took longer than {timeout_s:g} s without progress{where} "
+                        "and was stopped",
                         hint=hint or "raise compileLens.worker.timeoutSeconds if this code is just slow"))
         finally:
             if not read.done():

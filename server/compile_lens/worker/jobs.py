@@ -114,6 +114,10 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
             from . import deployment
 
             seen: dict[str, Any] = {}
+            # each of these compiles again (a fresh Inductor cache for the op list): allow what the
+            # cold compile took, twice, as the measurement's own phases do
+            cold = (result.benchmark.compile_s or {}).get("cold") or 0.0
+            limit_s = max(job.max_seconds, 2.0 * cold)
             for what, run in (
                 ("checking torch.export…", lambda: _set(result, "export", deployment.check_export(
                     target, root=job.root, device=job.device, progress=p))),
@@ -123,7 +127,7 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
                     target, device=job.device, mode=job.mode, progress=p,
                     max_seconds=deployment.report_budget(job.max_seconds), inductor=seen))),
             ):
-                p(what)
+                p(what, limit_s=limit_s)
                 try:
                     run()
                 except Exception:  # noqa: BLE001 - user code or torch internals: log, keep going
