@@ -295,7 +295,10 @@ def test_child_timeout_kills_it(tmp_path):
     started = time.perf_counter()
     with pytest.raises(TargetError) as info:
         bench.run_child(child_job("Tiny", ["compile"]), cache_dir=str(tmp_path), timeout=0.5)
-    assert info.value.problem.kind == "timeout"
+    problem = info.value.problem
+    assert problem.kind == "timeout"
+    assert "stopped during" in problem.message and "nothing of the measurement was kept" in problem.message
+    assert "compileLens.benchmark.maxSeconds" in problem.hint  # the CLI shows it as --max-seconds
     assert time.perf_counter() - started < 15
 
 
