@@ -37,6 +37,8 @@ MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
 MAX_ROUNDS = 400
 TARGET_ROUNDS = 16  # the block length is chosen so that the budget holds about this many rounds
 MIN_BLOCK_S, MAX_BLOCK_S = 0.01, 0.5
+SUB_BLOCK_S = 0.02  # a block is timed in pieces this long, checking the clock between them
+BLOCK_GUARD = 4.0  # a block that has run this many times its length stops with what it has
 MAX_CI_WIDTH = 0.2  # interval wider than this fraction of the speedup: inconclusive
 NO_DIFFERENCE_WIDTH = 0.04  # an interval this narrow around 1.0: "no measurable difference", stop
 RESAMPLES = 2000
@@ -179,6 +181,24 @@ def timer(stmt: str, env: dict[str, Any]) -> tbench.Timer:
     return tbench.Timer(stmt, globals=env, num_threads=torch.get_num_threads())
 
 
+def _block(t: Any, per_call: float, block_s: float) -> float:
+    """Mean seconds per call over about `block_s` of calls, run as short `timeit`s so that a block
+    whose calls turn 100× slower midway (another process took a core) ends near `block_s` anyway."""
+    step = max(1, int(SUB_BLOCK_S / per_call))
+    # Timer.timeit warms up 2 calls before each piece (3× the work for a slow model's single
+    # call); its inner `_timeit` times exactly `number` calls, with the same statement, timer
+    # (synchronising CUDA) and globals. The thread count it would set is the process's own.
+    raw = getattr(t, "_timeit", None)
+    spent, calls = 0.0, 0
+    started = time.perf_counter()
+    while spent < block_s:
+        spent += raw(step) if raw is not None else t.timeit(step).mean * step
+        calls += step
+        if time.perf_counter() - started > BLOCK_GUARD * block_s:
+            break
+    return spent / calls
+
+
 def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: float,
                   on_round: Callable[[int, Paired], None] = lambda n, p: None,
                   min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter) -> Paired:
@@ -195,7 +215,7 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
         order = ("eager", "compiled") if r % 2 == 0 else ("compiled", "eager")
         got = {}
         for side in order:
-            got[side] = timers[side].timeit(max(1, int(block_s / per_call[side]))).mean
+            got[side] = _block(timers[side], per_call[side], block_s)
             per_call[side] = max(got[side], 1e-7)
         p.eager.append(got["eager"])
         p.compiled.append(got["compiled"])
