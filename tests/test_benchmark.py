@@ -487,6 +487,10 @@ def test_cli_names_its_own_flag():
     assert cli_words("raise compileLens.benchmark.maxSeconds, or use smaller inputs") == \
         "raise --max-seconds, or use smaller inputs"
     assert cli_words("raise compileLens.worker.timeoutSeconds") == "raise --timeout"
+    from compile_lens.cli import build_parser
+
+    args = build_parser().parse_args(["check", "model.py", "--max-seconds", "12.5"])
+    assert args.max_seconds == 12.5  # the flag the hint names exists, and sets benchmark.maxSeconds
 
 
 # --- memory at the allocator --------------------------------------------------------------
