@@ -533,3 +533,18 @@ def test_cpu_memory_of_compiled_code_is_counted(module):
     out = 64 * 1024 * 4
     assert out <= peak <= 2 * out  # Inductor may fuse the ReLU into the product's buffer
     torch._dynamo.reset()
+
+
+def test_rounds_during_which_others_took_our_cores_do_not_count():
+    steady = [1e-3] * 12
+    fast = [0.5e-3 * (1 + 0.001 * i) for i in range(12)]
+    mostly_busy = tm.Paired(steady, fast, [False] * 6 + [True] * 6)  # a tight 2× from 6 quiet rounds only
+    t = tm.timing_of(mostly_busy)
+    assert not t.conclusive  # fewer than MIN_ROUNDS quiet rounds: not a figure
+    slow_when_busy = [5e-3] * 4 + fast[4:]
+    enough = tm.timing_of(tm.Paired(steady, slow_when_busy, [False] * 4 + [True] * 8))
+    assert enough.conclusive and enough.rounds == 8 and enough.speedup == pytest.approx(2.0, rel=0.01)
+    # two cores, two threads: others may use half a core; sixteen cores, eight threads: 8.5 cores
+    assert tm.busy_threshold(2, 2) == 50.0 and tm.busy_threshold(16, 8) == 850.0
+    assert tm.busy_words({"other_cpu_percent": 40.0, "cpus": 2, "threads": 2}) is None
+    assert tm.busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2}).startswith("machine busy")

@@ -800,14 +800,15 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
                 timers = {side: timer("fn()", {"fn": m.run(wl)}) for side, m in sides.items()}
             state["stage"] = f"timing the {label}"
             progress(f"timing {label} (eager and compiled in paired rounds)…", limit_s=limit)
-            contention.start()
+            contention.start(gpu=True)
             t_timing = time.perf_counter()
 
             def on_round(n: int, p: Any, label: str = label) -> None:
                 if n % 4 == 0:
                     progress(f"timing {label}: {n} paired rounds…", limit_s=limit)
 
-            pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget, on_round=on_round)
+            pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget, on_round=on_round,
+                                  watch=Contention(device))
             timings[wl] = timing_of(pairs)
             phases["timing"] = phases.get("timing", 0.0) + time.perf_counter() - t_timing
             t_mem = time.perf_counter()

@@ -36,22 +36,34 @@ from ..protocol import Timing
 MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
 MAX_ROUNDS = 400
 TARGET_ROUNDS = 16  # the block length is chosen so that the budget holds about this many rounds
-MIN_BLOCK_S, MAX_BLOCK_S = 0.01, 0.5
+MIN_BLOCK_S, MAX_BLOCK_S = 0.05, 0.5  # a round of 0.1 s still spans 20 ticks of the CPU clocks psutil reads
 SUB_BLOCK_S = 0.02  # a block is timed in pieces this long, checking the clock between them
 BLOCK_GUARD = 4.0  # a block that has run this many times its length stops with what it has
 MAX_CI_WIDTH = 0.2  # interval wider than this fraction of the speedup: inconclusive
 NO_DIFFERENCE_WIDTH = 0.04  # an interval this narrow around 1.0: "no measurable difference", stop
 RESAMPLES = 2000
 OVERRUN = 2.0  # stop here even before MIN_ROUNDS: on a machine this slow the figure is inconclusive anyway
-BUSY_PERCENT = 25.0  # other processes' CPU use (% of one CPU) above which timing is called contended
+BUSY_MARGIN = 0.5  # CPUs' worth others may use beyond the cores our threads leave idle
+
+
+def busy_threshold(cpus: int, threads: int) -> float:
+    """Others' CPU use (% of one CPU) above which they must have taken time from our threads: the
+    cores our threads leave idle, plus half a core."""
+    return 100.0 * (BUSY_MARGIN + max(0, cpus - threads))
 
 
 @dataclass
 class Paired:
-    """Per-call seconds of each round, eager and compiled (same index: same round)."""
+    """Per-call seconds of each round, eager and compiled (same index: same round), and whether
+    other processes stayed off our cores during the round (None: not measured)."""
 
     eager: list[float] = field(default_factory=list)
     compiled: list[float] = field(default_factory=list)
+    quiet: list[Optional[bool]] = field(default_factory=list)
+
+    def quiet_rounds(self) -> Paired:
+        keep = [i for i, q in enumerate(self.quiet) if q is not False]
+        return Paired([self.eager[i] for i in keep], [self.compiled[i] for i in keep], [True] * len(keep))
 
     @property
     def ratios(self) -> list[float]:
@@ -81,7 +93,20 @@ def is_conclusive(speedup: float, ci: Optional[list[float]]) -> bool:
 
 
 def timing_of(p: Paired) -> Timing:
-    """Medians, IQRs of the per-round times, the speedup (median ratio) and its interval."""
+    """Medians, IQRs of the per-round times, the speedup (median ratio) and its interval — from the
+    quiet rounds when there are at least MIN_ROUNDS of them; otherwise from all, and inconclusive
+    (other processes took our cores: the figure is not the one an idle machine gives)."""
+    if p.quiet and any(q is False for q in p.quiet):
+        quiet = p.quiet_rounds()
+        if len(quiet.eager) >= MIN_ROUNDS:
+            return _timing(quiet)
+        t = _timing(Paired(p.eager, p.compiled))
+        t.conclusive = False
+        return t
+    return _timing(p)
+
+
+def _timing(p: Paired) -> Timing:
     def q(values: list[float]) -> tuple[float, float, float]:
         s = sorted(values)
         return tuple(statistics.quantiles(s, n=4, method="inclusive")) if len(s) > 1 else (s[0], s[0], s[0])  # type: ignore[return-value]
@@ -118,13 +143,13 @@ class Contention:
         self._me = psutil.Process()
         self.cpus = psutil.cpu_count() or os.cpu_count() or 1
         self.gpu_others: Optional[int] = None
-        self.start()
+        self.start(gpu=True)
 
-    def start(self) -> None:
+    def start(self, gpu: bool = False) -> None:
         self._t0 = time.perf_counter()
         self._sys0 = _busy_s(psutil.cpu_times())
         self._me0 = _own_cpu_s(self._me)
-        if self.device.startswith("cuda"):
+        if gpu and self.device.startswith("cuda"):
             self.gpu_others = gpu_other_processes()
 
     def other_cpu_percent(self) -> Optional[float]:
@@ -135,7 +160,7 @@ class Contention:
         return max(0.0, 100.0 * others / wall)
 
     def report(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"cpus": self.cpus}
+        found: dict[str, Any] = {"cpus": self.cpus, "threads": torch.get_num_threads()}
         pct = self.other_cpu_percent()
         if pct is not None:
             found["other_cpu_percent"] = round(pct, 1)
@@ -165,7 +190,8 @@ def busy_words(contention: dict[str, Any]) -> Optional[str]:
     """`machine busy: other processes used 180% CPU during timing` when they did."""
     parts = []
     pct = contention.get("other_cpu_percent")
-    if pct is not None and pct >= BUSY_PERCENT:
+    threshold = busy_threshold(int(contention.get("cpus") or 1), int(contention.get("threads") or 1))
+    if pct is not None and pct > threshold:
         parts.append(f"other processes used {pct:.0f}% CPU during timing "
                      f"({contention.get('cpus', '?')} CPUs)")
     gpu = contention.get("gpu_other_processes")
@@ -201,7 +227,8 @@ def _block(t: Any, per_call: float, block_s: float) -> float:
 
 def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: float,
                   on_round: Callable[[int, Paired], None] = lambda n, p: None,
-                  min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter) -> Paired:
+                  min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter,
+                  watch: Optional[Contention] = None) -> Paired:
     """Rounds of (eager block, compiled block), until conclusive or `budget_s` is spent (at least
     `min_rounds`). Each block runs about `budget_s / (2 * TARGET_ROUNDS)` seconds."""
     started = clock()
@@ -214,11 +241,16 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     for r in range(MAX_ROUNDS):
         order = ("eager", "compiled") if r % 2 == 0 else ("compiled", "eager")
         got = {}
+        if watch is not None:
+            watch.start()
         for side in order:
             got[side] = _block(timers[side], per_call[side], block_s)
             per_call[side] = max(got[side], 1e-7)
         p.eager.append(got["eager"])
         p.compiled.append(got["compiled"])
+        if watch is not None:  # a round during which others took our cores does not count
+            pct = watch.other_cpu_percent()
+            p.quiet.append(None if pct is None else pct <= busy_threshold(watch.cpus, torch.get_num_threads()))
         on_round(r + 1, p)
         spent = clock() - started
         if spent >= OVERRUN * budget_s:
