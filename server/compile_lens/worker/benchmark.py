@@ -2,17 +2,24 @@
 
 Where each figure comes from:
 
-- **steady-state timings** — in this process, with `torch.utils.benchmark.Timer.blocked_autorange`
-  (it warms up and synchronises the accelerator), eager and compiled measured in alternating rounds
-  so a slow minute on a noisy machine hits both; median and interquartile range in ms. The first
-  compiled calls run (and are checked for recompiles) before anything is timed.
+- **steady-state timings** — in this process, eager and compiled in paired rounds (`timing`): the
+  speedup is the median of the rounds' ratios with a 95% bootstrap interval, *conclusive* only when
+  the interval excludes 1× and is narrow, from rounds during which other processes left our cores
+  alone; otherwise "inconclusive" with the reason. The forward is timed as a user times it:
+  `with torch.no_grad(): model(*args)`, eval mode, the process's thread count. The first compiled
+  calls run (and are checked for recompiles) before anything is timed.
 - **cold compile** — `torch.compile()` (it imports Dynamo) plus the first compiled call of the
   training step (of the forward when there is no training step), in a *fresh process* with an
-  *empty* Inductor cache dir (`bench_child`). A process that already compiled something pays far less (≈1.5 s instead of
-  ≈10 s here: Inductor keeps most of its one-time cost in memory), so only a fresh one is honest.
-- **warm compile** — the same in another fresh process whose on-disk Inductor caches are warm (the
-  cold run filled them): what re-running an unchanged script costs.
-- **peak memory** — in the warm child; see `bench_child` for the method on each device.
+  *empty* Inductor cache dir (`bench_child`). A process that already compiled something pays far
+  less (≈1.5 s instead of ≈10 s here: Inductor keeps most of its one-time cost in memory), so only
+  a fresh one is honest.
+- **warm compile** — in this process, after `torch._dynamo.reset()` with Inductor's in-memory
+  caches cleared, so the compile reads the on-disk caches the cold run filled, as re-running an
+  unchanged script does; plus the Dynamo/Inductor import time the fresh process measured. A new
+  process pays somewhat more (it also starts Inductor's compile workers): 15% on the MLP of
+  BENCHMARKS.md. The workload that drives break-even is compiled first, so its warm compile is this
+  process's first since the cold one.
+- **peak memory** — at the allocator, one call of the break-even workload (`memory`).
 - **accuracy** — the compiled copy starts from a deepcopy of the eager model (same weights), gets
   the same inputs and the same RNG seed; outputs (forward, eval mode) and parameter gradients
   (one backward, train mode) are compared. `max_rel_error` is relative to the largest magnitude of
