@@ -609,7 +609,8 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
         body.append("<section><h2>Speed and compile time</h2>" + "".join(charts) + "</section>")
     body += [_breaks(page, reports), _recompiles(page, reports), _other_findings(page, reports), _notes(reports)]
     body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
-                "faster); medians of alternating rounds with torch.utils.benchmark.</footer>")
+                "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), shown only when its "
+                "95% interval is conclusive.</footer>")
     if for_webview:
         body.append(f'<script nonce="{_e(nonce)}">{SCRIPT}</script>')
     body.append("</body></html>")
