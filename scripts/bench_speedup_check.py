@@ -1,31 +1,39 @@
 #!/usr/bin/env python3
 """Check Compile Lens's measured speedup against an independent measurement, or tabulate figures.
 
-    .venv/bin/python scripts/bench_speedup_check.py models/net.py:Net [--device cpu] [--mode default]
+    .venv/bin/python scripts/bench_speedup_check.py                 # the four models of speedup_models.py
+    .venv/bin/python scripts/bench_speedup_check.py models/net.py:Net [more FILE:NAME] [--device cpu]
     .venv/bin/python scripts/bench_speedup_check.py --table examples/*.py [--json figures.json]
 
-The first form runs `run_benchmark` on the target (inputs from its directive, the project's
-discovery, or `--inputs`/`--init`), then right after, in the same process, measures eager vs
-compiled forward of a fresh copy of the same model with plain `torch.utils.benchmark`
-(`Timer.blocked_autorange`, no_grad, eval mode, the process's thread count; `--repeats`
-eager/compiled pairs, the median of their speedups) and prints both speedups and their ratio.
-Exit status 0 when they agree within `--tolerance` (10%), 1 when not.
+The first two forms measure each target the way the editor's "Measure" does — a benchmark-only
+job sent to a real worker process (`python -m compile_lens.worker`), its figures taken from the
+worker's answer — and then, in a *fresh* Python process, measure eager vs `torch.compile(model)`
+forward as a user would write it: `torch.utils.benchmark.Timer.blocked_autorange`, `no_grad`,
+eval mode, the process's thread count, the same input recipe; `--repeats` eager/compiled pairs,
+the median of their speedups. One table row per target: both speedups, their ratio, the tool's
+95% interval and whether it was conclusive, the measurement's wall time against its inherent
+parts (cold compile + warm compile + timing), and the load average and other processes' CPU use
+(a shared machine says so). Exit status 0 when every conclusive figure agrees within
+`--tolerance` (10%) and none was inconclusive, 1 otherwise.
 
-The second form measures every target of the files that has example inputs and prints a table
+The `--table` form measures every target of the files that has example inputs and prints a table
 (what scripts/gpu-check runs on a GPU machine, and what BENCHMARKS.md records).
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
+import asyncio
+import contextlib
 import json
 import os
-import statistics
+import platform
+import subprocess
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 try:
@@ -36,6 +44,8 @@ except ImportError:  # running from the checkout before `make setup`
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec  # noqa: E402
 
 OUT = sys.stdout
+DEFAULT_MODELS = str(Path(__file__).resolve().parent / "speedup_models.py")
+DEFAULT_NAMES = ("TinyMLP", "MLP3", "SmallConv", "TinyGPT2")
 
 
 def log(text: str) -> None:
@@ -74,85 +84,175 @@ def build(path: str, spec: TargetSpec):
 
 
 def measure(path: str, spec: TargetSpec, device: str, mode: str, max_seconds: float) -> tuple[Benchmark, float]:
+    """In this process (the `--table` form)."""
     from compile_lens.worker.benchmark import run_benchmark
 
     target, root = build(path, spec)
     started = time.perf_counter()
     result = run_benchmark(target, path=path, root=root, device=device, mode=mode,
-                           max_seconds=max_seconds, progress=lambda s: log(f"  {spec.name}: {s}"))
+                           max_seconds=max_seconds, progress=lambda s, **kw: log(f"  {spec.name}: {s}"))
     return result, time.perf_counter() - started
+
+
+class _Answered(Exception):
+    pass
+
+
+async def _via_worker(path: str, spec: TargetSpec, device: str, mode: str, max_seconds: float) -> tuple[Any, float]:
+    from compile_lens.pool import Limits, WorkerSlot, worker_env
+    from compile_lens.protocol import AnalyzeJob
+
+    root = str(Path(path).resolve().parent)
+    slot = WorkerSlot("check", sys.executable, root, worker_env(None), spare=False)
+    got: dict[str, Any] = {}
+    try:
+        await slot.info(120)  # torch imported: not part of the measurement
+        job = AnalyzeJob(id=1, path=str(Path(path).resolve()), root=root, targets=[spec], trace=False,
+                         recompiles=False, benchmark=True, device=device, mode=mode, max_seconds=max_seconds)
+        started = time.perf_counter()
+
+        def on_event(event: Any) -> None:
+            if event.event == "progress":
+                log(f"  {spec.name}: {event.stage}")
+            elif event.event == "target" and event.result is not None:
+                got["result"], got["wall"] = event.result, time.perf_counter() - started
+                raise _Answered  # the figures are in; the export and report checks after them are not timed
+
+        with contextlib.suppress(_Answered):
+            await slot.run(job, on_event, Limits(timeout_s=60.0, memory_limit_mb=16384))
+    finally:
+        await slot.stop()
+    result = got.get("result")
+    if result is None or result.benchmark is None:
+        raise RuntimeError(result.error.message if result is not None and result.error else "no figures came back")
+    return result.benchmark, got["wall"]
+
+
+INDEPENDENT = r"""
+import copy, json, statistics, sys, torch, torch.utils.benchmark as tbench
+sys.path.insert(0, {root!r})
+{imports}
+model = {init}
+args = {inputs}
+model = model.to({device!r}).eval() if isinstance(model, torch.nn.Module) else model
+args = tuple(a.to({device!r}) if isinstance(a, torch.Tensor) else a for a in args)
+compiled = torch.compile(copy.deepcopy(model) if isinstance(model, torch.nn.Module) else model{mode})
+with torch.no_grad():
+    for _ in range(3):  # compile and warm up before timing
+        compiled(*args)
+threads = torch.get_num_threads()
+stmt = "with torch.no_grad():\n    f(*args)"
+eager_t = tbench.Timer(stmt, globals={{"f": model, "args": args}}, num_threads=threads)
+compiled_t = tbench.Timer(stmt, globals={{"f": compiled, "args": args}}, num_threads=threads)
+pairs = []
+for _ in range({repeats}):
+    e = eager_t.blocked_autorange(min_run_time={min_run_time}).median
+    c = compiled_t.blocked_autorange(min_run_time={min_run_time}).median
+    pairs.append((e, c))
+speedups = sorted(e / c for e, c in pairs)
+print("RESULT " + json.dumps({{"eager_ms": statistics.median(e for e, _ in pairs) * 1e3,
+      "compiled_ms": statistics.median(c for _, c in pairs) * 1e3, "speedup": statistics.median(speedups),
+      "speedups": speedups, "threads": threads}}))
+"""
 
 
 def independent_forward(path: str, spec: TargetSpec, device: str, mode: str, min_run_time: float,
                         repeats: int) -> dict:
-    """Eager vs compiled forward, the plain way: a Timer each, nothing shared with Compile Lens;
-    `repeats` eager/compiled pairs, the median of their speedups."""
-    import torch
-    import torch.utils.benchmark as tbench
+    """Eager vs compiled forward, the plain way, in a fresh process: nothing shared with Compile Lens."""
+    file = Path(path).resolve()
+    init = (spec.inputs.init if spec.inputs and spec.inputs.init else f"{spec.name}()")
+    code = INDEPENDENT.format(
+        root=str(file.parent), imports=f"from {file.stem} import *\nimport torch", init=init,
+        inputs=spec.inputs.text if spec.inputs else "()", device=device, repeats=repeats,
+        min_run_time=min_run_time, mode="" if mode == "default" else f", mode={mode!r}")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(file.parent))
+    line = next((row for row in done.stdout.splitlines() if row.startswith("RESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"independent run failed: {done.stderr[-800:]}")
+    return json.loads(line[len("RESULT "):])
 
-    target, _ = build(path, spec)
-    model = target.make()
-    if isinstance(model, torch.nn.Module):
-        if spec.kind != "module":
-            model = copy.deepcopy(model)
-        model = model.to(device).eval()
-        other = copy.deepcopy(model)
-    else:
-        other = model
 
-    def move(v):
-        if isinstance(v, torch.Tensor):
-            return v.to(device)
-        if isinstance(v, (list, tuple)):
-            return type(v)(move(x) for x in v)
-        if isinstance(v, dict):
-            return {k: move(x) for k, x in v.items()}
-        return v
+def _load() -> float:
+    return os.getloadavg()[0]
 
-    args = move(target.args)
-    compiled = torch.compile(other, mode=None if mode == "default" else mode)
-    with torch.no_grad():
-        for _ in range(3):  # compile and warm up before timing
-            compiled(*args)
-    threads = torch.get_num_threads()
-    stmt = "with torch.no_grad():\n    f(*args)"
-    eager_t = tbench.Timer(stmt, globals={"f": model, "args": args}, num_threads=threads)
-    compiled_t = tbench.Timer(stmt, globals={"f": compiled, "args": args}, num_threads=threads)
-    pairs = []
-    for _ in range(repeats):  # pairs: one slow second on a shared machine does not decide it alone
-        e = eager_t.blocked_autorange(min_run_time=min_run_time).median
-        c = compiled_t.blocked_autorange(min_run_time=min_run_time).median
-        pairs.append((e, c))
-    torch._dynamo.reset()
-    speedups = sorted(e / c for e, c in pairs)
-    return {"eager_ms": statistics.median(e for e, _ in pairs) * 1e3,
-            "compiled_ms": statistics.median(c for _, c in pairs) * 1e3,
-            "speedup": statistics.median(speedups), "speedups": speedups, "threads": threads}
+
+def check_one(path: str, spec: TargetSpec, args: argparse.Namespace) -> dict:
+    load0 = _load()
+    log(f"measuring {path}:{spec.name} with Compile Lens (a worker job, inputs {spec.inputs.text}) ...")
+    ours, wall = asyncio.run(_via_worker(path, spec, args.device, args.mode, args.max_seconds))
+    log("independent torch.utils.benchmark measurement (fresh process) ...")
+    theirs = independent_forward(path, spec, ours.device, args.mode, args.min_run_time, args.repeats)
+    f = ours.forward
+    ratio = f.speedup / theirs["speedup"]
+    phases = ours.phases_s or {}
+    inherent = (ours.compile_s.get("cold") or 0) + (ours.compile_s.get("warm") or 0) + phases.get("timing", 0.0)
+    return {"target": f"{os.path.relpath(path)}:{spec.name}", "benchmark": asdict(ours), "independent": theirs,
+            "ratio": ratio, "agree": f.conclusive and abs(ratio - 1) <= args.tolerance, "wall_s": wall,
+            "inherent_s": inherent, "load": [load0, _load()]}
+
+
+def _ci(t: dict) -> str:
+    ci = t.get("speedup_ci")
+    return f"{ci[0]:.2f}–{ci[1]:.2f}" if ci else "-"
 
 
 def check(args: argparse.Namespace) -> int:
-    path, _, name = args.target.rpartition(":")
-    if not path:
-        raise SystemExit("give the target as FILE:NAME")
-    spec = find_spec(path, name, args.inputs, args.init)
-    log(f"measuring {path}:{name} with Compile Lens (inputs {spec.inputs.text}) ...")
-    ours, wall = measure(path, spec, args.device, args.mode, args.max_seconds)
-    log("independent torch.utils.benchmark measurement ...")
-    theirs = independent_forward(path, spec, ours.device, args.mode, args.min_run_time, args.repeats)
-    ratio = ours.forward.speedup / theirs["speedup"]
-    agree = abs(ratio - 1) <= args.tolerance
-    f = ours.forward
-    emit(f"target       {path}:{name} on {ours.device} ({ours.device_name}), torch {ours.torch}, mode {ours.mode}")
-    emit(f"compile lens forward {f.speedup:.3f}x  (eager {f.eager_ms:.4f} ms ± {f.eager_iqr_ms:.4f}, "
-          f"compiled {f.compiled_ms:.4f} ms ± {f.compiled_iqr_ms:.4f}; full benchmark {wall:.1f} s)")
-    emit(f"independent  forward {theirs['speedup']:.3f}x  (eager {theirs['eager_ms']:.4f} ms, "
-          f"compiled {theirs['compiled_ms']:.4f} ms; median of {len(theirs['speedups'])} Timer.blocked_autorange "
-          f"pairs {', '.join(f'{v:.3f}' for v in theirs['speedups'])}; {theirs['threads']} threads)")
-    emit(f"ratio        {ratio:.3f}  -> {'agree' if agree else 'DISAGREE'} within {args.tolerance:.0%}")
+    targets = args.targets or [f"{DEFAULT_MODELS}:{n}" for n in DEFAULT_NAMES]
+    rows = []
+    for item in targets:
+        path, _, name = item.rpartition(":")
+        if not path:
+            raise SystemExit("give each target as FILE:NAME")
+        spec = find_spec(path, name, args.inputs, args.init)
+        for attempt in range(1 + args.retries):
+            try:
+                row = check_one(path, spec, args)
+            except Exception as exc:  # noqa: BLE001 - report it in the table and go on
+                row = {"target": f"{os.path.relpath(path)}:{name}", "error": str(exc)[:200]}
+                break
+            if row["benchmark"]["forward"]["conclusive"] or attempt == args.retries:
+                break
+            log(f"  inconclusive (load {row['load'][1]:.1f}); measuring again")
+        rows.append(row)
+    import torch
+
+    emit(f"machine: {_machine()}, torch {torch.__version__}, device {args.device}, mode {args.mode}, "
+         f"max-seconds {args.max_seconds:g}; independent: {args.repeats} pairs of blocked_autorange"
+         f"(min_run_time={args.min_run_time:g})")
+    head = ("target", "tool fwd x", "tool 95% CI", "conclusive", "independent x", "ratio", "agree",
+            "tool eager/comp ms", "indep eager/comp ms", "cold s", "warm s", "timing s", "wall s",
+            "wall/inherent", "load before/after", "others' CPU %")
+    emit("| " + " | ".join(head) + " |")
+    emit("|" + "---|" * len(head))
+    bad = 0
+    for r in rows:
+        if "error" in r:
+            emit(f"| {r['target']} | error: {r['error']} |")
+            bad += 1
+            continue
+        b, t, ind = r["benchmark"], r["benchmark"]["forward"], r["independent"]
+        bad += 0 if r["agree"] else 1
+        emit("| " + " | ".join([
+            r["target"], f"{t['speedup']:.3f}", _ci(t), "yes" if t["conclusive"] else "**no**",
+            f"{ind['speedup']:.3f}", f"{r['ratio']:.3f}", "yes" if r["agree"] else "**no**",
+            f"{t['eager_ms']:.4f} / {t['compiled_ms']:.4f}", f"{ind['eager_ms']:.4f} / {ind['compiled_ms']:.4f}",
+            f"{b['compile_s']['cold']:.1f}", f"{b['compile_s']['warm']:.1f}",
+            f"{(b.get('phases_s') or {}).get('timing', 0):.1f}", f"{r['wall_s']:.1f}",
+            f"{r['wall_s'] / r['inherent_s']:.2f}" if r["inherent_s"] else "-",
+            f"{r['load'][0]:.1f} / {r['load'][1]:.1f}",
+            f"{b.get('contention', {}).get('other_cpu_percent', float('nan')):.0f}"]) + " |")
+    for r in rows:
+        if "benchmark" in r:
+            emit(f"- {r['target']}: {r['benchmark']['verdict']}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"benchmark": asdict(ours), "independent": theirs,
-                                               "ratio": ratio, "agree": agree, "wall_s": wall}, indent=1))
-    return 0 if agree else 1
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 1 if bad else 0
+
+
+def _machine() -> str:
+    from compile_lens.worker.benchmark import cpu_name
+
+    return f"{cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
 
 
 def _ms(v: float | None) -> str:
@@ -225,13 +325,14 @@ def protect_stdout() -> None:
 def main() -> int:
     protect_stdout()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("target", nargs="?", help="FILE:NAME to check")
+    parser.add_argument("targets", nargs="*", help="FILE:NAME to check (default: the four models of speedup_models.py)")
     parser.add_argument("--table", nargs="+", dest="files", metavar="FILE", help="measure every target of these files")
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
     parser.add_argument("--mode", default="default", help="torch.compile mode")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="budget of one benchmark")
     parser.add_argument("--min-run-time", type=float, default=1.0, help="independent Timer's min_run_time")
     parser.add_argument("--repeats", type=int, default=3, help="independent eager/compiled pairs")
+    parser.add_argument("--retries", type=int, default=1, help="measure again when the tool says inconclusive")
     parser.add_argument("--tolerance", type=float, default=0.10, help="allowed |ratio - 1|")
     parser.add_argument("--inputs", help="example inputs, e.g. '(torch.randn(64, 512),)'")
     parser.add_argument("--init", help="how to build the module, e.g. 'Net(hidden=64)'")
@@ -239,8 +340,6 @@ def main() -> int:
     args = parser.parse_args()
     if args.files:
         return table(args)
-    if not args.target:
-        parser.error("give FILE:NAME, or --table FILE...")
     return check(args)
 
 

@@ -63,8 +63,10 @@ def _reports() -> list[FileReport]:
             Finding(helper, 4, 12, 4, 25, "warning", "GB0124", gb_message, url=GB_URL, related=stack),
         ])
 
-    timing = Timing(eager_ms=0.412, compiled_ms=0.368, speedup=1.12, eager_iqr_ms=0.02, compiled_iqr_ms=0.015)
-    step = Timing(eager_ms=1.30, compiled_ms=1.383, speedup=0.94, eager_iqr_ms=0.05, compiled_iqr_ms=0.06)
+    timing = Timing(eager_ms=0.412, compiled_ms=0.368, speedup=1.12, eager_iqr_ms=0.02, compiled_iqr_ms=0.015,
+                    speedup_ci=[1.08, 1.16], conclusive=True, rounds=12)
+    step = Timing(eager_ms=1.30, compiled_ms=1.383, speedup=0.94, eager_iqr_ms=0.05, compiled_iqr_ms=0.06,
+                  speedup_ci=[0.91, 0.97], conclusive=True, rounds=12)
     bench = Benchmark(
         device="cpu", device_name="Intel(R) Xeon(R) CPU", mode="default", forward=timing, train_step=step,
         compile_s={"cold": 9.8, "warm": 1.7}, break_even_calls=222_727,
@@ -117,8 +119,8 @@ def test_text_lines_ordering_and_summary():
         " (hint: add `# compile-lens: init=Big(hidden=...)` above the class)",
     ]
     assert lines[6] == ""
-    assert lines[7] == ("examples/mlp.py:5: Net: forward 1.12× · train step 0.94× · compile 9.8 s cold / 1.7 s warm"
-                        " · pays back after 222,727 calls (cpu)")
+    assert lines[7] == ("examples/mlp.py:5: Net: forward 1.12× (95% CI 1.08–1.16×) · train step 0.94× "
+                        "(95% CI 0.91–0.97×) · compile 9.8 s cold / 1.7 s warm · pays back after 222,727 calls (cpu)")
     assert lines[8] == ""
     assert lines[9] == ("Found 2 errors, 3 warnings (2 graph breaks (torch: 4 graphs), 1 recompile), 1 information (1 predicted break)"
                         " in 4 files (4 targets).")
@@ -153,8 +155,9 @@ GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type
            "inner"}
 DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "source", "message"}
 BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile_s", "break_even_calls",
-              "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes"}
-TIMING_KEYS = {"eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms"}
+              "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes",
+              "conclusive", "contention"}
+TIMING_KEYS = {"eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms", "speedup_ci", "conclusive", "rounds"}
 
 
 def test_json_shape():

@@ -2,6 +2,13 @@
 
 One real Inductor measurement of a tiny model is shared by the tests of this module (compiles
 take tens of seconds on two cores).
+
+No limit here can be reached by load alone: the worker's silence limit is 300 s (a measurement
+reports progress every few seconds, and its phases announce longer limits from the cold compile
+they saw), and the lens is awaited until it shows either figures or the end of the measurement
+without them — which fails at once, with the diagnostics. A real hang still fails: the silent
+worker is stopped at the silence limit and the lens goes back to "▶ Measure". On a busy machine
+the figures may be "inconclusive": the tests accept that, and check it is said, and why.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from lsprotocol import types as lsp
 from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SETTINGS = {"benchmark.onSave": False, "benchmark.maxSeconds": 8}
+SETTINGS = {"benchmark.onSave": False, "benchmark.maxSeconds": 8, "worker.timeoutSeconds": 300}
+WAIT_S = 1800.0  # a last resort only: a hang ends earlier, at the worker's silence limit
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 
@@ -28,7 +36,7 @@ async def lenses(client, uri):
     return [(lens.range.start.line, lens.command.title) for lens in found or []]
 
 
-async def wait_lens(client, uri, predicate, timeout=240.0):
+async def wait_lens(client, uri, predicate, timeout=WAIT_S):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         titles = await lenses(client, uri)
@@ -46,6 +54,16 @@ def measured(titles):
     return any(title.startswith("⚡ torch.compile:") for _, title in titles)
 
 
+def inconclusive(title: str) -> bool:
+    """An inconclusive lens says why, and shows no ratio."""
+    if "inconclusive" not in title:
+        return False
+    assert re.search(r"inconclusive — (machine busy: other processes used \d+% CPU during timing"
+                     r"|no measurable difference|the rounds disagreed)", title), title
+    assert not re.search(r"\d\.\d\d×", title), title
+    return True
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def measured_ws(tmp_path_factory):
     """A workspace whose Tiny model has been measured once; yields (root, cache dir, client, uri)."""
@@ -59,8 +77,10 @@ async def measured_ws(tmp_path_factory):
     assert titles == [(locate(root / "tiny.py", "class Tiny")[0], "▶ Measure torch.compile speedup")]
     answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams("compileLens.measure", [uri, "Tiny"]))
     assert answer["started"] is True
-    await wait_lens(client, uri, lambda t: any("measuring" in title for _, title in t), timeout=10)
-    await wait_lens(client, uri, measured)
+    await wait_lens(client, uri, lambda t: any("measuring" in title for _, title in t), timeout=60)
+    # figures, or the measurement ended without them (its error is a diagnostic): fail at once
+    titles = await wait_lens(client, uri, lambda t: measured(t) or any(title.startswith("▶") for _, title in t))
+    assert measured(titles), [d.message for p in client.published for d in p.diagnostics]
     yield root, cache, client, uri
     await stop_server(client)
 
@@ -69,6 +89,9 @@ async def test_code_lens_shows_the_measured_figures(measured_ws):
     root, _, client, uri = measured_ws
     [(line, title)] = await lenses(client, uri)
     assert line == locate(root / "tiny.py", "class Tiny")[0]
+    assert re.search(r"compile \d+(\.\d)? (s|ms)", title)
+    if inconclusive(title):
+        return
     match = re.search(r"(\d+\.\d\d)× forward(?: · |, )(\d+\.\d\d)× train step", title)
     assert match, title
     assert re.search(r"compile \d+(\.\d)? (s|ms)", title)
@@ -87,8 +110,12 @@ async def test_hover_card_has_the_table_and_verdict(measured_ws):
                    "largest difference", "torch 2.", "inputs: `", "guessed", "measured just now"):
         assert needle in text, (needle, text)
     [(_, title)] = await lenses(client, uri)
-    forward = re.search(r"(\d+\.\d\d)× forward", title).group(1)
-    assert f"**{forward}×**" in text  # the card and the lens show the same measurement
+    assert "paired rounds" in text  # how it was timed, and what else ran meanwhile
+    if inconclusive(title):
+        assert "**inconclusive" in text and "95% CI" in text
+    else:
+        forward = re.search(r"(\d+\.\d\d)× forward", title).group(1)
+        assert f"**{forward}×**" in text  # the card and the lens show the same measurement
     # the torch.compile call site answers with the same card
     call_line, call_col = locate(root / "tiny.py", "torch.compile(Tiny())")
     on_call = await client.text_document_hover_async(lsp.HoverParams(
@@ -103,7 +130,7 @@ async def test_inlay_hint_after_the_compile_call(measured_ws):
         lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(100, 0))))
     [hint] = hints
     assert (hint.position.line, hint.position.character) == (line, col + len("torch.compile(Tiny())"))
-    assert re.match(r" ⚡ \d+\.\d\d× train step", hint.label)
+    assert re.match(r" ⚡ (\d+\.\d\d× train step|train step: inconclusive)", hint.label), hint.label
 
 
 async def test_comment_only_edit_reruns_nothing_and_moves_the_lens(measured_ws):
@@ -127,7 +154,7 @@ async def test_restart_shows_cached_figures_without_measuring(measured_ws):
     second = await start_server(root, settings=SETTINGS, cache_dir=cache)
     try:
         second_uri = open_file(second, root / "tiny.py")
-        titles = await wait_lens(second, second_uri, measured, timeout=60)
+        titles = await wait_lens(second, second_uri, measured, timeout=300)
         assert titles[0][1] == title
         counts = await stats(second)
         assert counts["benchmarks"] == 0 and counts["bench_cache_hits"] >= 1
@@ -145,7 +172,7 @@ async def test_a_code_edit_cancels_the_running_measurement(tmp_path):
         uri = open_file(client, path)
         await wait_lens(client, uri, lambda t: any(title.startswith("▶") for _, title in t))
         await client.workspace_execute_command_async(lsp.ExecuteCommandParams("compileLens.measure", [uri, "Tiny"]))
-        await wait_lens(client, uri, lambda t: any("measuring" in title for _, title in t), timeout=10)
+        await wait_lens(client, uri, lambda t: any("measuring" in title for _, title in t), timeout=60)
         deadline = time.monotonic() + 120
         while not any(getattr(s, "state", None) == "benchmarking" for s in client.statuses):
             assert time.monotonic() < deadline, "the measurement never started"
@@ -154,7 +181,7 @@ async def test_a_code_edit_cancels_the_running_measurement(tmp_path):
         change_file(client, path, path.read_text().replace("torch.relu(self.fc(x))", "torch.tanh(self.fc(x))"),
                     version=2, save=True)
         # the measurement of the old code stops (its worker is killed) and no figure appears for it
-        titles = await wait_lens(client, uri, lambda t: t and not any("measuring" in title for _, title in t), timeout=30)
+        titles = await wait_lens(client, uri, lambda t: t and not any("measuring" in title for _, title in t), timeout=120)
         assert not measured(titles) and titles[0][1].startswith("▶")
         await asyncio.sleep(1.0)
         now = set(await client.workspace_execute_command_async(lsp.ExecuteCommandParams("compileLens.workerPids", [])))

@@ -33,7 +33,8 @@ def sample_reports() -> list[FileReport]:
     mlp_path, item_path, helper = f"{ROOT}/models/mlp.py", f"{ROOT}/models/item.py", f"{ROOT}/models/helpers.py"
     bench = Benchmark(
         device="cpu", device_name="Intel(R) Xeon(R) CPU (2 threads)", mode="default",
-        forward=Timing(0.412, 0.368, 1.12, 0.02, 0.015), train_step=Timing(1.30, 1.383, 0.94, 0.05, 0.06),
+        forward=Timing(0.412, 0.368, 1.12, 0.02, 0.015, [1.08, 1.16], True, 12),
+        train_step=Timing(1.30, 1.383, 0.94, 0.05, 0.06, [0.91, 0.97], True, 12),
         compile_s={"cold": 9.8, "warm": 1.7}, break_even_calls=222_727,
         peak_memory_bytes={"eager": 5_242_880, "compiled": 6_291_456, "method": "peak RSS growth"},
         max_abs_error={"output": 1.3e-7, "grad": 2e-10}, max_rel_error={"output": 9e-3, "grad": None},
@@ -61,7 +62,7 @@ def sample_reports() -> list[FileReport]:
                     reason="...", stack=stack)
     item_bench = Benchmark(
         device="cpu", device_name="Intel(R) Xeon(R) CPU (2 threads)", mode="default",
-        forward=Timing(0.30, 0.21, 1.43, 0.01, 0.01), train_step=None,
+        forward=Timing(0.30, 0.21, 1.43, 0.01, 0.01, [1.38, 1.47], True, 12), train_step=None,
         compile_s={"cold": 11.2, "warm": 2.1}, break_even_calls=124_445,
         peak_memory_bytes={"eager": None, "compiled": None, "method": "not measured"},
         max_abs_error={"output": 0.0, "grad": None}, max_rel_error={"output": 0.0, "grad": None},

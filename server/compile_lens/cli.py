@@ -463,6 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="longest one analysis step may take (worker.timeoutSeconds)")
     chk.add_argument("--memory-limit", type=int, default=None, metavar="MB",
                      help="memory the analysis process may grow to before it is replaced (worker.memoryLimitMB)")
+    chk.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
+                     help="budget of one target's measurement, compiles included (benchmark.maxSeconds)")
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_record_parser(sub)
@@ -512,6 +514,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         settings.device = args.device
     if args.timeout:
         settings.timeout_s = args.timeout
+    if args.max_seconds:
+        settings.max_seconds = args.max_seconds
     if args.memory_limit:
         settings.memory_limit_mb = args.memory_limit
     picks = [TargetPick.parse(t) for t in args.targets] if args.targets else None

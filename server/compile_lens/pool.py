@@ -136,8 +136,12 @@ class Worker:
         self.output, self._output_size = [], 0
         return text
 
-    async def _next_event(self, timeout_s: float, memory_limit_mb: Optional[int]) -> Optional[dict]:
-        """The next JSON line, or None if the process died. Raises WorkerGone on timeout/memory."""
+    async def _next_event(self, timeout_s: float, memory_limit_mb: Optional[int],
+                          stage: Optional[str] = None, hint: Optional[str] = None) -> Optional[dict]:
+        """The next JSON line, or None if the process died. Raises WorkerGone on timeout/memory.
+
+        `timeout_s` is how long the worker may stay silent; `stage` (what it last said it was
+        doing) and `hint` (the one setting that raises this limit) go into the timeout's problem."""
         assert self.proc and self.proc.stdout
         read = asyncio.ensure_future(self.proc.stdout.readline())
         loop = asyncio.get_running_loop()
@@ -163,9 +167,11 @@ class Worker:
                         hint="raise compileLens.worker.memoryLimitMB, or use smaller example inputs"))
                 if loop.time() > deadline:
                     self.kill()
+                    where = f" ({stage})" if stage else ""
                     raise WorkerGone(Problem(
-                        "timeout", f"the analysis took longer than {timeout_s:g} s and was stopped",
-                        hint="raise compileLens.worker.timeoutSeconds if this code is just slow"))
+                        "timeout", f"the analysis took longer than {timeout_s:g} s without progress{where} "
+                        "and was stopped",
+                        hint=hint or "raise compileLens.worker.timeoutSeconds if this code is just slow"))
         finally:
             if not read.done():
                 read.cancel()
@@ -194,8 +200,9 @@ class Worker:
         self.proc.stdin.write((json.dumps(dataclasses.asdict(job)) + "\n").encode())
         await self.proc.stdin.drain()
         stage = "importing the file"
+        wait, hint = limits.timeout_s, None
         while True:
-            raw = await self._next_event(limits.timeout_s, limits.memory_limit_mb)
+            raw = await self._next_event(wait, limits.memory_limit_mb, stage, hint)
             if raw is None:
                 raise WorkerGone(self._death_problem(stage))
             event = from_dict(WorkerEvent, raw)
@@ -203,6 +210,14 @@ class Worker:
                 continue
             if event.event == "progress" and event.stage:
                 stage = event.stage
+                # A measurement announces how long its next phase may take (from the cold
+                # compile it has seen); the silence limit is then the longer of the two.
+                wait, hint = limits.timeout_s, None
+                announced = (event.info or {}).get("limit_s")
+                if isinstance(announced, (int, float)) and announced > limits.timeout_s:
+                    wait = float(announced)
+                    hint = ("raise compileLens.benchmark.maxSeconds (this phase's limit follows it and "
+                            "the cold compile's duration)")
             result = on_event(event)
             if asyncio.iscoroutine(result):
                 await result

@@ -96,9 +96,14 @@ class Recompile:
 class Timing:
     eager_ms: float
     compiled_ms: float
-    speedup: float  # eager_ms / compiled_ms
+    speedup: float  # median of the paired rounds' eager/compiled ratios
     eager_iqr_ms: float
     compiled_iqr_ms: float
+    # 95% bootstrap interval of `speedup` over the paired rounds; None: not measured that way
+    speedup_ci: Optional[list[float]] = None
+    # the interval excludes 1.0 and is narrow enough to stand behind; False: show "inconclusive"
+    conclusive: bool = False
+    rounds: int = 0  # eager/compiled pairs timed
 
 
 @dataclass
@@ -118,6 +123,12 @@ class Benchmark:
     inputs: str = ""
     measured_at: float = 0.0  # unix time
     notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
+    conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
+    # what else ran while timing: {"other_cpu_percent": 12.0, "cpus": 2, "gpu_other_processes": 0}
+    contention: dict[str, Any] = field(default_factory=dict)
+    # where the measurement's wall time went, seconds: {"cold_child", "cold_compile", "warm_compile",
+    # "accuracy", "timing", "memory", "total"}
+    phases_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

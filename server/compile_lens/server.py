@@ -407,7 +407,7 @@ class CompileLensServer(LanguageServer):
     # --- benchmarks -----------------------------------------------------------------------
 
     def _bench_key(self, saved: Saved, spec: TargetSpec) -> str:
-        return self._key("bench", saved, spec, self.settings.device, self.settings.mode)
+        return self._key("bench-paired", saved, spec, self.settings.device, self.settings.mode)  # figures with intervals
 
     def _cached_benchmarks(self, saved: Saved, path: str) -> dict[str, Benchmark]:
         found = {}

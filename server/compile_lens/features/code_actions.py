@@ -34,8 +34,9 @@ def figures(ls: Any, uri: str) -> dict[str, str]:
     for name, bench in benchmarks.items():
         timing = getattr(bench, "train_step", None) or getattr(bench, "forward", None)
         speedup = getattr(timing, "speedup", None)
-        if isinstance(speedup, (int, float)):
+        if isinstance(speedup, (int, float)) and getattr(timing, "conclusive", False):
             found[name] = f"{speedup:.2f}×"  # as the lens and hint say it; under 1× is slower
+        # an inconclusive measurement gives no figure to put in a title
     return found
 
 

@@ -42,18 +42,56 @@ def age(measured_at: float, now: Optional[float] = None) -> str:
     return "just now"
 
 
+def speed(t: Timing) -> str:
+    """`1.42×` for a conclusive figure; `inconclusive` otherwise — never a bare noisy ratio."""
+    return _x(t.speedup) if t.conclusive and math.isfinite(t.speedup) else "inconclusive"
+
+
+def interval(t: Timing) -> str:
+    """`95% CI 1.35–1.50×`, or "" when there is none."""
+    if not t.speedup_ci or not all(math.isfinite(v) for v in t.speedup_ci):
+        return ""
+    lo, hi = t.speedup_ci
+    return f"95% CI {lo:.2f}–{hi:.2f}×"
+
+
+def inconclusive_reason(b: Benchmark) -> str:
+    """The verdict's reason when the figure is inconclusive: `machine busy: …` or the interval."""
+    head, _, why = b.verdict.partition(": ")
+    if head.startswith("inconclusive") and why:
+        return why.split("; ")[0]
+    return "re-measure when the machine is idle"
+
+
+def contention_line(b: Benchmark) -> str:
+    """`12 paired rounds; other processes used 180% CPU meanwhile (2 CPUs)`."""
+    main = b.train_step or b.forward
+    parts = [f"{main.rounds} paired rounds" if main.rounds else "paired rounds"]
+    pct = b.contention.get("other_cpu_percent")
+    if pct is not None:
+        parts.append(f"other processes used {pct:.0f}% CPU meanwhile ({b.contention.get('cpus', '?')} CPUs)")
+    gpu = b.contention.get("gpu_other_processes")
+    if gpu is not None:
+        parts.append(f"{gpu} other process{'es' if gpu != 1 else ''} on the GPU")
+    return "; ".join(parts)
+
+
 def lens_title(b: Benchmark) -> str:
     """`⚡ torch.compile: 1.42× forward · 1.31× train step · compile 14.2 s · pays back after 870 steps`,
-    or, honestly, `compiled is 0.88× forward (slower) on cpu · …`."""
-    speeds = [f"{_x(b.forward.speedup)} forward"]
-    if b.train_step is not None:
-        speeds.append(f"{_x(b.train_step.speedup)} train step")
+    or, honestly, `compiled is 0.88× forward (slower) on cpu · …`, or `inconclusive — machine busy …`."""
     main = b.train_step or b.forward
+    compile_part = f"compile {_seconds(b.compile_s.get('cold'))}"
+    if not main.conclusive:
+        what = "train step" if b.train_step is not None else "forward"
+        return f"⚡ torch.compile: {what} inconclusive — {inconclusive_reason(b)} · {compile_part}"
+    speeds = [f"{speed(b.forward)} forward"]
+    if b.train_step is not None:
+        speeds.append(f"{speed(b.train_step)} train step")
     if main.speedup < 1.0:
         parts = [f"compiled is {', '.join(speeds)} (slower) on {b.device}"]
     else:
         parts = speeds
-    parts.append(f"compile {_seconds(b.compile_s.get('cold'))}")
+    parts.append(compile_part)
     parts.append(f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
                  else "never pays back")
     return "⚡ torch.compile: " + " · ".join(parts)
@@ -62,20 +100,23 @@ def lens_title(b: Benchmark) -> str:
 def hint_label(b: Benchmark) -> str:
     main = b.train_step or b.forward
     what = "train step" if b.train_step else "forward"
+    if not main.conclusive:
+        return f"⚡ {what}: inconclusive"
     return f"⚡ {_x(main.speedup)} {what}" + (" (slower)" if main.speedup < 1 else "")
 
 
 # Plain CommonMark (tables as GFM), readable as raw text in any client: no HTML entities. VS Code
 # draws hover tables without cell padding, so the columns are kept apart by their alignment and
 # the arrow, not by spaces (a cell's spaces, non-breaking ones too, are trimmed).
-TABLE_HEAD = ["| | eager ms (median ± IQR) | → compiled ms | speedup |", "|---|---:|:---|:---:|"]
+TABLE_HEAD = ["| | eager ms (median ± IQR of rounds) | → compiled ms | speedup |", "|---|---:|:---|:---:|"]
 
 
 def _row(name: str, t: Optional[Timing]) -> str:
     if t is None:
         return f"| {name} | – | → – | – |"
+    shown = f"**{speed(t)}**" + (f" ({interval(t)})" if interval(t) else "")
     return (f"| {name} | {t.eager_ms:.3f} ± {t.eager_iqr_ms:.3f} | → {t.compiled_ms:.3f} ± {t.compiled_iqr_ms:.3f} "
-            f"| **{_x(t.speedup)}** |")
+            f"| {shown} |")
 
 
 def _err(value: Optional[float]) -> str:
@@ -187,13 +228,16 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         "",
         f"- compile: {_seconds(b.compile_s.get('cold'))} cold, {_seconds(b.compile_s.get('warm'))} with warm caches",
         (f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
-         else "- never pays back (compiled is not faster)"),
+         else "- never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
+         else "- pays back: unknown until the timing is conclusive"),
         f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled {format_bytes(b.peak_memory_bytes.get('compiled'))}"
         f" ({b.peak_memory_bytes.get('method', 'method unknown')})",
         f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
         f"gradients {_err(b.max_abs_error.get('grad'))} abs",
         f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode}`",
-        f"- inputs: `{b.inputs or (result.inputs.text if result.inputs else '?')}`" + (guessed if guessed_inputs else ""),
+        f"- timing: {contention_line(b)}",
+        f"- inputs: `{b.inputs or (result.inputs.text if result.inputs else '?')}`"
+        + (guessed if guessed_inputs else ""),
         *([left_out_line(result.left_out)] if result.left_out else []),
         f"- measured {age(b.measured_at, now)}",
     ]

@@ -99,10 +99,22 @@ def _problem_location(problem: Problem, default_path: str, default_line: int) ->
     return (problem.path or default_path, problem.line or default_line)
 
 
+# A hint names the editor's setting; in a terminal the flag that sets it is what to change.
+CLI_FLAGS = {"compileLens.benchmark.maxSeconds": "--max-seconds", "compileLens.worker.timeoutSeconds": "--timeout",
+             "benchmark.maxSeconds": "--max-seconds", "worker.timeoutSeconds": "--timeout"}
+
+
+def cli_words(text: str) -> str:
+    """`raise compileLens.benchmark.maxSeconds` → `raise --max-seconds` (longest names first)."""
+    for setting in sorted(CLI_FLAGS, key=len, reverse=True):
+        text = text.replace(setting, CLI_FLAGS[setting])
+    return text
+
+
 def _problem_text(problem: Problem) -> str:
-    text = _first_line(problem.message) or problem.kind
+    text = cli_words(_first_line(problem.message) or problem.kind)
     if problem.hint:
-        text += f" (hint: {_first_line(problem.hint)})"
+        text += f" (hint: {cli_words(_first_line(problem.hint))})"
     return text
 
 
@@ -123,20 +135,34 @@ def _seconds(s: float) -> str:
     return f"{s:.1f} s" if s >= 1 else f"{s:.2f} s"
 
 
+def _speed(t: Timing) -> str:
+    """`1.12× (95% CI 1.08–1.15×)`, or `inconclusive (95% CI 0.31–4.13×)`: never a bare noisy ratio."""
+    ci = f" (95% CI {t.speedup_ci[0]:.2f}–{t.speedup_ci[1]:.2f}×)" if t.speedup_ci else ""
+    if t.conclusive and math.isfinite(t.speedup):
+        return f"{t.speedup:.2f}×{ci}"
+    return "inconclusive" + ci
+
+
 def benchmark_summary(b: Benchmark) -> str:
-    """The short figure: `forward 1.12× · train step 0.94× · compile 9.8 s cold / 1.7 s warm · ...`."""
-    parts = [f"forward {b.forward.speedup:.2f}×"]
+    """The short figure: `forward 1.12× (95% CI …) · train step 0.94× (…) · compile 9.8 s cold / 1.7 s
+    warm · ...`; an inconclusive timing says so, and why, instead of a ratio."""
+    parts = [f"forward {_speed(b.forward)}"]
     if b.train_step is not None:
-        parts.append(f"train step {b.train_step.speedup:.2f}×")
+        parts.append(f"train step {_speed(b.train_step)}")
     cold, warm = b.compile_s.get("cold"), b.compile_s.get("warm")
     compile_parts = [f"{_seconds(v)} {label}" for label, v in (("cold", cold), ("warm", warm)) if v is not None]
     if compile_parts:
         parts.append("compile " + " / ".join(compile_parts))
+    main = b.train_step or b.forward
     if b.break_even_calls is not None:
         parts.append(f"pays back after {b.break_even_calls:,} calls")
-    else:
+    elif main.conclusive:
         parts.append("never pays back")
-    return " · ".join(parts) + f" ({b.device})"
+    text = " · ".join(parts) + f" ({b.device})"
+    if not main.conclusive:
+        why = b.verdict.partition(": ")[2].split("; ")[0] if b.verdict.startswith("inconclusive") else ""
+        text += f" — inconclusive: {cli_words(why) or 're-measure when idle'}"
+    return text
 
 
 def _kind(f: Finding) -> str:
@@ -252,7 +278,11 @@ def _recompile_json(r: Recompile) -> dict[str, Any]:
 def _timing_json(t: Timing | None) -> dict[str, Any] | None:
     if t is None:
         return None
-    return {k: _finite(getattr(t, k)) for k in ("eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms")}
+    found = {k: _finite(getattr(t, k)) for k in ("eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms")}
+    found["speedup_ci"] = [_finite(v) for v in t.speedup_ci] if t.speedup_ci else None
+    found["conclusive"] = bool(t.conclusive)
+    found["rounds"] = t.rounds
+    return found
 
 
 def _pick(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -271,6 +301,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "max_abs_error": _pick(b.max_abs_error, ("output", "grad")),
         "max_rel_error": _pick(b.max_rel_error, ("output", "grad")),
         "verdict": b.verdict,
+        "conclusive": bool(b.conclusive), "contention": dict(b.contention),
         "torch": b.torch, "inputs": b.inputs, "measured_at": _finite(b.measured_at), "notes": list(b.notes),
     }
 

@@ -111,8 +111,12 @@ class _Page:
 def _speed_cell(t: Optional[Timing]) -> str:
     if t is None or _finite(t.speedup) is None:
         return '<td class="num muted">–</td>'
-    cls = "good" if t.speedup >= SPEEDUP_GOOD else ("bad" if t.speedup < 1.0 else "")
     title = f"eager {_ms(t.eager_ms)} ± {_ms(t.eager_iqr_ms)}, compiled {_ms(t.compiled_ms)} ± {_ms(t.compiled_iqr_ms)} (median ± IQR)"
+    if t.speedup_ci:
+        title += f"; 95% CI {t.speedup_ci[0]:.2f}–{t.speedup_ci[1]:.2f}× over {t.rounds} paired rounds"
+    if not t.conclusive:  # never a bare noisy ratio
+        return f'<td class="num warn" title="{_e(title)}">inconclusive</td>'
+    cls = "good" if t.speedup >= SPEEDUP_GOOD else ("bad" if t.speedup < 1.0 else "")
     return f'<td class="num {cls}" title="{_e(title)}">{_x(t.speedup)}</td>'
 
 
@@ -640,7 +644,8 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
         body.append("<section><h2>Speed and compile time</h2>" + "".join(charts) + "</section>")
     body += [_breaks(page, reports), _recompiles(page, reports), _other_findings(page, reports), _notes(reports)]
     body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
-                "faster); medians of alternating rounds with torch.utils.benchmark.</footer>")
+                "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), shown only when its "
+                "95% interval is conclusive.</footer>")
     if for_webview:
         body.append(f'<script nonce="{_e(nonce)}">{SCRIPT}</script>')
     body.append("</body></html>")

@@ -2,17 +2,24 @@
 
 Where each figure comes from:
 
-- **steady-state timings** — in this process, with `torch.utils.benchmark.Timer.blocked_autorange`
-  (it warms up and synchronises the accelerator), eager and compiled measured in alternating rounds
-  so a slow minute on a noisy machine hits both; median and interquartile range in ms. The first
-  compiled calls run (and are checked for recompiles) before anything is timed.
+- **steady-state timings** — in this process, eager and compiled in paired rounds (`timing`): the
+  speedup is the median of the rounds' ratios with a 95% bootstrap interval, *conclusive* only when
+  the interval excludes 1× and is narrow, from rounds during which other processes left our cores
+  alone; otherwise "inconclusive" with the reason. The forward is timed as a user times it:
+  `with torch.no_grad(): model(*args)`, eval mode, the process's thread count. The first compiled
+  calls run (and are checked for recompiles) before anything is timed.
 - **cold compile** — `torch.compile()` (it imports Dynamo) plus the first compiled call of the
   training step (of the forward when there is no training step), in a *fresh process* with an
-  *empty* Inductor cache dir (`bench_child`). A process that already compiled something pays far less (≈1.5 s instead of
-  ≈10 s here: Inductor keeps most of its one-time cost in memory), so only a fresh one is honest.
-- **warm compile** — the same in another fresh process whose on-disk Inductor caches are warm (the
-  cold run filled them): what re-running an unchanged script costs.
-- **peak memory** — in the warm child; see `bench_child` for the method on each device.
+  *empty* Inductor cache dir (`bench_child`). A process that already compiled something pays far
+  less (≈1.5 s instead of ≈10 s here: Inductor keeps most of its one-time cost in memory), so only
+  a fresh one is honest.
+- **warm compile** — in this process, after `torch._dynamo.reset()` with Inductor's in-memory
+  caches cleared, so the compile reads the on-disk caches the cold run filled, as re-running an
+  unchanged script does; plus the Dynamo/Inductor import time the fresh process measured. A new
+  process pays somewhat more (it also starts Inductor's compile workers): 15% on the MLP of
+  BENCHMARKS.md. The workload that drives break-even is compiled first, so its warm compile is this
+  process's first since the cold one.
+- **peak memory** — at the allocator, one call of the break-even workload (`memory`).
 - **accuracy** — the compiled copy starts from a deepcopy of the eager model (same weights), gets
   the same inputs and the same RNG seed; outputs (forward, eval mode) and parameter gradients
   (one backward, train mode) are compared. `max_rel_error` is relative to the largest magnitude of
@@ -31,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
+import inspect
 import json
 import math
 import os
@@ -48,11 +56,16 @@ import torch.utils.benchmark as tbench
 
 from ..pool import kill_tree
 from ..protocol import Benchmark, Problem, Timing
+from . import memory as mem
 from .graph_breaks import LOOP_GB_ID, distinct_breaks, graph_break_log
 from .loader import BuiltTarget, TargetError, describe
+from .timing import MAX_CI_WIDTH, Contention, busy_words, paired_rounds, timer, timing_of
 
 LR = 1e-3  # the eager SGD step of the training step; small so weights barely drift while timing
-ROUNDS = 5  # alternating eager/compiled rounds per timing
+MIN_TIMING_FRACTION = 0.25  # the timing rounds get at least this share of the budget, whatever compiling took
+COLD_LIMIT_MIN_S, COLD_LIMIT_FACTOR = 300.0, 5.0  # the cold compile: a hang guard, nothing seen yet
+PHASE_LIMIT_MIN_S, PHASE_LIMIT_FACTOR = 60.0, 2.0  # later phases: from the cold compile's duration
+HEARTBEAT_S = 5.0  # progress while a child compiles: the pool's silence limit is for hangs only
 MIN_ROUND_S, MAX_ROUND_S = 0.05, 2.0  # min_run_time of one round, whatever the budget says
 SPEEDUP_REAL = 1.1  # below this (or inside the spread) a speedup is not worth a compile
 PAYBACK_REALISTIC = 10_000  # calls: more than this and compiling rarely pays back in one run
@@ -386,31 +399,43 @@ def _child_env(cache_dir: str) -> dict[str, str]:
     return env
 
 
-def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float) -> dict[str, Any]:
+def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
+              progress: Callable[..., None] = lambda stage, **kw: None) -> dict[str, Any]:
     """Run `bench_child` in a fresh process; its result comes back in a file, never on stdout.
 
-    The child's stdout and stderr (user prints included) go to a log file whose tail is used
-    only to explain a crash.
+    While it runs, `progress` hears from it every HEARTBEAT_S (the worker is alive, only waiting);
+    `timeout` is this phase's own limit. The child's stdout and stderr (user prints included) go
+    to a log file whose tail is used only to explain a crash.
     """
     work = tempfile.mkdtemp(prefix="child-", dir=cache_dir)  # goes when the benchmark's folder goes
     result_path = os.path.join(work, "result.json")
     log_path = os.path.join(work, "child.log")
     job = dict(job, result_path=result_path)
+    what = job.get("what", "compiling")
     try:
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", CHILD_MODULE, json.dumps(job)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=_child_env(cache_dir), cwd=job.get("root") or None)
-            try:
-                code = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                kill_tree(proc.pid)  # the child and Inductor's compile workers
-                proc.wait()
-                raise TargetError(Problem(
-                    "timeout", f"the benchmark process did not finish within {timeout:.0f} s "
-                    f"({job.get('what', 'compiling')})", job.get("path"), None,
-                    "raise compileLens.benchmark.maxSeconds, or use smaller example inputs")) from None
+            started = time.perf_counter()
+            code = None
+            while code is None:
+                elapsed = time.perf_counter() - started
+                try:
+                    code = proc.wait(timeout=max(0.01, min(HEARTBEAT_S, timeout - elapsed)))
+                except subprocess.TimeoutExpired:
+                    elapsed = time.perf_counter() - started
+                    if elapsed >= timeout:
+                        kill_tree(proc.pid)  # the child and Inductor's compile workers
+                        proc.wait()
+                        raise TargetError(Problem(
+                            "timeout", f"measuring stopped during {what} after {elapsed:.0f} s "
+                            f"(its limit: {timeout:.0f} s, {COLD_LIMIT_FACTOR:g}× benchmark.maxSeconds, at "
+                            f"least {COLD_LIMIT_MIN_S:.0f} s); nothing of the measurement was kept",
+                            job.get("path"), None,
+                            "raise compileLens.benchmark.maxSeconds, or use smaller example inputs")) from None
+                    progress(f"{what}: {elapsed:.0f} s…", limit_s=HEARTBEAT_S * 4)
         if os.path.exists(result_path):
             with open(result_path, encoding="utf-8") as f:
                 result = json.load(f)
@@ -464,22 +489,13 @@ def inductor_cache(directory: str) -> Iterator[None]:
 
 # --- the benchmark ---------------------------------------------------------------------------
 
-def _busy() -> Optional[str]:
-    """Say so when other processes kept the CPUs busy (the load average counts us too)."""
-    try:
-        load = os.getloadavg()[0]
-    except (OSError, AttributeError):
-        return None
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return f"the machine was busy (load average {load:.1f} on {cpus} CPUs)" if load > cpus + 0.5 else None
-
-
 def _timer(fn: Callable[[], Any], label: str) -> tbench.Timer:
     # The process's own thread count: Timer's default of 1 thread is not what the user runs.
     return tbench.Timer("fn()", globals={"fn": fn}, label=label, num_threads=torch.get_num_threads())
 
 
 def _timing(eager: Stats, compiled: Stats) -> Timing:
+    """Pooled medians of two unpaired sets of times (the report's batch sweep)."""
     e25, e50, e75 = eager.ms
     c25, c50, c75 = compiled.ms
     return Timing(eager_ms=e50, compiled_ms=c50, speedup=e50 / c50 if c50 > 0 else float("nan"),
@@ -487,21 +503,44 @@ def _timing(eager: Stats, compiled: Stats) -> Timing:
 
 
 def _is_real(t: Timing) -> bool:
-    """Faster by at least SPEEDUP_REAL and the interquartile ranges do not overlap."""
+    """Conclusively faster, by at least SPEEDUP_REAL at the low end of the interval."""
+    if t.speedup_ci:
+        return t.conclusive and t.speedup_ci[0] >= SPEEDUP_REAL
     return (t.speedup >= SPEEDUP_REAL
             and t.compiled_ms + t.compiled_iqr_ms / 2 < t.eager_ms - t.eager_iqr_ms / 2)
 
 
 def break_even(compile_s: Optional[float], t: Timing) -> Optional[int]:
-    """Calls after which the compile time is paid back; None when compiled is not faster."""
+    """Calls after which the compile time is paid back; None when compiled is not (conclusively) faster."""
     saved_s = (t.eager_ms - t.compiled_ms) / 1000.0
-    if compile_s is None or not saved_s > 0:
+    if compile_s is None or not saved_s > 0 or (t.speedup_ci is not None and not t.conclusive):
         return None
     return max(1, math.ceil(compile_s / saved_s))
 
 
+def ci_words(t: Timing) -> str:
+    """`0.31–4.13×` for an interval."""
+    if not t.speedup_ci:
+        return "no interval"
+    lo, hi = t.speedup_ci
+    return f"{lo:.2f}–{hi:.2f}×"
+
+
+def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
+    """Why a timing is not a figure: the machine was busy, the rounds disagreed, or there is no
+    difference to measure."""
+    busy = busy_words(contention)
+    if busy:
+        return f"{busy} — re-measure when idle"
+    if t.speedup_ci and t.speedup_ci[0] <= 1.0 <= t.speedup_ci[1] and (
+            t.speedup_ci[1] - t.speedup_ci[0]) <= MAX_CI_WIDTH * max(t.speedup, 1e-9):
+        return f"no measurable difference (95% interval {ci_words(t)} contains 1×)"
+    return f"the rounds disagreed too much (95% interval {ci_words(t)}) — re-measure when idle"
+
+
 def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optional[float],
-            calls: Optional[int], breaks: int, accuracy_ok: bool) -> str:
+            calls: Optional[int], breaks: int, accuracy_ok: bool,
+            contention: Optional[dict[str, Any]] = None) -> str:
     t, what = (train, "train step") if train is not None else (forward, "forward")
     extras = []
     if breaks > FEW_BREAKS:
@@ -511,6 +550,8 @@ def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optio
     if not accuracy_ok:
         extras.append("outputs differ beyond tolerance — check accuracy first")
     tail = ("; " + "; ".join(extras)) if extras else ""
+    if t.speedup_ci is not None and not t.conclusive:
+        return f"inconclusive ({what} on {device}): {inconclusive_why(t, contention or {})}{tail}"
     if t.speedup < 1.0:
         return f"not worth it: compiled is {t.speedup:.2f}× (slower) on {device} ({what}){tail}"
     if not _is_real(t):
@@ -525,9 +566,15 @@ def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optio
     return f"worth it: {t.speedup:.2f}× {what} on {device}{cold}{payback}{tail}"
 
 
-def _round_seconds(budget_s: float, variants: int, rounds: int) -> float:
-    # blocked_autorange also spends a little estimating the block size (a few block lengths)
-    return min(MAX_ROUND_S, max(MIN_ROUND_S, budget_s / (variants * rounds * 1.25)))
+def cold_limit(max_seconds: float) -> float:
+    """The cold compile's limit: nothing has been seen yet, so generous — a guard against a hang."""
+    return max(COLD_LIMIT_MIN_S, COLD_LIMIT_FACTOR * max_seconds)
+
+
+def phase_limit(cold_s: Optional[float], max_seconds: float) -> float:
+    """The limit of a later phase (a warm compile, the timing), from the cold compile seen: a warm
+    compile takes a fraction of it, and the timing stops itself near `max_seconds`."""
+    return max(PHASE_LIMIT_MIN_S, max_seconds, PHASE_LIMIT_FACTOR * (cold_s or 0.0))
 
 
 def run_benchmark(
@@ -538,15 +585,20 @@ def run_benchmark(
     device: str,
     mode: str = "default",
     max_seconds: float = 60.0,
-    progress: Callable[[str], None] = lambda stage: None,
+    progress: Callable[..., None] = lambda stage, **kw: None,
 ) -> Benchmark:
     """Eager vs `torch.compile(mode=mode)` for one built target on `device` ("cpu" | "cuda").
 
-    Spends about `max_seconds` in all: the two fresh processes (cold and warm compile) take what
-    compiling takes, the steady-state timings get what is left (at least a short round each).
-    Raises TargetError for a target that cannot run, runs out of memory or whose compile fails.
+    Spends about `max_seconds` in all, compiles included: one cold compile in a fresh process,
+    then in this process one warm compile per workload and the paired timing rounds, which get
+    what is left (at least MIN_TIMING_FRACTION of the budget, and they stop early once the
+    figure is conclusive). `progress(stage, limit_s=...)` says how long the next stage may be
+    silent (see `pool.Worker.run`).
+    Raises TargetError for a target that cannot run, runs out of memory, whose compile fails,
+    or a phase that goes past its limit.
     """
     device, device_note = resolve_device(device)
+    progress = _with_limits(progress)
     state = {"stage": "building the model"}
     _sweep_stale()
     cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
@@ -574,8 +626,39 @@ def run_benchmark(
         shutil.rmtree(cache_dir, ignore_errors=True)
 
 
+def _with_limits(progress: Callable[..., None]) -> Callable[..., None]:
+    """`progress(stage, limit_s=...)` for a callback that takes the limit, else `progress(stage)`."""
+    try:
+        params = inspect.signature(progress).parameters.values()
+    except (TypeError, ValueError):
+        return lambda stage, **kw: progress(stage)
+    if any(p.kind == p.VAR_KEYWORD or p.name == "limit_s" for p in params):
+        return progress
+    return lambda stage, **kw: progress(stage)
+
+
+def _clear_in_memory_caches() -> None:
+    """Forget what this process compiled, keeping the on-disk caches: the next compile reads them
+    as a new process would (Dynamo's code cache, Inductor's loaded modules and memoised lookups)."""
+    torch._dynamo.reset()
+    with contextlib.suppress(Exception):
+        from torch._inductor.utils import clear_inductor_caches
+        clear_inductor_caches()
+    with contextlib.suppress(Exception):
+        from torch._inductor.codecache import PyCodeCache
+        PyCodeCache.cache_clear(purge=False)
+
+
+def _user_forward(model: Model) -> tbench.Timer:
+    """The forward timed as a user times it: `with torch.no_grad(): model(*args)`, nothing around it."""
+    stmt = "with torch.no_grad():\n    f(*args)"
+    if model.step_begin:
+        stmt = "torch.compiler.cudagraph_mark_step_begin()\n" + stmt
+    return timer(stmt, {"f": model.call, "args": model.args, "torch": torch})
+
+
 def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, max_seconds: float,
-             progress: Callable[[str], None], state: dict[str, str], cache_dir: str,
+             progress: Callable[..., None], state: dict[str, str], cache_dir: str,
              notes: list[str]) -> Benchmark:
     started = time.perf_counter()
     name = target.spec.name
@@ -617,87 +700,135 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
         notes.append(f"train step: {train_problem}")
     workloads = ["train", "forward"] if has_train else ["forward"]  # the first drives break-even
 
-    # 2. compile times (and memory) in fresh processes
+    # 2. the cold compile, in a fresh process with an empty Inductor cache (it fills the cache)
     child_job = {"path": os.path.abspath(path), "root": os.path.abspath(root),
                  "spec": asdict(target.spec), "device": device,
                  "mode": mode, "workloads": workloads, "step_begin": step_begin}
+    state["stage"] = "compiling with a cold cache (fresh process)"
     progress(f"compiling {name} with Inductor (cold cache, fresh process)…")
-    hard_limit = max(3 * max_seconds, 120.0)
-    cold = run_child(dict(child_job, tasks=["compile"], what="cold compile"),
-                     cache_dir=cache_dir, timeout=hard_limit)
-    progress("measuring warm compile and peak memory in a fresh process…")
-    warm = run_child(dict(child_job, tasks=["memory_eager", "compile", "memory_compiled"],
-                          what="warm compile and memory"),
-                     cache_dir=cache_dir, timeout=hard_limit)
+    phases: dict[str, float] = {"build": time.perf_counter() - started}
+    t_child = time.perf_counter()
+    cold = run_child(dict(child_job, tasks=["compile"], what="the cold compile (fresh process)"),
+                     cache_dir=cache_dir, timeout=cold_limit(max_seconds), progress=progress)
+    phases["cold_child"] = time.perf_counter() - t_child
     cold_s = cold["compile_s"].get(workloads[0])
-    warm_s = warm["compile_s"].get(workloads[0])
-    notes.extend(n for n in cold.get("notes", []) + warm.get("notes", []) if n not in notes)
+    import_s = float(cold.get("import_s") or 0.0)
+    notes.extend(n for n in cold.get("notes", []) if n not in notes)
+    limit = phase_limit(cold_s, max_seconds)
 
-    # 3. in this process, per workload: accuracy, warm-up, steady-state timings. Dynamo is reset
-    # between workloads, so each is timed with only its own graphs cached (a second cache entry
-    # adds guard checks to every call, which shows on a small model). Inductor's caches are warm.
+    # 3. in this process, per workload: the warm compile (Dynamo reset and Inductor's in-memory
+    # caches cleared, the on-disk caches the cold run filled kept), accuracy, paired timing.
+    # Dynamo is reset between workloads, so each is timed with only its own graphs cached (a
+    # second cache entry adds guard checks to every call, which shows on a small model).
     errors: dict[str, Any] = {"output_abs": None, "output_rel": None, "grad_abs": None,
                               "grad_rel": None, "exceeds": False}
-    stats: dict[str, Stats] = {}
+    timings: dict[str, Timing] = {}
     late: list[str] = []
     timed: list[str] = []
     frames = 0
+    warm_s: Optional[float] = None
+    contention = Contention(device)
+    busy_seen: dict[str, Any] = {}
+    memory: dict[str, Any] = {"eager": None, "compiled": None, "method": mem.method(device, workloads[0])}
     # Breaks counted as everywhere else: distinct breaks at distinct locations (graph_breaks.py),
     # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
     with graph_break_log() as break_log, inductor_cache(cache_dir):
         compiled_obj = _same_weights_copy(eager_obj, target, device) if is_module else eager_obj
-        order = ["forward", "train"] if has_train else ["forward"]
+        # The workload that drives break-even first: its warm compile is then this process's
+        # first since the cold one, the closest to a new process's (see README). The train
+        # step's SGD steps move the weights (each side by its own number of calls): both models
+        # get the starting weights back before the forward is compared.
+        order = workloads
+        start_state = copy.deepcopy(eager_obj.state_dict()) if has_train else None
         for i, wl in enumerate(order):
             label = "forward" if wl == "forward" else "train step"
+            _clear_in_memory_caches()
             watch = DynamoWatch()
+            state["stage"] = f"compiling the {label} with warm caches"
+            progress(f"compiling {name} {label} with Inductor (warm cache), checking accuracy…", limit_s=limit)
+            if is_module:
+                compiled_obj.train(wl == "train")
+            sync(device)
+            t0 = time.perf_counter()
             fn = torch.compile(compiled_obj, **compile_kwargs(target, mode))
             compiled = Model(fn, compiled_obj if is_module else None, args, step_begin)
-            state["stage"] = f"compiling the {label}"
-            progress(f"compiling {name} {label} with Inductor (warm cache), checking accuracy…")
             if wl == "forward":
-                _output_accuracy(eager, compiled, errors, notes)
+                first = _seeded(compiled.forward)  # the first compiled call: the compile
             else:
-                _grad_accuracy(eager, compiled, errors, notes)
+                first = _grads(compiled, 0)
+            sync(device)
+            compile_s = time.perf_counter() - t0
+            phases["warm_compiles"] = phases.get("warm_compiles", 0.0) + compile_s
+            if wl == workloads[0]:
+                # what a new process pays: the imports it does on the first call, then this
+                warm_s = import_s + compile_s
+            t_acc = time.perf_counter()
+            if wl == "forward":
+                _output_accuracy(eager, compiled, errors, notes, first)
+            else:
+                _grad_accuracy(eager, compiled, errors, notes, first)
+            del first
             watch.expect()
             state["stage"] = f"warming up the {label}"
             for _ in range(2):  # calls 2 and 3 must not compile again
                 compiled.run(wl)()
             eager.run(wl)()
             watch.unexpected(late, f"the {label} compiled again after its first call")
+            phases["accuracy_warmup"] = phases.get("accuracy_warmup", 0.0) + time.perf_counter() - t_acc
 
             left = max_seconds - (time.perf_counter() - started)
-            variants = 2 * (len(order) - i)
-            if i == 0 and left < 2 * len(order) * ROUNDS * MIN_ROUND_S * 2:
-                notes.append(f"timing: the {max_seconds:.0f} s budget went into compiling; "
-                             "timings are short rounds and noisier")
-            round_s = _round_seconds(left, variants, ROUNDS)
+            share = left / (len(order) - i)
+            budget = max(share, MIN_TIMING_FRACTION * max_seconds / len(workloads))
+            if i == 0 and share < MIN_TIMING_FRACTION * max_seconds / len(workloads):
+                notes.append(f"timing: compiling took most of the {max_seconds:.0f} s budget; the timing "
+                             f"rounds got {budget:.0f} s each (raise compileLens.benchmark.maxSeconds "
+                             "for more)")
             sides = {"eager": eager, "compiled": compiled}
-            timers = {side: _timer(m.run(wl), f"{label} {side}") for side, m in sides.items()}
-            for side in sides:
-                stats[f"{wl} {side}"] = Stats()
-            for _ in range(ROUNDS):
-                for side in sides:  # alternate, so drift on a busy machine hits both
-                    state["stage"] = f"timing {side} {label}"
-                    progress(f"timing {side} {label}…")
-                    stats[f"{wl} {side}"].add(timers[side].blocked_autorange(min_run_time=round_s))
+            if wl == "forward":
+                timers = {side: _user_forward(m) for side, m in sides.items()}
+            else:
+                timers = {side: timer("fn()", {"fn": m.run(wl)}) for side, m in sides.items()}
+            state["stage"] = f"timing the {label}"
+            progress(f"timing {label} (eager and compiled in paired rounds)…", limit_s=limit)
+            contention.start(gpu=True)
+            t_timing = time.perf_counter()
+
+            def on_round(n: int, p: Any, label: str = label) -> None:
+                if n % 4 == 0:
+                    progress(f"timing {label}: {n} paired rounds…", limit_s=limit)
+
+            pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget, on_round=on_round,
+                                  watch=Contention(device))
+            timings[wl] = timing_of(pairs)
+            phases["timing"] = phases.get("timing", 0.0) + time.perf_counter() - t_timing
+            t_mem = time.perf_counter()
+            seen = contention.report()
+            busy_seen = _worse(busy_seen, seen)
             watch.unexpected(timed, f"recompiled while timing the {label} (the timing includes compiling)")
             frames = max(frames, len(watch.frames))
+            if wl == workloads[0]:  # the allocator peak of the workload that drives break-even
+                state["stage"] = f"measuring the peak memory of the {label}"
+                progress(f"measuring the peak memory of the {label}…", limit_s=limit)
+                memory["eager"] = mem.peak_of(eager.run(wl), eager.zero_grad, device)
+                memory["compiled"] = mem.peak_of(compiled.run(wl), compiled.zero_grad, device)
+                if memory["eager"] is None and memory["compiled"] is None:
+                    memory["method"] = "unavailable: the profiler recorded no allocations"
             eager.zero_grad()
+            phases["memory"] = phases.get("memory", 0.0) + time.perf_counter() - t_mem
+            if wl == "train" and start_state is not None:
+                with torch.no_grad():
+                    eager_obj.load_state_dict(start_state)  # in place: the compiled graphs keep their guards
+                    compiled_obj.load_state_dict(start_state)
             del fn, compiled, timers, sides
 
-    busy = _busy()
-    if busy:
-        notes.append(f"timing: {busy}; figures are noisier than usual — measure again when it is idle")
-    for key, st in stats.items():
-        q1, med, q3 = st.ms
-        if med > 0 and (q3 - q1) > NOISY_IQR * med:
-            wl, side = key.split(" ")
-            label = "forward" if wl == "forward" else "train step"
-            notes.append(f"timing: the {side} {label} varied a lot (IQR {100 * (q3 - q1) / med:.0f}% of "
-                         "the median): something else was probably competing for the machine")
-    forward = _timing(stats["forward eager"], stats["forward compiled"])
-    train = _timing(stats["train eager"], stats["train compiled"]) if has_train else None
+    forward = timings["forward"]
+    train = timings.get("train")
     driver = train if train is not None else forward
+    for wl, t in timings.items():
+        if not t.conclusive:
+            label = "forward" if wl == "forward" else "train step"
+            notes.append(f"timing: the {label} is inconclusive after {t.rounds} paired rounds — "
+                         f"{inconclusive_why(t, busy_seen)}")
     # Break-even is driven by the training step when there is one: a training run is where a
     # compile is paid once and amortised over many calls; forward-only for plain functions.
     calls = break_even(cold_s, driver)
@@ -722,15 +853,32 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
         train_step=train,
         compile_s={"cold": cold_s, "warm": warm_s},
         break_even_calls=calls,
-        peak_memory_bytes=warm.get("memory", {"eager": None, "compiled": None, "method": "not measured"}),
+        peak_memory_bytes=memory,
         max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
         max_rel_error={"output": errors["output_rel"], "grad": errors["grad_rel"]},
-        verdict=verdict(device, forward, train, cold_s, calls, n_breaks, accuracy_ok),
+        verdict=verdict(device, forward, train, cold_s, calls, n_breaks, accuracy_ok, busy_seen),
         torch=torch.__version__,
         inputs=describe_inputs(target.args),
         measured_at=time.time(),
         notes=notes,
+        conclusive=driver.conclusive,
+        contention=busy_seen,
+        phases_s={**{k: round(v, 3) for k, v in phases.items()}, "cold_compile": round(cold_s or 0.0, 3),
+                  "total": round(time.perf_counter() - started, 3)},
     )
+
+
+def _worse(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """The busier of two contention readings (the one to report)."""
+    if not a:
+        return b
+    key = lambda c: (c.get("gpu_other_processes") or 0, c.get("other_cpu_percent") or 0.0)  # noqa: E731
+    return a if key(a) >= key(b) else b
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
 
 
 def _same_weights_copy(model: torch.nn.Module, target: BuiltTarget, device: str) -> torch.nn.Module:
@@ -749,12 +897,13 @@ def _seeded(fn: Callable[[], Any], seed: int = 0) -> Any:
     return fn()
 
 
-def _output_accuracy(eager: Model, compiled: Model, errors: dict[str, Any], notes: list[str]) -> None:
+def _output_accuracy(eager: Model, compiled: Model, errors: dict[str, Any], notes: list[str],
+                     compiled_out: Any = None) -> None:
     """Outputs of one forward (eval mode, no_grad, same seed) of eager vs compiled."""
     eager.use(False)
     compiled.use(False)
     out_e = [t.clone() for t in tensors_in(_seeded(eager.forward))]
-    out_c = [t.clone() for t in tensors_in(_seeded(compiled.forward))]
+    out_c = [t.clone() for t in tensors_in(compiled_out if compiled_out is not None else _seeded(compiled.forward))]
     again = [t.clone() for t in tensors_in(_seeded(eager.forward, seed=1))]
     random_model = compare(out_e, again)["abs"] > 0
     _record(compare(out_e, out_c), "output", errors, notes, random_model)
@@ -762,6 +911,7 @@ def _output_accuracy(eager: Model, compiled: Model, errors: dict[str, Any], note
 
 def _grads(model: Model, seed: int) -> list[tuple[str, Optional[torch.Tensor]]]:
     assert model.module is not None
+    model.use(True)
     model.zero_grad()
     _seeded(model.loss_backward, seed)
     grads = [(n, None if p.grad is None else p.grad.detach().clone()) for n, p in model.module.named_parameters()]
@@ -769,11 +919,12 @@ def _grads(model: Model, seed: int) -> list[tuple[str, Optional[torch.Tensor]]]:
     return grads
 
 
-def _grad_accuracy(eager: Model, compiled: Model, errors: dict[str, Any], notes: list[str]) -> None:
+def _grad_accuracy(eager: Model, compiled: Model, errors: dict[str, Any], notes: list[str],
+                   compiled_grads: Optional[list[tuple[str, Optional[torch.Tensor]]]] = None) -> None:
     """Parameter gradients after one backward (train mode, same weights and seed)."""
     eager.use(True)
     compiled.use(True)
-    ge, gc_ = _grads(eager, 0), _grads(compiled, 0)
+    ge, gc_ = _grads(eager, 0), (compiled_grads if compiled_grads is not None else _grads(compiled, 0))
     random_model = compare([g for _, g in ge if g is not None],
                            [g for _, g in _grads(eager, 1) if g is not None])["abs"] > 0
     expected, actual = [], []

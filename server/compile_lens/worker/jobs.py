@@ -48,8 +48,12 @@ def _problem_from(exc: BaseException, job: AnalyzeJob, kind: str, what: str) -> 
 def run_job(raw: dict, send: Send) -> None:
     job = from_dict(AnalyzeJob, raw)
 
-    def progress(stage: str, target: str | None = None, phase: str | None = None) -> None:
-        send({"id": job.id, "event": "progress", "stage": stage, "target": target, "phase": phase})
+    def progress(stage: str, target: str | None = None, phase: str | None = None,
+                 limit_s: float | None = None) -> None:
+        event: dict[str, Any] = {"id": job.id, "event": "progress", "stage": stage, "target": target, "phase": phase}
+        if limit_s:  # how long the next stage may be silent (a measurement's phases)
+            event["info"] = {"limit_s": limit_s}
+        send(event)
 
     # A config line in one user file (`torch._dynamo.config.x = ...`) must not carry over to the
     # next file this warm worker analyses.
@@ -95,7 +99,7 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
             if spec.name not in built:
                 built[spec.name] = target = loader.build_target(module, spec, job.path)
                 result.inputs, result.left_out = target.spec.inputs, list(target.left_out)
-            work(result, lambda text: progress(text, spec.name, phase))
+            work(result, lambda text, **kw: progress(text, spec.name, phase, **kw))
             _settle(result, phase, "done")
         except loader.NotATarget:
             result.status = "skipped"  # not an nn.Module after all: dropped without a word
@@ -133,6 +137,10 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
             from . import deployment
 
             seen: dict[str, Any] = {}
+            # each of these compiles again (a fresh Inductor cache for the op list): allow what the
+            # cold compile took, twice, as the measurement's own phases do
+            cold = (result.benchmark.compile_s or {}).get("cold") or 0.0
+            limit_s = max(job.max_seconds, 2.0 * cold)
             for what, run in (
                 ("checking torch.export…", lambda: _set(result, "export", deployment.check_export(
                     target, root=job.root, device=job.device, progress=p))),
@@ -142,7 +150,7 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
                     target, device=job.device, mode=job.mode, progress=p,
                     max_seconds=deployment.report_budget(job.max_seconds), inductor=seen))),
             ):
-                p(what)
+                p(what, limit_s=limit_s)
                 try:
                     run()
                 except Exception:  # noqa: BLE001 - user code or torch internals: log, keep going
