@@ -71,6 +71,7 @@ async def analyze_file(
     on_target: Optional[OnTarget] = None,
     on_progress: Optional[OnProgress] = None,
     only: Optional[set[str]] = None,
+    trace_dir: Optional[str] = None,  # the worker writes torch's structured trace here (tlparse)
 ) -> FileRun:
     run = FileRun(path, discovery.fingerprint)
     pending: list[TargetSpec] = [t for t in discovery.targets if t.inputs is not None and (only is None or t.name in only)]
@@ -97,6 +98,7 @@ async def analyze_file(
             id=next(_job_ids), path=path, root=root, targets=pending, trace=trace,
             recompiles=trace if recompiles is None else recompiles,
             benchmark=benchmark, device=settings.device, mode=settings.mode, max_seconds=settings.max_seconds,
+            trace_dir=trace_dir,
         )
         try:
             problem = await slot.run(job, on_event, limits)

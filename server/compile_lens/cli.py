@@ -53,7 +53,8 @@ def _progress(message: str) -> None:
     print(f"compile-lens: {message}", file=sys.stderr, flush=True)
 
 
-async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet: bool) -> tuple[list[FileReport], dict]:
+async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet: bool,
+                trace_dir: Optional[str] = None) -> tuple[list[FileReport], dict]:
     root = _workspace_root(files)
     slot = WorkerSlot("cli", default_python(), root, worker_env(_cache_dir()), spare=False)
     reports: list[FileReport] = []
@@ -90,6 +91,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             run = await analyze_file(
                 slot, path, root, discovery, settings, benchmark=benchmark,
                 on_progress=(None if quiet else lambda stage, target: _progress(f"  {stage}")),
+                trace_dir=trace_dir,
             )
             report.targets = [run.results[t.name] for t in discovery.targets
                               if t.name in run.results and run.results[t.name].status != "skipped"]
@@ -101,6 +103,16 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
         return reports, runtime
     finally:
         await slot.stop()
+
+
+def _trace_written(trace_dir: str) -> None:
+    from .worker.torch_trace import trace_files  # torch-free: only lists the folder
+
+    written = trace_files(trace_dir)
+    if not written:
+        _progress(f"no torch trace written to {trace_dir} (nothing was traced, or this torch cannot)")
+    for path in written:
+        _progress(f"torch trace: {path}  (open with `tlparse {path}`)")
 
 
 def _syntax_error(source: str, path: str) -> list[Finding]:
@@ -147,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="longest one analysis step may take (worker.timeoutSeconds)")
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    chk.add_argument("--trace-dir", metavar="DIR",
+                     help="also write torch's structured trace of this analysis here (as TORCH_TRACE does), for tlparse")
     add_record_parser(sub)
     add_report_parser(sub)
     add_trial_parser(sub)
@@ -179,10 +193,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         settings.device = args.device
     if args.timeout:
         settings.timeout_s = args.timeout
+    trace_dir = os.path.abspath(args.trace_dir) if args.trace_dir else None  # the worker runs elsewhere
     try:
-        reports, runtime = asyncio.run(check(files, settings, benchmark=not args.no_benchmark, quiet=args.quiet))
+        reports, runtime = asyncio.run(check(files, settings, benchmark=not args.no_benchmark, quiet=args.quiet,
+                                             trace_dir=trace_dir))
     except KeyboardInterrupt:
         return 2
+    if trace_dir and not args.quiet:
+        _trace_written(trace_dir)
     _apply_ignores(reports)
     cwd = os.getcwd()
     if args.format == "text":

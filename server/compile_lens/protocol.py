@@ -196,6 +196,7 @@ class AnalyzeJob:
     device: str = "cpu"
     mode: str = "default"
     max_seconds: float = 60.0
+    trace_dir: Optional[str] = None  # write torch's structured trace (TORCH_TRACE) here, for tlparse
 
 
 @dataclass
