@@ -341,3 +341,14 @@ def test_quantile_matches_torch():
     values = sorted([3.0, 1.0, 4.0, 1.5, 9.0, 2.6])
     for q in (0.25, 0.5, 0.75):
         assert bench.quantile(values, q) == pytest.approx(torch.tensor(values).quantile(q).item())
+
+
+@pytest.mark.slow
+def test_guard_latency_and_warm_cache_come_from_torch_metrics(measured):
+    b, _, _ = measured
+    # torch 2.13 records both; a torch that does not leaves them None (and says nothing)
+    assert b.guard_latency_us is not None and 0 < b.guard_latency_us < b.forward.compiled_ms * 1e3 * 10
+    assert b.warm_cache is not None
+    assert b.warm_cache["hits"] > 0  # the warm compile really read Inductor's/AOTAutograd's caches
+    guard_notes = [n for n in b.notes if n.startswith("guards:")]
+    assert bool(guard_notes) == (b.guard_latency_us > bench.GUARD_SHARE * b.forward.compiled_ms * 1e3)

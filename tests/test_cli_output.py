@@ -153,7 +153,8 @@ GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type
            "inner"}
 DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "source", "message"}
 BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile_s", "break_even_calls",
-              "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes"}
+              "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes",
+              "guard_latency_us", "warm_cache"}
 TIMING_KEYS = {"eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms"}
 
 
@@ -176,7 +177,7 @@ def test_json_shape():
                 for s in g["stack"]:
                     assert set(s) == {"path", "line", "name"}
             for r in t["recompiles"]:
-                assert set(r) == {"line", "variation", "kind", "reason", "changed", "compile_s"}
+                assert set(r) == {"line", "variation", "kind", "reason", "changed", "compile_s", "compile_id"}
             b = t["benchmark"]
             if b is not None:
                 assert set(b) == BENCH_KEYS

@@ -90,6 +90,7 @@ class Recompile:
     compile_s: Optional[float] = None
     path: Optional[str] = None  # file of the guard's line when torch names one
     frame: Optional[Frame] = None  # the compiled frame (code object: file, first line, name) that recompiled
+    compile_id: Optional[str] = None  # torch's id of the compile this caused ("0/1": frame 0, its 2nd compile)
 
 
 @dataclass
@@ -118,6 +119,9 @@ class Benchmark:
     inputs: str = ""
     measured_at: float = 0.0  # unix time
     notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
+    # from torch's compilation metrics, where this torch records them (None: not recorded)
+    guard_latency_us: Optional[float] = None  # checking the compiled forward's guards, per call (all frames)
+    warm_cache: Optional[dict[str, int]] = None  # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"}
 
 
 @dataclass

@@ -211,7 +211,7 @@ def _graph_break_json(g: GraphBreak) -> dict[str, Any]:
 
 def _recompile_json(r: Recompile) -> dict[str, Any]:
     return {"line": r.line, "variation": r.variation, "kind": r.kind, "reason": r.reason,
-            "changed": r.changed, "compile_s": _finite(r.compile_s)}
+            "changed": r.changed, "compile_s": _finite(r.compile_s), "compile_id": r.compile_id}
 
 
 def _timing_json(t: Timing | None) -> dict[str, Any] | None:
@@ -237,6 +237,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "max_rel_error": _pick(b.max_rel_error, ("output", "grad")),
         "verdict": b.verdict,
         "torch": b.torch, "inputs": b.inputs, "measured_at": _finite(b.measured_at), "notes": list(b.notes),
+        "guard_latency_us": _finite(b.guard_latency_us), "warm_cache": b.warm_cache,
     }
 
 

@@ -190,6 +190,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 t.startswith("memory") for t in job["tasks"]):
             memory["method"] = "unavailable: /proc/self/clear_refs cannot be written here"
         result["memory"] = memory
+        if "compile" in job["tasks"]:
+            result["cache"] = bench.cache_counts()
     except TargetError as exc:
         result["error"] = asdict(exc.problem)
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it

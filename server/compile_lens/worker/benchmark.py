@@ -336,6 +336,26 @@ def _clear_metrics() -> None:
         clear_compilation_metrics()
 
 
+# Per-compile cache counters (torch >= 2.6 records them in compilation metrics; older: absent)
+_CACHE_FIELDS = {"hits": ("inductor_fx_local_cache_hit_count", "aotautograd_local_cache_hit_count"),
+                 "misses": ("inductor_fx_local_cache_miss_count", "aotautograd_local_cache_miss_count")}
+
+
+def cache_counts() -> Optional[dict[str, int]]:
+    """Inductor's and AOTAutograd's on-disk cache hits and misses of the compiles in this process,
+    or None when this torch does not record them."""
+    counts = {"hits": 0, "misses": 0}
+    recorded = False
+    for entry in _metrics():
+        for key, names in _CACHE_FIELDS.items():
+            for name in names:
+                value = getattr(entry, name, None)
+                if isinstance(value, int):
+                    counts[key] += value
+                    recorded = True
+    return counts if recorded else None
+
+
 def _frame_compiles(entries: list[Any]) -> list[Any]:
     """Entries for Dynamo frame compiles (backward compiles have no co_name)."""
     return [e for e in entries if getattr(e, "co_name", None)]
@@ -354,6 +374,7 @@ class DynamoWatch:
         _clear_metrics()
         self.seen = 0
         self.frames: set[str] = set()
+        self.guard_us: dict[str, float] = {}  # frame id -> its newest entry's guard check time
 
     def new(self) -> list[Any]:
         entries = _metrics()
@@ -361,7 +382,11 @@ class DynamoWatch:
         self.seen = len(entries)
         frames = _frame_compiles(fresh)
         for e in frames:
-            self.frames.add(str(getattr(e, "compile_id", "?")).split("/")[0])
+            frame = str(getattr(e, "compile_id", "?")).split("/")[0]
+            self.frames.add(frame)
+            latency = getattr(e, "guard_latency_us", None)  # torch >= 2.6; absent: not recorded
+            if isinstance(latency, (int, float)) and latency >= 0:
+                self.guard_us[frame] = float(latency)
         return frames
 
     def expect(self) -> None:
@@ -490,6 +515,23 @@ def _is_real(t: Timing) -> bool:
     """Faster by at least SPEEDUP_REAL and the interquartile ranges do not overlap."""
     return (t.speedup >= SPEEDUP_REAL
             and t.compiled_ms + t.compiled_iqr_ms / 2 < t.eager_ms - t.eager_iqr_ms / 2)
+
+
+GUARD_SHARE = 0.1  # guard checks above this share of the compiled forward are worth saying
+
+
+def _metric_notes(guard_us: Optional[float], forward: Timing, cache: Optional[dict[str, int]]) -> list[str]:
+    """What torch's compilation metrics say that matters here: only then is it a note."""
+    notes = []
+    compiled_us = forward.compiled_ms * 1e3
+    if guard_us is not None and compiled_us > 0 and guard_us > GUARD_SHARE * compiled_us:
+        notes.append(f"guards: checking torch.compile's guards takes ≈ {guard_us:.0f} µs per call, "
+                     f"{100 * guard_us / compiled_us:.0f}% of the compiled forward ({forward.compiled_ms:.3g} ms); "
+                     "fewer graph breaks mean fewer guard sets to check")
+    if cache and cache.get("misses"):
+        notes.append(f"warm compile: Inductor's caches missed {cache['misses']} time(s) ({cache.get('hits', 0)} hits): "
+                     "the warm compile time includes compiling again")
+    return notes
 
 
 def break_even(compile_s: Optional[float], t: Timing) -> Optional[int]:
@@ -642,6 +684,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     late: list[str] = []
     timed: list[str] = []
     frames = 0
+    guard_us: Optional[float] = None
     # Breaks counted as everywhere else: distinct breaks at distinct locations (graph_breaks.py),
     # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
     with graph_break_log() as break_log, inductor_cache(cache_dir):
@@ -682,6 +725,8 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
                     stats[f"{wl} {side}"].add(timers[side].blocked_autorange(min_run_time=round_s))
             watch.unexpected(timed, f"recompiled while timing the {label} (the timing includes compiling)")
             frames = max(frames, len(watch.frames))
+            if wl == "forward" and watch.guard_us:  # every call checks each compiled frame's guards
+                guard_us = round(sum(watch.guard_us.values()), 1)
             eager.zero_grad()
             del fn, compiled, timers, sides
 
@@ -713,6 +758,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
         notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
     for text in late + timed:
         notes.append(f"recompiles: {text}")
+    notes.extend(_metric_notes(guard_us, forward, warm.get("cache")))
     accuracy_ok = not errors["exceeds"]
     return Benchmark(
         device=device,
@@ -721,6 +767,8 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
         forward=forward,
         train_step=train,
         compile_s={"cold": cold_s, "warm": warm_s},
+        guard_latency_us=guard_us,
+        warm_cache=warm.get("cache"),
         break_even_calls=calls,
         peak_memory_bytes=warm.get("memory", {"eager": None, "compiled": None, "method": "not measured"}),
         max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
