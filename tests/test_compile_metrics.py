@@ -54,3 +54,13 @@ def test_guard_cost_is_said_only_when_it_is_a_real_share_of_the_call():
 def test_a_warm_compile_that_missed_the_caches_says_so():
     [note] = bench._metric_notes(None, _timing(1.0), {"hits": 1, "misses": 2})
     assert note.startswith("warm compile:") and "missed 2" in note
+
+
+def test_each_graph_break_names_the_compile_that_broke(module):
+    from compile_lens.worker.graph_breaks import trace_graph_breaks
+
+    line = next(i for i, t in enumerate(Path(MODELS).read_text().splitlines(), 1) if t.startswith("class Chatty"))
+    spec = TargetSpec("Chatty", "module", line, inputs=InputRecipe("directive", "(torch.randn(8, 16),)"))
+    _, breaks = trace_graph_breaks(build_target(module, spec, MODELS), str(Path(MODELS).parent))
+    assert breaks
+    assert all(b.compile_id is not None and re.fullmatch(r"\d+/\d+", b.compile_id) for b in breaks), breaks

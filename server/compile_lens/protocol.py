@@ -78,6 +78,7 @@ class GraphBreak:
     stack: list[Frame] = field(default_factory=list)  # outermost -> innermost (user frames)
     # GB7000 (a break inside a loop: the whole frame runs eagerly): the break inside the loop
     inner: Optional[GraphBreak] = None
+    compile_id: Optional[str] = None  # torch's id of the compile that broke here first ("1/0"), when logged
 
 
 @dataclass

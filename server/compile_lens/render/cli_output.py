@@ -204,6 +204,7 @@ def _graph_break_json(g: GraphBreak) -> dict[str, Any]:
         "url": g.url,
         "stack": [{"path": s.path, "line": s.line, "name": s.name} for s in g.stack],
         "reason": g.reason,
+        "compile_id": g.compile_id,  # orders what happened: "frame/compile", as tlparse shows it
         # GB7000 (the whole frame runs eagerly): the break inside the loop that caused it
         "inner": _graph_break_json(g.inner) if g.inner is not None else None,
     }
