@@ -207,7 +207,8 @@ def test_json_shape():
 
     steps = files[f"{ROOT}/examples/steps.py"]
     assert steps["targets"][0]["recompiles"] == [{"line": 9, "variation": "variant 2", "kind": "specialization",
-                                                  "reason": "0/1: steps == 2", "changed": "steps", "compile_s": 0.31}]
+                                                  "reason": "0/1: steps == 2", "changed": "steps", "compile_s": 0.31,
+                                                  "compile_id": None}]
     big = steps["targets"][1]
     assert big["status"] == "error" and big["error"]["kind"] == "build" and big["error"]["line"] == 14
     assert big["benchmark"] is None and big["inputs"] is None
