@@ -336,7 +336,8 @@ def _clear_metrics() -> None:
         clear_compilation_metrics()
 
 
-# Per-compile cache counters (torch >= 2.6 records them in compilation metrics; older: absent)
+# Per-compile local cache counters in compilation metrics (filled since pytorch#171743, 2026-01);
+# older torch: the process-wide `counters["inductor"]["fxgraph_cache_hit"/"_miss"]` (Inductor only)
 _CACHE_FIELDS = {"hits": ("inductor_fx_local_cache_hit_count", "aotautograd_local_cache_hit_count"),
                  "misses": ("inductor_fx_local_cache_miss_count", "aotautograd_local_cache_miss_count")}
 
@@ -353,7 +354,13 @@ def cache_counts() -> Optional[dict[str, int]]:
                 if isinstance(value, int):
                     counts[key] += value
                     recorded = True
-    return counts if recorded else None
+    if recorded:
+        return counts
+    with contextlib.suppress(Exception):
+        inductor = torch._dynamo.utils.counters["inductor"]
+        if "fxgraph_cache_hit" in inductor or "fxgraph_cache_miss" in inductor:
+            return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
+    return None
 
 
 def _frame_compiles(entries: list[Any]) -> list[Any]:
@@ -384,7 +391,7 @@ class DynamoWatch:
         for e in frames:
             frame = str(getattr(e, "compile_id", "?")).split("/")[0]
             self.frames.add(frame)
-            latency = getattr(e, "guard_latency_us", None)  # torch >= 2.6; absent: not recorded
+            latency = getattr(e, "guard_latency_us", None)  # absent on an older torch: not recorded
             if isinstance(latency, (int, float)) and latency >= 0:
                 self.guard_us[frame] = float(latency)
         return frames

@@ -19,7 +19,7 @@ LOG_PREFIX = "dedicated_log_torch_trace_"  # the name tlparse expects (torch's L
 
 
 def supported() -> bool:
-    """torch can write a structured trace (torch >= 2.2 has `torch.__trace` and its formatter)."""
+    """torch can write a structured trace (`torch.__trace` and its formatter: torch >= 2.3)."""
     try:
         from torch._logging import _internal
     except ImportError:
