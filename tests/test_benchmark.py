@@ -548,3 +548,14 @@ def test_rounds_during_which_others_took_our_cores_do_not_count():
     assert tm.busy_threshold(2, 2) == 50.0 and tm.busy_threshold(16, 8) == 850.0
     assert tm.busy_words({"other_cpu_percent": 40.0, "cpus": 2, "threads": 2}) is None
     assert tm.busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2}).startswith("machine busy")
+
+
+@pytest.mark.slow
+def test_guard_latency_and_warm_cache_come_from_torch_metrics(measured):
+    b, _, _ = measured
+    # torch 2.13 records both; a torch that does not leaves them None (and says nothing)
+    assert b.guard_latency_us is not None and 0 < b.guard_latency_us < b.forward.compiled_ms * 1e3 * 10
+    assert b.warm_cache is not None
+    assert b.warm_cache["hits"] > 0  # the warm compile really read Inductor's/AOTAutograd's caches
+    guard_notes = [n for n in b.notes if n.startswith("guards:")]
+    assert bool(guard_notes) == (b.guard_latency_us > bench.GUARD_SHARE * b.forward.compiled_ms * 1e3)

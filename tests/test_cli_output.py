@@ -152,11 +152,11 @@ def test_text_target_error_shown_once_when_a_finding_covers_it():
 TARGET_KEYS = {"name", "kind", "line", "inputs", "status", "error", "graph_count", "graph_breaks", "recompiles", "benchmark",
                "export", "fallback_ops", "left_out", "phases"}
 GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type", "explanation", "hints", "url", "stack",
-           "inner"}
+           "inner", "compile_id"}
 DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "source", "message"}
 BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile_s", "break_even_calls",
               "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes",
-              "conclusive", "contention"}
+              "conclusive", "contention", "guard_latency_us", "warm_cache"}
 TIMING_KEYS = {"eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms", "speedup_ci", "conclusive", "rounds"}
 
 
@@ -179,7 +179,7 @@ def test_json_shape():
                 for s in g["stack"]:
                     assert set(s) == {"path", "line", "name"}
             for r in t["recompiles"]:
-                assert set(r) == {"line", "variation", "kind", "reason", "changed", "compile_s"}
+                assert set(r) == {"line", "variation", "kind", "reason", "changed", "compile_s", "compile_id"}
             b = t["benchmark"]
             if b is not None:
                 assert set(b) == BENCH_KEYS
@@ -209,7 +209,8 @@ def test_json_shape():
 
     steps = files[f"{ROOT}/examples/steps.py"]
     assert steps["targets"][0]["recompiles"] == [{"line": 9, "variation": "variant 2", "kind": "specialization",
-                                                  "reason": "0/1: steps == 2", "changed": "steps", "compile_s": 0.31}]
+                                                  "reason": "0/1: steps == 2", "changed": "steps", "compile_s": 0.31,
+                                                  "compile_id": None}]
     big = steps["targets"][1]
     assert big["status"] == "error" and big["error"]["kind"] == "build" and big["error"]["line"] == 14
     assert big["benchmark"] is None and big["inputs"] is None

@@ -143,7 +143,8 @@ function pipeServerLog(input: Readable, channel: vscode.LogOutputChannel): void 
  */
 export const commandMiddleware: Middleware = {
   executeCommand: async (command, args, next) => {
-    const needsUri = command === 'compileLens.analyzeFile' || command === 'compileLens.measure';
+    const needsUri = command === 'compileLens.analyzeFile' || command === 'compileLens.measure'
+      || command === 'compileLens.saveTrace';
     if (needsUri && (args.length === 0 || args[0] === undefined)) {
       const uri = vscode.window.activeTextEditor?.document.uri;
       if (!uri) {
@@ -153,9 +154,12 @@ export const commandMiddleware: Middleware = {
       args = [uri.toString(), ...args.slice(1)];
     }
     const result: unknown = await next(command, args);
-    const answer = result as { started?: unknown; reason?: unknown } | undefined;
+    const answer = result as { started?: unknown; reason?: unknown; dir?: unknown } | undefined;
     if (answer && answer.started === false && typeof answer.reason === 'string') {
       void vscode.window.showInformationMessage(`Compile Lens: ${answer.reason}`);
+    } else if (command === 'compileLens.saveTrace' && answer && typeof answer.dir === 'string') {
+      // the folder TORCH_TRACE would have written: `tlparse` reads each file in it
+      void vscode.window.showInformationMessage(`Compile Lens: torch trace saved in ${answer.dir} (run tlparse on it)`);
     }
     return result;
   },

@@ -110,6 +110,7 @@ async def analyze_file(
     on_target: Optional[OnTarget] = None,
     on_progress: Optional[OnProgress] = None,
     only: Optional[set[str]] = None,
+    trace_dir: Optional[str] = None,  # the worker writes torch's structured trace here (tlparse)
 ) -> FileRun:
     """Every requested phase of every target, each its own result. A worker that dies (crash,
     timeout, memory) fails the phase it was in, for that target; its later phases are not run
@@ -153,6 +154,7 @@ async def analyze_file(
             recompiles="sweep" in wanted, benchmark="measure" in wanted, device=settings.device,
             mode=settings.mode, max_seconds=settings.max_seconds,
             skip=skip,
+            trace_dir=trace_dir,
         )
         try:
             problem = await slot.run(job, on_event, limits)

@@ -237,7 +237,7 @@ def _runtime_key() -> str:
 
 async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet: bool, recompiles: bool = True,
                 root: Optional[str] = None, targets: Optional[list[TargetPick]] = None,
-                cache: Optional[ResultCache] = None) -> tuple[list[FileReport], dict]:
+                cache: Optional[ResultCache] = None, trace_dir: Optional[str] = None) -> tuple[list[FileReport], dict]:
     """Analyse `files`; each in its own workspace root unless `root` is given. Results come from
     `cache` when it has every part asked for (no worker starts when it has them all)."""
     version = torch_version()
@@ -299,6 +299,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                     slot, path, file_root, discovery, settings, benchmark=benchmark, recompiles=recompiles,
                     only=todo, on_target=_Store(cache, keys, source, recompiles=recompiles) if cache else None,
                     on_progress=(None if quiet else lambda stage, target: _progress(f"  {stage}")),
+                    trace_dir=trace_dir,
                 )
                 results.update(run.results)
                 report.error = run.problem
@@ -324,6 +325,16 @@ def in_workspace(path: str, root: str) -> bool:
     real, top = os.path.realpath(path), os.path.realpath(root)
     return (real == top or real.startswith(top.rstrip(os.sep) + os.sep)) and \
         not any(part in ("site-packages", "dist-packages") for part in real.split(os.sep))
+
+
+def _trace_written(trace_dir: str) -> None:
+    from .worker.torch_trace import trace_files  # torch-free: only lists the folder
+
+    written = trace_files(trace_dir)
+    if not written:
+        _progress(f"no torch trace written to {trace_dir} (nothing was traced, or this torch cannot)")
+    for path in written:
+        _progress(f"torch trace: {path}  (open with `tlparse {path}`)")
 
 
 def _syntax_error(source: str, path: str) -> list[Finding]:
@@ -467,6 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="budget of one target's measurement, compiles included (benchmark.maxSeconds)")
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    chk.add_argument("--trace-dir", metavar="DIR",
+                     help="also write torch's structured trace of this analysis here (as TORCH_TRACE does), for tlparse")
     add_record_parser(sub)
     add_report_parser(sub)
     add_trial_parser(sub)
@@ -519,11 +532,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.memory_limit:
         settings.memory_limit_mb = args.memory_limit
     picks = [TargetPick.parse(t) for t in args.targets] if args.targets else None
-    cache = None if args.no_cache else ResultCache(default_cache_dir())
+    # a trace is of a run that happens now: results from the cache would write none
+    cache = None if args.no_cache or args.trace_dir else ResultCache(default_cache_dir())
+    trace_dir = os.path.abspath(args.trace_dir) if args.trace_dir else None  # the worker runs elsewhere
     try:
         reports, runtime = asyncio.run(check(files, settings, benchmark=not args.no_benchmark, quiet=args.quiet,
                                              recompiles=not args.no_recompiles, root=args.root, targets=picks,
-                                             cache=cache))
+                                             cache=cache, trace_dir=trace_dir))
     except KeyboardInterrupt:
         return 2
     finally:
@@ -532,6 +547,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if picks is not None and not reports:
         print(f"compile-lens: no target {', '.join(args.targets)} in {', '.join(args.paths)}", file=sys.stderr)
         return 2
+    if trace_dir and not args.quiet:
+        _trace_written(trace_dir)
     _apply_ignores(reports)
     _reword(reports)
     hidden = 0

@@ -78,6 +78,7 @@ class GraphBreak:
     stack: list[Frame] = field(default_factory=list)  # outermost -> innermost (user frames)
     # GB7000 (a break inside a loop: the whole frame runs eagerly): the break inside the loop
     inner: Optional[GraphBreak] = None
+    compile_id: Optional[str] = None  # torch's id of the compile that broke here first ("1/0"), when logged
 
 
 @dataclass
@@ -90,6 +91,7 @@ class Recompile:
     compile_s: Optional[float] = None
     path: Optional[str] = None  # file of the guard's line when torch names one
     frame: Optional[Frame] = None  # the compiled frame (code object: file, first line, name) that recompiled
+    compile_id: Optional[str] = None  # torch's id of the compile this caused ("0/1": frame 0, its 2nd compile)
 
 
 @dataclass
@@ -129,6 +131,9 @@ class Benchmark:
     # where the measurement's wall time went, seconds: {"cold_child", "cold_compile", "warm_compile",
     # "accuracy", "timing", "memory", "total"}
     phases_s: dict[str, float] = field(default_factory=dict)
+    # from torch's compilation metrics, where this torch records them (None: not recorded)
+    guard_latency_us: Optional[float] = None  # checking the compiled forward's guards, per call (all frames)
+    warm_cache: Optional[dict[str, int]] = None  # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"}
 
 
 @dataclass
@@ -234,6 +239,7 @@ class AnalyzeJob:
     max_seconds: float = 60.0
     # phases already settled per target (a job re-sent after a worker died): not run again
     skip: dict[str, list[str]] = field(default_factory=dict)
+    trace_dir: Optional[str] = None  # write torch's structured trace (TORCH_TRACE) here, for tlparse
 
 
 @dataclass

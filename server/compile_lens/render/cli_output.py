@@ -265,6 +265,7 @@ def _graph_break_json(g: GraphBreak) -> dict[str, Any]:
         "url": g.url,
         "stack": [{"path": s.path, "line": s.line, "name": s.name} for s in g.stack],
         "reason": g.reason,
+        "compile_id": g.compile_id,  # orders what happened: "frame/compile", as tlparse shows it
         # GB7000 (the whole frame runs eagerly): the break inside the loop that caused it
         "inner": _graph_break_json(g.inner) if g.inner is not None else None,
     }
@@ -272,7 +273,7 @@ def _graph_break_json(g: GraphBreak) -> dict[str, Any]:
 
 def _recompile_json(r: Recompile) -> dict[str, Any]:
     return {"line": r.line, "variation": r.variation, "kind": r.kind, "reason": r.reason,
-            "changed": r.changed, "compile_s": _finite(r.compile_s)}
+            "changed": r.changed, "compile_s": _finite(r.compile_s), "compile_id": r.compile_id}
 
 
 def _timing_json(t: Timing | None) -> dict[str, Any] | None:
@@ -303,6 +304,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "verdict": b.verdict,
         "conclusive": bool(b.conclusive), "contention": dict(b.contention),
         "torch": b.torch, "inputs": b.inputs, "measured_at": _finite(b.measured_at), "notes": list(b.notes),
+        "guard_latency_us": _finite(b.guard_latency_us), "warm_cache": b.warm_cache,
     }
 
 

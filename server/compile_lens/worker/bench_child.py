@@ -115,6 +115,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 compiled = compiled or make_compiled()
                 memory["compiled"] = mem.peak_of(call(compiled, workloads[0]), compiled.zero_grad, device)
         result["memory"] = memory
+        if "compile" in job["tasks"]:
+            result["cache"] = bench.cache_counts()
     except TargetError as exc:
         result["error"] = asdict(exc.problem)
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it

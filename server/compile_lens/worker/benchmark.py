@@ -349,6 +349,33 @@ def _clear_metrics() -> None:
         clear_compilation_metrics()
 
 
+# Per-compile local cache counters in compilation metrics (filled since pytorch#171743, 2026-01);
+# older torch: the process-wide `counters["inductor"]["fxgraph_cache_hit"/"_miss"]` (Inductor only)
+_CACHE_FIELDS = {"hits": ("inductor_fx_local_cache_hit_count", "aotautograd_local_cache_hit_count"),
+                 "misses": ("inductor_fx_local_cache_miss_count", "aotautograd_local_cache_miss_count")}
+
+
+def cache_counts() -> Optional[dict[str, int]]:
+    """Inductor's and AOTAutograd's on-disk cache hits and misses of the compiles in this process,
+    or None when this torch does not record them."""
+    counts = {"hits": 0, "misses": 0}
+    recorded = False
+    for entry in _metrics():
+        for key, names in _CACHE_FIELDS.items():
+            for name in names:
+                value = getattr(entry, name, None)
+                if isinstance(value, int):
+                    counts[key] += value
+                    recorded = True
+    if recorded:
+        return counts
+    with contextlib.suppress(Exception):
+        inductor = torch._dynamo.utils.counters["inductor"]
+        if "fxgraph_cache_hit" in inductor or "fxgraph_cache_miss" in inductor:
+            return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
+    return None
+
+
 def _frame_compiles(entries: list[Any]) -> list[Any]:
     """Entries for Dynamo frame compiles (backward compiles have no co_name)."""
     return [e for e in entries if getattr(e, "co_name", None)]
@@ -367,6 +394,7 @@ class DynamoWatch:
         _clear_metrics()
         self.seen = 0
         self.frames: set[str] = set()
+        self.guard_us: dict[str, float] = {}  # frame id -> its newest entry's guard check time
 
     def new(self) -> list[Any]:
         entries = _metrics()
@@ -374,7 +402,11 @@ class DynamoWatch:
         self.seen = len(entries)
         frames = _frame_compiles(fresh)
         for e in frames:
-            self.frames.add(str(getattr(e, "compile_id", "?")).split("/")[0])
+            frame = str(getattr(e, "compile_id", "?")).split("/")[0]
+            self.frames.add(frame)
+            latency = getattr(e, "guard_latency_us", None)  # absent on an older torch: not recorded
+            if isinstance(latency, (int, float)) and latency >= 0:
+                self.guard_us[frame] = float(latency)
         return frames
 
     def expect(self) -> None:
@@ -508,6 +540,23 @@ def _is_real(t: Timing) -> bool:
         return t.conclusive and t.speedup_ci[0] >= SPEEDUP_REAL
     return (t.speedup >= SPEEDUP_REAL
             and t.compiled_ms + t.compiled_iqr_ms / 2 < t.eager_ms - t.eager_iqr_ms / 2)
+
+
+GUARD_SHARE = 0.1  # guard checks above this share of the compiled forward are worth saying
+
+
+def _metric_notes(guard_us: Optional[float], forward: Timing, cache: Optional[dict[str, int]]) -> list[str]:
+    """What torch's compilation metrics say that matters here: only then is it a note."""
+    notes = []
+    compiled_us = forward.compiled_ms * 1e3
+    if guard_us is not None and compiled_us > 0 and guard_us > GUARD_SHARE * compiled_us:
+        notes.append(f"guards: checking torch.compile's guards takes ≈ {guard_us:.0f} µs per call, "
+                     f"{100 * guard_us / compiled_us:.0f}% of the compiled forward ({forward.compiled_ms:.3g} ms); "
+                     "fewer graph breaks mean fewer guard sets to check")
+    if cache and cache.get("misses"):
+        notes.append(f"warm compile: Inductor's caches missed {cache['misses']} time(s) ({cache.get('hits', 0)} hits): "
+                     "the warm compile time includes compiling again")
+    return notes
 
 
 def break_even(compile_s: Optional[float], t: Timing) -> Optional[int]:
@@ -730,6 +779,8 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     contention = Contention(device)
     busy_seen: dict[str, Any] = {}
     memory: dict[str, Any] = {"eager": None, "compiled": None, "method": mem.method(device, workloads[0])}
+    guard_us: Optional[float] = None
+    warm_cache: Optional[dict[str, int]] = None
     # Breaks counted as everywhere else: distinct breaks at distinct locations (graph_breaks.py),
     # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
     with graph_break_log() as break_log, inductor_cache(cache_dir):
@@ -762,6 +813,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
             if wl == workloads[0]:
                 # what a new process pays: the imports it does on the first call, then this
                 warm_s = import_s + compile_s
+                warm_cache = cache_counts()  # did it read what the cold compile wrote? (metrics cleared by the watch)
             t_acc = time.perf_counter()
             if wl == "forward":
                 _output_accuracy(eager, compiled, errors, notes, first)
@@ -813,6 +865,8 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
                 memory["compiled"] = mem.peak_of(compiled.run(wl), compiled.zero_grad, device)
                 if memory["eager"] is None and memory["compiled"] is None:
                     memory["method"] = "unavailable: the profiler recorded no allocations"
+            if wl == "forward" and watch.guard_us:  # every call checks each compiled frame's guards
+                guard_us = round(sum(watch.guard_us.values()), 1)
             eager.zero_grad()
             phases["memory"] = phases.get("memory", 0.0) + time.perf_counter() - t_mem
             if wl == "train" and start_state is not None:
@@ -844,6 +898,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
         notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
     for text in late + timed:
         notes.append(f"recompiles: {text}")
+    notes.extend(_metric_notes(guard_us, forward, warm_cache))
     accuracy_ok = not errors["exceeds"]
     return Benchmark(
         device=device,
@@ -852,6 +907,8 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
         forward=forward,
         train_step=train,
         compile_s={"cold": cold_s, "warm": warm_s},
+        guard_latency_us=guard_us,
+        warm_cache=warm_cache,
         break_even_calls=calls,
         peak_memory_bytes=memory,
         max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},

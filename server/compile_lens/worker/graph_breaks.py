@@ -44,17 +44,31 @@ class _Seen:
     stack: list[Frame] = field(default_factory=list)
     columns: tuple[int, int] | None = None  # 0-based start (on `line`), end (on `end_line`), characters
     end_line: int | None = None  # a multi-line expression ends on a later line
+    compile_id: str | None = None  # the compile that logged it ("0/0")
+
+
+def current_compile_id() -> str | None:
+    """The id ("frame/compile") of the compile running now, from torch's compile context."""
+    try:
+        trace_id = torch._guards.CompileContext.current_trace_id()  # torch >= 2.1
+        compile_id = getattr(trace_id, "compile_id", None)
+        frame, number = getattr(compile_id, "frame_id", None), getattr(compile_id, "frame_compile_id", None)
+    except Exception:  # noqa: BLE001 - private API, may move
+        return None
+    return f"{frame}/{number}" if frame is not None and number is not None else None
 
 
 class _Collector(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.messages: list[str] = []
+        self.compile_ids: list[str | None] = []  # beside each message
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.name.endswith("__graph_breaks"):
             with contextlib.suppress(Exception):
                 self.messages.append(record.getMessage())
+                self.compile_ids.append(current_compile_id())
 
 
 def _break_logger() -> logging.Logger:
@@ -99,7 +113,7 @@ def trace_graph_breaks(target: BuiltTarget, root: str) -> tuple[int, list[GraphB
         explained = torch._dynamo.explain(fn)(*target.args)
     reset_dynamo()
     seen = [s for s in _from_explain(explained, root)] + [
-        s for m in log.messages for s in _from_log(m, root)
+        s for m, cid in zip(log.messages, log.compile_ids) for s in _from_log(m, root, cid)
     ]
     return int(explained.graph_count), _merge(seen)
 
@@ -148,7 +162,7 @@ def _from_explain(explained: Any, root: str) -> Iterator[_Seen]:
         )
 
 
-def _from_log(message: str, root: str) -> Iterator[_Seen]:
+def _from_log(message: str, root: str, compile_id: str | None = None) -> Iterator[_Seen]:
     location = _LOCATION.search(message.splitlines()[0] if message else "")
     reason_at = _REASON.search(message)
     if not location or not reason_at:
@@ -166,7 +180,8 @@ def _from_log(message: str, root: str) -> Iterator[_Seen]:
     if columns is not None and columns[1] >= len(_source_line(path, line).rstrip()):
         # a traceback underlines only the first line of a multi-line expression
         columns, end_line = _span_from_first_line(path, line, columns)
-    yield _Seen(path=path, line=line, reason=reason.strip(), stack=stack, columns=columns, end_line=end_line)
+    yield _Seen(path=path, line=line, reason=reason.strip(), stack=stack, columns=columns, end_line=end_line,
+                compile_id=compile_id)
 
 
 def _parse_traceback(text: str, root: str) -> tuple[list[Frame], tuple[int, int] | None]:
@@ -292,6 +307,7 @@ def _to_break(path: str, line: int, place: list[_Seen], group: list[_Seen]) -> G
         path=path, line=line, column=columns[0] + 1, end_line=end_line, end_column=columns[1] + 1,
         gb_id=desc["gb_id"], gb_type=desc["gb_type"], explanation=desc["explanation"],
         hints=desc["hints"], url=desc["url"], reason=best.reason, stack=stack,
+        compile_id=next((s.compile_id for s in group if s.compile_id), None),  # the first, in log order
     )
     return _loop_fallback(found) or found
 
@@ -331,7 +347,7 @@ def _loop_fallback(inner: GraphBreak) -> GraphBreak | None:
             explanation=f"the whole `{name}` runs eagerly (break inside a loop at {where}: {what})",
             hints=list(inner.hints) + [h for h in desc["hints"] if h not in inner.hints],
             url=desc["url"] or _registry_url(LOOP_GB_ID), reason=inner.reason,
-            stack=[*chain, Frame(at.path, line, name)], inner=inner,
+            stack=[*chain, Frame(at.path, line, name)], inner=inner, compile_id=inner.compile_id,
         )
     return None
 

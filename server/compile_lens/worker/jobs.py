@@ -17,6 +17,7 @@ from ..protocol import AnalyzeJob, Problem, TargetResult, TargetSpec, from_dict,
 from . import loader
 from .benchmark import cpu_name
 from .graph_breaks import trace_graph_breaks
+from .torch_trace import torch_trace
 
 Send = Callable[[dict], None]
 
@@ -60,7 +61,8 @@ def run_job(raw: dict, send: Send) -> None:
     config = torch._dynamo.config
     saved_config = config.get_config_copy()
     try:
-        _run(job, send, progress)
+        with torch_trace(job.trace_dir):
+            _run(job, send, progress)
     finally:
         changed = config.get_config_copy()
         for key, value in saved_config.items():  # only what changed: setting deprecated keys warns

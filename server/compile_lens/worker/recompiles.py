@@ -792,6 +792,7 @@ def _classify(entries: list[_Entry], target: BuiltTarget, path: str) -> list[Rec
             compile_s=None if row.entry.limit else row.entry.compile_s,
             path=where[0] if where else None,
             frame=_frame_of(row.entry),
+            compile_id=row.entry.compile_id,
         ))
     return records
 
@@ -845,7 +846,7 @@ def _limit_probe(sweep: _Sweep, records: list[Recompile], names: list[str],
                     variation=hit.variation, kind="limit",
                     reason=f"{failure.text} — {_limit_text(hit.limit or '')}",
                     changed=_changed(failure.text), compile_s=None,
-                    path=where[0] if where else None, frame=_frame_of(hit))
+                    path=where[0] if where else None, frame=_frame_of(hit), compile_id=hit.compile_id)
             quiet = 0 if logged else quiet + 1
             if quiet >= 2:  # new values stopped recompiling: nothing to hit
                 break
