@@ -18,7 +18,9 @@ from typing import Any, Optional
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+# 2: results carry phases, loop-fallback inner breaks, recompile frames, timing intervals; an older
+# cache would render in the old shape, so it is dropped
+SCHEMA_VERSION = 2
 
 
 def default_cache_dir() -> str:

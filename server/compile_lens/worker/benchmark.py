@@ -567,14 +567,6 @@ def break_even(compile_s: Optional[float], t: Timing) -> Optional[int]:
     return max(1, math.ceil(compile_s / saved_s))
 
 
-def ci_words(t: Timing) -> str:
-    """`0.31–4.13×` for an interval."""
-    if not t.speedup_ci:
-        return "no interval"
-    lo, hi = t.speedup_ci
-    return f"{lo:.2f}–{hi:.2f}×"
-
-
 def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
     """Why a timing is not a figure: the machine was busy, the rounds disagreed, or there is no
     difference to measure."""
@@ -583,8 +575,11 @@ def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
         return f"{busy} — re-measure when idle"
     if t.speedup_ci and t.speedup_ci[0] <= 1.0 <= t.speedup_ci[1] and (
             t.speedup_ci[1] - t.speedup_ci[0]) <= MAX_CI_WIDTH * max(t.speedup, 1e-9):
-        return f"no measurable difference (95% interval {ci_words(t)} contains 1×)"
-    return f"the rounds disagreed too much (95% interval {ci_words(t)}) — re-measure when idle"
+        return "no measurable difference (the 95% interval contains 1×)"
+    # no numbers here: this text heads the lens and hint, where a noisy bound would read as a figure
+    # (the hover's table shows the interval beside it)
+    return (f"the rounds disagreed too much (the 95% interval is wider than {MAX_CI_WIDTH:.0%} of the speedup)"
+            " — re-measure when idle")
 
 
 def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optional[float],
