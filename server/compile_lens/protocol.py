@@ -132,7 +132,7 @@ class Benchmark:
     # "accuracy", "timing", "memory", "total"}
     phases_s: dict[str, float] = field(default_factory=dict)
     # from torch's compilation metrics, where this torch records them (None: not recorded)
-    guard_latency_us: Optional[float] = None  # checking the compiled forward's guards, per call (all frames)
+    guard_latency_us: Optional[float] = None  # torch's one timing of the compiled forward's guard check (all frames), at build
     warm_cache: Optional[dict[str, int]] = None  # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"}
 
 

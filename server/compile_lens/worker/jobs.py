@@ -105,6 +105,7 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
             _settle(result, phase, "done")
         except loader.NotATarget:
             result.status = "skipped"  # not an nn.Module after all: dropped without a word
+            _settle(result, phase, "done")  # an answer about the code: cached, so no worker starts for it again
         except BaseException as exc:  # noqa: BLE001 - user code: report, never crash the worker
             if isinstance(exc, loader.TargetError):
                 problem = exc.problem
