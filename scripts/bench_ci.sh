@@ -12,7 +12,7 @@ t() {
 }
 if [ -n "${BEFORE:-}" ]; then
   t "before: check examples/ --no-benchmark" env COMPILE_LENS_CACHE_DIR="$(mktemp -d)" PYTHONSAFEPATH=1 \
-    PYTHONPATH="$BEFORE" "$PY" -c "import sys; from compile_lens.cli import main; sys.exit(main(['check', 'examples/', '--no-benchmark', '-q']))"
+    PYTHONPATH="$BEFORE" "$PY" -c "import sys; from compile_lens.cli.main import main; sys.exit(main(['check', 'examples/', '--no-benchmark', '-q']))"
 fi
 c=$(mktemp -d)
 t "check examples/ --no-benchmark (empty cache)" env COMPILE_LENS_CACHE_DIR="$c" "$PY" -m compile_lens.cli check examples/ --no-benchmark -q

@@ -9,6 +9,7 @@ is replaced by canned figures, which keeps each to a warm in-process compile.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import os
@@ -105,7 +106,12 @@ def test_timings_are_plausible(measured):
         # the median of the paired rounds' ratios, inside its own interval
         lo, hi = t.speedup_ci
         assert lo <= t.speedup <= hi and t.rounds >= 2
-        assert t.conclusive == (not lo <= 1.0 <= hi and hi - lo <= tm.MAX_CI_WIDTH * t.speedup)
+        by_interval = not lo <= 1.0 <= hi and hi - lo <= tm.MAX_CI_WIDTH * t.speedup
+        # conclusive needs the interval rule; too few quiet rounds make a timing inconclusive whatever
+        # its interval (timing_of), and then other processes were seen on our cores
+        assert not t.conclusive or by_interval
+        if by_interval and not t.conclusive:
+            assert b.contention.get("other_cpu_percent", 0) > 0
         assert t.eager_iqr_ms >= 0 and t.compiled_iqr_ms >= 0
         assert t.eager_ms < 1000 and t.compiled_ms < 1000  # a tiny model: well under a second
 
@@ -178,11 +184,16 @@ def test_result_survives_json(measured):
 # --- in-process parts (children replaced) --------------------------------------------------
 
 @pytest.mark.slow
-def test_random_op_shows_as_an_accuracy_difference(module, no_children):
+def test_a_model_that_draws_random_numbers_is_not_judged_on_them(module, no_children):
+    """Eager differs from itself under another seed: a compiled difference says nothing about
+    accuracy (a GPT-2's dropout made its verdict read "outputs differ — check accuracy first")."""
     b = quick(module, "Noisy")
-    assert b.max_abs_error["output"] > 1e-3
-    assert any(n.startswith("accuracy:") and "random" in n for n in b.notes)
-    assert "check" in b.verdict or "slower" in b.verdict or "no clear gain" in b.verdict
+    assert b.max_abs_error["output"] is None and b.max_abs_error["grad"] is None
+    said = [n for n in b.notes if n.startswith("accuracy not compared:")]
+    assert sorted(n.split(" — ")[0] for n in said) == ["accuracy not compared: gradients", "accuracy not compared: outputs"]
+    assert all("random numbers" in n and "fallback_random" in n for n in said)
+    assert not any(n.startswith("accuracy:") for n in b.notes)
+    assert "check accuracy" not in b.verdict
     # the canned cold compile flows through; the warm one is measured here, imports added; one child only
     assert b.compile_s["cold"] == 9.0 and b.compile_s["warm"] > 1.5
     assert [j["tasks"] for j in no_children] == [["compile"]]
@@ -458,7 +469,7 @@ def _figures(conclusive: bool) -> Benchmark:
 
 def test_inconclusive_is_shown_as_such_everywhere():
     from compile_lens.protocol import TargetResult
-    from compile_lens.render import benchmark_view as view
+    from compile_lens.render import cards as view
     from compile_lens.render.cli_output import benchmark_json, benchmark_summary
     from compile_lens.render.report_html import _speed_cell
 
@@ -477,6 +488,10 @@ def test_inconclusive_is_shown_as_such_everywhere():
 
     good = _figures(conclusive=True)
     assert "1.42× forward" in view.lens_title(good) and "1.42×" in _speed_cell(good.forward)
+    # one figure of two the rounds could not tell: said as such beside the other
+    mixed = dataclasses.replace(good, train_step=Timing(1.3, 2.5, 0.52, 0.01, 0.02, [0.5, 0.54], True, 12),
+                                forward=b.forward)
+    assert view.lens_title(mixed).startswith("⚡ torch.compile: compiled is forward inconclusive, 0.52× train step (slower)")
     assert "1.42× (95% CI 1.36–1.49×)" in benchmark_summary(good)
     assert "95% CI 1.36–1.49×" in view.hover_card(TargetResult("Net", "module", 3), good, guessed_inputs=False)
 
@@ -487,7 +502,7 @@ def test_cli_names_its_own_flag():
     assert cli_words("raise compileLens.benchmark.maxSeconds, or use smaller inputs") == \
         "raise --max-seconds, or use smaller inputs"
     assert cli_words("raise compileLens.worker.timeoutSeconds") == "raise --timeout"
-    from compile_lens.cli import build_parser
+    from compile_lens.cli.main import build_parser
 
     args = build_parser().parse_args(["check", "model.py", "--max-seconds", "12.5"])
     assert args.max_seconds == 12.5  # the flag the hint names exists, and sets benchmark.maxSeconds

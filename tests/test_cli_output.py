@@ -8,6 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from compile_lens import codes
 from compile_lens.protocol import (
     Benchmark,
     FileReport,
@@ -20,7 +21,8 @@ from compile_lens.protocol import (
     TargetResult,
     Timing,
 )
-from compile_lens.render.cli_output import exit_code, render_json, render_sarif, render_text
+from compile_lens.render.cli_output import exit_code, render_json, render_text
+from compile_lens.render.sarif import render_sarif
 
 ROOT = "/ws"
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
@@ -257,9 +259,10 @@ def test_sarif_valid_and_complete(sarif_validator):
     assert set(ids) == {"GB0124", "CL101", "CL201", "build-error", "import-error"}
     gb_rule = rules[ids.index("GB0124")]
     assert gb_rule["shortDescription"]["text"] == GB_TYPE and gb_rule["helpUri"] == GB_URL
-    assert "helpUri" not in rules[ids.index("CL101")]
+    # a CL rule: its title and documentation from the codes registry (docs/codes.md#cl101)
+    assert rules[ids.index("CL101")]["helpUri"] == codes.href("CL101") and codes.href("CL101").endswith("/docs/codes.md#cl101")
     assert rules[ids.index("CL201")]["shortDescription"]["text"] == "Recompiles for every new value of a Python scalar"
-    assert rules[ids.index("CL101")]["shortDescription"]["text"] == "print() inside forward will break the graph (predicted)"
+    assert rules[ids.index("CL101")]["shortDescription"]["text"] == "print() in compiled code"
     assert driver["informationUri"] == "https://example.invalid/compile-lens"
 
     results = run["results"]

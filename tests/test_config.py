@@ -164,3 +164,44 @@ def test_an_entry_with_only_init_gives_no_recipe_but_is_kept(project):
     config = load_project_config(str(project / "models" / "net.py"), str(project))
     assert config.problems == [] and config.recipe_for(str(project / "models" / "net.py"), "Net") is None
     assert config.entry_for(str(project / "models" / "net.py"), "Net").init == "Net(hidden=8)"
+
+
+def test_the_gpu_bill_keys_and_their_mistakes(project):
+    from compile_lens.cost import CostInputs
+    from compile_lens.settings import Settings
+
+    write(project / "pyproject.toml", """
+        [tool.compile-lens.bill]
+        gpuPricePerHour = 2.5
+        gpus = 8
+        trainingHoursPerMonth = 300
+        restartsPerRun = 0
+        migrationDays = -3
+        engineerDayRate = "800"
+        gpuHours = 5
+    """)
+    config = load_project_config(str(project / "models" / "net.py"), str(project))
+    assert config.settings == {"bill.gpuPricePerHour": 2.5, "bill.gpus": 8, "bill.trainingHoursPerMonth": 300,
+                               "bill.restartsPerRun": 0}
+    where = {p.line: p.message for p in config.problems}
+    assert all(p.path == str(project / "pyproject.toml") for p in config.problems)
+    assert where[6].startswith("setting bill.migrationDays=-3 must be the engineer-days the migration takes, "
+                               "a number above 0")
+    assert "bill.engineerDayRate='800' must be the cost of one engineer-day" in where[7]
+    assert where[8] == "unknown setting `bill.gpuHours` in [tool.compile-lens]"
+    settings, problems = Settings.from_client(config.settings)
+    assert problems == []
+    inputs = CostInputs.from_settings(settings)
+    assert (inputs.price_per_gpu_hour, inputs.gpus, inputs.hours_per_month, inputs.migration_days) == (2.5, 8, 300, None)
+
+
+def test_no_bill_until_it_is_set_and_null_unsets_it():
+    from compile_lens.cost import CostInputs
+    from compile_lens.settings import Settings
+
+    assert not CostInputs.from_settings(Settings()).given()  # defaults: no money shown
+    priced, _ = Settings.from_client({"compileLens.bill.gpuPricePerHour": 3})
+    again, problems = Settings.from_client({**priced.as_client(), "bill.gpuPricePerHour": None})  # VS Code's reset
+    assert priced.gpu_price == 3.0 and again.gpu_price is None and problems == []
+    _, problems = Settings.from_client({"bill.gpus": 1.5})
+    assert problems and "a whole number from 1" in problems[0]

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from compile_lens.discovery import discover
-from compile_lens.inputs import resolve_inputs
+from compile_lens.discovery.inputs import resolve_inputs
 from compile_lens.protocol import TargetSpec
 from compile_lens.record import store
 

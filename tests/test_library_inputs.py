@@ -20,7 +20,7 @@ from lsprotocol import types as lsp
 
 from compile_lens.actions import apply_edits
 from compile_lens.discovery import discover
-from compile_lens.inputs import resolve_inputs
+from compile_lens.discovery.inputs import resolve_inputs
 from lsp_support import locate, open_file, start_server, stop_server, wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real_targets"

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types as lsp
 
-from compile_lens import cli
+from compile_lens.cli import check as cli
+from compile_lens.cli.common import apply_ignores
 from compile_lens.render.cli_output import render_json, render_text
 from compile_lens.render.report_html import render_report
 from compile_lens.settings import Settings
@@ -39,7 +40,7 @@ def test_cli_keeps_the_trace_of_a_target_whose_measurement_timed_out_and_measure
     path = root / "lm.py"
     settings = Settings(timeout_s=TIMEOUT_S, max_seconds=10)
     reports, _runtime = asyncio.run(cli.check([str(path)], settings, benchmark=True, quiet=True))
-    cli._apply_ignores(reports)
+    apply_ignores(reports)
     [report] = reports
     assert report.error is None
     call_site, _ = locate(path, "loss = causal_lm_loss(logits, labels)")

@@ -22,7 +22,7 @@ except ImportError:  # until the package is installed: run from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from compile_lens.protocol import InputRecipe, Recompile, TargetSpec  # noqa: E402
-from compile_lens.worker import recompiles  # noqa: E402
+from compile_lens.worker import collector, log_text, recompile_kinds, recompiles, variations  # noqa: E402
 from compile_lens.worker.loader import TargetError, build_target, import_file  # noqa: E402
 from compile_lens.worker.recompiles import sweep_recompiles  # noqa: E402
 
@@ -163,10 +163,10 @@ def test_declared_limit_is_the_last_logged_entry_and_no_probe_follows(module):
 # --- automatic variations, one kind at a time -----------------------------------------------
 
 def test_batch_sizes_include_an_odd_last_batch():
-    assert recompiles._batch_sizes(8) == [16, 7]
-    assert recompiles._batch_sizes(4) == [8, 3]
-    assert recompiles._batch_sizes(2) == [4, 5]
-    assert recompiles._batch_sizes(1) == [2, 3]
+    assert variations._batch_sizes(8) == [16, 7]
+    assert variations._batch_sizes(4) == [8, 3]
+    assert variations._batch_sizes(2) == [4, 5]
+    assert variations._batch_sizes(1) == [2, 3]
 
 
 def test_batch_change_is_one_recompile_then_dynamic(module):
@@ -345,7 +345,7 @@ def test_logging_and_dynamo_state_are_restored(module):
         first = sweep(module, "Steps", "(torch.randn(8, 16), 2)", ["(torch.randn(8, 16), 3)"])
         assert state() == before
         assert mine in dynamo.handlers
-        assert not any(isinstance(h, recompiles._Collector) for h in dynamo.handlers)
+        assert not any(isinstance(h, collector.CompileCollector) for h in dynamo.handlers)
     finally:
         dynamo.removeHandler(mine)
     assert not torch._dynamo.utils.get_compilation_metrics()
@@ -381,12 +381,12 @@ def test_logging_and_dynamo_state_are_restored(module):
      ("global", None, False)),
 ])
 def test_guard_text_names_the_input(text, changed, category):
-    assert recompiles._changed(text) == changed
-    assert recompiles._category(text) == category
+    assert recompile_kinds.what_changed(text) == changed
+    assert recompile_kinds._category(text) == category
 
 
 def test_parse_entry_new_and_old_formats():
-    new = recompiles._parse_entry(
+    new = log_text.recompile(
         "Recompiling function f in /tmp/m.py:8\n"
         "    triggered by the following guard failure(s):\n"
         "    - 0/1: steps == 2                       # for i in range(steps):  # mp/m.py:9 in f\n"
@@ -398,17 +398,17 @@ def test_parse_entry_new_and_old_formats():
     assert [(f.entry, f.text) for f in new.failures] == [
         ("0/1", "steps == 2"), ("0/0", "tensor 'x' size mismatch at index 0. expected 8, actual 7")]
     assert new.failures[0].stack == [("/tmp/m.py", 9)]
-    assert recompiles._base_failure(new) == 1
+    assert recompile_kinds.base_failure(new) == 1
 
-    old = recompiles._parse_entry(
+    old = log_text.recompile(
         "Recompiling function forward in /tmp/m.py:3\n"
         "    triggered by the following guard failure(s):\n"
         "    - tensor 'L['x']' size mismatch at index 0. expected 8, actual 16")
     assert old is not None
     assert [(f.entry, f.text) for f in old.failures] == [
         (None, "tensor 'L['x']' size mismatch at index 0. expected 8, actual 16")]
-    assert recompiles._parse_entry("something else") is None
+    assert log_text.recompile("something else") is None
 
-    odd = recompiles._parse_entry("Recompiling function g (a wording from another release)\n"
-                                  "    because: something torch says")
+    odd = log_text.recompile("Recompiling function g (a wording from another release)\n"
+                             "    because: something torch says")
     assert odd is not None and [f.text for f in odd.failures] == ["because: something torch says"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from compile_lens.discovery import discover
-from compile_lens.inputs import resolve_inputs
+from compile_lens.discovery.inputs import resolve_inputs
 from compile_lens.record import load_recorded, store
 from compile_lens.record.recorded import spec_text
 

@@ -15,7 +15,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def run_report(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compile_lens.report_cli", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "compile_lens.cli", "report", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=600, env={**os.environ, "PYTHONSAFEPATH": "1"})
 
 

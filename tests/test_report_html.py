@@ -239,9 +239,11 @@ def test_empty_and_old_results_render():
 
 
 def test_nice_ticks():
-    assert rh.nice_ticks(1.7) == [0.0, 0.5, 1.0, 1.5, 2.0]
-    assert rh.nice_ticks(0.037) == [0.0, 0.01, 0.02, 0.03, 0.04]
-    assert rh.nice_ticks(0) == [0.0, 1.0]
+    from compile_lens.render import html_parts
+
+    assert html_parts.nice_ticks(1.7) == [0.0, 0.5, 1.0, 1.5, 2.0]
+    assert html_parts.nice_ticks(0.037) == [0.0, 0.01, 0.02, 0.03, 0.04]
+    assert html_parts.nice_ticks(0) == [0.0, 1.0]
 
 
 # --- the server command and the other views of the same data ------------------------------------
@@ -260,14 +262,18 @@ def _fake_server(current: bool = True):
         benchmarks={"MLP": mlp.benchmark})
     return SimpleNamespace(
         docs={"file:///ws/models/mlp.py": state}, runtime={"torch": "2.13.0+cpu", "cuda": False}, root=ROOT,
-        settings=SimpleNamespace(device="auto"), _is_current=lambda s: current,
-        findings_for=lambda s: [Finding(s.path, 7, 1, 7, 2, "information", "CL101", "print() inside forward")])
+        settings=SimpleNamespace(device="auto"), torch_version=None, is_current=lambda s: current,
+        buffer_map=lambda s: None, root_for=lambda path: ROOT)
+
+
+def _published(state):
+    return [Finding(state.path, 7, 1, 7, 2, "information", "CL101", "print() inside forward")]
 
 
 def test_report_command_builds_the_webview_page_from_server_state():
-    from compile_lens.features.report import report_html
+    from compile_lens.lsp.features.report import report_html
 
-    answer = report_html(_fake_server(), "file:///ws/models/mlp.py")
+    answer = report_html(_fake_server(), "file:///ws/models/mlp.py", _published)
     assert (answer["files"], answer["targets"]) == (1, 2)
     page = answer["html"]
     parse(page)
@@ -276,19 +282,19 @@ def test_report_command_builds_the_webview_page_from_server_state():
     assert page.count("<svg") == 2
     assert "not measured yet" in page  # a target the server has not traced yet
     assert "print() inside forward" in page  # the published findings
-    assert report_html(_fake_server(), None)["files"] == 1  # null: every open file
+    assert report_html(_fake_server(), None, _published)["files"] == 1  # null: every open file
 
 
 def test_report_command_hides_results_of_older_code():
-    from compile_lens.features.report import report_html
+    from compile_lens.lsp.features.report import report_html
 
-    page = report_html(_fake_server(current=False), "file:///ws/models/mlp.py")["html"]
+    page = report_html(_fake_server(current=False), "file:///ws/models/mlp.py", _published)["html"]
     assert "changed since the last analysis" in page and "1.12×" not in page
-    assert "not open in the editor" in report_html(_fake_server(), "file:///ws/other.py")["html"]
+    assert "not open in the editor" in report_html(_fake_server(), "file:///ws/other.py", _published)["html"]
 
 
 def test_json_and_hover_card_carry_export_and_fallbacks():
-    from compile_lens.render.benchmark_view import REPORT_LINK, hover_card
+    from compile_lens.render.cards import REPORT_LINK, hover_card
     from compile_lens.render.cli_output import render_json
 
     reports = sample_reports()

@@ -34,6 +34,15 @@ describe('settings mapping', () => {
       'benchmark.onSave': true,
       'benchmark.mode': 'default',
       'benchmark.maxSeconds': 60,
+      // the GPU bill: unset (null) until the team gives its figures; no money shown without a price
+      'bill.gpuPricePerHour': null,
+      'bill.gpus': 1,
+      'bill.trainingHoursPerMonth': null,
+      'bill.stepsPerRun': null,
+      'bill.runsPerMonth': null,
+      'bill.restartsPerRun': 0,
+      'bill.migrationDays': null,
+      'bill.engineerDayRate': null,
     });
   });
 

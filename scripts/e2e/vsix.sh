@@ -42,6 +42,8 @@ log "bundled/tool <- $SERVER_DIR"
 rm -rf bundled/tool
 mkdir -p bundled/tool
 cp -R "$SERVER_DIR" bundled/tool/compile_lens
+# the codes' documentation, which diagnostics link to (compile_lens/codes.py looks for it here)
+mkdir -p bundled/tool/compile_lens/docs && cp "$ROOT/docs/codes.md" bundled/tool/compile_lens/docs/
 find bundled/tool -name __pycache__ -type d -prune -exec rm -rf {} +
 
 pip_install() { # target, pip args...
@@ -68,9 +70,9 @@ if [[ "$(cat bundled/.requirements 2>/dev/null)" != "$stamp" ]]; then
 fi
 
 # The bundle alone must be enough to start the server: import it with no site-packages at all.
-log "smoke: import compile_lens.server from the bundle alone (python -S)"
+log "smoke: import compile_lens.lsp.app from the bundle alone (python -S)"
 PYTHONSAFEPATH=1 PYTHONPATH="bundled/tool:bundled/libs:bundled/native/$NATIVE_PLATFORM" \
-  "$PYTHON" -S -c "import compile_lens.server, sys; assert 'torch' not in sys.modules" >&2
+  "$PYTHON" -S -c "import compile_lens.lsp.app, sys; assert 'torch' not in sys.modules" >&2
 
 version=$(node -p "require('./package.json').version")
 name=$(node -p "require('./package.json').name")

@@ -28,7 +28,7 @@ def main() -> None:
         stream=sys.stderr,
     )
     logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
-    from .server import server
+    from .lsp.app import server
 
     server.start_io(lsp_in, lsp_out)
 

@@ -19,7 +19,7 @@ No figure comes from an inconclusive speedup; no money figure without a price.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Any, Optional
 
 DAYS_PER_MONTH = 30.0
 
@@ -34,6 +34,14 @@ class CostInputs:
     restarts_per_run: float = 0.0
     migration_days: Optional[float] = None
     day_rate: Optional[float] = None
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> CostInputs:
+        """The `bill.*` settings (compile_lens.settings.Settings): editor, pyproject or flags."""
+        return cls(price_per_gpu_hour=settings.gpu_price, gpus=settings.gpus, hours_per_month=settings.hours_per_month,
+                   steps_per_run=settings.steps_per_run, runs_per_month=settings.runs_per_month,
+                   restarts_per_run=settings.restarts_per_run, migration_days=settings.migration_days,
+                   day_rate=settings.day_rate)
 
     def given(self) -> bool:
         return any(v is not None for v in (self.price_per_gpu_hour, self.hours_per_month, self.steps_per_run,

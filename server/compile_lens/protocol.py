@@ -35,6 +35,33 @@ class InputRecipe:
     origin: str = ""  # where a guess came from, for the user: "from GPT2Config", "from its first layer"
 
 
+RECORD_HINT = "compile-lens record -- python train.py"  # a run of whatever script uses the target
+
+
+def where_from(recipe: InputRecipe) -> str:
+    """Where a recipe came from, for messages about inputs that failed to build or to run."""
+    if recipe.source == "directive":
+        return f"the compile-lens directive on line {recipe.line}" if recipe.line else "the compile-lens directive"
+    if recipe.source == "config":
+        return "its [[tool.compile-lens.targets]] entry in pyproject.toml"
+    if recipe.source == "recorded":
+        return "the recorded run in .compile-lens/recorded.json"
+    return f"Compile Lens's guess {recipe.origin or 'from its first layer'}"
+
+
+def fix_hint(recipe: InputRecipe, name: str) -> str:
+    """What to do when `recipe` does not fit the target: fix it where it came from, or override it."""
+    if recipe.source == "directive":
+        return "fix the `inputs=` (or `init=`) expression of the directive"
+    if recipe.source == "config":
+        return "fix `inputs` (or `init`) in its [[tool.compile-lens.targets]] entry in pyproject.toml"
+    if recipe.source == "recorded":
+        return (f"record again (`{RECORD_HINT}`) if `{name}` changed since, or give inputs with a "
+                "`# compile-lens: inputs=(...)` directive, which wins over the record")
+    return ("these inputs are a guess: write the right ones as `# compile-lens: inputs=(...)` above it "
+            f"(or a pyproject.toml entry, or `{RECORD_HINT}`)")
+
+
 @dataclass
 class TargetSpec:
     """Something callable found in a file, and (when known) how to call it."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Optional
 
 # setting key -> dataclass field
 _KEYS = {
@@ -13,7 +13,29 @@ _KEYS = {
     "benchmark.onSave": "benchmark_on_save",
     "benchmark.mode": "mode",
     "benchmark.maxSeconds": "max_seconds",
+    # the GPU bill (compile_lens/cost.py): the team's own figures; unset (null) means not known
+    "bill.gpuPricePerHour": "gpu_price",
+    "bill.gpus": "gpus",
+    "bill.trainingHoursPerMonth": "hours_per_month",
+    "bill.stepsPerRun": "steps_per_run",
+    "bill.runsPerMonth": "runs_per_month",
+    "bill.restartsPerRun": "restarts_per_run",
+    "bill.migrationDays": "migration_days",
+    "bill.engineerDayRate": "day_rate",
 }
+# What each bill key must be, said in the words a rejected value is answered with
+_BILL_WORDS = {
+    "gpu_price": "the price of one GPU-hour, a number above 0 (e.g. 2.5)",
+    "gpus": "the GPUs one training run uses, a whole number from 1 (e.g. 8)",
+    "hours_per_month": "the eager training hours per month, a number above 0 (e.g. 300)",
+    "steps_per_run": "the steps of one training run, a number above 0 (e.g. 20000)",
+    "runs_per_month": "the training runs started per month, a number above 0 (e.g. 40)",
+    "restarts_per_run": "the restarts of one run (each compiles again), a number from 0 (e.g. 1)",
+    "migration_days": "the engineer-days the migration takes, a number above 0 (e.g. 10)",
+    "day_rate": "the cost of one engineer-day, a number above 0 (e.g. 800)",
+}
+_OPTIONAL = {"gpu_price": float, "hours_per_month": float, "steps_per_run": float, "runs_per_month": float,
+             "migration_days": float, "day_rate": float}
 DEVICES = ("auto", "cpu", "cuda")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -26,6 +48,14 @@ class Settings:
     benchmark_on_save: bool = True
     mode: str = "default"
     max_seconds: float = 60.0
+    gpu_price: Optional[float] = None  # no money figure until it is set
+    gpus: int = 1
+    hours_per_month: Optional[float] = None
+    steps_per_run: Optional[float] = None
+    runs_per_month: Optional[float] = None
+    restarts_per_run: float = 0.0
+    migration_days: Optional[float] = None
+    day_rate: Optional[float] = None
 
     @classmethod
     def from_client(cls, raw: Any) -> tuple[Settings, list[str]]:
@@ -39,14 +69,21 @@ class Settings:
             if name is None:
                 continue
             default = getattr(settings, name)
-            try:
-                value = _coerce(value, type(default))
-            except (TypeError, ValueError):
-                problems.append(f"setting {key}={value!r} is not a {type(default).__name__}; using {default!r}")
+            if value is None and name in _OPTIONAL:
+                setattr(settings, name, None)  # null: not known (VS Code's default)
                 continue
+            given = value
+            try:
+                value = _coerce(value, _OPTIONAL.get(name, type(default)))
+            except (TypeError, ValueError):
+                problems.append(f"setting {key}={value!r} " + (f"must be {_BILL_WORDS[name]}; it is not used"
+                                if name in _BILL_WORDS else f"is not a {type(default).__name__}; using {default!r}"))
+                continue
+            lowest_ok = name == "restarts_per_run" and value == 0
             if (name == "device" and value not in DEVICES) or (name == "mode" and value not in MODES) or (
-                isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0):
-                problems.append(f"setting {key}={value!r} is not allowed; using {default!r}")
+                    isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0 and not lowest_ok):
+                problems.append(f"setting {key}={given!r} " + (f"must be {_BILL_WORDS[name]}; it is not used"
+                                if name in _BILL_WORDS else f"is not allowed; using {default!r}"))
                 continue
             setattr(settings, name, value)
         return settings, problems
@@ -75,6 +112,8 @@ def _coerce(value: Any, kind: type) -> Any:
     if kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError
+        if kind is int and value != int(value):
+            raise ValueError  # 1.5 GPUs is a mistake, not 1
         return kind(value)
     if not isinstance(value, kind):
         raise TypeError

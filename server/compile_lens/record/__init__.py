@@ -1,8 +1,9 @@
 """`compile-lens record -- python train.py ...`: real inputs from a real run.
 
 `hook` runs inside the user's program (stdlib only until torch is imported); `store` is the file
-format; `recorded` reads it back for the analysis; `cli` is the subcommand. Importing this
-package imports nothing else, so the recorder adds no start-up cost to the user's program.
+format; `recorded` reads it back for the analysis; `launch` starts the user's program (record
+and trial); the subcommand is `cli/record.py`. Importing this package imports nothing else, so
+the recorder adds no start-up cost to the user's program.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from .cli import add_record_parser
+from ..cli.record import add_record_parser
 
 
 def main(argv=None) -> int:

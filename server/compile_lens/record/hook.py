@@ -1,5 +1,8 @@
 """The recorder `compile-lens record` installs in the user's program (through `_boot/sitecustomize.py`).
 
+Over 500 lines: it is the one module loaded into the user's process, patched in before their code
+runs; keeping it whole keeps that footprint to one import that needs nothing else of the package.
+
 It records, for `nn.Module` subclasses and `torch.compile`d functions defined in the workspace,
 the first construction's arguments, the first call's inputs and the shapes of every call, and
 writes them to recorded.json when the program exits. It must not change what the program does:

@@ -1,4 +1,4 @@
-"""The CLI's three output formats — text (like ruff), JSON and SARIF 2.1.0 — and its exit code.
+"""The CLI's text and JSON output and its exit code (SARIF: `sarif.py`).
 
 Pure functions: `FileReport`s in, a string or a JSON-safe dict out. No torch, no pygls.
 Lines and columns stay 1-based, as in the records. Findings arrive already filtered for
@@ -16,8 +16,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
-from urllib.parse import quote
 
+from .. import codes
 from ..protocol import (
     SCHEMA,
     Benchmark,
@@ -33,10 +33,7 @@ from . import phases
 from .findings import break_count_text, is_break_finding
 
 SOURCE = "Compile Lens"
-SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-SARIF_VERSION = "2.1.0"
 SARIF_SRCROOT = "%SRCROOT%"
-SARIF_LEVELS = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
 
 
 # --- shared helpers ---------------------------------------------------------------------------
@@ -80,7 +77,7 @@ def _uncovered_target_errors(report: FileReport) -> list[tuple[TargetResult, Pro
     """Target errors that no error finding of this report already shows on their line."""
     # an error finding, or the target-problem codes (CL001/CL003), already say it on that line
     error_lines = {(_norm(f.path), f.line) for f in report.findings
-                   if f.severity == "error" or f.code in ("CL001", "CL003")}
+                   if f.severity == "error" or f.code in (codes.TARGET, codes.WORKER)}
     out = []
     for t in report.targets:
         problem = t.error
@@ -100,12 +97,27 @@ def _problem_location(problem: Problem, default_path: str, default_line: int) ->
 
 
 # A hint names the editor's setting; in a terminal the flag that sets it is what to change.
+# The one map of it: the CLI's messages (cli/common.py) use it too.
 CLI_FLAGS = {"compileLens.benchmark.maxSeconds": "--max-seconds", "compileLens.worker.timeoutSeconds": "--timeout",
-             "benchmark.maxSeconds": "--max-seconds", "worker.timeoutSeconds": "--timeout"}
+             "benchmark.maxSeconds": "--max-seconds", "worker.timeoutSeconds": "--timeout",
+             "compileLens.worker.memoryLimitMB": "--memory-limit", "compileLens.benchmark.mode": "--mode",
+             "compileLens.device": "--device"}
 
 
-def cli_words(text: str) -> str:
+def report_problems(report: FileReport) -> list[tuple[str, int, Problem]]:
+    """The file's error and each target error no finding covers, with the path and line to show them at."""
+    problems: list[tuple[str, int, Problem]] = []
+    if report.error is not None:
+        problems.append((*_problem_location(report.error, report.path, 1), report.error))
+    for t, problem in _uncovered_target_errors(report):
+        problems.append((*_problem_location(problem, report.path, t.line), problem))
+    return problems
+
+
+def cli_words(text: Optional[str]) -> Optional[str]:
     """`raise compileLens.benchmark.maxSeconds` → `raise --max-seconds` (longest names first)."""
+    if not text:
+        return text
     for setting in sorted(CLI_FLAGS, key=len, reverse=True):
         text = text.replace(setting, CLI_FLAGS[setting])
     return text
@@ -168,7 +180,7 @@ def benchmark_summary(b: Benchmark) -> str:
 def _kind(f: Finding) -> str:
     if f.predicted:
         return "predicted break"
-    if f.code.startswith("GB") or f.code == "graph-break":
+    if codes.is_graph_break(f.code):
         return "graph break"
     if f.code.startswith("CL2"):
         return "recompile"
@@ -203,12 +215,7 @@ def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0, not_
                 breaks.setdefault(level, set()).add((os.path.realpath(where[0]), where[1], f.code))
                 continue
             levels[level][_kind(f)] = levels[level].get(_kind(f), 0) + 1
-        problems: list[tuple[str, int, Problem]] = []
-        if report.error is not None:
-            problems.append((*_problem_location(report.error, report.path, 1), report.error))
-        for t, problem in _uncovered_target_errors(report):
-            problems.append((*_problem_location(problem, report.path, t.line), problem))
-        for ppath, pline, problem in problems:
+        for ppath, pline, problem in report_problems(report):
             path = display_path(ppath, cwd)
             rows.append((path, pline, 1, 0, f"{path}:{pline}:1: error: {_problem_text(problem)}"))
             levels["error"]["other"] = levels["error"].get("other", 0) + 1
@@ -377,115 +384,6 @@ def render_json(reports: list[FileReport], *, torch_version: str | None, device:
     return doc
 
 
-# --- SARIF ------------------------------------------------------------------------------------
-
-def _artifact_location(path: str, cwd: str) -> dict[str, Any]:
-    full = os.path.abspath(os.path.join(cwd, path))  # a relative path is taken relative to cwd
-    if _is_under(full, cwd):
-        return {"uri": quote(display_path(full, cwd)), "uriBaseId": SARIF_SRCROOT}
-    return {"uri": Path(full).as_uri()}
-
-
-def _region(line: int, column: int, end_line: int, end_column: int) -> dict[str, int]:
-    start_line = max(1, line)
-    start_column = max(1, column)
-    end_line = max(start_line, end_line)
-    end_column = max(1, end_column)
-    if end_line == start_line:
-        end_column = max(start_column, end_column)
-    return {"startLine": start_line, "startColumn": start_column, "endLine": end_line, "endColumn": end_column}
-
-
-class _Rules:
-    def __init__(self, reports: list[FileReport], names: Mapping[str, str]):
-        self.names = names
-        self.rules: list[dict[str, Any]] = []
-        self.index: dict[str, int] = {}
-        self.gb_types: dict[str, GraphBreak] = {}
-        for r in reports:
-            for t in r.targets:
-                for g in t.graph_breaks:
-                    if g.gb_id and g.gb_id not in self.gb_types:
-                        self.gb_types[g.gb_id] = g
-
-    def get(self, rule_id: str, short: str, url: str | None = None, full: str | None = None) -> int:
-        if rule_id not in self.index:
-            rule: dict[str, Any] = {"id": rule_id, "shortDescription": {"text": short or rule_id}}
-            if full:
-                rule["fullDescription"] = {"text": full}
-            if url:
-                rule["helpUri"] = url
-            self.index[rule_id] = len(self.rules)
-            self.rules.append(rule)
-        elif url and "helpUri" not in self.rules[self.index[rule_id]]:
-            self.rules[self.index[rule_id]]["helpUri"] = url
-        return self.index[rule_id]
-
-    def for_finding(self, f: Finding) -> int:
-        g = self.gb_types.get(f.code)
-        if g is not None:
-            return self.get(f.code, g.gb_type, f.url or g.url, g.explanation or None)
-        return self.get(f.code, self.names.get(f.code) or _first_line(f.message), f.url)
-
-
-def render_sarif(reports: list[FileReport], *, tool_version: str, cwd: str,
-                 information_uri: str | None = None,
-                 rule_names: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A SARIF 2.1.0 log with one run: a result per finding (and per file or target error that no
-    finding shows), paths relative to `cwd` under `%SRCROOT%` when they lie under it.
-
-    A rule's short description is the graph-break type for `GB` ids, else `rule_names[code]`
-    (the lint's title) when given, else the first finding's first message line."""
-    rules = _Rules(reports, rule_names or {})
-    results: list[dict[str, Any]] = []
-    for report in reports:
-        for f in _sorted_findings(report.findings):
-            index = rules.for_finding(f)
-            result: dict[str, Any] = {
-                "ruleId": f.code, "ruleIndex": index, "level": SARIF_LEVELS.get(f.severity, "warning"),
-                "message": {"text": f.message or f.code},
-                "locations": [{"physicalLocation": {
-                    "artifactLocation": _artifact_location(f.path or report.path, cwd),
-                    "region": _region(f.line, f.column, f.end_line, f.end_column)}}],
-            }
-            if f.related:
-                result["relatedLocations"] = [
-                    {"id": i, "message": {"text": s.note or (f"called from {s.name}" if i < len(f.related) - 1 else f"in {s.name}")},
-                     "physicalLocation": {"artifactLocation": _artifact_location(s.path, cwd),
-                                          "region": {"startLine": max(1, s.line)}}}
-                    for i, s in enumerate(f.related)
-                ]
-            if f.predicted:
-                result["properties"] = {"predicted": True}
-            results.append(result)
-        problems: list[tuple[str, int, Problem]] = []
-        if report.error is not None:
-            problems.append((*_problem_location(report.error, report.path, 1), report.error))
-        for t, problem in _uncovered_target_errors(report):
-            problems.append((*_problem_location(problem, report.path, t.line), problem))
-        for ppath, pline, problem in problems:
-            rule_id = f"{problem.kind}-error"
-            index = rules.get(rule_id, f"Compile Lens could not analyse this ({problem.kind})")
-            results.append({
-                "ruleId": rule_id, "ruleIndex": index, "level": "error",
-                "message": {"text": _problem_text(problem)},
-                "locations": [{"physicalLocation": {
-                    "artifactLocation": _artifact_location(ppath, cwd),
-                    "region": {"startLine": max(1, pline), "startColumn": 1}}}],
-            })
-    driver: dict[str, Any] = {"name": SOURCE, "version": tool_version}
-    if information_uri:
-        driver["informationUri"] = information_uri
-    driver["rules"] = rules.rules
-    root_uri = Path(os.path.abspath(cwd)).as_uri().rstrip("/") + "/"
-    run = {
-        "tool": {"driver": driver},
-        "originalUriBaseIds": {SARIF_SRCROOT: {"uri": root_uri}},
-        "results": results,
-    }
-    return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
-
-
 # --- exit code --------------------------------------------------------------------------------
 
 def exit_code(reports: list[FileReport]) -> int:
@@ -501,6 +399,6 @@ def exit_code(reports: list[FileReport]) -> int:
 
 
 __all__ = [
-    "render_text", "render_json", "render_sarif", "exit_code", "benchmark_summary", "benchmark_json",
+    "render_text", "render_json", "exit_code", "benchmark_summary", "benchmark_json",
     "display_path",
 ]

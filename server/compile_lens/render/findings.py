@@ -7,18 +7,16 @@ import os
 import re
 from typing import Iterable, Optional
 
+from .. import codes
+from ..comments import IGNORE_COMMENT
 from ..protocol import Finding, Frame, Problem, Recompile, TargetResult, TargetSpec
 
 # Codes of problems that are not graph breaks (CL1xx are predictions, CL2xx recompiles).
-CODE_TARGET = "CL001"  # target cannot be built / needs inputs / call failed
-CODE_IMPORT = "CL002"  # the file failed to import
-CODE_WORKER = "CL003"  # the analysis process crashed, timed out, ran out of memory, exited
-CODE_DIRECTIVE = "CL004"  # a compile-lens directive that cannot be read
-CODE_ACCURACY = "CL301"  # compiled outputs or gradients differ from eager beyond tolerance
-RECOMPILE_CODES = {"automatic-dynamic": "CL210", "specialization": "CL211", "limit": "CL212", "state": "CL213"}
+CODE_TARGET, CODE_IMPORT, CODE_WORKER = codes.TARGET, codes.IMPORT, codes.WORKER
+CODE_DIRECTIVE, CODE_ACCURACY = codes.DIRECTIVE, codes.ACCURACY
+RECOMPILE_CODES = {"automatic-dynamic": codes.RECOMPILE_DYNAMIC, "specialization": codes.RECOMPILE_VALUE,
+                   "limit": codes.RECOMPILE_LIMIT, "state": codes.RECOMPILE_STATE}
 RECOMPILE_SEVERITY = {"automatic-dynamic": "information", "specialization": "warning", "limit": "error"}
-
-_IGNORE = re.compile(r"#\s*compile-lens:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
 
 
 def same_file(a: Optional[str], b: Optional[str]) -> bool:
@@ -48,7 +46,7 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
             data.update(inner_gb_id=inner.gb_id, inner_line=inner.line)
         found.append(Finding(
             path=br.path, line=br.line, column=br.column, end_line=br.end_line, end_column=br.end_column,
-            severity="warning", code=br.gb_id or "graph-break", message=message, url=br.url,
+            severity="warning", code=br.gb_id or codes.GRAPH_BREAK, message=message, url=br.url,
             related=related, data=data,
         ))
         if not same_file(br.path, path):
@@ -80,7 +78,7 @@ def is_break(finding: Finding) -> bool:
 
 
 def is_break_finding(finding: Finding) -> bool:
-    return finding.data.get("kind") == "graph_break" or finding.code.startswith("GB") or finding.code == "graph-break"
+    return finding.data.get("kind") == "graph_break" or codes.is_graph_break(finding.code)
 
 
 def _is_state_switch(rc: Recompile) -> bool:
@@ -111,7 +109,7 @@ def recompile_findings(result: TargetResult, path: str) -> list[Finding]:
         kind = max((r.kind for r in records), key=lambda k: _WORST.get(k, 1))
         if kind != rc.kind:  # the worst frame speaks for the group
             rc = next(r for r in records if r.kind == kind)
-        code = RECOMPILE_CODES["state"] if state else RECOMPILE_CODES.get(kind, "CL211")
+        code = RECOMPILE_CODES["state"] if state else RECOMPILE_CODES.get(kind, codes.RECOMPILE_VALUE)
         severity = "information" if state else RECOMPILE_SEVERITY.get(kind, "warning")
         message = recompile_message(rc, state, None if found else compile_s)
         frames = {(r.frame.path, r.frame.line, r.frame.name) if r.frame else id(r) for r in records}
@@ -266,7 +264,7 @@ def suppressed(finding: Finding, lines: list[str]) -> bool:
     """`# compile-lens: ignore` or `ignore[GB0124,CL101]` at the end of the finding's line."""
     if not 0 < finding.line <= len(lines):
         return False
-    match = _IGNORE.search(lines[finding.line - 1])
+    match = IGNORE_COMMENT.search(lines[finding.line - 1])
     if not match:
         return False
     codes = match["codes"]
@@ -275,7 +273,7 @@ def suppressed(finding: Finding, lines: list[str]) -> bool:
 
 def merge_with_lints(lints: Iterable[Finding], traced: list[Finding], covered: list[tuple[int, int]]) -> list[Finding]:
     """A trace confirms or clears a prediction: drop lints on lines a trace break or a traced target covers."""
-    break_lines = {(os.path.realpath(f.path), f.line) for f in traced if f.code.startswith("GB") or f.code == "graph-break"}
+    break_lines = {(os.path.realpath(f.path), f.line) for f in traced if codes.is_graph_break(f.code)}
     kept = []
     for lint in lints:
         key = (os.path.realpath(lint.path), lint.line)

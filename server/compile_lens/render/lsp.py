@@ -6,6 +6,7 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 
+from .. import codes
 from ..protocol import Finding
 
 SOURCE = "Compile Lens"
@@ -35,13 +36,14 @@ def to_diagnostic(finding: Finding) -> lsp.Diagnostic:
         )
         for i, frame in enumerate(finding.related)
     ]
+    href = finding.url or codes.href(finding.code)  # a break's own page, else the code's documentation
     message = finding.message + (" (predicted)" if finding.predicted and "predicted" not in finding.message else "")
     return lsp.Diagnostic(
         range=to_range(finding.line, finding.column, finding.end_line, finding.end_column),
         message=message,
         severity=SEVERITY.get(finding.severity, lsp.DiagnosticSeverity.Warning),
         code=finding.code,
-        code_description=lsp.CodeDescription(href=finding.url) if finding.url else None,
+        code_description=lsp.CodeDescription(href=href) if href else None,
         source=SOURCE,
         related_information=related or None,
         data=finding.data or None,

@@ -19,91 +19,24 @@ location, registry id (linked) and hints; recompiles; other findings; notes.
 
 from __future__ import annotations
 
-import html
-import math
 import secrets
 import time
 from typing import Any, Iterable, Optional
 
-from .. import __version__
+from .. import __version__, codes
 from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
-from .benchmark_view import format_bytes
+from .cards import format_bytes
 from .cli_output import display_path
 from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
 from .findings import break_count_text, recompile_findings
+from .html_parts import _e, _finite, _ms, _Page, _plural, _s, _sci, _slug, _x
 from .phases import phase_states
+from .report_charts import breakdown_chart, latency_chart
+from .report_trial import trial_section
 
 RECOMPILE_CODES = set(_RECOMPILE_KINDS.values())
 
 SPEEDUP_GOOD = 1.1  # as the benchmark's verdict: below this a speedup is not worth a compile
-
-PHASES = [  # compile-time breakdown: key in report["compile_breakdown"], label, CSS class
-    ("dynamo_s", "Dynamo (tracing)", "c1"),
-    ("aot_autograd_s", "AOTAutograd", "c2"),
-    ("inductor_s", "Inductor (lowering, scheduling)", "c3"),
-    ("codegen_s", "Inductor code generation + C++/Triton compile", "c4"),
-]
-
-# --- small formatting helpers ---------------------------------------------------------------
-
-
-def _e(text: Any) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
-
-
-def _finite(x: Any) -> Optional[float]:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
-
-
-def _x(speedup: Optional[float]) -> str:
-    return "–" if _finite(speedup) is None else f"{speedup:.2f}×"
-
-
-def _s(seconds: Optional[float]) -> str:
-    seconds = _finite(seconds)
-    if seconds is None:
-        return "–"
-    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1000:.0f} ms"
-
-
-def _ms(ms: Optional[float]) -> str:
-    ms = _finite(ms)
-    if ms is None:
-        return "–"
-    if ms >= 100:
-        return f"{ms:.0f} ms"
-    if ms >= 1:
-        return f"{ms:.2f} ms"
-    us = ms * 1000
-    return f"{us:.0f} µs" if us >= 100 or us == int(us) else f"{us:.1f} µs"
-
-
-def _sci(x: Optional[float]) -> str:
-    x = _finite(x)
-    return "–" if x is None else ("0" if x == 0 else f"{x:.1e}")
-
-
-def _plural(n: int, one: str, many: Optional[str] = None) -> str:
-    return f"{n} {one if n == 1 else (many or one + 's')}"
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower() or "t"
-
-
-class _Page:
-    """What differs between the standalone page and the webview: how a location is written."""
-
-    def __init__(self, cwd: str, for_webview: bool):
-        self.cwd, self.for_webview = cwd, for_webview
-
-    def loc(self, path: str, line: Optional[int], column: Optional[int] = None, label: Optional[str] = None) -> str:
-        shown = display_path(path, self.cwd)
-        text = label or (f"{shown}:{line}" + (f":{column}" if column and column > 1 else "") if line else shown)
-        if not self.for_webview:
-            return f'<code class="loc">{_e(text)}</code>'
-        return (f'<a class="loc" href="#" data-path="{_e(path)}" data-line="{int(line or 1)}" '
-                f'data-column="{int(column or 1)}" title="open {_e(shown)} at line {int(line or 1)}">{_e(text)}</a>')
 
 
 # --- the targets table ----------------------------------------------------------------------
@@ -232,135 +165,6 @@ COLUMNS = ["Target", "Graph breaks", "Recompiles", "Forward speedup", "Train-ste
 TABLE_HEAD = "<tr>" + "".join(f"<th>{_e(c)}</th>" for c in COLUMNS) + "</tr>"
 
 
-# --- charts (inline SVG) --------------------------------------------------------------------
-
-def nice_ticks(top: float, count: int = 4) -> list[float]:
-    """0 and round steps up to at least `top`."""
-    if not top > 0:
-        return [0.0, 1.0]
-    raw = top / count
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    ticks = [0.0]
-    while ticks[-1] < top - 1e-12:
-        ticks.append(round(ticks[-1] + step, 12))
-    return ticks
-
-
-def _tick_label(value: float, unit: str) -> str:
-    if unit == "ms":
-        return _ms(value) if value else "0"
-    return _s(value) if value else "0"
-
-
-def latency_chart(sweep: dict[str, Any], *, title: str = "Forward latency vs batch size") -> str:
-    """Eager and compiled median latency per batch size (IQR as whiskers): an inline <svg>."""
-    points = [p for p in sweep.get("points", []) if _finite(p.get("eager_ms")) is not None
-              and _finite(p.get("compiled_ms")) is not None]
-    width, height = 560, 280
-    left, right, top, bottom = 64, 16, 40, 44
-    plot_w, plot_h = width - left - right, height - top - bottom
-    if not points:
-        return f'<svg class="chart" viewBox="0 0 {width} 60" role="img"><text x="8" y="30">no points measured</text></svg>'
-    highest = max(max(p["eager_ms"] + p.get("eager_iqr_ms", 0) / 2, p["compiled_ms"] + p.get("compiled_iqr_ms", 0) / 2)
-                  for p in points)
-    ticks = nice_ticks(highest * 1.05)
-    y_max = ticks[-1]
-
-    def x_at(i: int) -> float:
-        return left + (plot_w * (i + 0.5) / len(points))
-
-    def y_at(ms: float) -> float:
-        return top + plot_h * (1 - ms / y_max)
-
-    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">',
-             f'<text class="title" x="{left}" y="18">{_e(title)}</text>']
-    for tick in ticks:
-        y = y_at(tick)
-        parts.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        parts.append(f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_e(_tick_label(tick, "ms"))}</text>')
-    example = sweep.get("example_batch")
-    for i, p in enumerate(points):
-        cls = "axis strong" if p["batch"] == example else "axis"
-        parts.append(f'<text class="{cls}" x="{x_at(i):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{p["batch"]}</text>')
-    parts.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">batch size'
-                 + (" (bold: the example input)" if example in [p["batch"] for p in points] else "") + "</text>")
-    for side, cls in (("eager", "s-eager"), ("compiled", "s-compiled")):
-        coords = [(x_at(i), y_at(p[f"{side}_ms"])) for i, p in enumerate(points)]
-        parts.append(f'<polyline class="line {cls}" points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in coords)}"/>')
-        for (x, y), p in zip(coords, points):
-            iqr = _finite(p.get(f"{side}_iqr_ms")) or 0.0
-            if iqr > 0:
-                lo, hi = y_at(max(0.0, p[f"{side}_ms"] - iqr / 2)), y_at(min(y_max, p[f"{side}_ms"] + iqr / 2))
-                parts.append(f'<line class="whisker {cls}" x1="{x:.1f}" x2="{x:.1f}" y1="{lo:.1f}" y2="{hi:.1f}"/>')
-            tip = f"batch {p['batch']}, {side}: {_ms(p[f'{side}_ms'])} (IQR {_ms(iqr)})"
-            if side == "compiled" and _finite(p.get("speedup")) is not None:
-                tip += f", {p['speedup']:.2f}× eager"
-            parts.append(f'<circle class="dot {cls}" cx="{x:.1f}" cy="{y:.1f}" r="3.5"><title>{_e(tip)}</title></circle>')
-    lx = width - right - 170
-    parts.append(f'<rect class="swatch s-eager" x="{lx}" y="9" width="12" height="4"/>'
-                 f'<text class="axis" x="{lx + 16}" y="15">eager</text>'
-                 f'<rect class="swatch s-compiled" x="{lx + 70}" y="9" width="12" height="4"/>'
-                 f'<text class="axis" x="{lx + 86}" y="15">compiled</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def breakdown_chart(breakdown: Optional[dict[str, Any]], cold_s: Optional[float], warm_s: Optional[float],
-                    *, title: str = "Where the compile time goes") -> str:
-    """Horizontal bars: the in-worker compile split by phase, and the cold and warm compiles of the
-    benchmark (fresh processes) as totals. An inline <svg>."""
-    width = 560
-    left, right, top = 150, 70, 40
-    bar_h, gap = 22, 14
-    rows: list[tuple[str, list[tuple[str, str, float]]]] = []
-    if breakdown:
-        segments = [(label, cls, _finite(breakdown.get(key)) or 0.0) for key, label, cls in PHASES]
-        rows.append(("by phase, in the worker", segments))
-    for label, value in (("cold (fresh process)", cold_s), ("warm caches", warm_s)):
-        if _finite(value) is not None:
-            rows.append((label, [(label, "c-total", float(value))]))  # type: ignore[arg-type]
-    height = top + len(rows) * (bar_h + gap) + 44
-    if not rows:
-        return f'<svg class="chart" viewBox="0 0 {width} 60" role="img"><text x="8" y="30">no compile times measured</text></svg>'
-    total_max = max(sum(v for _, _, v in segs) for _, segs in rows) or 1.0
-    ticks = nice_ticks(total_max)
-    x_max = ticks[-1]
-    plot_w = width - left - right
-
-    def x_at(seconds: float) -> float:
-        return left + plot_w * seconds / x_max
-
-    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">',
-             f'<text class="title" x="8" y="18">{_e(title)}</text>']
-    axis_y = top + len(rows) * (bar_h + gap)
-    for tick in ticks:
-        x = x_at(tick)
-        parts.append(f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{top - 6}" y2="{axis_y - gap + 4}"/>')
-        parts.append(f'<text class="axis" x="{x:.1f}" y="{axis_y + 8}" text-anchor="middle">{_e(_tick_label(tick, "s"))}</text>')
-    for r, (label, segments) in enumerate(rows):
-        y = top + r * (bar_h + gap)
-        parts.append(f'<text class="axis" x="{left - 8}" y="{y + bar_h / 2 + 4:.1f}" text-anchor="end">{_e(label)}</text>')
-        x = left
-        for seg_label, cls, value in segments:
-            w = plot_w * value / x_max
-            if w > 0:
-                parts.append(f'<rect class="bar {cls}" x="{x:.1f}" y="{y}" width="{max(w, 1.0):.1f}" height="{bar_h}">'
-                             f'<title>{_e(seg_label)}: {_e(_s(value))}</title></rect>')
-            x += w
-        total = sum(v for _, _, v in segments)
-        parts.append(f'<text class="axis" x="{x + 6:.1f}" y="{y + bar_h / 2 + 4:.1f}">{_e(_s(total))}</text>')
-    if breakdown:
-        lx, ly = 8, axis_y + 26
-        for _key, label, cls in PHASES:
-            short = label.split(" (")[0].replace("Inductor code generation + C++/Triton compile", "codegen + C++/Triton compile")
-            parts.append(f'<rect class="bar {cls}" x="{lx}" y="{ly - 9}" width="10" height="10"/>'
-                         f'<text class="axis" x="{lx + 14}" y="{ly}">{_e(short)}</text>')
-            lx += 24 + 6.3 * len(short)
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 # --- sections -------------------------------------------------------------------------------
 
 def _charts(page: _Page, path: str, t: TargetResult) -> str:
@@ -463,7 +267,7 @@ def _other_findings(page: _Page, reports: list[FileReport]) -> str:
     seen: set[tuple[Any, ...]] = set()
     for r in reports:
         for f in sorted(r.findings, key=lambda f: (f.path, f.line, f.column)):
-            if f.code.startswith("GB") or f.code == "graph-break" or f.code in RECOMPILE_CODES:
+            if codes.is_graph_break(f.code) or f.code in RECOMPILE_CODES:
                 continue  # listed with their target in the graph-break and recompile sections
             key = (f.path, f.line, f.code, f.message)
             if key in seen:
@@ -566,6 +370,8 @@ svg .s-compiled { stroke: var(--c-compiled); fill: var(--c-compiled); } svg poly
 svg .bar { stroke: none; }
 svg .c1 { fill: var(--c1); } svg .c2 { fill: var(--c2); } svg .c3 { fill: var(--c3); } svg .c4 { fill: var(--c4); }
 svg .c-total { fill: var(--c-total); }
+svg .marker { stroke-dasharray: 4 3; }
+table.trial { width: auto; } table.trial td:first-child { white-space: nowrap; }
 ul.breaks { list-style: none; padding: 0; margin: 0; }
 li.break { border-left: 3px solid var(--warn); padding: 4px 12px; margin: 8px 0; }
 li.break .head { display: flex; flex-wrap: wrap; gap: 4px 10px; align-items: baseline; }
@@ -610,9 +416,11 @@ def _summary(reports: list[FileReport]) -> str:
 
 def render_report(reports: list[FileReport], *, title: str, torch_version: Optional[str], device: str,
                   cwd: str, for_webview: bool = False, nonce: Optional[str] = None,
-                  generated_at: Optional[float] = None, banner: Optional[str] = None) -> str:
+                  generated_at: Optional[float] = None, banner: Optional[str] = None,
+                  trial: Optional[dict[str, Any]] = None, trial_bill: Optional[dict[str, Any]] = None) -> str:
     """The whole page. `nonce` (webview only) is the script's CSP nonce; one is made when not given.
-    `banner`: a line shown above everything (e.g. results hidden because the file changed)."""
+    `banner`: a line shown above everything (e.g. results hidden because the file changed).
+    `trial`: the workspace's saved `compile-lens trial` (trial.store) and `trial_bill` its bill."""
     page = _Page(cwd, for_webview)
     head = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">']
     if for_webview:
@@ -642,6 +450,9 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     charts = [c for c in charts if c]
     if charts:
         body.append("<section><h2>Speed and compile time</h2>" + "".join(charts) + "</section>")
+    if trial:
+
+        body.append(trial_section(page, trial, trial_bill))
     body += [_breaks(page, reports), _recompiles(page, reports), _other_findings(page, reports), _notes(reports)]
     body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
                 "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), shown only when its "

@@ -2,5 +2,5 @@
 
 `hook` runs inside the user's program beside the `record` hook (stdlib only until torch is
 imported); `runner` starts the runs; `summary` turns the two run records into figures and text;
-`cli` is the subcommand. Importing this package imports nothing else.
+the subcommand is `cli/trial.py`. Importing this package imports nothing else.
 """

@@ -9,6 +9,9 @@ with `--step-on forward`, one call of an outermost workspace module. Per step it
 - `loss`: the value of the first scalar tensor whose `.backward()` is called in the step
   (`torch.autograd.backward(t)` called directly is not seen);
 - the input shapes of the step's first model call, and the compiles that happened in it.
+Peak memory: on CUDA, `torch.cuda.max_memory_allocated` over the run; on the CPU, one steady
+step profiled for its allocations (`step_memory`), marked `profiled`, its processing kept out of
+every step's time.
 After `steps` steps (or `seconds`), it raises SystemExit(0) from the step's end (with `forward`
 steps: from the next model call, after the step's backward) and notes that the
 trial stopped the program. GPU work is synchronised at each step end so times are real.
@@ -41,6 +44,8 @@ import types
 import weakref
 from typing import Any, Optional
 
+from . import step_memory
+
 _USER_CODE = re.compile(r'from user code:\s*File "([^"]+)", line (\d+)')
 _mode = ""  # "eager" | "compiled"
 _steps_limit = 0
@@ -55,6 +60,7 @@ _compile_below: Any = None  # torch.compile under our patch (the record hook's)
 
 _tracked: Any = None  # WeakKeyDictionary: outermost module -> its compiled call, or None (eager / the program's own)
 _tracked_names: list = []  # their classes, for the record (the modules are gone at exit)
+_tracked_targets: list = []  # the same as recorded.json names them ("train.py:Net"), for the hover card
 _init_depth = 0
 _call_depth = 0
 _steps: list = []
@@ -244,26 +250,12 @@ def _watch_logs(torch: Any) -> None:
     for handler in list(logger.handlers):  # torch's own stderr handler: the program's stderr stays its own
         if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
             logger.removeHandler(handler)
-    logger.addHandler(_LogHandler())
+    try:
+        from .events import watch
 
-
-class _LogHandler(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            name = record.name
-            if name.endswith("__graph_breaks"):
-                kind = "graph_break"
-            elif name.endswith("__recompiles") or name.endswith("__recompiles_verbose"):
-                kind = "recompile"
-            else:
-                return
-            message = record.getMessage()
-            if kind == "graph_break" and "user stack suppressed due to duplicate" in message:
-                return
-            _events.append({"kind": kind, "step": len(_steps), "message": message[:4000],
-                            "shapes": _cur.get("shapes")})
-        except Exception as exc:  # noqa: BLE001
-            _problems.append(f"log: {type(exc).__name__}: {exc}")
+        watch(_events, lambda: (len(_steps), _cur.get("shapes")))
+    except Exception as exc:  # noqa: BLE001 - never change what the program does
+        _problems.append(f"watching torch's logs: {type(exc).__name__}: {exc}")
 
 
 # --- the outermost workspace modules ------------------------------------------------------------
@@ -301,6 +293,9 @@ def _track(module: Any) -> None:
         compiled = _compile_below(module._call_impl, **_options)
     _tracked[module] = compiled
     _tracked_names.append(type(module).__qualname__)
+    rel = _record._relative(getattr(sys.modules.get(type(module).__module__), "__file__", None))
+    if rel:
+        _tracked_targets.append(f"{rel}:{type(module).__qualname__}")
     cls = type(module)
     if cls.__dict__.get("__call__") is None or not getattr(cls.__dict__["__call__"], "_compile_lens_trial", False):
         cls.__call__ = _timed_call(cls.__call__)
@@ -315,8 +310,10 @@ def _timed_call(original: Any) -> Any:
         if _call_depth == 0:
             _stop_if_done()
         if _call_depth == 0 and _cur["start"] is None:
-            _cur["start"] = time.perf_counter()
             _cur["shapes"] = [list(a.shape) for a in list(args) + list(kwargs.values()) if hasattr(a, "shape")][:8]
+            if not _on_cuda():
+                step_memory.start(len(_steps), _steps_limit)
+            _cur["start"] = time.perf_counter()
         _call_depth += 1
         try:
             if compiled is not None and self._compiled_call_impl is None:
@@ -333,13 +330,17 @@ def _timed_call(original: Any) -> Any:
 
 # --- steps ---------------------------------------------------------------------------------
 
+def _on_cuda() -> bool:
+    torch = _torch
+    return bool(torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized())
+
+
 def _end_step() -> None:
     global _cur, _last_end, _first_start, _stopped
     if _compiling():
         return
-    torch = _torch
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
+    if _on_cuda():
+        _torch.cuda.synchronize()
     now = time.perf_counter()
     start = _cur["start"] if _cur["start"] is not None else (_last_end if _last_end is not None else now)
     if _first_start is None:
@@ -349,6 +350,9 @@ def _end_step() -> None:
     _steps.append(step)
     if not _cur["loss_finite"] and _failure is None:
         _fail("nan-loss", f"the loss of step {step['index']} is not finite", step["index"])
+    if step_memory.running():
+        step_memory.end(step)
+        now = time.perf_counter()  # the profiler's processing is no step's time
     _last_end = now
     _cur = _new_step()
     if (_steps_limit and len(_steps) >= _steps_limit) or (_seconds_limit and now - _first_start >= _seconds_limit):
@@ -426,17 +430,19 @@ def _write() -> None:
             if _mode == "compiled":
                 data["artifact_saved"] = _save_artifacts(torch)
                 data["artifact_loaded"] = _artifact
-            if torch.cuda.is_available() and torch.cuda.is_initialized():
+            if _on_cuda():
                 data["device"] = "cuda"
                 data["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated())
+                data["memory_method"] = "CUDA max allocated over the run: weights, optimizer state and activations"
             else:
                 data["device"] = "cpu"
-                data["peak_memory_bytes"] = None
+                data.update(step_memory.figures(_steps_limit))
     except Exception as exc:  # noqa: BLE001
         _problems.append(f"at exit: {type(exc).__name__}: {exc}")
     data["compiles"] = _compiles
     data["events"] = _events
     data["outermost_modules"] = sorted(set(_tracked_names))
+    data["outermost_targets"] = sorted(set(_tracked_targets))
     try:
         with open(_out, "w", encoding="utf-8") as f:
             json.dump(data, f)

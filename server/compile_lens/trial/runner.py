@@ -13,7 +13,7 @@ import shlex
 import uuid
 from typing import Optional
 
-from ..record.cli import BOOT, LIB, _run
+from ..record.launch import BOOT, LIB, run_program
 
 
 def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: int = 0, seconds: float = 0.0,
@@ -48,7 +48,7 @@ def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: i
         env["COMPILE_LENS_TRIAL_LOAD_ARTIFACTS"] = load_artifact
     if cold_cache:
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, f"inductor-{name}")
-    code = _run(program, env)
+    code = run_program(program, env)
     try:
         with open(out, encoding="utf-8") as f:
             return code, json.load(f)

@@ -9,14 +9,12 @@ reported as inconclusive and gives no payback projection and no money figure.
 from __future__ import annotations
 
 import math
-import re
 from typing import Optional
 
+from ..cost import CostInputs, gpu_bill
+from ..render.cards import format_bytes
+
 MIN_STEADY = 3
-_GB_AT = re.compile(r"Graph break in user code at (?P<where>\S+:\d+)")
-_GB_ID = re.compile(r"/gb/(gb\d+)\.html", re.IGNORECASE)
-_RECOMPILING = re.compile(r"Recompiling function (?P<name>\S+) in (?P<where>\S+:\d+)")
-_GUARD = re.compile(r"^\s*- (?P<id>\d+/\d+): (?P<reason>.*)$", re.MULTILINE)
 
 
 def quartiles(values: list[float]) -> Optional[dict]:
@@ -43,7 +41,8 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> dict:
                                        "or exit before importing torch?)"}}
     steps = run.get("steps") or []
     warmup = [s["index"] for s in steps if s["index"] == 0 or s.get("compiles")]
-    steady = [s for s in steps if s["index"] not in warmup]
+    # the step profiled for memory ran under the profiler: not a steady-state time
+    steady = [s for s in steps if s["index"] not in warmup and not s.get("profiled")]
     failure = run.get("failure")
     if failure is None and exit_code not in (0, None) and not run.get("stopped_by_trial"):
         failure = {"kind": "exit", "step": len(steps), "where": None,
@@ -54,16 +53,19 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> dict:
         "stopped_by_trial": bool(run.get("stopped_by_trial")),
         "device": run.get("device"),
         "torch": run.get("torch"),
-        "steps": [{k: s.get(k) for k in ("index", "wall_s", "hook_s", "loss", "shapes", "compiles")} for s in steps],
+        "steps": [{k: s.get(k) for k in ("index", "wall_s", "hook_s", "loss", "shapes", "compiles", "profiled")}
+                  for s in steps],
         "warmup_steps": warmup,
         "warmup_wall_s": sum(s["wall_s"] for s in steps if s["index"] in warmup),
         "steady": {"wall_s": quartiles([s["wall_s"] for s in steady]),
                    "hook_s": quartiles([s["hook_s"] for s in steady])} if steady else None,
         "peak_memory_bytes": run.get("peak_memory_bytes"),
+        "memory_method": run.get("memory_method"),
         "memory_note": None if run.get("peak_memory_bytes") is not None else
-        "not measured on CPU (no allocator-level peak; process RSS would count the compiler too)",
+        (run.get("memory_note") or "not measured"),
         "failure": failure,
         "outermost_modules": run.get("outermost_modules", []),
+        "outermost_targets": run.get("outermost_targets", []),
     }
 
 
@@ -84,10 +86,16 @@ def speedup(eager: dict, compiled: dict, key: str = "wall_s") -> Optional[dict]:
             "compiled_median_s": b["median"]}
 
 
+def step_times(run: dict, ratio: Optional[dict]) -> list[float]:
+    """A run's wall time per step as payback and the report's chart count it: the step profiled for
+    memory (the same index in both runs) at eager's steady median in both, since the profiler slows
+    eager's many small ops more than compiled code."""
+    return [ratio["eager_median_s"] if s.get("profiled") and ratio else s["wall_s"] for s in run.get("steps") or []]
+
+
 def payback(eager: dict, compiled: dict, ratio: Optional[dict]) -> dict:
     """The step from which compiled is ahead in cumulative wall time, measured or projected."""
-    a = [s["wall_s"] for s in eager["steps"]]
-    b = [s["wall_s"] for s in compiled["steps"]]
+    a, b = step_times(eager, ratio), step_times(compiled, ratio)
     n = min(len(a), len(b))
     if n == 0:
         return {"step": None, "measured": False, "text": "no steps to compare"}
@@ -156,39 +164,23 @@ def graph_breaks(run: Optional[dict]) -> list[dict]:
     """Distinct breaks the compiled run hit, where, why, in which step, with which input shapes."""
     found: dict = {}
     for event in (run or {}).get("events", []):
-        if event.get("kind") != "graph_break":
-            continue
-        message = event.get("message", "")
-        at = _GB_AT.search(message)
-        lines = [ln.strip() for ln in message.splitlines()]
-        reason = next((ln for ln in lines if ln and not ln.startswith(("Graph break in user code",
-                                                                      "Graph Break Reason", "User code traceback",
-                                                                      "File ", "Explanation", "Hint",
-                                                                      "Developer debug", "For more details",
-                                                                      "***")) and "graph break" not in ln.lower()),
-                      "")
-        gb = _GB_ID.search(message)
-        key = (at["where"] if at else None, reason)
-        if key in found:
-            continue
-        found[key] = {"where": key[0], "reason": reason, "gb": gb[1].upper() if gb else None,
-                      "step": event.get("step"), "shapes": event.get("shapes")}
+        if event.get("kind") == "graph_break":
+            found.setdefault((event.get("where"), event.get("reason")),
+                             {k: event.get(k) for k in ("where", "reason", "gb", "explanation", "step", "shapes")})
     return list(found.values())
+
+
+def break_text(b: dict) -> str:
+    """A break's type, and for a break in a loop what it costs (the whole frame runs eagerly)."""
+    if b.get("reason") == "graph break in loop" and b.get("explanation"):
+        return f"{b['reason']}: {b['explanation']}"
+    return b.get("reason") or ""
 
 
 def recompiles(run: Optional[dict]) -> list[dict]:
     """Every recompile: the function, the guard that failed, the step and the model's input shapes then."""
-    out = []
-    for event in (run or {}).get("events", []):
-        if event.get("kind") != "recompile":
-            continue
-        message = event.get("message", "")
-        head = _RECOMPILING.search(message)
-        guards = [g["reason"].split("#")[0].strip() for g in _GUARD.finditer(message)]
-        out.append({"function": head["name"] if head else None, "where": head["where"] if head else None,
-                    "reason": guards[0] if guards else message.strip().splitlines()[0],
-                    "step": event.get("step"), "shapes": event.get("shapes")})
-    return out
+    return [{k: event.get(k) for k in ("function", "where", "reason", "step", "shapes")}
+            for event in (run or {}).get("events", []) if event.get("kind") == "recompile"]
 
 
 def compile_time(run: Optional[dict]) -> Optional[dict]:
@@ -226,6 +218,24 @@ def summarize(eager_run: Optional[dict], eager_code: Optional[int], compiled_run
     }
 
 
+def restart_compile_s(figures: dict) -> Optional[float]:
+    """Seconds one process start compiles: warm from the cache artifact when measured (a team ships
+    it), else the compiled run's compile time."""
+    warm = ((figures.get("artifact") or {}).get("compile_time") or {}).get("total_s")
+    return warm if warm is not None else (figures.get("compile_time") or {}).get("total_s")
+
+
+def bill(figures: dict, inputs: CostInputs) -> dict:
+    """The GPU bill of a trial from its measured steady-state medians (wall time per step)."""
+    wall = (figures.get("speedup") or {}).get("wall") or {}
+    out = gpu_bill(inputs, eager_step_s=wall.get("eager_median_s"), compiled_step_s=wall.get("compiled_median_s"),
+                   verdict=wall.get("verdict") if figures.get("speedup") else "missing (the compiled run failed)",
+                   compile_s=restart_compile_s(figures))
+    if not inputs.given():
+        out["lines"] = []  # nothing asked: no bill in the text
+    return out
+
+
 # --- text ----------------------------------------------------------------------------------
 
 def _ms(seconds: Optional[float]) -> str:
@@ -252,7 +262,8 @@ def render_text(summary: dict) -> str:
         lines.append(f"  {name:8} {len(figures['steps'])} steps; warm-up steps {warm} took "
                      f"{_ms(figures['warmup_wall_s'])}; {_steady(figures)}")
         memory = figures.get("peak_memory_bytes")
-        lines.append(f"  {'':8} peak memory: " + (f"{memory / 2**20:.1f} MiB (CUDA max allocated)" if memory is not None
+        method = (figures.get("memory_method") or "method unknown").split(":")[0]  # the JSON has it whole
+        lines.append(f"  {'':8} peak memory: " + (f"{format_bytes(memory)} ({method})" if memory is not None
                                                    else figures["memory_note"]))
     if eager["ran"] and not eager["steps"] and not eager.get("failure"):
         lines.append("  no step was seen: no optimizer.step() (or, with --step-on forward, no call of a module "
@@ -294,7 +305,7 @@ def render_text(summary: dict) -> str:
     breaks, recs = summary["graph_breaks"], summary["recompiles"]
     lines.append(f"  graph breaks in the run: {len(breaks)}")
     for b in breaks:
-        lines.append(f"    {b['where']}  {b['gb'] or ''} {b['reason']}  (step {b['step']}, inputs {b['shapes']})")
+        lines.append(f"    {b['where']}  {b['gb'] or ''} {break_text(b)}  (step {b['step']}, inputs {b['shapes']})")
     lines.append(f"  recompiles in the run: {len(recs)}")
     for r in recs:
         lines.append(f"    {r['function']} at {r['where']}: {r['reason']}  (step {r['step']}, inputs {r['shapes']})")

@@ -13,6 +13,8 @@ import sys
 import threading
 import time
 
+from ..processes import watch_parent
+
 
 def _take_channel() -> tuple:
     rpc_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -31,15 +33,7 @@ def _watch_parent() -> None:
     started is noticed too (by then `os.getppid()` already names the process that adopted us).
     """
     named = os.environ.pop("COMPILE_LENS_SERVER_PID", "")  # not for user code's own subprocesses
-    parent = int(named) if named.isdigit() else os.getppid()
-
-    def watch() -> None:
-        while True:
-            if os.getppid() != parent:
-                os._exit(0)
-            time.sleep(0.5)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    watch_parent(int(named) if named.isdigit() else None)
 
 
 def main() -> None:

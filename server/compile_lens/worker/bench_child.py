@@ -22,23 +22,11 @@ import copy
 import json
 import os
 import sys
-import threading
 import time
 from dataclasses import asdict
 from typing import Any, Callable
 
-
-def _watch_parent() -> None:
-    """Exit when the worker that started us goes away: no orphan compiles."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(3)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+from ..processes import watch_parent
 
 
 def _write(path: str, result: dict[str, Any]) -> None:
@@ -137,7 +125,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     job = json.loads(argv[1])
-    _watch_parent()
+    watch_parent(exit_code=3)  # exit when the worker that started us goes away: no orphan compiles
     # Protect nothing on stdout: the parent reads only the result file. Keep user prints flowing.
     result = run(job)
     _write(job["result_path"], result)

@@ -62,7 +62,9 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 
 from . import benchmark as bench
-from .loader import BuiltTarget, _is_environment_file, _under, innermost_user_frame
+from . import dynamo
+from .frames import is_user_file
+from .loader import BuiltTarget, innermost_user_frame
 
 MESSAGE_CHARS = 400
 SWEEP_POINTS = 5  # batch sizes measured (4 when the budget is under 4 s)
@@ -104,23 +106,18 @@ _FX_FILE = re.compile(r"#\s*File:\s*(\S+?\.py):(\d+)\b")
 _SHORT_FILE = re.compile(r"\(?(\S+?\.py):(\d+) in \w+")
 
 
-def _is_user_file(path: str, root: str) -> bool:
-    return (os.path.isabs(path) and _under(path, root) and not _is_environment_file(path)
-            and "compile_lens" not in path.replace(os.sep, "/").split("/"))
-
-
 def _location_in_text(text: str, root: str, own_path: str) -> Optional[tuple[str, int]]:
     """The innermost user `file:line` torch wrote into its message, if any."""
     found: Optional[tuple[str, int]] = None
     for m in _TB_FILE.finditer(text):  # traceback-style, outermost first: keep the last user one
-        if _is_user_file(m.group(1), root):
+        if is_user_file(m.group(1), root):
             found = (m.group(1), int(m.group(2)))
     if found:
         return found
     for pattern in (_FX_FILE, _SHORT_FILE):
         for m in pattern.finditer(text):
             path = m.group(1).lstrip("(")
-            if _is_user_file(path, root):
+            if is_user_file(path, root):
                 found = (path, int(m.group(2)))
             elif not os.path.isabs(path) and own_path.endswith(path):  # "(mp/x/model.py:9 in f)"
                 found = (own_path, int(m.group(2)))
@@ -289,18 +286,12 @@ def inspect_inductor(target: BuiltTarget, *, device: str = "cpu", mode: str = "d
 
     device, _ = bench.resolve_device(device)
     obj, args = _eval_model(target, device)
-    with contextlib.suppress(Exception):
-        from torch._dynamo.utils import clear_compilation_metrics
-        clear_compilation_metrics()
+    dynamo.clear_metrics()
     try:
         with _fresh_inductor_cache(), torch.no_grad():
             compiled = torch.compile(obj, **bench.compile_kwargs(target, mode))
             _, codes = run_and_get_code(compiled, *args)  # resets Dynamo first
-        try:
-            from torch._dynamo.utils import get_compilation_metrics
-            entries = list(get_compilation_metrics())
-        except Exception:  # noqa: BLE001 - private API (torch < 2.4): no breakdown
-            entries = []
+        entries = dynamo.metrics()  # [] on a torch without them: no breakdown
     finally:
         with contextlib.suppress(Exception):
             torch._dynamo.reset()
@@ -380,9 +371,7 @@ def batch_sweep(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
     points_wanted = SWEEP_POINTS if max_seconds >= 4 else SWEEP_POINTS - 1
     sizes = sweep_sizes(batch, max(1, first.numel() // max(1, first.shape[0])), points_wanted)
     notes: list[str] = []
-    with contextlib.suppress(Exception):
-        from torch._dynamo.utils import clear_compilation_metrics
-        clear_compilation_metrics()
+    dynamo.clear_metrics()
     torch._dynamo.reset()
     compiled_fn = torch.compile(obj, **bench.compile_kwargs(target, mode))
     points: list[dict[str, Any]] = []
@@ -437,7 +426,7 @@ def batch_sweep(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
 def _recompiles() -> int:
     """Frame compiles since the metrics were cleared that were recompiles (`compile_id` "F/R", R > 0);
     the frames after a graph break are first compiles of their own frame, not recompiles."""
-    ids = [str(getattr(e, "compile_id", "") or "") for e in bench._frame_compiles(bench._metrics())]
+    ids = [str(getattr(e, "compile_id", "") or "") for e in dynamo.frame_compiles(dynamo.metrics())]
     return sum(1 for i in ids if "/" in i and not i.endswith("/0"))
 
 

@@ -12,11 +12,11 @@ import sys
 import traceback
 import types
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any, Callable
 
-from ..inputs import fix_hint, where_from
-from ..protocol import Problem, TargetSpec
+from ..protocol import Problem, TargetSpec, fix_hint, where_from
+from .frames import is_environment_file, is_user_file, real, under
 
 sys.dont_write_bytecode = True  # never leave .pyc files in the user's folders
 
@@ -40,7 +40,7 @@ class _WorkspaceFinder(importlib.abc.MetaPathFinder):
         origin = getattr(spec, "origin", None) if spec else None
         if spec is None or not origin or not origin.endswith(".py") or not self.root:
             return spec
-        if _under(origin, self.root) and not _is_environment_file(origin) and not _vendored(origin, self.root):
+        if under(origin, self.root) and not is_environment_file(origin) and not _vendored(origin, self.root):
             spec.loader = _SourceLoader(fullname, origin)
         return spec
 
@@ -76,7 +76,7 @@ class BuiltTarget:
     """What a job needs to run a target: a factory (a fresh model each call) and example args."""
 
     spec: TargetSpec
-    make: Callable[[], Any]  # returns the nn.Module instance or the plain function
+    make: Callable[[], Any]  # returns a fresh nn.Module instance (same weights each call) or the function
     args: tuple
     namespace: dict
     left_out: list = field(default_factory=list)  # optional parameters the call leaves at their defaults
@@ -86,31 +86,6 @@ class BuiltTarget:
         return _as_tuple(eval(text, self.namespace))  # noqa: S307 - the user's own directive
 
 
-@cache
-def _environment_prefixes() -> tuple[str, ...]:
-    return tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
-
-
-# realpath is a syscall per path component, and sys.modules holds thousands of torch modules:
-# each file is resolved once per process.
-@lru_cache(maxsize=65536)
-def _real(path: str) -> str:
-    return os.path.realpath(path)
-
-
-def _is_environment_file(path: str) -> bool:
-    real = _real(path)
-    return "site-packages" in real or real.startswith(_environment_prefixes())
-
-
-def _under(path: str, root: str) -> bool:
-    real, root = _real(path), _real(root)
-    return real == root or real.startswith(root + os.sep)
-
-
-_OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
-
-
 # Folders that hold other people's packages inside a workspace (on PYTHONPATH, or pip --target).
 VENDOR_DIRS = {"vendor", "vendored", "_vendor", "third_party", "third-party", "thirdparty", "3rdparty",
                "site-packages", "dist-packages", "__pypackages__"}
@@ -118,10 +93,10 @@ VENDOR_DIRS = {"vendor", "vendored", "_vendor", "third_party", "third-party", "t
 
 def _vendored(path: str, root: str) -> bool:
     """Under a vendor folder of the workspace, or in a package pip installed there (its .dist-info)."""
-    rel = os.path.relpath(_real(path), _real(root)).split(os.sep)
+    rel = os.path.relpath(real(path), real(root)).split(os.sep)
     if any(part.lower() in VENDOR_DIRS for part in rel[:-1]):
         return True
-    top = _real(root)
+    top = real(root)
     return any(_has_dist_info(os.path.join(top, *rel[:i]), rel[i]) for i in range(len(rel) - 1))
 
 
@@ -145,7 +120,7 @@ def purge_user_modules(root: str) -> None:
     keep: set[str] = set()  # top-level packages that are not workspace source
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if not path or not _under(path, root) or _is_environment_file(path) or _real(path).startswith(_OUR_DIR):
+        if not path or not is_user_file(path, root):
             continue
         top = name.partition(".")[0]
         if not path.endswith(".py") or _vendored(path, root):
@@ -161,7 +136,7 @@ def module_name(path: str, root: str) -> str:
     """The dotted name the file is importable as: its package path under the root, else its stem."""
     directory, stem = os.path.split(os.path.abspath(path))
     parts = [os.path.splitext(stem)[0]]
-    while _under(directory, root) and os.path.exists(os.path.join(directory, "__init__.py")):
+    while under(directory, root) and os.path.exists(os.path.join(directory, "__init__.py")):
         directory, package = os.path.split(directory)
         parts.insert(0, package)
     return ".".join(parts)
@@ -196,9 +171,9 @@ def import_file(path: str, root: str) -> types.ModuleType:
 def user_line(exc: BaseException, path: str) -> int | None:
     """The innermost line of `path` in the exception's traceback."""
     line = None
-    real = os.path.realpath(path)
+    wanted = os.path.realpath(path)
     for frame in traceback.extract_tb(exc.__traceback__):
-        if os.path.realpath(frame.filename) == real:
+        if os.path.realpath(frame.filename) == wanted:
             line = frame.lineno
     return line
 
@@ -207,9 +182,8 @@ def innermost_user_frame(exc: BaseException, root: str) -> tuple[str, int] | Non
     """The innermost traceback frame in a workspace file (not the environment, not us)."""
     found = None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if _under(frame.filename, root) and not _is_environment_file(frame.filename):
-            if "compile_lens" not in frame.filename.replace(os.sep, "/").split("/"):
-                found = (frame.filename, frame.lineno)
+        if is_user_file(frame.filename, root):
+            found = (frame.filename, frame.lineno)
     return found
 
 
@@ -273,6 +247,7 @@ def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> Built
         init = spec.inputs.init or f"{spec.name}()"
 
         def make() -> Any:
+            _seed()
             return eval(init, namespace)  # noqa: S307 - the user's own directive
     else:
         fn = unwrap_compiled(obj)
@@ -294,6 +269,7 @@ def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> Built
             "build", f"building `{built}` (from {where_from(spec.inputs)}) failed: {describe(exc)}",
             path, user_line(exc, path) or spec.line, how)) from None
     try:
+        _seed()
         args = _as_tuple(eval(spec.inputs.text, namespace))  # noqa: S307
     except Exception as exc:  # noqa: BLE001
         if guessed:
@@ -302,6 +278,14 @@ def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> Built
             "inputs", f"evaluating inputs `{spec.inputs.text}` (from {where_from(spec.inputs)}) failed: "
                       f"{describe(exc)}", path, spec.inputs.line or spec.line, fix_hint(spec.inputs, spec.name))) from None
     return BuiltTarget(spec, make, args, namespace, _left_out(obj, spec, args))
+
+
+def _seed() -> None:
+    """Random weights and `torch.randn` inputs drawn the same way every run: a guard on an `.item()`
+    value, an output difference or a figure then reads the same on every save, not a new one."""
+    import torch
+
+    torch.manual_seed(0)
 
 
 def _left_out(obj: Any, spec: TargetSpec, args: tuple) -> list[str]:

@@ -73,6 +73,12 @@ def cpu_peak(call: Callable[[], Any]) -> Optional[int]:
     gc.collect()
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         call()
+    return allocation_peak(prof)
+
+
+def allocation_peak(prof: Any) -> Optional[int]:
+    """Peak of the running sum of a finished `profile(profile_memory=True)`'s CPU allocations
+    (bytes above what existed when it started), or None when it recorded nothing readable."""
     events = sorted(_allocations(prof))
     if not events:
         return None

@@ -1,0 +1,216 @@
+"""`compile-lens trial [--steps N | --seconds S] [options] -- COMMAND ARGS...`
+
+Runs COMMAND twice, unchanged, for N steps: eager, then with the workspace's outermost modules
+compiled (see `hook`). The program's stdout and stderr pass through; the trial's summary goes to
+stderr after both runs, and to `--json FILE`. Exit status: the eager run's when it failed, else the
+compiled run's (0 when the trial stopped it after N steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+from typing import Any, Optional
+
+from ..config import find_root, load_project_config
+from ..cost import CostInputs
+from ..settings import Settings
+from ..trial import runner, store, summary
+from .common import add_program
+from .common import program as program_of
+
+DEFAULT_STEPS = 30
+
+
+def add_trial_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "trial", help="run your training program eager and compiled for N steps and compare them",
+        description="Run COMMAND unchanged twice for a bounded number of steps (a step is one optimizer.step(), "
+                    "or with --step-on forward one call of the outermost workspace module): once eager, once with "
+                    "the workspace's outermost nn.Modules compiled (torch.compile calls in the program keep their "
+                    "own options). Reports time per step (warm-up apart, steady-state median and quartiles), peak "
+                    "memory, the loss per step in both runs, graph breaks and recompiles that happened, compile "
+                    "time, the step at which compiled pays back, and the GPU bill when its figures are given.",
+        usage="compile-lens trial [--steps N | --seconds S] [options] -- COMMAND [ARGS...]")
+    bound = parser.add_mutually_exclusive_group()
+    bound.add_argument("--steps", type=int, help=f"steps per run (default {DEFAULT_STEPS})")
+    bound.add_argument("--seconds", type=float,
+                       help="run eager for this long (from the first step); the compiled run does as many steps")
+    parser.add_argument("--step-on", choices=("optimizer", "forward"), default="optimizer",
+                        help="what ends a step: optimizer.step() (default) or a call of the outermost module")
+    parser.add_argument("--mode", help="torch.compile mode for the modules the trial compiles")
+    parser.add_argument("--backend", help="torch.compile backend (default: torch's, inductor)")
+    parser.add_argument("--dynamic", choices=("auto", "true", "false"), default="auto",
+                        help="torch.compile dynamic= (auto: torch's default)")
+    parser.add_argument("--cold", action="store_true", help="compile with empty Inductor caches (a fresh machine)")
+    parser.add_argument("--cache-artifact", nargs="?", const="", default=None, metavar="FILE",
+                        help="save torch's compile cache artifact after the compiled run (default file: "
+                             "ROOT/.compile-lens/compile-cache.bin) and time a third, fresh run warmed by it only")
+    parser.add_argument("--repeat-eager", action="store_true",
+                        help="run eager twice to tell whether the program is deterministic")
+    parser.add_argument("--rtol", type=float, default=1e-3, help="loss tolerance, relative (default 1e-3)")
+    parser.add_argument("--atol", type=float, default=1e-5, help="loss tolerance, absolute (default 1e-5)")
+    parser.add_argument("--root", help="workspace root: modules defined under it are compiled (default: this folder)")
+    parser.add_argument("--json", metavar="FILE", help="write the figures as JSON here")
+    add_bill_arguments(parser)
+    add_program(parser, run_trial)
+    return parser
+
+
+def add_bill_arguments(parser: argparse.ArgumentParser) -> None:
+    """The bill's flags (`trial` and `report`); each overrides its `bill.*` setting in pyproject.toml."""
+    bill = parser.add_argument_group("the GPU bill (figures from your team; defaults: [tool.compile-lens] bill.* "
+                                     "in pyproject.toml; no money shown without a price)")
+    bill.add_argument("--gpu-price", type=float, metavar="PER_HOUR", help="price of one GPU-hour (bill.gpuPricePerHour)")
+    bill.add_argument("--gpus", type=int, help="GPUs a run uses (bill.gpus, default 1)")
+    bill.add_argument("--hours-per-month", type=float, help="training hours per month, eager (bill.trainingHoursPerMonth)")
+    bill.add_argument("--steps-per-run", type=float, help="steps of one training run, with --runs-per-month (bill.stepsPerRun)")
+    bill.add_argument("--runs-per-month", type=float, help="training runs started per month (bill.runsPerMonth)")
+    bill.add_argument("--restarts-per-run", type=float,
+                      help="restarts (each compiles again) per run (bill.restartsPerRun, default 0)")
+    bill.add_argument("--migration-days", type=float, help="engineer-days to migrate to torch.compile (bill.migrationDays)")
+    bill.add_argument("--day-rate", type=float, help="cost of one engineer-day (bill.engineerDayRate)")
+
+
+_FLAGS = {"gpu_price": "price_per_gpu_hour", "gpus": "gpus", "hours_per_month": "hours_per_month",
+          "steps_per_run": "steps_per_run", "runs_per_month": "runs_per_month",
+          "restarts_per_run": "restarts_per_run", "migration_days": "migration_days", "day_rate": "day_rate"}
+
+
+def bill_inputs(args: argparse.Namespace, settings: Settings) -> CostInputs:
+    """The settings' bill, each flag given on the command line in place of its setting."""
+    inputs = CostInputs.from_settings(settings)
+    for flag, field in _FLAGS.items():
+        value = getattr(args, flag, None)
+        if value is not None:
+            setattr(inputs, field, value)
+    return inputs
+
+
+def bill_flag_error(args: argparse.Namespace) -> Optional[str]:
+    """What is wrong with the bill's flags, as the settings would say it; None when they are fine."""
+    for flag in _FLAGS:
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        _, problems = Settings.from_client({_SETTING[flag]: value})
+        if problems:
+            why = problems[0].split(" must ", 1)[-1].removesuffix("; it is not used")
+            return f"--{flag.replace('_', '-')} {value:g}: must {why}"
+    return None
+
+
+_SETTING = {"gpu_price": "bill.gpuPricePerHour", "gpus": "bill.gpus", "hours_per_month": "bill.trainingHoursPerMonth",
+            "steps_per_run": "bill.stepsPerRun", "runs_per_month": "bill.runsPerMonth",
+            "restarts_per_run": "bill.restartsPerRun", "migration_days": "bill.migrationDays",
+            "day_rate": "bill.engineerDayRate"}
+
+
+def _settings(folder: str, root: str) -> Settings:
+    """[tool.compile-lens] of the pyproject.toml nearest `folder` up to the workspace `root`; its
+    mistakes are said with their file and line."""
+    config = load_project_config(folder, root)
+    for problem in config.problems:
+        where = f"{os.path.relpath(problem.path)}:{problem.line}: " if problem.path else ""
+        print(f"compile-lens: {where}{problem.message}" + (f" ({problem.hint})" if problem.hint else ""), file=sys.stderr)
+    settings, problems = Settings.from_client(config.settings)
+    for message in problems:
+        print(f"compile-lens: {message}", file=sys.stderr)
+    return settings
+
+
+def run_trial(args: argparse.Namespace) -> int:
+    if (program := program_of(args, "compile-lens trial --steps 50 -- python train.py")) is None:
+        return 2
+    if (args.steps is not None and args.steps <= 0) or (args.seconds is not None and args.seconds <= 0):
+        print("compile-lens trial: --steps and --seconds must be positive", file=sys.stderr)
+        return 2
+    problem = bill_flag_error(args)
+    if problem:
+        print(f"compile-lens trial: {problem}", file=sys.stderr)
+        return 2
+    root = os.path.abspath(args.root or os.getcwd())
+    steps = args.steps or (0 if args.seconds else DEFAULT_STEPS)
+    options: dict = {}
+    if args.mode:
+        options["mode"] = args.mode
+    if args.backend:
+        options["backend"] = args.backend
+    if args.dynamic != "auto":
+        options["dynamic"] = args.dynamic == "true"
+    common = {"root": root, "step_on": args.step_on}
+    load_before = _load()
+    with tempfile.TemporaryDirectory(prefix="compile-lens-trial-") as scratch:
+        _say("eager run")
+        eager_code, eager = runner.run_once(program, mode="eager", scratch=scratch, steps=steps,
+                                            seconds=args.seconds or 0.0, **common)
+        if not steps:  # --seconds: the compiled run does as many steps as eager did
+            steps = len((eager or {}).get("steps") or []) or 0
+        repeat = None
+        if args.repeat_eager:
+            _say("eager run, again (determinism)")
+            _, repeat = runner.run_once(program, mode="eager", scratch=scratch, steps=steps,
+                                        seconds=0.0 if steps else (args.seconds or 0.0), tag="-2", **common)
+        _say("compiled run" + (f" ({', '.join(f'{k}={v}' for k, v in options.items())})" if options else ""))
+        compiled_code, compiled = runner.run_once(
+            program, mode="compiled", scratch=scratch, steps=steps, seconds=0.0 if steps else (args.seconds or 0.0),
+            options=options, cold_cache=args.cold, save_artifact=_artifact_path(args, root), **common)
+        artifact = None
+        if args.cache_artifact is not None:
+            artifact = _artifact_run(program, args, root, scratch, options, compiled, common)
+    figures = summary.summarize(eager, eager_code, compiled, compiled_code, rtol=args.rtol, atol=args.atol,
+                                repeat_run=repeat, command=shlex.join(program))
+    figures["artifact"] = artifact
+    figures["cold"] = args.cold
+    figures["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": _load()}
+    figures["cost"] = summary.bill(figures, bill_inputs(args, _settings(root, find_root(root))))
+    print(summary.render_text(figures), file=sys.stderr)
+    saved = store.write(find_root(root), figures, command=shlex.join(program), base=root)
+    if saved:
+        _say(f"figures saved in {os.path.relpath(saved)} (the report and the editor's hover card read them)")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=1)
+            f.write("\n")
+    return eager_code if eager_code != 0 else compiled_code
+
+
+def _artifact_path(args: argparse.Namespace, root: str) -> str:
+    if args.cache_artifact is None:
+        return ""
+    path = os.path.abspath(args.cache_artifact or os.path.join(root, ".compile-lens", "compile-cache.bin"))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return path
+
+
+def _artifact_run(program: list[str], args: argparse.Namespace, root: str, scratch: str, options: dict,
+                  compiled: Any, common: dict) -> dict:
+    """A fresh process with empty Inductor caches and the saved artifact loaded, up to the last compile step."""
+    saved = (compiled or {}).get("artifact_saved") or {}
+    if not saved.get("saved"):
+        return {"path": None, "note": saved.get("error") or "the compiled run saved no artifact"}
+    compile_steps = (summary.compile_time(compiled) or {}).get("steps") or []
+    steps = max(compile_steps) + 1 if compile_steps else 1
+    _say(f"compiled run warmed by the cache artifact only ({steps} steps)")
+    code, run = runner.run_once(program, mode="compiled", scratch=scratch, steps=steps, options=options,
+                                cold_cache=True, load_artifact=saved["saved"], tag="-artifact", **common)
+    loaded = (run or {}).get("artifact_loaded") or {}
+    return {"path": saved["saved"], "bytes": saved.get("bytes"), "steps": steps, "exit_code": code,
+            "loaded": bool(loaded.get("loaded")), "note": loaded.get("error"),
+            "compile_time": summary.compile_time(run)}
+
+
+def _load() -> float | None:
+    """The 1-minute load average: other work on the machine makes step times noisy, and the text says so."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def _say(message: str) -> None:
+    print(f"compile-lens trial: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,13 @@
+"""Source → targets, each with the recipe to call it. Pure `ast`: no torch, no user code.
+
+`targets` finds them, `directives` reads what the user wrote, `inference` guesses inputs from the
+source (`values` · `layers` · `follow` · `shapes`), `inputs` settles precedence (directive >
+pyproject > recorded > guess), `deps` fingerprints a file and its imports, `call_sites` reads
+`torch.compile(...)` calls. The entry points are re-exported here.
+"""
+
+from .call_sites import compile_call_sites
+from .deps import dependency_fingerprint, fingerprint
+from .targets import Discovery, discover
+
+__all__ = ["Discovery", "compile_call_sites", "dependency_fingerprint", "discover", "fingerprint"]

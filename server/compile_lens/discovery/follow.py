@@ -1,0 +1,173 @@
+"""From a `forward` parameter to the first layer it reaches: through helper methods, loops over
+`nn.ModuleList`, `nn.Sequential` and modules of this file.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+from .layers import (
+    _MAX_DEPTH,
+    _SHAPELESS,
+    _SIZE_ARG,
+    _calls_in_execution_order,
+    _Class,
+    _layer_kind,
+    _Ref,
+    _self_attr,
+)
+
+
+@dataclass
+class _Use:
+    """A forward parameter reaches layer `ref`, as its argument `position` at call `site`."""
+
+    ref: _Ref
+    position: object  # int, or the keyword
+    site: ast.Call
+    owner: _Class
+
+
+_META_ATTRS = {"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad"}
+_META_CALLS = {"size", "dim", "numel", "type", "stride"}
+
+
+def _names(node: ast.AST) -> set[str]:
+    """Names whose data flows into `node`: not those only asked for their shape, device or dtype."""
+    if isinstance(node, ast.Attribute) and node.attr in _META_ATTRS:
+        return set()
+    if isinstance(node, ast.Call):
+        f = node.func
+        if (isinstance(f, ast.Attribute) and f.attr in _META_CALLS) or (isinstance(f, ast.Name) and f.id in ("len", "isinstance")):
+            return set()
+    if isinstance(node, ast.Name):
+        return {node.id}
+    found: set[str] = set()
+    for child in ast.iter_child_nodes(node):
+        found |= _names(child)
+    return found
+
+
+class _Follow:
+    """Walks a function's statements in order, tracking the names derived from one parameter."""
+
+    def __init__(self, owner: _Class, tainted: set[str], depth: int):
+        self.owner, self.tainted, self.depth = owner, set(tainted), depth
+        self.loops: dict[str, object] = {}
+        self.blocked: Optional[str] = None  # the parameter reached something whose input we cannot tell
+        self.blocker: Optional[_Ref] = None  # ... and that something
+
+    def body(self, stmts: list[ast.stmt]) -> Optional[_Use]:  # noqa: C901
+        for stmt in stmts:
+            found: Optional[_Use] = None
+            if isinstance(stmt, ast.For):
+                found = self.exprs([stmt.iter])
+                container = self.owner.resolve(_enumerated(stmt.iter), self.loops)
+                if found is None and isinstance(container, list) and container:
+                    name = stmt.target.elts[-1] if isinstance(stmt.target, ast.Tuple) else stmt.target
+                    if isinstance(name, ast.Name):
+                        self.loops[name.id] = container[0]
+                found = found or self.body(stmt.body + stmt.orelse)
+            elif isinstance(stmt, (ast.If, ast.While)):
+                found = self.exprs([stmt.test]) or self.body(stmt.body) or self.body(stmt.orelse)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                found = self.exprs([i.context_expr for i in stmt.items]) or self.body(stmt.body)
+            elif isinstance(stmt, ast.Try):
+                found = self.body(stmt.body + stmt.orelse + stmt.finalbody)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)):
+                value = getattr(stmt, "value", None)
+                found = self.exprs([value]) if value is not None else None
+                if value is not None and _names(value) & self.tainted:
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+                    for target in targets:
+                        if target is not None:
+                            self.tainted |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name) and n.id != "self"}
+                elif isinstance(stmt, ast.Assign):  # `x = something else` ends x's link to the parameter
+                    for target in stmt.targets:
+                        if isinstance(target, ast.Name):
+                            self.tainted.discard(target.id)
+            if found is not None or self.blocked:
+                return found
+        return None
+
+    def exprs(self, nodes: list) -> Optional[_Use]:
+        for node in nodes:
+            for call in _calls_in_execution_order(node):
+                found = self.call(call)
+                if found is not None or self.blocked:
+                    return found
+        return None
+
+    def call(self, call: ast.Call) -> Optional[_Use]:
+        position = _tainted_position(call, self.tainted)
+        if position is None:
+            return None
+        f = call.func
+        owner = self.owner
+        if _self_attr(f) and f.attr in owner.methods and f.attr not in owner.layers:  # a helper method
+            if self.depth >= _MAX_DEPTH:
+                return None
+            method = owner.methods[f.attr]
+            params = [a.arg for a in method.args.posonlyargs + method.args.args][1:]
+            name = params[position] if isinstance(position, int) and position < len(params) else position
+            if not isinstance(name, str):
+                return None
+            inner = _Follow(owner, {name}, self.depth + 1)
+            found = inner.body(method.body)
+            self.blocked, self.blocker = inner.blocked, inner.blocker
+            return found
+        target = owner.resolve(f, self.loops)
+        return self.reach(target, position, call, owner)
+
+    def reach(self, target: object, position: object, site: ast.Call, owner: _Class) -> Optional[_Use]:
+        """The parameter is passed to `target` (a layer, a container, a module of this file)."""
+        if isinstance(target, list):  # calling a Sequential: its first layer that cares
+            for item in target:
+                found = self.reach(item, position, site, owner)
+                if found is not None or self.blocked:
+                    return found
+            return None
+        if not isinstance(target, _Ref) or not isinstance(target.node, ast.Call):
+            return None
+        kind = _layer_kind(target.node)
+        if kind in _SHAPELESS:
+            return None
+        sub = owner.sub(target) if kind in owner.classes and owner.depth < _MAX_DEPTH else None
+        if sub is not None:
+            params = [a.arg for a in sub.forward.args.posonlyargs + sub.forward.args.args][1:]
+            name = params[position] if isinstance(position, int) and position < len(params) else position
+            if not isinstance(name, str):
+                self.blocked = f"`{kind}.forward` parameters"
+                return None
+            inner = _Follow(sub, {name}, self.depth + 1)
+            found = inner.body(sub.forward.body)
+            if found is None and not inner.blocked:
+                inner.blocked = f"`{kind}`, whose input no layer of it sizes"
+            self.blocked, self.blocker = inner.blocked, inner.blocker
+            return found
+        if kind in _SIZE_ARG or kind.rstrip("123d").endswith(("Conv", "ConvTranspose", "BatchNorm", "InstanceNorm")) \
+                or kind.startswith("Lazy") or kind in ("TransformerEncoder", "TransformerDecoder"):
+            return _Use(target, position, site, owner)
+        self.blocked = f"`{ast.unparse(target.node.func)}(...)`, whose input Compile Lens cannot size"
+        self.blocker = target
+        return None
+
+
+def _enumerated(node: ast.expr) -> ast.expr:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "enumerate" and node.args:
+        return node.args[0]
+    return node
+
+
+def _tainted_position(call: ast.Call, tainted: set[str]) -> object:
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return None
+        if _names(arg) & tainted:
+            return i
+    for kw in call.keywords:
+        if kw.arg and _names(kw.value) & tainted:
+            return kw.arg
+    return None

@@ -1,0 +1,155 @@
+"""Inputs guessed from the source alone, for a module target without a directive.
+
+The class is built with its defaults (or with a default config object the file defines); each
+required parameter of `forward` is followed (`follow`) to the first layer it reaches, and a
+tensor is shaped for that layer (`shapes`). Values written in the source are computed by
+`values`, a small interpreter: nothing here calls `eval`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..protocol import InputRecipe, TargetSpec
+from .follow import _Follow
+from .layers import _Class, _class_env, _layer_kind, _Ref
+from .shapes import (
+    _INTEGER_ANNOTATIONS,
+    _JAXTYPING_FLOATS,
+    _JAXTYPING_INTS,
+    BATCH,
+    SEQ,
+    _positive,
+    _randn,
+    _shape_text,
+    _tensor_for,
+)
+from .values import _ASSIGNED, _CLASSES, _arg, _ConfigClass, _inherited, _required_params, _value
+
+_TOKEN_PARAMS = {"input_ids", "token_ids", "tokens", "idx", "ids"}  # names that mean token indices
+
+
+def _module_target(cls: ast.ClassDef, constants: dict[str, object]) -> TargetSpec:
+    spec = TargetSpec(cls.name, "module", cls.lineno)
+    classes: dict[str, ast.ClassDef] = constants.get(_CLASSES, {})  # type: ignore[assignment]
+    init, forward = _inherited(cls, "__init__", classes), _inherited(cls, "forward", classes)
+    fix = f"add `# compile-lens: inputs=(...)` above `class {cls.name}`"
+    if forward is None:
+        spec.problem = f"`{cls.name}` defines no `forward` here: {fix}"
+        return spec
+    needed = _required_params(init) if init else []
+    init_text, bound = _default_config_init(cls.name, init, constants) if needed else (None, {})
+    if needed and init_text is None:
+        spec.problem = (f"`{cls.name}()` needs constructor arguments ({', '.join(needed)}): add "
+                        f"`# compile-lens: init={cls.name}(...) inputs=(...)` above it")
+        return spec
+    module_env = {k: v for k, v in constants.items() if not k.startswith("<")}
+    module_env[_ASSIGNED] = constants.get(_ASSIGNED, {})
+    ctx = _Class(cls, init, forward, _class_env(init, module_env, bound), classes, module_env, 0)
+    text, why = _guess_inputs(ctx)
+    if text is None:
+        spec.problem = f"cannot guess inputs for `{cls.name}` ({why}): {fix}"
+        return spec
+    spec.inputs = InputRecipe("inferred", text, init_text)
+    return spec
+
+
+def _default_config_init(name: str, init: ast.FunctionDef, env: dict[str, object]) -> tuple[Optional[str], dict]:
+    """`Net(NetConfig())` when every required argument is a config object this file can build."""
+    configs = {k: v for k, v in env.items() if isinstance(v, _ConfigClass) and v.complete}
+    args = {a.arg: a for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs}
+    texts, bound = [], {}
+    for param in _required_params(init):
+        note = args[param].annotation
+        hinted = ast.unparse(note).strip("'\"") if note is not None else ""
+        config = configs.get(hinted)
+        if config is None and param in ("config", "cfg", "conf", "hparams", "params", "args", "opt") and len(configs) == 1:
+            config = next(iter(configs.values()))
+        if config is None:
+            return None, {}
+        texts.append(f"{config.name}()")
+        bound[param] = config()
+    keyword_only = {a.arg for a in init.args.kwonlyargs}
+    parts = [f"{p}={t}" if p in keyword_only else t for p, t in zip(bound, texts)]
+    return f"{name}({', '.join(parts)})", bound
+
+
+def _from_annotation(note: Optional[ast.expr], owner: _Class) -> Optional[str]:
+    """`x: Float[Tensor, "batch 16"]` (jaxtyping) gives a shape; `idx: torch.LongTensor` the embedding's indices."""
+    if note is None:
+        return None
+    if isinstance(note, ast.Subscript) and isinstance(note.slice, ast.Tuple) and len(note.slice.elts) == 2:
+        dtype = _layer_kind(note.value) if isinstance(note.value, (ast.Name, ast.Attribute)) else ""
+        dims = note.slice.elts[1]
+        if (dtype in _JAXTYPING_INTS or dtype in _JAXTYPING_FLOATS) and isinstance(dims, ast.Constant) and isinstance(dims.value, str):
+            shape = []
+            for i, word in enumerate(dims.value.split()):
+                word = word.lstrip("*#").split("=")[-1]
+                value = int(word) if word.isdigit() else owner.env.get(word) if isinstance(owner.env.get(word), int) else None
+                if word in ("...", "") or word.startswith("_"):
+                    continue
+                shape.append(value if value else BATCH if i == 0 else SEQ)
+            if not shape:
+                return None
+            if dtype == "Bool":
+                return f"torch.randint(0, 2, {_shape_text(tuple(shape))}).bool()"
+            if dtype in _JAXTYPING_INTS:
+                return f"torch.randint(0, 2, {_shape_text(tuple(shape))})"
+            return _randn(tuple(shape))
+    name = _layer_kind(note) if isinstance(note, (ast.Name, ast.Attribute)) else ""
+    if name in _INTEGER_ANNOTATIONS:
+        for ref in owner.layers.values():
+            if isinstance(ref.node, ast.Call) and _layer_kind(ref.node) == "Embedding":
+                size = _positive(_arg(ref.node, 0, "num_embeddings", ref.env))
+                if size:
+                    return f"torch.randint(0, {size}, {_shape_text((BATCH, SEQ))})"
+    return None
+
+
+def _vocab_size(ref: _Ref, depth: int = 0) -> Optional[int]:
+    """`vocab_size=N` in the arguments of a model from a library (`GPT2LMHeadModel(GPT2Config(...))`),
+    or of the config object it is given (a local of __init__, or a module-level name)."""
+    assigned: dict[str, ast.expr] = ref.env.get(_ASSIGNED, {})  # type: ignore[assignment]
+    local = ref.owner.locals if ref.owner is not None else {}
+    for node in ast.walk(ref.node):
+        if isinstance(node, ast.keyword) and node.arg == "vocab_size":
+            return _positive(_value(node.value, ref.env))
+        if isinstance(node, ast.Name) and depth < 3 and node is not getattr(ref.node, "func", None):
+            bound = local.get(node.id) or (_Ref(assigned[node.id], ref.env, ref.owner) if node.id in assigned else None)
+            if bound is not None and bound.node is not ref.node:
+                found = _vocab_size(bound, depth + 1)
+                if found:
+                    return found
+    return None
+
+
+def _guess_inputs(ctx: _Class) -> tuple[Optional[str], str]:
+    """The inputs text for `ctx.forward`, or None and why not (for the user)."""
+    fn = ctx.forward
+    params = _required_params(fn)
+    if not params:
+        return "()", ""
+    notes = {a.arg: a.annotation for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    keyword_only = {a.arg for a in fn.args.kwonlyargs}
+    if keyword_only & set(params):
+        return None, f"`forward` has keyword-only parameters ({', '.join(sorted(keyword_only & set(params)))})"
+    texts = []
+    for param in params:
+        follow = _Follow(ctx, {param}, 0)
+        use = follow.body(fn.body)
+        text, why = _tensor_for(use) if use is not None else (None, "")
+        if text is None:
+            text = _from_annotation(notes.get(param), ctx)
+        if text is None and use is None and follow.blocker is not None and param in _TOKEN_PARAMS:
+            vocab = _vocab_size(follow.blocker)
+            text = f"torch.randint(0, {vocab}, {_shape_text((BATCH, SEQ))})" if vocab else None
+        if text is None:
+            if use is None:
+                why = (f"`{param}` first reaches {follow.blocked}" if follow.blocked
+                       else f"`{param}` reaches no layer whose input size is known")
+                if param in _TOKEN_PARAMS and follow.blocked:
+                    why += f"; token ids want e.g. `torch.randint(0, <vocab size>, {_shape_text((BATCH, SEQ))})`"
+            return None, why
+        texts.append(text)
+    return "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")", ""

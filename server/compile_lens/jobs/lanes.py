@@ -1,0 +1,348 @@
+"""Worker processes as seen from the server: start, send a job, watch time and memory, replace.
+
+No torch here. A worker that crashes, hangs past `worker.timeoutSeconds` or grows past
+`worker.memoryLimitMB` is killed with its whole process tree and replaced; the job's outcome
+says what happened in words the user can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Optional
+
+import psutil
+
+from ..processes import kill_tree
+from ..protocol import AnalyzeJob, Problem, WorkerEvent, from_dict
+
+log = logging.getLogger(__name__)
+
+STDERR_LOG_LIMIT = 32_000  # characters of user output per job kept in the log
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def worker_env(cache_dir: Optional[str]) -> dict[str, str]:
+    env = dict(os.environ)
+    # The worker must import this same compile_lens, whatever the user's cwd holds.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+    env["PYTHONSAFEPATH"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+    if cache_dir:
+        # Inductor's on-disk caches persist across sessions: re-measuring skips the compile.
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(cache_dir, "inductor"))
+    return env
+
+
+def tree_rss(pid: int) -> int:
+    try:
+        parent = psutil.Process(pid)
+        procs = [parent] + parent.children(recursive=True)
+    except psutil.Error:
+        return 0
+    total = 0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_info().rss
+    return total
+
+
+class WorkerGone(Exception):
+    def __init__(self, problem: Problem):
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+@dataclass
+class Limits:
+    timeout_s: float = 60.0
+    memory_limit_mb: int = 4096
+
+
+OnEvent = Callable[[WorkerEvent], Awaitable[None] | None]
+
+
+class Worker:
+    """One warm torch process and its private JSON-lines pipe."""
+
+    def __init__(self, python: str, cwd: str, env: dict[str, str]):
+        self.python, self.cwd, self.env = python, cwd, env
+        self.proc: Optional[asyncio.subprocess.Process] = None
+        self.info: dict[str, Any] = {}
+        self.output: list[str] = []  # user stdout/stderr of the current job, truncated
+        self._output_size = 0
+        self._stderr_task: Optional[asyncio.Task] = None
+        self.jobs_run = 0
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self.proc.pid if self.proc else None
+
+    async def start(self, timeout_s: float) -> dict[str, Any]:
+        """Start the process and wait for its hello (torch imported). Raises WorkerGone."""
+        self.proc = await asyncio.create_subprocess_exec(
+            self.python, "-m", "compile_lens.worker",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, cwd=self.cwd,
+            env={**self.env, "COMPILE_LENS_SERVER_PID": str(os.getpid())},  # its parent-death watch
+            limit=64 * 1024 * 1024, start_new_session=True,
+        )
+        self._stderr_task = asyncio.create_task(self._drain_stderr())
+        hello = await self._next_event(max(timeout_s, 30.0), None)
+        if hello is None:
+            raise WorkerGone(self._death_problem("starting the analysis process"))
+        if hello.get("error"):
+            problem = from_dict(Problem, hello["error"])
+            self.kill()
+            raise WorkerGone(problem)
+        self.info = hello.get("info", {})
+        return self.info
+
+    async def _drain_stderr(self) -> None:
+        assert self.proc and self.proc.stderr
+        while True:
+            chunk = await self.proc.stderr.read(65536)
+            if not chunk:
+                return
+            text = chunk.decode("utf-8", "replace")
+            if self._output_size < STDERR_LOG_LIMIT:
+                self.output.append(text[: STDERR_LOG_LIMIT - self._output_size])
+            self._output_size += len(text)
+
+    def take_output(self) -> str:
+        text = "".join(self.output)
+        if self._output_size > len(text):
+            text += f"\n… ({self._output_size - len(text)} more characters of output not kept)"
+        self.output, self._output_size = [], 0
+        return text
+
+    async def _next_event(self, timeout_s: float, memory_limit_mb: Optional[int],
+                          stage: Optional[str] = None, hint: Optional[str] = None) -> Optional[dict]:
+        """The next JSON line, or None if the process died. Raises WorkerGone on timeout/memory.
+
+        `timeout_s` is how long the worker may stay silent; `stage` (what it last said it was
+        doing) and `hint` (the one setting that raises this limit) go into the timeout's problem."""
+        assert self.proc and self.proc.stdout
+        read = asyncio.ensure_future(self.proc.stdout.readline())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        try:
+            while True:
+                done, _ = await asyncio.wait({read}, timeout=0.2)
+                if done:
+                    line = read.result()
+                    if not line:
+                        await self._wait_exit()
+                        return None
+                    try:
+                        return json.loads(line)
+                    except ValueError:
+                        log.warning("worker sent a line that is not JSON: %r", line[:200])
+                        read = asyncio.ensure_future(self.proc.stdout.readline())
+                        continue
+                if memory_limit_mb and tree_rss(self.proc.pid) > memory_limit_mb * 1024 * 1024:
+                    self.kill()
+                    raise WorkerGone(Problem(
+                        "memory", f"the analysis used more than {memory_limit_mb} MB and was stopped",
+                        hint="raise compileLens.worker.memoryLimitMB, or use smaller example inputs"))
+                if loop.time() > deadline:
+                    self.kill()
+                    where = f" ({stage})" if stage else ""
+                    raise WorkerGone(Problem(
+                        "timeout", f"the analysis took longer than {timeout_s:g} s without progress{where} "
+                        "and was stopped",
+                        hint=hint or "raise compileLens.worker.timeoutSeconds if this code is just slow"))
+        finally:
+            if not read.done():
+                read.cancel()
+
+    async def _wait_exit(self) -> None:
+        assert self.proc
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.proc.wait(), 5)
+
+    def _death_problem(self, what: str) -> Problem:
+        code = self.proc.returncode if self.proc else None
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = "signal"
+            return Problem("crash", f"the analysis process crashed (signal {-code}, {name}) while {what}",
+                           hint="the worker was replaced; the crash is in native code the target calls")
+        return Problem("exit", f"the analysis process exited (code {code}) while {what}; "
+                               "user code may have called os._exit()", hint="the worker was replaced")
+
+    async def run(self, job: AnalyzeJob, on_event: OnEvent, limits: Limits) -> Optional[Problem]:
+        """Send a job and pass its events on. Returns the file-level problem, if any. Raises WorkerGone."""
+        assert self.proc and self.proc.stdin
+        self.jobs_run += 1
+        self.proc.stdin.write((json.dumps(dataclasses.asdict(job)) + "\n").encode())
+        await self.proc.stdin.drain()
+        stage = "importing the file"
+        wait, hint = limits.timeout_s, None
+        while True:
+            raw = await self._next_event(wait, limits.memory_limit_mb, stage, hint)
+            if raw is None:
+                raise WorkerGone(self._death_problem(stage))
+            event = from_dict(WorkerEvent, raw)
+            if event.id != job.id:
+                continue
+            if event.event == "progress" and event.stage:
+                stage = event.stage
+                # A measurement announces how long its next phase may take (from the cold
+                # compile it has seen); the silence limit is then the longer of the two.
+                wait, hint = limits.timeout_s, None
+                announced = (event.info or {}).get("limit_s")
+                if isinstance(announced, (int, float)) and announced > limits.timeout_s:
+                    wait = float(announced)
+                    hint = ("raise compileLens.benchmark.maxSeconds (this phase's limit follows it and "
+                            "the cold compile's duration)")
+            result = on_event(event)
+            if asyncio.iscoroutine(result):
+                await result
+            if event.event == "done":
+                return event.error
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            kill_tree(self.proc.pid)
+
+    async def stop(self) -> None:
+        self.kill()
+        if self.proc is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.proc.wait(), 5)
+        if self._stderr_task:
+            self._stderr_task.cancel()
+
+
+class WorkerSlot:
+    """One lane of work (tracing, or benchmarking) with a warm worker and a warm spare behind it.
+
+    Jobs in a lane run one at a time. A worker that failed, or ran `recycle_after` jobs (RSS grows
+    ≈ 0.6 MB per trace), is replaced by the spare, so the next job does not wait for torch to import.
+    """
+
+    def __init__(self, name: str, python: str, cwd: str, env: dict[str, str], *,
+                 spare: bool = True, recycle_after: int = 200):
+        self.name, self.python, self.cwd, self.env = name, python, cwd, env
+        self.keep_spare, self.recycle_after = spare, recycle_after
+        self.lock = asyncio.Lock()
+        self._current: Optional[asyncio.Task] = None
+        self._spare: Optional[asyncio.Task] = None
+        self.on_output: Callable[[str], None] = lambda text: None
+        self.starts = 0
+        self._retired: list[Worker] = []
+
+    def _spawn(self, timeout_s: float) -> asyncio.Task:
+        worker = Worker(self.python, self.cwd, self.env)
+        self.starts += 1
+
+        async def boot() -> Worker:
+            try:
+                await worker.start(timeout_s)
+            except BaseException:  # a start cancelled (stop) or failed leaves no process behind
+                worker.kill()
+                raise
+            return worker
+
+        return asyncio.create_task(boot())
+
+    def warm_up(self, timeout_s: float = 60.0) -> None:
+        if self._current is None:
+            self._current = self._spawn(timeout_s)
+        if self.keep_spare and self._spare is None:
+            self._spare = self._spawn(timeout_s)
+
+    async def worker(self, timeout_s: float) -> Worker:
+        self.warm_up(timeout_s)
+        assert self._current is not None
+        task = self._current
+        if task.cancelled():  # its start was cancelled (stop): start another
+            self._current = None
+            return await self.worker(timeout_s)
+        try:
+            # shield: a job cancelled while its worker starts (file closed or changed) must not
+            # cancel the start itself; that would leave every later job of this lane failing
+            worker = await asyncio.shield(task)
+        except WorkerGone:
+            if self._current is task:
+                self._current = None
+            raise
+        if not worker.alive():
+            self._retire()
+            return await self.worker(timeout_s)
+        return worker
+
+    def _retire(self) -> None:
+        """Drop the current worker (dead, killed or worn) and promote the spare."""
+        old = self._current
+        if old is not None and old.done() and not old.cancelled() and old.exception() is None:
+            old.result().kill()
+            # reaped in stop(), so its pipes close while the loop runs; the reaped ones are dropped
+            self._retired = [w for w in self._retired if w.alive()] + [old.result()]
+        self._current, self._spare = self._spare, None
+
+    async def run(self, job: AnalyzeJob, on_event: OnEvent, limits: Limits) -> Optional[Problem]:
+        async with self.lock:
+            worker = await self.worker(limits.timeout_s)
+            try:
+                return await worker.run(job, on_event, limits)
+            except WorkerGone:
+                self._retire()
+                raise
+            except asyncio.CancelledError:
+                worker.kill()  # a cancelled job leaves the worker mid-run: it cannot be reused
+                self._retire()
+                raise
+            finally:
+                output = worker.take_output()
+                if output.strip():
+                    self.on_output(output)
+                if worker.jobs_run >= self.recycle_after and self._current is not None:
+                    self._retire()
+                if self.keep_spare and self._spare is None and self._current is not None:
+                    self._spare = self._spawn(limits.timeout_s)
+
+    async def info(self, timeout_s: float = 60.0) -> dict[str, Any]:
+        return (await self.worker(timeout_s)).info
+
+    def pids(self) -> list[int]:
+        pids = []
+        for task in (self._current, self._spare):
+            if task is not None and task.done() and not task.cancelled() and task.exception() is None:
+                pid = task.result().pid
+                if pid:
+                    pids.append(pid)
+        return pids
+
+    async def stop(self) -> None:
+        for task in (self._current, self._spare):
+            if task is None:
+                continue
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+            elif not task.cancelled() and task.exception() is None:
+                await task.result().stop()
+        for worker in self._retired:
+            await worker.stop()
+        self._current = self._spare = None
+        self._retired = []
+
+
+def default_python() -> str:
+    return sys.executable

@@ -1,0 +1,37 @@
+"""The composition root: the server object and the features it has, each registered by its module.
+
+To find a feature, read the list: one module per LSP method or command family under `features/`.
+The server's state is `state.CompileLensServer`; documents are read and linted in `documents`; the
+workers' traces, sweeps and measurements are scheduled in `scheduler`, whose events the
+diagnostics feature publishes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from .features import (
+    code_actions,  # quick fixes and rewrites (compile_lens.actions), resolved lazily
+    code_lens,  # "Measure" / "measuring…" / the figures, per target
+    commands,  # analyzeFile, measure, clearCache, workerPids, stats
+    diagnostics,  # lints + trace results, published on the scheduler's events
+    hover,  # the target's card
+    inlay_hints,  # the speedup after each torch.compile(...) call
+    lifecycle,  # initialize, settings, workspace folders, shutdown, the client watch
+    report,  # compileLens.reportHtml: the compile report webview
+    text_sync,  # didOpen/didChange/didSave/didClose
+    torch_trace,  # compileLens.saveTrace: torch's structured trace, for tlparse
+)
+from .state import CompileLensServer
+
+FEATURES = (lifecycle, text_sync, diagnostics, code_lens, inlay_hints, hover, code_actions, commands, report,
+            torch_trace)
+
+server = CompileLensServer()
+for feature in FEATURES:
+    feature.register(server)
+
+
+def main() -> None:
+    with contextlib.suppress(KeyboardInterrupt):
+        server.start_io()

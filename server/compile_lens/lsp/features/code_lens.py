@@ -1,0 +1,38 @@
+"""`textDocument/codeLens`: one lens per runnable target: "Measure", "measuring…", or its figures.
+
+Answered from memory (never waits for torch); the text is `render.cards.code_lens_title`.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+
+from ...render import cards
+from ...render.lsp import to_range
+from ..state import SHOW_OUTPUT, CompileLensServer
+
+MEASURE = "compileLens.measure"
+
+
+def code_lenses(ls: CompileLensServer, uri: str) -> list[lsp.CodeLens]:
+    state = ls.docs.get(uri)
+    if state is None or not ls.trusted:
+        return []
+    lenses = []
+    for spec in ls.targets_in_buffer(state):
+        if spec.inputs is None or not ls.confirmed(state, spec):
+            continue
+        bench = state.benchmarks.get(spec.name) if ls.is_current(state) else None
+        measuring = spec.name in state.measuring
+        command = MEASURE
+        if measuring:  # the log, where the client has it; else the server's own command (says "measuring")
+            command = SHOW_OUTPUT if SHOW_OUTPUT in ls.client_commands else MEASURE
+        lenses.append(lsp.CodeLens(range=to_range(spec.line, 1, spec.line, 1), command=lsp.Command(
+            title=cards.code_lens_title(bench, measuring), command=command, arguments=[uri, spec.name])))
+    return lenses
+
+
+def register(server: CompileLensServer) -> None:
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(ls: CompileLensServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+        return code_lenses(ls, params.text_document.uri)

@@ -1,0 +1,117 @@
+"""`textDocument/publishDiagnostics`: lints merged with trace results, published on the events the
+documents and the scheduler emit. Breaks that a target hits inside a helper in another workspace
+file are published on that file too. Results of older code than the buffer's are never shown.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from lsprotocol import types as lsp
+from pygls.uris import to_fs_path
+
+from ...positions import remap_finding
+from ...protocol import Finding
+from ...render import assembly
+from ...render import findings as fnd
+from ...render.lsp import to_diagnostic, uri_of
+from ..state import WORKER_FAILURES, CompileLensServer, DocState
+
+
+def traced_findings(ls: CompileLensServer, state: DocState) -> tuple[list[Finding], dict[str, list[Finding]],
+                                                                     list[tuple[int, int]]]:
+    """Trace findings for this file, for other files (helpers) by uri, and the lines traced cleanly."""
+    if not ls.is_current(state) or state.saved is None:
+        return [], {}, []  # results of older code are never shown as current
+    here, elsewhere = assembly.traced_findings(state.traced.values(), state.path, ls.root_for(state.path),
+                                               state.benchmarks)
+    covered = assembly.covered_lines(state.saved.discovery.targets, state.traced)
+    if state.problem is not None:
+        code = fnd.CODE_WORKER if state.problem.kind in WORKER_FAILURES else fnd.CODE_IMPORT
+        here.append(fnd.problem_finding(state.problem, state.path, 1, code, "error"))
+    by_uri: dict[str, list[Finding]] = {}
+    for path, found in elsewhere.items():
+        by_uri.setdefault(uri_of(path), []).extend(found)
+    return here, by_uri, covered
+
+
+def findings_for(ls: CompileLensServer, state: DocState) -> list[Finding]:
+    """Lints merged with trace results, plus breaks other files' targets hit in this one."""
+    traced, _, covered = traced_findings(ls, state)
+    mapping = ls.buffer_map(state) if traced or covered else None
+    if mapping is not None:
+        def here(other: Optional[str]) -> bool:
+            return fnd.same_file(other, state.path)
+
+        traced = [remap_finding(f, mapping, here) for f in traced]
+        covered = [(mapping.line(a), mapping.line(b)) for a, b in covered]
+    statics = assembly.static_findings(state.path, ls.targets_in_buffer(state),
+                                       state.discovery.errors if state.discovery else [], runs=ls.trusted)
+    merged = assembly.file_findings(state.lints, statics, traced, covered)
+    return merged + [f for found in ls.foreign.get(state.uri, {}).values() for f in found]
+
+
+def publish(ls: CompileLensServer, uri: str) -> None:
+    state = ls.docs.get(uri)
+    if state is None or not state.open:
+        return  # closed: nothing is ever published for it again
+    document = ls.workspace.get_text_document(uri)
+    _send(ls, uri, document.version, findings_for(ls, state), document.source.splitlines())
+
+
+def show_trace(ls: CompileLensServer, uri: str) -> None:
+    """New trace results: this file, the helper files its targets broke in, the lenses and hints."""
+    state = ls.docs.get(uri)
+    publish(ls, uri)
+    if state is not None:
+        refresh_foreign(ls, uri, traced_findings(ls, state)[1])
+    ls.refresh_views()
+
+
+def refresh_foreign(ls: CompileLensServer, origin: str, by_uri: dict[str, list[Finding]]) -> None:
+    """Breaks found inside helpers in other files are shown on those files too."""
+    touched = {uri for uri, origins in ls.foreign.items() if origin in origins} | set(by_uri)
+    for uri in touched - {origin}:
+        origins = ls.foreign.setdefault(uri, {})
+        if uri in by_uri:
+            origins[origin] = by_uri[uri]
+        else:
+            origins.pop(origin, None)
+        if uri in ls.docs:
+            publish(ls, uri)
+        else:
+            found = [f for o in origins.values() for f in o]
+            _send(ls, uri, None, found, _read_lines(to_fs_path(uri) or uri))
+
+
+def closed(ls: CompileLensServer, uri: str) -> None:
+    refresh_foreign(ls, uri, {})  # its targets' breaks leave the helper files too
+    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def _send(ls: CompileLensServer, uri: str, version: Optional[int], found: list[Finding], lines: list[str]) -> None:
+    diagnostics, seen = [], set()
+    for f in found:
+        f = fnd.whole_line(f, lines)
+        key = (f.line, f.column, f.code, f.message)
+        if key in seen or fnd.suppressed(f, lines):
+            continue
+        seen.add(key)
+        diagnostics.append(to_diagnostic(f))
+    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
+def register(server: CompileLensServer) -> None:
+    """Publish on what the documents and the scheduler say happened."""
+    for event in ("changed", "swept", "measured"):
+        server.on(event, lambda uri: publish(server, uri))
+    server.on("traced", lambda uri: show_trace(server, uri))
+    server.on("closed", lambda uri: closed(server, uri))

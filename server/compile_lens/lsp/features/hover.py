@@ -1,0 +1,56 @@
+"""`textDocument/hover`: the target's card (`render.cards.hover_card`) on its name or on a
+`torch.compile(...)` call of it: breaks, recompiles, figures, and what was not run."""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Optional
+
+from lsprotocol import types as lsp
+
+from ...discovery import compile_call_sites
+from ...protocol import TargetResult
+from ...render import cards
+from ...trial.feed import hover_line
+from ..state import SHOW_REPORT, CompileLensServer
+
+
+def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[lsp.Hover]:
+    state = ls.docs.get(uri)
+    if state is None:
+        return None
+    line = position.line + 1
+    targets = ls.targets_in_buffer(state)
+    name = None
+    for spec in targets:
+        if spec.line == line and spec.column - 1 <= position.character <= spec.end_column - 1 \
+                and ls.confirmed(state, spec):
+            name = spec.name
+    if name is None:
+        try:
+            tree = ast.parse(ls.buffer(uri))
+        except (SyntaxError, ValueError):
+            return None
+        for site in compile_call_sites(tree, {t.name for t in targets}):
+            if site.line <= line <= site.end_line:
+                name = site.target
+    if name is None:
+        return None
+    spec = next(t for t in targets if t.name == name)
+    current = ls.is_current(state)
+    result = (state.traced.get(name) if current else None) or \
+        TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
+    bench = state.benchmarks.get(name) if current else None
+    report = cards.report_line(SHOW_REPORT in ls.client_commands,
+                               os.path.relpath(state.path, ls.root_for(state.path)))
+    trial = hover_line(ls.root_for(state.path), state.path, name, ls.settings)  # `compile-lens trial`'s figures
+    card = cards.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
+                            measuring=name in state.measuring, report=report, trial=trial)
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
+
+
+def register(server: CompileLensServer) -> None:
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: CompileLensServer, params: lsp.HoverParams) -> Optional[lsp.Hover]:
+        return hover(ls, params.text_document.uri, params.position)

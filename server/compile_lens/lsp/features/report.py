@@ -1,0 +1,127 @@
+"""`workspace/executeCommand compileLens.reportHtml [uri | null]`: the compile report of open files.
+
+Answers `{"html": "<!DOCTYPE html>…", "files": N, "targets": N}` for the extension's report webview
+(`for_webview=True`: VS Code theme colours, a strict CSP, locations as "open file at line" links).
+Built only from what the server already holds for each open document — the trace results
+(`DocState.traced`), the measurements (`DocState.benchmarks`, merged into their target) and the
+published findings — so it costs no worker time. Results of older code than the buffer's (the
+file was edited since the last save) are left out, as the hover leaves them out, and the page
+says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from typing import Any, Callable, Optional
+
+from ...positions import remap_result
+from ...protocol import FileReport, Finding, TargetResult
+from ...render.findings import same_file
+from ...render.report_html import render_report
+from ...trial import feed, store
+from ..state import CompileLensServer, DocState
+from .diagnostics import findings_for
+
+log = logging.getLogger("compile_lens")
+
+COMMAND = "compileLens.reportHtml"
+
+FindingsOf = Callable[[DocState], list[Finding]]
+
+
+def _remap(ls: CompileLensServer, state: DocState, result: TargetResult) -> TargetResult:
+    """Move a result of the saved code into the buffer's coordinates (comment-only edits)."""
+    mapping = ls.buffer_map(state)
+    if mapping is None:
+        return result
+
+    def here(path: Optional[str]) -> bool:
+        return same_file(path, state.path)
+
+    moved = remap_result(result, mapping, here)
+    export = moved.export
+    if export and export.get("line") and here(export.get("path")):
+        moved = dataclasses.replace(moved, export={**export, "line": mapping.line(export["line"])})
+    return moved
+
+
+def file_report(ls: CompileLensServer, uri: str, findings_of: FindingsOf) -> tuple[Optional[FileReport], bool]:
+    """The report of one open document, and whether its results were left out as stale."""
+    state = ls.docs.get(uri)
+    if state is None:
+        return None, False
+    current = ls.is_current(state)
+    discovery = state.discovery or (state.saved.discovery if state.saved else None)
+    specs = list(discovery.targets) if discovery else []
+    targets: list[TargetResult] = []
+    for spec in specs:
+        result = state.traced.get(spec.name) if current else None
+        if (result is not None and result.status == "skipped") or (result is None and spec.maybe_module):
+            continue  # not an nn.Module after all, or not known to be one yet
+        if result is not None:
+            result = _remap(ls, state, result)
+        else:
+            result = TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
+        bench = state.benchmarks.get(spec.name) if current else None
+        if bench is not None:
+            result = dataclasses.replace(result, benchmark=bench)
+        targets.append(result)
+    findings: list[Finding] = []
+    try:
+        findings = list(findings_of(state))
+    except Exception:  # noqa: BLE001 - the report still shows the targets
+        log.exception("report: findings of %s", state.path)
+    stale = not current and bool(state.traced)
+    return FileReport(state.path, targets=targets, findings=findings, error=state.problem), stale
+
+
+def _trial(ls: CompileLensServer, reports: list[FileReport]) -> tuple[Optional[dict], Optional[dict]]:
+    """The saved `compile-lens trial` of the first report's workspace root, and its bill with the settings."""
+    if not reports:
+        return None, None
+    root = ls.root_for(reports[0].path)
+    trial = store.read(root)
+    if trial is None:
+        return None, None
+    return trial, feed.bill_of(trial, feed.bill_settings(reports[0].path, root, ls.settings))
+
+
+def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional[FindingsOf] = None) -> dict[str, Any]:
+    """The page for `uri`, or for every open document when `uri` is None. `findings_of`: what the
+    diagnostics feature publishes for a document (default)."""
+    findings_of = findings_of or (lambda state: findings_for(ls, state))
+    uris = [uri] if uri else sorted(ls.docs, key=lambda u: ls.docs[u].path)
+    reports: list[FileReport] = []
+    stale: list[str] = []
+    for one in uris:
+        report, old = file_report(ls, one, findings_of)
+        if report is not None:
+            reports.append(report)
+            if old:
+                stale.append(os.path.basename(report.path))
+    runtime = ls.runtime or {}
+    device = "cuda" if runtime.get("cuda") and ls.settings.device != "cpu" else "cpu"
+    if len(reports) == 1:
+        title = f"Compile report: {os.path.basename(reports[0].path)}"
+    else:
+        title = f"Compile report: {len(reports)} open files"
+    banner = None
+    if stale:
+        banner = (f"{', '.join(stale)} changed since the last analysis: save to analyse again "
+                  "(figures of the older code are not shown).")
+    elif uri and not reports:
+        banner = "This file is not open in the editor, or Compile Lens has not seen it yet."
+    trial, trial_bill = _trial(ls, reports)
+    page = render_report(reports, title=title, torch_version=runtime.get("torch") or ls.torch_version,
+                         device=device, cwd=ls.root, for_webview=True, banner=banner,
+                         trial=trial, trial_bill=trial_bill)
+    return {"html": page, "files": len(reports), "targets": sum(len(r.targets) for r in reports)}
+
+
+def register(server: CompileLensServer) -> None:
+    @server.command(COMMAND)
+    def report_html_command(ls: CompileLensServer, *args: Any) -> dict[str, Any]:
+        uri = args[0] if args and isinstance(args[0], str) else None
+        return report_html(ls, uri)

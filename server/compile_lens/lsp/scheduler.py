@@ -1,0 +1,330 @@
+"""What runs in the workers, and when: a trace on open and save, then recompile sweeps and
+measurements in the second lane, one file's work in order, newest code first.
+
+Results are cached (`jobs.cache`) and merged into the document's state only while they describe
+its code; each step emits an event ("traced", "swept", "measured", "changed") that the diagnostics
+feature publishes on. Saves that arrive during a trace collapse into one; sweeps and measurements
+wait `FOLLOWUP_DELAY_S` after a trace so rapid saves skip them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import time
+import uuid
+from typing import Any, Optional
+
+from lsprotocol import types as lsp
+
+from ..jobs.analysis import analyze_file
+from ..jobs.cache import TargetKeys, target_keys
+from ..jobs.lanes import WorkerGone
+from ..positions import position_map, remap_result
+from ..protocol import Benchmark, Problem, Recompile, TargetResult, TargetSpec, from_dict
+from ..protocol import phase_of as phase
+from ..protocol import with_phase as set_phase
+from ..render import cards
+from ..render import findings as fnd
+from .documents import read_saved
+from .state import WORKER_FAILURES, CompileLensServer, DocState, Saved, same_code
+
+log = logging.getLogger("compile_lens")
+
+STREAM_PUBLISH_S = 0.1  # while a file's targets stream in, publish at most this often
+FOLLOWUP_DELAY_S = 1.0  # sweeps and measurements wait this long after a trace: rapid saves skip them
+
+
+def schedule_trace(ls: CompileLensServer, uri: str) -> None:
+    state = ls.doc(uri)
+    if not ls.trusted:
+        return
+    state.wanted = True
+    if state.runner is None or state.runner.done():
+        state.runner = asyncio.get_running_loop().create_task(_trace_loop(ls, state))
+
+
+async def _trace_loop(ls: CompileLensServer, state: DocState) -> None:
+    """Trace the newest saved version; saves that arrive meanwhile collapse into one."""
+    while state.open and state.wanted:
+        state.wanted = False
+        saved = read_saved(ls, state)
+        if saved is None or ls.traces is None:
+            ls.emit("changed", state.uri)
+            return
+        if state.saved and state.saved.discovery.fingerprint == saved.discovery.fingerprint \
+                and state.saved.deps_fingerprint == saved.deps_fingerprint and not state.problem:
+            # same code as before (a comment or whitespace edit): nothing re-runs, positions move
+            _rebase(ls, state, saved)
+            continue
+        try:
+            await _trace_once(ls, state, saved)
+        except Exception:  # noqa: BLE001 - keep the server alive whatever happens
+            log.exception("analysis of %s failed", state.path)
+            ls.status("error", f"analysis of {os.path.basename(state.path)} failed; see the log")
+
+
+def _rebase(ls: CompileLensServer, state: DocState, saved: Saved) -> None:
+    assert state.saved is not None
+    mapping = position_map(state.saved.source, saved.source)
+    if mapping is not None:
+        here = _same_file(state.path)
+        state.traced = {k: remap_result(r, mapping, here) for k, r in state.traced.items()}
+    state.saved = saved
+    ls.emit("traced", state.uri)
+
+
+def _same_file(path: str):
+    return lambda other: fnd.same_file(other, path)
+
+
+def _keys(ls: CompileLensServer, saved: Saved, spec: TargetSpec) -> TargetKeys:
+    return target_keys(ls.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint, spec,
+                       ls.settings.device, ls.settings.mode)
+
+
+def _cached(ls: CompileLensServer, kind: str, key: str, saved: Saved, path: str) -> Optional[Any]:
+    hit = ls.cache.get(key)
+    if hit is None:
+        return None
+    value, source, _created = hit
+    if kind == "trace":
+        result = from_dict(TargetResult, value)
+        if source and source != saved.source:
+            mapping = position_map(source, saved.source)
+            if mapping is None:
+                return None
+            result = remap_result(result, mapping, _same_file(path))
+        return result
+    return from_dict(Benchmark, value)
+
+
+async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> None:
+    assert ls.traces is not None
+    started = time.perf_counter()
+    fresh: dict[str, TargetResult] = {}
+    keys = {t.name: _keys(ls, saved, t).trace for t in saved.discovery.targets if t.inputs}
+    for name, key in keys.items():
+        cached = _cached(ls, "trace", key, saved, state.path)
+        if cached is not None:
+            fresh[name] = cached
+            ls.stats["trace_cache_hits"] += 1
+
+    benchmarks = cached_benchmarks(ls, saved, state.path)
+    specs = {t.name: t for t in saved.discovery.targets}
+    spec_of = specs.get
+    state.last_stream_publish = 0.0  # the first target's result goes out the moment it arrives
+
+    def current() -> bool:
+        return state.open and ls.matches(state, saved)
+
+    def accept(results: dict[str, TargetResult], problem: Optional[Problem]) -> None:
+        if state.saved is not saved:
+            state.benchmarks = dict(benchmarks)
+        state.traced, state.saved, state.problem = dict(results), saved, problem
+        for name in state.benchmarks:  # export and fallback answers were measured with the figures
+            hit = ls.cache.get(_keys(ls, saved, spec_of(name)).deploy) if spec_of(name) else None
+            if hit is not None:
+                _set_deployment(state, name, hit[0])
+        state.last_stream_publish = time.monotonic()
+        ls.emit("traced", state.uri)
+
+    def on_target(result: TargetResult) -> None:
+        fresh[result.name] = result
+        # stream: show this target's breaks while the next one is traced (then write the cache)
+        if current() and time.monotonic() - state.last_stream_publish > STREAM_PUBLISH_S:
+            accept(fresh, None)
+        if result.error is None or result.error.kind not in WORKER_FAILURES:
+            ls.cache.put(keys[result.name], "trace", dataclasses.asdict(result), saved.source)
+
+    todo = {name for name in keys if name not in fresh}
+    problem = None
+    if todo:
+        ls.status("tracing", os.path.basename(state.path))
+        ls.stats["traces"] += 1
+        run = await analyze_file(ls.traces, state.path, ls.root_for(state.path), saved.discovery, ls.settings,
+                                 on_target=on_target, only=todo, recompiles=False,
+                                 on_progress=lambda stage, target: ls.status("tracing", stage))
+        problem = run.problem
+    if not current():
+        log.info("dropped results for %s: the file changed during the trace", state.path)
+        ls.status("idle")
+        return
+    accept(fresh, problem)
+    log.info("traced %s: %d targets (%d from cache) in %.2fs", os.path.basename(state.path),
+             len(fresh), len(fresh) - len(todo), time.perf_counter() - started)
+    ls.status("error" if problem else "idle", problem.message if problem else "")
+    ok = {n for n, r in fresh.items() if r.status == "ok"}
+    sweep = {n for n in ok if not _merge_cached_sweep(ls, state, saved, n)}
+    if sweep != ok:
+        ls.emit("swept", state.uri)  # recompile warnings from the cache
+    measure = {n for n in ok if n not in state.benchmarks} if ls.settings.benchmark_on_save else set()
+    asked = state.pending_measure & ok  # "Measure" clicked before the trace was done
+    state.measuring -= state.pending_measure
+    state.pending_measure = set()
+    measure |= asked
+    schedule_followups(ls, state, saved, sweep=sweep, measure=measure, delay=FOLLOWUP_DELAY_S, replace=True)
+
+
+# --- sweeps and measurements (the second lane) ----------------------------------------------
+
+def cached_benchmarks(ls: CompileLensServer, saved: Saved, path: str) -> dict[str, Benchmark]:
+    found = {}
+    for spec in saved.discovery.targets:
+        if spec.inputs is not None:
+            cached = _cached(ls, "bench", _keys(ls, saved, spec).bench, saved, path)
+            if cached is not None:
+                found[spec.name] = cached
+                ls.stats["bench_cache_hits"] += 1
+    return found
+
+
+def _merge_cached_sweep(ls: CompileLensServer, state: DocState, saved: Saved, name: str) -> bool:
+    spec = next(t for t in saved.discovery.targets if t.name == name)
+    hit = ls.cache.get(_keys(ls, saved, spec).sweep)
+    if hit is None or name not in state.traced:
+        return False
+    ls.stats["sweep_cache_hits"] = ls.stats.get("sweep_cache_hits", 0) + 1
+    _set_recompiles(state, name, [from_dict(Recompile, r) for r in hit[0]], hit[1], saved)
+    return True
+
+
+def _set_deployment(state: DocState, name: str, deployment: dict) -> None:
+    if name in state.traced:
+        state.traced[name] = dataclasses.replace(
+            state.traced[name], export=deployment.get("export"),
+            fallback_ops=deployment.get("fallback_ops") or [], report=deployment.get("report"))
+
+
+def _set_recompiles(state: DocState, name: str, recompiles: list, source: Optional[str], saved: Saved) -> None:
+    """Attach a sweep's recompiles (found on `source`) to the traced result (on `saved`)."""
+    if source and source != saved.source:
+        mapping = position_map(source, saved.source)
+        if mapping is not None:
+            moved = remap_result(TargetResult(name, "", 0, recompiles=recompiles), mapping, _same_file(state.path))
+            recompiles = moved.recompiles
+    state.traced[name] = set_phase(dataclasses.replace(state.traced[name], recompiles=recompiles), "sweep", "done")
+
+
+def schedule_followups(ls: CompileLensServer, state: DocState, saved: Saved, *, sweep: set[str], measure: set[str],
+                       delay: float = 0.0, replace: bool = False) -> None:
+    """Recompile sweeps, then measurements, after `delay`. `replace`: what was queued for older
+    code is dropped (a running measurement of it is stopped)."""
+    if replace:  # everything queued for older code goes, a running measurement of it too
+        for task in state.bench_tasks:
+            task.cancel()
+        state.bench_tasks = []
+        state.measuring.clear()
+    if not ls.trusted or not (sweep or measure):
+        return
+    previous = state.bench_tasks[-1] if state.bench_tasks else None
+    measure = measure - state.measuring
+    state.measuring |= measure
+
+    async def run() -> None:
+        if previous is not None:
+            await asyncio.wait({previous})  # in order; its failure is its own, our cancel is ours
+        try:
+            await asyncio.sleep(delay)
+            if sweep:
+                await _sweep_once(ls, state, saved, sweep)
+            if measure:
+                await _benchmark_once(ls, state, saved, measure)
+        except asyncio.CancelledError:
+            raise
+        except WorkerGone as gone:
+            log.warning("sweep/measurement of %s stopped: %s", state.path, gone.problem.message)
+        except Exception:  # noqa: BLE001 - a background task must say why it died
+            log.exception("sweep/measurement of %s failed", state.path)
+        finally:
+            state.measuring -= measure
+            ls.refresh_views()
+
+    task = asyncio.get_running_loop().create_task(run())
+    state.bench_tasks = [t for t in state.bench_tasks if not t.done()] + [task]
+    log.debug("queued for %s: sweep %s, measure %s (replace=%s)", os.path.basename(state.path),
+              sorted(sweep), sorted(measure), replace)
+    if measure:
+        ls.refresh_views()
+
+
+async def _sweep_once(ls: CompileLensServer, state: DocState, saved: Saved, names: set[str]) -> None:
+    def on_target(result: TargetResult) -> None:
+        sweep = phase(result, "sweep")
+        if result.status != "ok" or sweep is None:
+            return  # the trace already said why it cannot run
+        here = same_code(state.saved, saved) and result.name in state.traced
+        if sweep.status != "done":  # failed or not run: said on the target, never cached
+            if here:
+                state.traced[result.name] = set_phase(state.traced[result.name], "sweep", sweep.status, sweep.error)
+                ls.emit("swept", state.uri)
+            return
+        spec = next(t for t in saved.discovery.targets if t.name == result.name)
+        ls.cache.put(_keys(ls, saved, spec).sweep, "sweep",
+                     [dataclasses.asdict(r) for r in result.recompiles], saved.source)
+        if here:
+            _set_recompiles(state, result.name, result.recompiles, saved.source, state.saved)
+            ls.emit("swept", state.uri)
+
+    ls.status("tracing", f"checking recompiles in {os.path.basename(state.path)}")
+    ls.stats["sweeps"] = ls.stats.get("sweeps", 0) + 1
+    await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
+                       trace=False, recompiles=True, only=names, on_target=on_target)
+    ls.status("idle")
+
+
+async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, names: set[str]) -> None:
+    token = str(uuid.uuid4())
+    progress = ls.work_done_progress
+    window = ls.client_capabilities.window
+    shown = bool(window and window.work_done_progress)  # only a client that said it can show progress
+    if shown:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(progress.create_async(token), 5)
+        progress.begin(token, lsp.WorkDoneProgressBegin(title="Compile Lens", message="measuring torch.compile…",
+                                                        cancellable=False))
+
+    def on_progress(stage: str, target: Optional[str]) -> None:
+        if shown:
+            progress.report(token, lsp.WorkDoneProgressReport(message=stage))
+        ls.status("benchmarking", stage)
+
+    def on_target(result: TargetResult) -> None:
+        state.measuring.discard(result.name)
+        spec = next(t for t in saved.discovery.targets if t.name == result.name)
+        log.info("measured %s: %s", result.name, cards.lens_title(result.benchmark) if result.benchmark
+                 else (result.error.message if result.error else "no figures"))
+        measured = phase(result, "measure")
+        if result.benchmark is not None:
+            ls.cache.put(_keys(ls, saved, spec).bench, "bench", dataclasses.asdict(result.benchmark))
+            deployment = {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report}
+            ls.cache.put(_keys(ls, saved, spec).deploy, "deploy", deployment)
+            if same_code(state.saved, saved):
+                state.benchmarks[result.name] = result.benchmark
+                _set_deployment(state, result.name, deployment)
+        if measured is not None and same_code(state.saved, saved) and result.name in state.traced:
+            # the measurement's own outcome: a failure never hides what the trace found
+            state.traced[result.name] = set_phase(state.traced[result.name], "measure", measured.status,
+                                                   measured.error)
+        if result.benchmark is not None or measured is not None:
+            ls.emit("measured", state.uri)
+        ls.refresh_views()
+
+    for name in names & set(state.traced):  # a new measurement replaces the last one's outcome
+        state.traced[name] = dataclasses.replace(
+            state.traced[name], phases=[p for p in state.traced[name].phases if p.name != "measure"])
+    try:
+        ls.stats["benchmarks"] += 1
+        await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
+                           benchmark=True, trace=False, recompiles=False, only=names,
+                           on_target=on_target, on_progress=on_progress)
+    except asyncio.CancelledError:
+        log.info("measurement of %s cancelled: the file changed", os.path.basename(state.path))
+        raise
+    finally:
+        if shown:
+            progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
+        ls.status("idle")

@@ -1,0 +1,318 @@
+"""Measured figures → the words the editor shows (CodeLens title, inlay hint, hover card). Pure."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from typing import Any, Optional
+
+from ..protocol import Benchmark, TargetResult, Timing
+from .findings import break_count_text, recompile_findings
+from .phases import phase_states
+
+
+def _x(speedup: float) -> str:
+    return f"{speedup:.2f}×"
+
+
+def _seconds(s: Optional[float]) -> str:
+    return "–" if s is None else (f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms")
+
+
+def format_bytes(n: Optional[float]) -> str:
+    if n is None or (isinstance(n, float) and not math.isfinite(n)):
+        return "–"
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def age(measured_at: float, now: Optional[float] = None) -> str:
+    seconds = max(0.0, (now or time.time()) - measured_at)
+    if seconds < 90:
+        return "just now"
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return "just now"
+
+
+def speed(t: Timing) -> str:
+    """`1.42×` for a conclusive figure; `inconclusive` otherwise — never a bare noisy ratio."""
+    return _x(t.speedup) if t.conclusive and math.isfinite(t.speedup) else "inconclusive"
+
+
+def interval(t: Timing) -> str:
+    """`95% CI 1.35–1.50×`, or "" when there is none."""
+    if not t.speedup_ci or not all(math.isfinite(v) for v in t.speedup_ci):
+        return ""
+    lo, hi = t.speedup_ci
+    return f"95% CI {lo:.2f}–{hi:.2f}×"
+
+
+def inconclusive_reason(b: Benchmark) -> str:
+    """The verdict's reason when the figure is inconclusive: `machine busy: …` or the interval."""
+    head, _, why = b.verdict.partition(": ")
+    if head.startswith("inconclusive") and why:
+        return why.split("; ")[0]
+    return "re-measure when the machine is idle"
+
+
+def contention_line(b: Benchmark) -> str:
+    """`12 paired rounds; other processes used 180% CPU meanwhile (2 CPUs)`."""
+    main = b.train_step or b.forward
+    parts = [f"{main.rounds} paired rounds" if main.rounds else "paired rounds"]
+    pct = b.contention.get("other_cpu_percent")
+    if pct is not None:
+        parts.append(f"other processes used {pct:.0f}% CPU meanwhile ({b.contention.get('cpus', '?')} CPUs)")
+    gpu = b.contention.get("gpu_other_processes")
+    if gpu is not None:
+        parts.append(f"{gpu} other process{'es' if gpu != 1 else ''} on the GPU")
+    return "; ".join(parts)
+
+
+def lens_title(b: Benchmark) -> str:
+    """`⚡ torch.compile: 1.42× forward · 1.31× train step · compile 14.2 s · pays back after 870 steps`,
+    or, honestly, `compiled is 0.88× forward (slower) on cpu · …`, or `inconclusive — machine busy …`."""
+    main = b.train_step or b.forward
+    compile_part = f"compile {_seconds(b.compile_s.get('cold'))}"
+    if not main.conclusive:
+        what = "train step" if b.train_step is not None else "forward"
+        return f"⚡ torch.compile: {what} inconclusive — {inconclusive_reason(b)} · {compile_part}"
+    speeds = [_figure(b.forward, "forward")]
+    if b.train_step is not None:
+        speeds.append(_figure(b.train_step, "train step"))
+    if main.speedup < 1.0:
+        parts = [f"compiled is {', '.join(speeds)} (slower) on {b.device}"]
+    else:
+        parts = speeds
+    parts.append(compile_part)
+    parts.append(f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
+                 else "never pays back")
+    return "⚡ torch.compile: " + " · ".join(parts)
+
+
+def _figure(t: Timing, what: str) -> str:
+    """`1.42× forward`, or `forward inconclusive` for the one of two figures the rounds could not tell."""
+    return f"{speed(t)} {what}" if t.conclusive and math.isfinite(t.speedup) else f"{what} inconclusive"
+
+
+def hint_label(b: Benchmark) -> str:
+    main = b.train_step or b.forward
+    what = "train step" if b.train_step else "forward"
+    if not main.conclusive:
+        return f"⚡ {what}: inconclusive"
+    return f"⚡ {_x(main.speedup)} {what}" + (" (slower)" if main.speedup < 1 else "")
+
+
+# Plain CommonMark (tables as GFM), readable as raw text in any client: no HTML entities. VS Code
+# draws hover tables without cell padding, so the columns are kept apart by their alignment and
+# the arrow, not by spaces (a cell's spaces, non-breaking ones too, are trimmed).
+TABLE_HEAD = ["| | eager ms (median ± IQR of rounds) | → compiled ms | speedup |", "|---|---:|:---|:---:|"]
+
+
+def _row(name: str, t: Optional[Timing]) -> str:
+    if t is None:
+        return f"| {name} | – | → – | – |"
+    shown = f"**{speed(t)}**" + (f" ({interval(t)})" if interval(t) else "")
+    return (f"| {name} | {t.eager_ms:.3f} ± {t.eager_iqr_ms:.3f} | → {t.compiled_ms:.3f} ± {t.compiled_iqr_ms:.3f} "
+            f"| {shown} |")
+
+
+def _err(value: Optional[float]) -> str:
+    return "–" if value is None else ("0" if value == 0 else f"{value:.2e}")
+
+
+REPORT_LINK = "[Open the compile report](command:compileLens.showReport)"  # for clients that run it
+
+
+def report_hint(path: str) -> str:
+    """The hover's last line for clients without the report command: the same page from a terminal."""
+    return f"Compile report: `compile-lens report {path}`"
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
+
+
+def _md(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.translate(_MD_SPECIAL)
+
+
+def _where(export: dict[str, Any]) -> str:
+    line, path = export.get("line"), export.get("path")
+    if line is None:
+        return ""
+    return f" at `{os.path.basename(path)}:{line}`" if path else f" at line {line}"
+
+
+def export_line(export: Optional[dict[str, Any]]) -> Optional[str]:
+    """`torch.export: ✓ …` / `✗ fails at line N: …` for the hover card; None when not checked."""
+    if not export:
+        return None
+    if export.get("ok") and export.get("strict"):
+        return "- torch.export: ✓ exports (strict and non-strict)"
+    why = _md((export.get("message") or "").removeprefix("strict export fails: "))
+    if export.get("ok"):
+        return f"- torch.export: ✓ exports non-strict; strict export fails{_where(export)}" + (f": {why}" if why else "")
+    return f"- torch.export: ✗ fails{_where(export)}" + (f": {why}" if why else "")
+
+
+def _ops(ops: list[dict[str, Any]]) -> str:
+    return ", ".join(f"`{o.get('op')}` ×{o.get('count', 1)}" for o in ops)
+
+
+def fallback_line(ops: list[dict[str, Any]], report: Optional[dict[str, Any]] = None) -> Optional[str]:
+    """Ops Inductor runs through eager ATen kernels, and its library calls, apart; None when unknown."""
+    fallbacks = [o for o in ops if o.get("kind", "fallback") == "fallback"]
+    library = [o for o in ops if o.get("kind") == "extern"]
+    if not ops and not (report and report.get("kernels") is not None):
+        return None
+    text = "- ops that fall back to eager: " + (_ops(fallbacks) if fallbacks else "none")
+    if library:
+        text += f" · library calls (not generated code): {_ops(library)}"
+    return text
+
+
+def left_out_line(names: list[str], most: int = 4) -> str:
+    """Optional arguments the example call leaves out: the traced path may not be training's."""
+    shown = ", ".join(f"`{n}`" for n in names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+    return f"- called without {shown} (optional): the traced path may differ from the one training takes"
+
+
+_MARKS = {"done": "✓", "failed": "✗", "not-run": "–"}
+
+
+def phase_line(result: TargetResult, b: Optional[Benchmark], measuring: bool = False) -> str:
+    """`✓ traced · ✓ recompiles checked · ✗ measurement failed: …`: what ran, what did not, and why."""
+    states = phase_states(result if b is None or result.benchmark is not None else dataclasses.replace(result, benchmark=b))
+    parts = []
+    for state in states:
+        if state.name == "measure" and measuring and b is None:
+            parts.append("⏳ measuring…")
+        else:
+            parts.append(f"{_MARKS.get(state.status, '')} {_md(state.words, 200)}")
+    return " · ".join(parts)
+
+
+def money(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+
+
+def trial_line(trial: Optional[dict[str, Any]], bill: Optional[dict[str, Any]] = None) -> Optional[str]:
+    """`- measured in your run: 1.31× per step, pays back after 410 steps` from a saved
+    `compile-lens trial` (trial.store's document), with the bill's money when it has a figure."""
+    if not trial:
+        return None
+    figures = trial.get("figures") or {}
+    compiled = figures.get("compiled") or {}
+    steps = len(compiled.get("steps") or [])
+    head = f"- measured in your run (`{_md(trial.get('command') or 'compile-lens trial', 60)}`, {trial.get('at', '?')})"
+    failure = compiled.get("failure")
+    if failure:
+        return f"{head}: ✗ the compiled run failed at step {failure.get('step')}: {_md(failure.get('message') or '', 120)}"
+    wall = (figures.get("speedup") or {}).get("wall")
+    if not wall:
+        return f"{head}: no steady-state steps to compare ({steps} steps)"
+    if wall.get("verdict") == "inconclusive":
+        text = f"{head}: per step inconclusive over {steps} steps (the steady-state quartiles overlap); no money figure"
+    else:
+        slower = " (slower)" if wall["verdict"] == "slower" else ""
+        paid = figures.get("payback") or {}
+        when = (f"pays back after {paid['step']:,} steps" + ("" if paid.get("measured") else " (projected)")
+                if paid.get("step") is not None else f"does not pay back within {paid.get('steps_compared', steps)} steps")
+        text = f"{head}: **{_x(wall['ratio'])}** per step{slower}, {when}"
+    loss = (figures.get("loss") or {}).get("verdict")
+    if loss in ("match", "diverge"):
+        text += "; losses match" if loss == "match" else \
+            f"; ⚠ losses diverge from step {figures['loss'].get('first_divergent_step')}"
+    saved = (bill or {}).get("money_saved_per_month")
+    if saved is not None:
+        text += f"; {money(abs(saved))} {'saved' if saved >= 0 else 'added'} per month"
+        months = (bill or {}).get("payback_months")
+        if months is not None:
+            text += f", the migration pays back in {months:.1f} months"
+    elif bill and bill.get("gpu_hours_saved_per_month") is not None:
+        text += f"; {abs(bill['gpu_hours_saved_per_month']):,.1f} GPU-hours {'saved' if bill['gpu_hours_saved_per_month'] >= 0 else 'added'} per month"
+    return text
+
+
+def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
+               measuring: bool = False, report: str = REPORT_LINK, trial: Optional[str] = None) -> str:
+    """The hover card: what ran (each phase), the table a team needs to decide, and the verdict;
+    `trial` (`trial_line`) what a `compile-lens trial` of the user's program measured; `report` is
+    its last line."""
+    lines = [f"### torch.compile · `{result.name}`"]
+    if result.graph_count is not None:
+        recompiles = len(recompile_findings(result, ""))  # as many as the editor shows
+        lines.append(break_count_text(len(result.graph_breaks), result.graph_count)
+                     + (f", {recompiles} recompile warning{'s' if recompiles != 1 else ''}" if recompiles else ""))
+    lines.append(f"\n{phase_line(result, b, measuring)}")
+    recipe = result.inputs
+    guessed = f" — **guessed** {(recipe.origin if recipe else '') or 'from the first layer'}; write them as a directive to be sure"
+    if b is None:
+        if recipe is not None and recipe.text:
+            lines.append(f"\n- inputs: `{recipe.text}`" + (guessed if guessed_inputs else f" (from the {recipe.source})"))
+        elif recipe is not None and recipe.after_import:
+            lines.append("\n- inputs: guessed after import from the library model it wraps (not traced yet)")
+        if result.left_out:
+            lines.append(left_out_line(result.left_out))
+        measure = phase_states(result)[2]
+        if measure.status == "not-run" and measure.error is None and not measuring:
+            lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
+        if trial:
+            lines.append(trial)
+        lines += ["", report]
+        return "\n".join(lines)
+    lines += [
+        "",
+        f"**{b.verdict}**",
+        "",
+        *TABLE_HEAD,
+        _row("forward", b.forward),
+        _row("train step", b.train_step),
+        "",
+        f"- compile: {_seconds(b.compile_s.get('cold'))} cold, {_seconds(b.compile_s.get('warm'))} with warm caches",
+        (f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
+         else "- never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
+         else "- pays back: unknown until the timing is conclusive"),
+        f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled {format_bytes(b.peak_memory_bytes.get('compiled'))}"
+        f" ({b.peak_memory_bytes.get('method', 'method unknown')})",
+        f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
+        f"gradients {_err(b.max_abs_error.get('grad'))} abs",
+        f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode}`",
+        f"- timing: {contention_line(b)}",
+        f"- inputs: `{b.inputs or (result.inputs.text if result.inputs else '?')}`"
+        + (guessed if guessed_inputs else ""),
+        *([left_out_line(result.left_out)] if result.left_out else []),
+        f"- measured {age(b.measured_at, now)}",
+    ]
+    lines += [line for line in (export_line(result.export), fallback_line(result.fallback_ops, result.report)) if line]
+    for note in b.notes:
+        lines.append(f"- ⚠ {note}")
+    if trial:
+        lines.append(trial)
+    lines += ["", report]
+    return "\n".join(lines)
+
+
+# --- the words around the figures in the editor (lens, hover) ---------------------------------
+
+MEASURING_LENS = "⏳ measuring torch.compile…"
+MEASURE_LENS = "▶ Measure torch.compile speedup"
+
+
+def code_lens_title(b: Optional[Benchmark], measuring: bool) -> str:
+    """A target's lens: measuring now, its figures, or the invitation to measure."""
+    if measuring:
+        return MEASURING_LENS
+    return lens_title(b) if b is not None else MEASURE_LENS
+
+
+def report_line(client_shows_report: bool, relpath: str) -> str:
+    """The hover's last line: a link where the client opens the report itself, else the CLI command."""
+    return REPORT_LINK if client_shows_report else report_hint(relpath)

@@ -1,0 +1,252 @@
+"""The report's section for a `compile-lens trial` of the user's own training run. Pure; no torch.
+
+From the saved trial (`trial.store`'s document) and its bill (`trial.summary.bill` with the
+reader's settings): time per step eager vs compiled (warm-up apart, steady-state median and
+quartiles), peak memory, loss agreement, the graph breaks and recompiles of the real run, compile
+time, the payback step, the GPU bill; and one inline SVG chart — cumulative cost eager vs compiled
+over a month when the bill has a money figure, else cumulative wall time over the measured steps.
+An inconclusive speedup gives no money figure, and the section says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..trial.summary import break_text, step_times
+from .cards import format_bytes, money
+from .html_parts import _e, _finite, _Page, _s, _x, nice_ticks, y_grid
+
+DAYS = 30
+
+
+def _t(seconds: Optional[float]) -> str:
+    """A step time to three figures (12.8 ms vs 13.4 ms must not both read 13 ms)."""
+    seconds = _finite(seconds)
+    if seconds is None:
+        return "–"
+    if seconds >= 1:
+        return f"{seconds:.1f} s"
+    ms = seconds * 1000
+    return f"{ms:.0f} ms" if ms >= 100 else f"{ms:.1f} ms" if ms >= 1 else f"{ms * 1000:.0f} µs"
+
+
+def _steady(figures: dict[str, Any], key: str) -> str:
+    q = (figures.get("steady") or {}).get(key)
+    if not q:
+        return "–"
+    return f"{_t(q['median'])} <span class=\"sub\">(IQR {_t(q['q1'])}–{_t(q['q3'])}, n={q['n']})</span>"
+
+
+def _warmup(figures: dict[str, Any]) -> str:
+    warm = figures.get("warmup_steps") or []
+    if not warm:
+        return "–"
+    shown = ", ".join(str(i) for i in warm[:8]) + (" …" if len(warm) > 8 else "")
+    return f"{_t(figures.get('warmup_wall_s'))} <span class=\"sub\">(step{'s' if len(warm) != 1 else ''} {_e(shown)})</span>"
+
+
+def _memory(figures: dict[str, Any]) -> str:
+    peak = figures.get("peak_memory_bytes")
+    if peak is not None:
+        method = figures.get("memory_method") or "method unknown"
+        return f'<span title="{_e(method)}">{_e(format_bytes(peak))}</span> <span class="sub">({_e(method.split(":")[0])})</span>'
+    return f'<span class="muted">{_e(figures.get("memory_note") or "not measured")}</span>'
+
+
+def _run_table(eager: dict[str, Any], compiled: dict[str, Any]) -> str:
+    rows = [("steps run", lambda f: str(len(f.get("steps") or [])) if f.get("ran") else "did not run"),
+            ("warm-up steps (step 0, and compiles), wall", _warmup),
+            ("steady state per step, wall", lambda f: _steady(f, "wall_s")),
+            ("… of it model + backward + optimizer step", lambda f: _steady(f, "hook_s"))]
+    head = "<tr><th></th><th>eager</th><th>compiled</th></tr>"
+    body = "".join(f'<tr><td>{_e(label)}</td><td class="num">{cell(eager)}</td><td class="num">{cell(compiled)}</td></tr>'
+                   for label, cell in rows)
+    if eager.get("peak_memory_bytes") is None and compiled.get("peak_memory_bytes") is None:
+        body += f'<tr><td>peak memory</td><td colspan="2">{_memory(eager)}</td></tr>'  # one note for both
+    else:
+        body += f'<tr><td>peak memory</td><td class="num">{_memory(eager)}</td><td class="num">{_memory(compiled)}</td></tr>'
+
+    return f'<div class="scroll"><table class="trial">{head}{body}</table></div>'
+
+
+def _verdict(figures: dict[str, Any]) -> str:
+    wall = (figures.get("speedup") or {}).get("wall")
+    failure = (figures.get("compiled") or {}).get("failure")
+    if failure:
+        where = f" ({failure['where']})" if failure.get("where") else ""
+        return (f'<p class="bad"><b>The compiled run failed at step {_e(failure.get("step"))}</b>: '
+                f'{_e(failure.get("message"))}{_e(where)}. The eager figures above still hold.</p>')
+    if not wall:
+        return '<p class="muted">No steady-state steps in both runs: no speedup to state.</p>'
+    if wall["verdict"] == "inconclusive":
+        return (f'<p class="warn"><b>Speedup per step: inconclusive</b> (medians {_t(wall["eager_median_s"])} eager, '
+                f'{_t(wall["compiled_median_s"])} compiled, but their quartile ranges overlap): more steps or a quieter '
+                "machine may settle it. No payback projection and no money figure from it.</p>")
+    cls = "good" if wall["verdict"] == "faster" else "bad"
+    return (f'<p><b class="{cls}">{_x(wall["ratio"])} per step</b> at steady state ({_e(wall["verdict"])}: '
+            f'{_t(wall["eager_median_s"])} eager vs {_t(wall["compiled_median_s"])} compiled, wall time, quartile ranges '
+            "apart).</p>")
+
+
+def _facts(page: _Page, figures: dict[str, Any]) -> str:
+    items = []
+    ct = figures.get("compile_time")
+    if ct:
+        caches = "empty Inductor caches" if figures.get("cold") else "Inductor caches as the machine had them"
+        items.append(f"<li>compile time in the run: <b>{_s(ct['total_s'])}</b> over {ct['compiles']} frame compiles "
+                     f"(in steps {_e(', '.join(map(str, ct['steps'])))}; {caches})</li>")
+    else:
+        items.append('<li>compile time: <span class="muted">nothing was compiled in the run</span></li>')
+    artifact = figures.get("artifact")
+    if artifact:
+        warm = artifact.get("compile_time")
+        if artifact.get("path") and warm:
+            items.append(f"<li>compile time warm from the cache artifact, in a fresh process: <b>{_s(warm['total_s'])}</b> "
+                         f"(<code>{_e(artifact['path'])}</code>, {_e(format_bytes(artifact.get('bytes')))}: ship it with the job)</li>")
+        else:
+            items.append(f'<li>cache artifact: <span class="muted">not measured: {_e(artifact.get("note"))}</span></li>')
+    if figures.get("payback"):
+        items.append(f"<li>payback: {_e(figures['payback']['text'])}</li>")
+    loss = figures.get("loss") or {}
+    cls = {"match": "good", "diverge": "bad", "not-deterministic": "warn"}.get(loss.get("verdict"), "muted")
+    items.append(f'<li>loss: <span class="{cls}">{_e(loss.get("text"))}</span></li>')
+    machine = figures.get("machine") or {}
+    cpus, load = machine.get("cpus") or 0, machine.get("load_before")
+    if cpus and load is not None and load > cpus:
+        items.append(f'<li class="warn">the machine was busy before the trial (load {load:.1f} on {cpus} CPUs): '
+                     "step times are noisy; compare on a quiet machine before deciding</li>")
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+def _where(page: _Page, where: Optional[str]) -> str:
+    if not where:
+        return '<span class="muted">?</span>'
+    path, _, line = where.rpartition(":")
+    return page.loc(path, int(line)) if line.isdigit() and path else f"<code>{_e(where)}</code>"
+
+
+def _events(page: _Page, figures: dict[str, Any]) -> str:
+    breaks, recs = figures.get("graph_breaks") or [], figures.get("recompiles") or []
+    out = [f"<h3>Graph breaks in the run: {len(breaks)}</h3>"]
+    if breaks:
+        out.append("<ul>" + "".join(
+            f"<li>{_where(page, b.get('where'))} <span class=\"gb\">{_e(b.get('gb') or '')}</span> {_e(break_text(b))} "
+            f"<span class=\"sub\">(step {_e(b.get('step'))}, inputs {_e(b.get('shapes'))})</span></li>" for b in breaks) + "</ul>")
+    out.append(f"<h3>Recompiles in the run: {len(recs)}</h3>")
+    if recs:
+        out.append("<ul>" + "".join(
+            f"<li><code>{_e(r.get('function'))}</code> at {_where(page, r.get('where'))}: {_e(r.get('reason'))} "
+            f"<span class=\"sub\">(step {_e(r.get('step'))}, inputs {_e(r.get('shapes'))})</span></li>" for r in recs) + "</ul>")
+    return "".join(out)
+
+
+def _bill(bill: Optional[dict[str, Any]]) -> str:
+    if not bill or not (bill.get("lines") or bill.get("money_saved_per_month") is not None):
+        return ('<p class="muted">GPU bill: no price set (<code>--gpu-price</code>, '
+                "<code>bill.gpuPricePerHour</code> in [tool.compile-lens] or the editor's settings): no money shown.</p>")
+    return "<ul>" + "".join(f"<li>{_e(line.removeprefix('GPU bill: '))}</li>" for line in bill["lines"]) + "</ul>"
+
+
+# --- the chart ----------------------------------------------------------------------------------
+
+def _line_chart(title: str, series: list[tuple[str, str, list[tuple[float, float]]]], x_label: str,
+                y_label: Any, x_max: float, marker: Optional[tuple[float, str]] = None) -> str:
+    """Lines over a shared x axis from 0: an inline <svg>. `y_label(value)` writes a tick."""
+    width, height = 560, 280
+    left, right, top, bottom = 72, 16, 40, 44
+    plot_w, plot_h = width - left - right, height - top - bottom
+    highest = max((y for _, _, pts in series for _, y in pts), default=0.0)
+    ticks = nice_ticks(highest * 1.05)
+    y_max = ticks[-1] or 1.0
+    x_ticks = nice_ticks(x_max, 5)
+    x_top = x_ticks[-1] or 1.0
+
+    def x_at(x: float) -> float:
+        return left + plot_w * x / x_top
+
+    def y_at(y: float) -> float:
+        return top + plot_h * (1 - y / y_max)
+
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">',
+             f'<text class="title" x="8" y="18">{_e(title)}</text>']
+    parts += y_grid(ticks, y_at, left, width - right, y_label)
+    for tick in x_ticks:
+        parts.append(f'<text class="axis" x="{x_at(tick):.1f}" y="{top + plot_h + 16}" text-anchor="middle">'
+                     f"{tick:g}</text>")
+    parts.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">{_e(x_label)}</text>')
+    if marker is not None:
+        x = x_at(marker[0])
+        parts.append(f'<line class="grid marker" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + plot_h}"/>'
+                     f'<text class="axis strong" x="{x + 4:.1f}" y="{top + 12}">{_e(marker[1])}</text>')
+    lx = width - right - 200
+    for i, (name, cls, pts) in enumerate(series):
+        parts.append(f'<polyline class="line {cls}" points="{" ".join(f"{x_at(x):.1f},{y_at(y):.1f}" for x, y in pts)}">'
+                     f"<title>{_e(name)}</title></polyline>")
+        parts.append(f'<rect class="swatch {cls}" x="{lx + i * 100}" y="9" width="12" height="4"/>'
+                     f'<text class="axis" x="{lx + i * 100 + 16}" y="15">{_e(name)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def money_chart(bill: dict[str, Any]) -> Optional[str]:
+    """Cumulative cost over a month, eager vs compiled (the migration paid on day 0); None without money."""
+    price = (bill.get("inputs") or {}).get("price_per_gpu_hour")
+    eager_h, compiled_h = _finite(bill.get("eager_hours_per_month")), _finite(bill.get("compiled_hours_per_month"))
+    if price is None or eager_h is None or compiled_h is None or bill.get("money_saved_per_month") is None:
+        return None
+    gpus = max(1, int((bill.get("inputs") or {}).get("gpus") or 1))
+    start = _finite(bill.get("migration_cost")) or 0.0
+    eager = [(d, eager_h * gpus * price * d / DAYS) for d in (0, DAYS)]
+    compiled = [(d, start + compiled_h * gpus * price * d / DAYS) for d in (0, DAYS)]
+    marker = None
+    months = _finite(bill.get("payback_months"))
+    if months is not None and months * DAYS <= DAYS:
+        marker = (months * DAYS, f"pays back: day {months * DAYS:.0f}")
+    return _line_chart("Cumulative GPU cost over a month", [("eager", "s-eager", eager), ("compiled", "s-compiled", compiled)], "days",
+                       lambda v: money(v) if v else "0", DAYS, marker)
+
+
+def time_chart(figures: dict[str, Any]) -> Optional[str]:
+    """Cumulative wall time over the measured steps, eager vs compiled; None with no steps."""
+    series = []
+    ratio = (figures.get("speedup") or {}).get("wall")
+    for name, cls in (("eager", "s-eager"), ("compiled", "s-compiled")):
+        total, pts = 0.0, [(0.0, 0.0)]
+        for i, seconds in enumerate(step_times(figures.get(name) or {}, ratio)):
+            total += _finite(seconds) or 0.0
+            pts.append((float(i + 1), total))
+        series.append((name, cls, pts))
+    n = max(len(pts) - 1 for _, _, pts in series)
+    if n == 0:
+        return None
+    paid = figures.get("payback") or {}
+    marker = (paid["step"] + 1, f"ahead from step {paid['step']}") if paid.get("measured") and paid.get("step") is not None else None
+    return _line_chart("Cumulative wall time over the run's steps", series, "steps", lambda v: _s(v) if v else "0",
+                       float(n), marker)
+
+
+def trial_section(page: _Page, trial: dict[str, Any], bill: Optional[dict[str, Any]]) -> str:
+    """The `<section>` of the report for one saved trial."""
+    figures = trial.get("figures") or {}
+    eager, compiled = figures.get("eager") or {}, figures.get("compiled") or {}
+    device = compiled.get("device") or eager.get("device") or "?"
+    out = ["<section><h2>Your training run: eager vs compiled (<code>compile-lens trial</code>)</h2>",
+           f'<p class="meta"><code>{_e(trial.get("command") or figures.get("command"))}</code> · {_e(trial.get("at"))} · '
+           f"{_e(device)} · torch {_e(compiled.get('torch') or eager.get('torch') or '?')}"
+           + (f" · compiled: {_e(', '.join(trial.get('targets') or compiled.get('outermost_modules') or []))}"
+              if trial.get("targets") or compiled.get("outermost_modules") else "") + "</p>",
+           _verdict(figures), _run_table(eager, compiled), _facts(page, figures)]
+    chart = money_chart(bill) if bill else None
+    caption = "cost = GPU-hours × GPUs × price; compiled adds the compile at every process start" + (
+        f" and starts with the migration's cost ({money(bill['migration_cost'])})" if bill and bill.get("migration_cost") else "")
+    if chart is None:
+        chart = time_chart(figures)
+        caption = ("the measured steps: warm-up (compiles) shows as the compiled run's early climb"
+                   + ("; no money figure: the speedup is inconclusive" if ((figures.get("speedup") or {}).get("wall") or {})
+                      .get("verdict") == "inconclusive" else ""))
+    if chart:
+        out.append(f'<div class="charts"><figure>{chart}<figcaption>{_e(caption)}</figcaption></figure></div>')
+    out.append("<h3>The GPU bill</h3>" + _bill(bill))
+    out.append(_events(page, figures))
+    out.append("</section>")
+    return "".join(out)

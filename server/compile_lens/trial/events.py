@@ -1,0 +1,43 @@
+"""The compiled run's graph breaks and recompiles, as the worker's collector reads them (torch's
+data, its text only on a torch that does not hand it over), tagged with the step they happened in
+and the model's input shapes then. Imported by the trial hook once torch is, inside the user's
+program; the summary reads these fields, never torch's log text.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from ..worker.collector import CompileCollector
+from ..worker.graph_breaks import distinct_breaks
+
+
+class RunEvents(CompileCollector):
+    """A collector that turns each record into an event the moment torch logs it."""
+
+    def __init__(self, events: list, now: Callable[[], tuple[int, Any]]) -> None:
+        super().__init__()
+        self.events = events
+        self.now = now  # (step index, input shapes) at this moment of the program
+
+    def _read(self, record: logging.LogRecord) -> None:
+        breaks, recompiles = len(self.breaks), len(self.recompiles)
+        super()._read(record)
+        step, shapes = self.now()
+        for gb in distinct_breaks(self.breaks[breaks:]):
+            self.events.append({"kind": "graph_break", "step": step, "shapes": shapes, "where": f"{gb.path}:{gb.line}",
+                                "reason": gb.gb_type, "gb": gb.gb_id, "explanation": gb.explanation})
+        for entry in self.recompiles[recompiles:]:
+            failure = entry.failures[entry.relevant] if entry.failures else None
+            self.events.append({"kind": "recompile", "step": step, "shapes": shapes, "function": entry.frame,
+                                "where": f"{entry.frame_file}:{entry.frame_line}",
+                                "reason": failure.text if failure else "", "compile_id": entry.compile_id})
+
+
+def watch(events: list, now: Callable[[], tuple[int, Any]]) -> RunEvents:
+    """Start collecting for the rest of the run (torch's break formatter stays wrapped till exit)."""
+    collector = RunEvents(events, now)
+    logging.getLogger("torch._dynamo").addHandler(collector)
+    collector.formatting().__enter__()
+    return collector
