@@ -203,7 +203,7 @@ def line_of(path: Path, needle: str) -> int:
 
 async def test_segfault_in_forward_is_reported_on_the_target_and_the_worker_replaced(env):
     client, path = env.client, env.root / "segfault.py"
-    before = await worker_pids(client)
+    before = await worker_pids(client, at_least=2)  # [current, spare]: before[0] runs the next job
     uri = open_file(client, path)
     target = line_of(path, "class Segfaults")
     after_line = line_of(path, "y.sum().item()")
@@ -252,7 +252,7 @@ async def test_inferred_inputs_work_in_a_file_that_never_names_torch(env):
 
 async def test_infinite_loop_at_import_is_killed_at_the_timeout_setting(env):
     client, path = env.client, env.root / "import_loop.py"
-    before = await worker_pids(client)
+    before = await worker_pids(client, at_least=2)  # [current, spare]: before[0] runs the next job
     configure(client, **{"worker.timeoutSeconds": 3})
     try:
         started = time.monotonic()
@@ -302,7 +302,7 @@ async def test_syntax_error_mid_typing_hides_trace_results_until_the_code_matche
 
 async def test_memory_growth_is_killed_at_the_memory_setting(env):
     client, path = env.client, env.root / "memory_hog.py"
-    before = await worker_pids(client)
+    before = await worker_pids(client, at_least=2)  # [current, spare]: before[0] runs the next job
     configure(client, **{"worker.memoryLimitMB": 1500})
     try:
         uri = open_file(client, path)
@@ -378,7 +378,7 @@ async def test_huge_output_and_raw_bytes_on_fd1_keep_the_stream_intact_and_the_l
 
 async def test_sys_exit_and_os_exit_are_reported_and_the_worker_replaced(env):
     client, path = env.client, env.root / "exits.py"
-    before = await worker_pids(client)
+    before = await worker_pids(client, at_least=2)  # [current, spare]: before[0] runs the next job
     uri = open_file(client, path)
     after_line = line_of(path, "y.sum().item()")
 
