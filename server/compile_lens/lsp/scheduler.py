@@ -64,7 +64,7 @@ async def _trace_loop(ls: CompileLensServer, state: DocState) -> None:
             await _trace_once(ls, state, saved)
         except Exception:  # noqa: BLE001 - keep the server alive whatever happens
             log.exception("analysis of %s failed", state.path)
-            ls.status("error", f"analysis of {os.path.basename(state.path)} failed; see the log")
+            ls.status("error", f"analysis of {os.path.basename(state.path)} failed; see the log", lane="trace")
 
 
 def _rebase(ls: CompileLensServer, state: DocState, saved: Saved) -> None:
@@ -143,20 +143,24 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
     todo = {name for name in keys if name not in fresh}
     problem = None
     if todo:
-        ls.status("tracing", os.path.basename(state.path))
+        ls.status("tracing", os.path.basename(state.path), lane="trace")
         ls.stats["traces"] += 1
-        run = await analyze_file(ls.traces, state.path, ls.root_for(state.path), saved.discovery, ls.settings,
-                                 on_target=on_target, only=todo, recompiles=False,
-                                 on_progress=lambda stage, target: ls.status("tracing", stage))
+        try:
+            run = await analyze_file(ls.traces, state.path, ls.root_for(state.path), saved.discovery, ls.settings,
+                                     on_target=on_target, only=todo, recompiles=False,
+                                     on_progress=lambda stage, target: ls.status("tracing", stage, lane="trace"))
+        except asyncio.CancelledError:  # the file was closed: this lane is free again
+            ls.status("idle", lane="trace")
+            raise
         problem = run.problem
     if not current():
         log.info("dropped results for %s: the file changed during the trace", state.path)
-        ls.status("idle")
+        ls.status("idle", lane="trace")
         return
     accept(fresh, problem)
     log.info("traced %s: %d targets (%d from cache) in %.2fs", os.path.basename(state.path),
              len(fresh), len(fresh) - len(todo), time.perf_counter() - started)
-    ls.status("error" if problem else "idle", problem.message if problem else "")
+    ls.status("error" if problem else "idle", problem.message if problem else "", lane="trace")
     ok = {n for n, r in fresh.items() if r.status == "ok"}
     sweep = {n for n in ok if not _merge_cached_sweep(ls, state, saved, n)}
     if sweep != ok:
@@ -269,11 +273,13 @@ async def _sweep_once(ls: CompileLensServer, state: DocState, saved: Saved, name
             _set_recompiles(state, result.name, result.recompiles, saved.source, state.saved)
             ls.emit("swept", state.uri)
 
-    ls.status("tracing", f"checking recompiles in {os.path.basename(state.path)}")
+    ls.status("tracing", f"checking recompiles in {os.path.basename(state.path)}", lane="deep")
     ls.stats["sweeps"] = ls.stats.get("sweeps", 0) + 1
-    await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
-                       trace=False, recompiles=True, only=names, on_target=on_target)
-    ls.status("idle")
+    try:
+        await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
+                           trace=False, recompiles=True, only=names, on_target=on_target)
+    finally:
+        ls.status("idle", lane="deep")
 
 
 async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, names: set[str]) -> None:
@@ -290,7 +296,7 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
     def on_progress(stage: str, target: Optional[str]) -> None:
         if shown:
             progress.report(token, lsp.WorkDoneProgressReport(message=stage))
-        ls.status("benchmarking", stage)
+        ls.status("benchmarking", stage, lane="deep")
 
     def on_target(result: TargetResult) -> None:
         state.measuring.discard(result.name)
@@ -327,4 +333,4 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
     finally:
         if shown:
             progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
-        ls.status("idle")
+        ls.status("idle", lane="deep")

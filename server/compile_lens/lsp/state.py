@@ -101,6 +101,7 @@ class CompileLensServer(LanguageServer):
         self.stats = {"traces": 0, "sweeps": 0, "benchmarks": 0, "trace_cache_hits": 0, "sweep_cache_hits": 0,
                       "bench_cache_hits": 0}
         self.listeners: dict[str, list[Callable[[str], None]]] = {event: [] for event in EVENTS}
+        self.busy: dict[str, tuple[str, str]] = {}  # lane -> (state, detail) of the work it runs now
 
     # --- events ---------------------------------------------------------------------------
 
@@ -113,7 +114,16 @@ class CompileLensServer(LanguageServer):
 
     # --- status ---------------------------------------------------------------------------
 
-    def status(self, state: str, detail: str = "") -> None:
+    def status(self, state: str, detail: str = "", lane: Optional[str] = None) -> None:
+        """Tell the client what runs. With `lane` (the trace, bench or deep lane), "idle" means that
+        lane is done: while another lane still works, the client is shown that work instead, so
+        "idle" is said only when nothing runs."""
+        if lane is not None:
+            self.busy.pop(lane, None)  # re-inserted last: the newest activity is shown
+            if state in ("tracing", "benchmarking"):
+                self.busy[lane] = (state, detail)
+            elif state == "idle" and self.busy:
+                state, detail = list(self.busy.values())[-1]
         self.state = state
         self.protocol.notify(STATUS, {
             "state": state, "detail": detail, "torch": self.runtime.get("torch") or self.torch_version,

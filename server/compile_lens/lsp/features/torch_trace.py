@@ -35,12 +35,12 @@ async def save_trace(ls: CompileLensServer, uri: str, where: str) -> dict:
         ls.cache_dir, "torch-trace", f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"))
     from ...worker.torch_trace import trace_files  # torch-free: lists the folder
 
-    ls.status("tracing", f"writing a torch trace of {os.path.basename(state.path)}")
+    ls.status("tracing", f"writing a torch trace of {os.path.basename(state.path)}", lane="deep")
     try:
         run = await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
                                  trace=True, recompiles=True, trace_dir=directory)
     finally:
-        ls.status("idle")
+        ls.status("idle", lane="deep")
     files = trace_files(directory)
     answer: dict[str, Any] = {"started": True, "dir": directory, "files": files}
     if run.problem is not None:
