@@ -26,10 +26,9 @@ def start(index: int, steps_limit: int) -> None:
     if _profiler is not None or _figure or index != profiled_step(steps_limit):
         return
     try:
-        from torch.profiler import ProfilerActivity, profile
+        from compile_lens.worker.memory import start_memory_profile
 
-        _profiler = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
-        _profiler.__enter__()
+        _profiler = start_memory_profile()
     except Exception as exc:  # noqa: BLE001 - never change what the program does
         _profiler = None
         _figure["note"] = f"not measured: the profiler did not start ({type(exc).__name__}: {exc})"

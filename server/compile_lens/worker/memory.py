@@ -15,6 +15,7 @@ are not included.
 from __future__ import annotations
 
 import gc
+import os
 from typing import Any, Callable, Optional
 
 import torch
@@ -65,14 +66,36 @@ def _allocations(prof: Any) -> list[tuple[int, int]]:
     return found
 
 
+def start_memory_profile() -> Any:
+    """An entered CPU `torch.profiler.profile(profile_memory=True)`; the caller exits it.
+
+    Kineto prints "profiler_start"/"profiler_stop" lines to stderr at every profile; in a trial
+    they land in the user's own output. It reads its log level once, when its first profile
+    starts, so the level is set to silent (above USDT, 5, its highest) just for that moment,
+    unless the user chose one; the program's environment is left as it was."""
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    chosen = "KINETO_LOG_LEVEL" in os.environ
+    if not chosen:
+        os.environ["KINETO_LOG_LEVEL"] = "6"
+    try:
+        prof.__enter__()
+    finally:
+        if not chosen:
+            os.environ.pop("KINETO_LOG_LEVEL", None)
+    return prof
+
+
 def cpu_peak(call: Callable[[], Any]) -> Optional[int]:
     """Peak of the running sum of allocations over one call (bytes), or None when the profiler
     recorded nothing it could read."""
-    from torch.profiler import ProfilerActivity, profile
-
     gc.collect()
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    prof = start_memory_profile()
+    try:
         call()
+    finally:
+        prof.__exit__(None, None, None)
     return allocation_peak(prof)
 
 
