@@ -154,6 +154,46 @@ def test_a_compiled_run_that_fails_mid_way(tmp_path):
     assert "activation mean" in done.stdout  # the eager run's logging step ran
 
 
+@pytest.mark.slow
+def test_a_library_model_is_found_at_the_end_of_step_0_and_compiled_from_step_1(tmp_path):
+    done, figures = _trial(tmp_path, "train_library.py", "--steps", "10", "--backend", "aot_eager")
+    assert done.returncode == 0, done.stderr[-3000:]
+    for run in ("eager", "compiled"):
+        r = figures[run]
+        assert r["outermost_modules"] == ["Sequential"] and r["outermost_found_late"]
+        assert r["outermost_targets"] == []  # not a workspace class: no hover card to feed
+        assert r["dropout_in"] == ["Sequential"]
+        assert r["untimed_steps"] == [0] and r["steps"][0]["hook_s"] == 0
+        assert all(s["hook_s"] > 0 for s in r["steps"][1:])  # timed through the model's calls from step 1
+        assert r["peak_memory_bytes"] and "step 5" in r["memory_method"]
+    # compiled from step 1 (step 0 ran before the model was known), again for the batch of 12 (step 3)
+    assert figures["compiled"]["warmup_steps"][:2] == [0, 1] and figures["compile_time"]["steps"][0] == 1
+    [recompile] = figures["recompiles"]
+    assert recompile["step"] == 3 and recompile["shapes"] == [[12, 12]] and "expected 16, actual 12" in recompile["reason"]
+    # named as the model, not as the wrapper frame torch.compile(model) adds (torch/_dynamo/external_utils.py)
+    assert recompile["function"] == "Sequential (its compiled call)" and recompile["where"] is None
+    assert "step 0 not timed: the model was found at its end" in done.stderr
+    assert "the model (Sequential) is a library's" in done.stderr and "nothing was compiled" not in done.stderr
+    assert "Warning" not in done.stderr, done.stderr[-2000:]  # finding the model prints nothing
+    assert figures["loss"]["verdict"] != "diverge", figures["loss"]["text"]
+
+
+def test_losses_that_differ_with_dropout_are_not_called_a_divergence():
+    def run(losses, dropout):
+        return {"steps": [{"index": i, "loss": v} for i, v in enumerate(losses)], "dropout_in": dropout}
+
+    eager = run([2.0, 1.5, 1.2, 1.0], [])
+    drifted = [2.0, 1.5, 1.25, 1.1]
+    plain = summary.losses(eager, run(drifted, []), rtol=1e-3, atol=1e-5)
+    assert plain["verdict"] == "diverge" and plain["first_divergent_step"] == 2
+    assert "losses diverge from step 2" in plain["text"] and "dropout" in plain["text"]
+    random = summary.losses(eager, run(drifted, ["GPT2LMHeadModel"]), rtol=1e-3, atol=1e-5)
+    assert random["verdict"] == "random" and random["first_divergent_step"] == 2
+    assert "GPT2LMHeadModel has dropout" in random["text"]
+    same = summary.losses(eager, run([2.0, 1.5, 1.2, 1.0], ["GPT2LMHeadModel"]), rtol=1e-3, atol=1e-5)
+    assert same["verdict"] == "match"  # dropout alone changes nothing when the losses agree
+
+
 def test_the_bill_by_hand():
     # 40% faster (1.0 s -> 0.6 s a step), 8 GPUs at 3.00/h, 500 runs a month of 2,000 steps,
     # one restart per run, 90 s compile, 10 engineer-days at 800.

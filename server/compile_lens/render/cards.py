@@ -227,9 +227,12 @@ def trial_line(trial: Optional[dict[str, Any]], bill: Optional[dict[str, Any]] =
                 if paid.get("step") is not None else f"does not pay back within {paid.get('steps_compared', steps)} steps")
         text = f"{head}: **{_x(wall['ratio'])}** per step{slower}, {when}"
     loss = (figures.get("loss") or {}).get("verdict")
-    if loss in ("match", "diverge"):
-        text += "; losses match" if loss == "match" else \
-            f"; ⚠ losses diverge from step {figures['loss'].get('first_divergent_step')}"
+    if loss == "match":
+        text += "; losses match"
+    elif loss == "diverge":
+        text += f"; ⚠ losses diverge from step {figures['loss'].get('first_divergent_step')}"
+    elif loss == "random":
+        text += "; losses not comparable (dropout)"
     saved = (bill or {}).get("money_saved_per_month")
     if saved is not None:
         text += f"; {money(abs(saved))} {'saved' if saved >= 0 else 'added'} per month"

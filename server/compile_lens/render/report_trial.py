@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..trial.summary import break_text, step_times
+from ..trial.summary import break_text, step_times, untimed
 from .cards import format_bytes, money
 from .html_parts import _e, _finite, _Page, _s, _x, nice_ticks, y_grid
 
@@ -42,7 +42,8 @@ def _warmup(figures: dict[str, Any]) -> str:
     if not warm:
         return "–"
     shown = ", ".join(str(i) for i in warm[:8]) + (" …" if len(warm) > 8 else "")
-    return f"{_t(figures.get('warmup_wall_s'))} <span class=\"sub\">(step{'s' if len(warm) != 1 else ''} {_e(shown)})</span>"
+    return (f"{_t(figures.get('warmup_wall_s'))} <span class=\"sub\">(step{'s' if len(warm) != 1 else ''} {_e(shown)})"
+            f"{_e(untimed(figures))}</span>")
 
 
 def _memory(figures: dict[str, Any]) -> str:
@@ -108,7 +109,8 @@ def _facts(page: _Page, figures: dict[str, Any]) -> str:
     if figures.get("payback"):
         items.append(f"<li>payback: {_e(figures['payback']['text'])}</li>")
     loss = figures.get("loss") or {}
-    cls = {"match": "good", "diverge": "bad", "not-deterministic": "warn"}.get(loss.get("verdict"), "muted")
+    cls = {"match": "good", "diverge": "bad", "not-deterministic": "warn", "random": "warn"}.get(loss.get("verdict"),
+                                                                                                 "muted")
     items.append(f'<li>loss: <span class="{cls}">{_e(loss.get("text"))}</span></li>')
     machine = figures.get("machine") or {}
     cpus, load = machine.get("cpus") or 0, machine.get("load_before")
@@ -135,7 +137,8 @@ def _events(page: _Page, figures: dict[str, Any]) -> str:
     out.append(f"<h3>Recompiles in the run: {len(recs)}</h3>")
     if recs:
         out.append("<ul>" + "".join(
-            f"<li><code>{_e(r.get('function'))}</code> at {_where(page, r.get('where'))}: {_e(r.get('reason'))} "
+            f"<li><code>{_e(r.get('function'))}</code>{' at ' + _where(page, r['where']) if r.get('where') else ''}: "
+            f"{_e(r.get('reason'))} "
             f"<span class=\"sub\">(step {_e(r.get('step'))}, inputs {_e(r.get('shapes'))})</span></li>" for r in recs) + "</ul>")
     return "".join(out)
 

@@ -17,8 +17,11 @@ steps: from the next model call, after the step's backward) and notes that the
 trial stopped the program. GPU work is synchronised at each step end so times are real.
 
 *Outermost workspace modules* are instances of `nn.Module` classes defined in the workspace and
-built outside any other workspace module's constructor (the model, a workspace loss). In the
-compiled run each is compiled as `Module.compile()` would (`torch.compile(module._call_impl,
+built outside any other workspace module's constructor (the model, a workspace loss). A program
+that builds none (its model is a library's: `AutoModelForCausalLM.from_config(...)`,
+`nn.Sequential(...)`) has its model found at the end of step 0 instead: the modules, inside no
+other module, that hold the optimizer's parameters; they are compiled and timed from step 1, and
+step 0 is marked untimed (its forward was not seen). In the compiled run each is compiled as `Module.compile()` would (`torch.compile(module._call_impl,
 **options)`), unless the program compiles it itself (`torch.compile(model, ...)`,
 `model.compile(...)`): then its own call and options are used. The eager run sets
 `TORCH_COMPILE_DISABLE=1` and makes `torch.compile(x)` return `x` (and `Module.compile()` do
@@ -32,6 +35,7 @@ installed the hook only. Stdlib only at import.
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import logging
 import math
@@ -61,6 +65,8 @@ _compile_below: Any = None  # torch.compile under our patch (the record hook's)
 _tracked: Any = None  # WeakKeyDictionary: outermost module -> its compiled call, or None (eager / the program's own)
 _tracked_names: list = []  # their classes, for the record (the modules are gone at exit)
 _tracked_targets: list = []  # the same as recorded.json names them ("train.py:Net"), for the hover card
+_with_dropout: set = set()  # tracked classes holding dropout layers with p > 0: compiled masks differ
+_found_late = False  # the model was found at the end of step 0 (no workspace module was built)
 _init_depth = 0
 _call_depth = 0
 _steps: list = []
@@ -147,7 +153,7 @@ def _patch_torch(torch: Any) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     if _step_on == "optimizer":
-        register_optimizer_step_post_hook(lambda optimizer, args, kwargs: _end_step())
+        register_optimizer_step_post_hook(lambda optimizer, args, kwargs: _end_step(optimizer))
     backward = torch.Tensor.backward
 
     def tensor_backward(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -287,12 +293,19 @@ def _wrap_init(original: Any) -> Any:
     return __init__
 
 
-def _track(module: Any) -> None:
+def _track(module: Any, whole: bool = False) -> None:
+    """Time `module`'s calls and, in the compiled run, compile it: its `_call_impl` as `Module.compile()`
+    does, or with `whole` as `torch.compile(module)` does (a module whose forward is torch's own, as
+    `nn.Sequential`'s, is never compiled through `_call_impl`: Dynamo skips torch's frames)."""
     compiled = None
-    if _mode == "compiled" and module._compiled_call_impl is None:
-        compiled = _compile_below(module._call_impl, **_options)
+    own = type(module).__name__ == "OptimizedModule"  # the program's `torch.compile(model)`: its options
+    if _mode == "compiled" and module._compiled_call_impl is None and not own:
+        compiled = _compile_below(module if whole else module._call_impl, **_options)
     _tracked[module] = compiled
     _tracked_names.append(type(module).__qualname__)
+    dropout = _torch.nn.modules.dropout._DropoutNd
+    if any(isinstance(m, dropout) and m.p > 0 for m in module.modules()):
+        _with_dropout.add(type(module).__qualname__)
     rel = _record._relative(getattr(sys.modules.get(type(module).__module__), "__file__", None))
     if rel:
         _tracked_targets.append(f"{rel}:{type(module).__qualname__}")
@@ -316,7 +329,8 @@ def _timed_call(original: Any) -> Any:
             _cur["start"] = time.perf_counter()
         _call_depth += 1
         try:
-            if compiled is not None and self._compiled_call_impl is None:
+            # only the outermost call: a whole-module compile calls this again from inside
+            if compiled is not None and self._compiled_call_impl is None and _call_depth == 1:
                 return compiled(*args, **kwargs)
             return original(self, *args, **kwargs)
         finally:
@@ -328,6 +342,23 @@ def _timed_call(original: Any) -> Any:
     return __call__
 
 
+def _track_library_model(optimizer: Any) -> None:
+    """At the end of step 0, when no workspace module was built: the modules inside no other module
+    that hold the optimizer's parameters are the model (one scan of the live objects, once)."""
+    global _found_late
+    try:
+        params = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        # type(), not isinstance(): that reads `__class__`, which some module proxies answer with a warning
+        modules = [o for o in gc.get_objects() if issubclass(type(o), _torch.nn.Module)]
+        inner = {id(child) for m in modules for child in m.children()}
+        for module in modules:
+            if id(module) not in inner and module not in _tracked and any(id(p) in params for p in module.parameters()):
+                _track(module, whole=True)
+                _found_late = True
+    except Exception as exc:  # noqa: BLE001 - never change what the program does
+        _problems.append(f"finding the model: {type(exc).__name__}: {exc}")
+
+
 # --- steps ---------------------------------------------------------------------------------
 
 def _on_cuda() -> bool:
@@ -335,7 +366,7 @@ def _on_cuda() -> bool:
     return bool(torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized())
 
 
-def _end_step() -> None:
+def _end_step(optimizer: Any = None) -> None:
     global _cur, _last_end, _first_start, _stopped
     if _compiling():
         return
@@ -347,7 +378,11 @@ def _end_step() -> None:
         _first_start = start
     step = {"index": len(_steps), "wall_s": now - (_last_end if _last_end is not None else start),
             "hook_s": now - start, "loss": _cur["loss"], "shapes": _cur["shapes"], "compiles": _new_compiles()}
+    if _cur["start"] is None and _last_end is None:
+        step["timed"] = False  # no model call was seen before it ended: nothing to time it from
     _steps.append(step)
+    if optimizer is not None and step["index"] == 0 and not _tracked_names:
+        _track_library_model(optimizer)
     if not _cur["loss_finite"] and _failure is None:
         _fail("nan-loss", f"the loss of step {step['index']} is not finite", step["index"])
     if step_memory.running():
@@ -442,6 +477,8 @@ def _write() -> None:
     data["compiles"] = _compiles
     data["events"] = _events
     data["outermost_modules"] = sorted(set(_tracked_names))
+    data["outermost_found_late"] = _found_late
+    data["dropout_in"] = sorted(_with_dropout)
     data["outermost_targets"] = sorted(set(_tracked_targets))
     try:
         with open(_out, "w", encoding="utf-8") as f:

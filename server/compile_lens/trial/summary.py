@@ -56,7 +56,9 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> dict:
         "steps": [{k: s.get(k) for k in ("index", "wall_s", "hook_s", "loss", "shapes", "compiles", "profiled")}
                   for s in steps],
         "warmup_steps": warmup,
-        "warmup_wall_s": sum(s["wall_s"] for s in steps if s["index"] in warmup),
+        "warmup_wall_s": sum(s["wall_s"] for s in steps if s["index"] in warmup and s.get("timed", True)),
+        # steps that ended before any model call was seen (a library model, found at step 0's end)
+        "untimed_steps": [s["index"] for s in steps if s.get("timed") is False],
         "steady": {"wall_s": quartiles([s["wall_s"] for s in steady]),
                    "hook_s": quartiles([s["hook_s"] for s in steady])} if steady else None,
         "peak_memory_bytes": run.get("peak_memory_bytes"),
@@ -66,6 +68,8 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> dict:
         "failure": failure,
         "outermost_modules": run.get("outermost_modules", []),
         "outermost_targets": run.get("outermost_targets", []),
+        "outermost_found_late": bool(run.get("outermost_found_late")),
+        "dropout_in": run.get("dropout_in", []),
     }
 
 
@@ -155,9 +159,16 @@ def losses(eager: dict, compiled: dict, rtol: float, atol: float, repeat: Option
         return {**out, "verdict": "match",
                 "text": f"losses match within rtol={rtol:g}, atol={atol:g} over {len(seen)} steps "
                         f"(max difference {worst:.3g})"}
+    differ = f"from step {first} beyond rtol={rtol:g}, atol={atol:g} (max difference {worst:.3g})"
+    if compiled.get("dropout_in"):
+        return {**out, "verdict": "random",
+                "text": f"losses differ {differ}, as dropout makes them: "
+                        f"{', '.join(compiled['dropout_in'])} has dropout (p > 0), and compiled code draws its "
+                        "own random masks, so the runs cannot match step by step; set dropout to 0 to "
+                        "compare the losses"}
     return {**out, "verdict": "diverge",
-            "text": f"losses diverge from step {first} beyond rtol={rtol:g}, atol={atol:g} "
-                    f"(max difference {worst:.3g})"}
+            "text": f"losses diverge {differ} (if the model draws random numbers, e.g. dropout through "
+                    "torch.nn.functional, compiled code draws different ones: rerun with it off)"}
 
 
 def graph_breaks(run: Optional[dict]) -> list[dict]:
@@ -179,8 +190,17 @@ def break_text(b: dict) -> str:
 
 def recompiles(run: Optional[dict]) -> list[dict]:
     """Every recompile: the function, the guard that failed, the step and the model's input shapes then."""
-    return [{k: event.get(k) for k in ("function", "where", "reason", "step", "shapes")}
-            for event in (run or {}).get("events", []) if event.get("kind") == "recompile"]
+    found = []
+    for event in (run or {}).get("events", []):
+        if event.get("kind") != "recompile":
+            continue
+        recompile = {k: event.get(k) for k in ("function", "where", "reason", "step", "shapes")}
+        if "_dynamo/external_utils.py" in (recompile["where"] or "").replace("\\", "/"):
+            # the frame `torch.compile(model)` adds around the model's call: the model is what recompiled
+            model = ", ".join((run or {}).get("outermost_modules") or []) or "the model"
+            recompile.update(function=f"{model} (its compiled call)", where=None)
+        found.append(recompile)
+    return found
 
 
 def compile_time(run: Optional[dict]) -> Optional[dict]:
@@ -242,6 +262,15 @@ def _ms(seconds: Optional[float]) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
 
 
+def untimed(figures: dict) -> str:
+    """What the warm-up time leaves out, if anything."""
+    left = figures.get("untimed_steps") or []
+    if not left:
+        return ""
+    return (f" (step{'s' if len(left) > 1 else ''} {', '.join(map(str, left))} not timed: the model was found "
+            "at its end)")
+
+
 def _steady(figures: dict) -> str:
     steady = figures.get("steady")
     if not steady:
@@ -260,7 +289,7 @@ def render_text(summary: dict) -> str:
             continue
         warm = figures["warmup_steps"]
         lines.append(f"  {name:8} {len(figures['steps'])} steps; warm-up steps {warm} took "
-                     f"{_ms(figures['warmup_wall_s'])}; {_steady(figures)}")
+                     f"{_ms(figures['warmup_wall_s'])}{untimed(figures)}; {_steady(figures)}")
         memory = figures.get("peak_memory_bytes")
         method = (figures.get("memory_method") or "method unknown").split(":")[0]  # the JSON has it whole
         lines.append(f"  {'':8} peak memory: " + (f"{format_bytes(memory)} ({method})" if memory is not None
@@ -269,8 +298,12 @@ def render_text(summary: dict) -> str:
         lines.append("  no step was seen: no optimizer.step() (or, with --step-on forward, no call of a module "
                      "defined under the workspace root)")
     if compiled["ran"] and not compiled.get("outermost_modules") and not summary.get("compile_time"):
-        lines.append("  nothing was compiled: no nn.Module defined under the workspace root was built, and the "
-                     "program compiles nothing itself (--root sets the workspace)")
+        lines.append("  nothing was compiled: no nn.Module defined under the workspace root was built, no module "
+                     "held the optimizer's parameters at the end of step 0, and the program compiles nothing "
+                     "itself (--root sets the workspace)")
+    elif compiled.get("outermost_found_late"):
+        lines.append(f"  the model ({', '.join(compiled['outermost_modules'])}) is a library's: found at the end "
+                     "of step 0 as the module holding the optimizer's parameters, compiled from step 1")
     failure = compiled.get("failure")
     if failure:
         lines.append(f"  COMPILED RUN FAILED at step {failure.get('step')}: {failure.get('message')}"
@@ -308,7 +341,8 @@ def render_text(summary: dict) -> str:
         lines.append(f"    {b['where']}  {b['gb'] or ''} {break_text(b)}  (step {b['step']}, inputs {b['shapes']})")
     lines.append(f"  recompiles in the run: {len(recs)}")
     for r in recs:
-        lines.append(f"    {r['function']} at {r['where']}: {r['reason']}  (step {r['step']}, inputs {r['shapes']})")
+        at = f" at {r['where']}" if r["where"] else ""
+        lines.append(f"    {r['function']}{at}: {r['reason']}  (step {r['step']}, inputs {r['shapes']})")
     cost = summary.get("cost")
     if cost:
         lines += ["  " + line for line in cost.get("lines", [])]
