@@ -78,6 +78,8 @@ def test_the_program_runs_twice_and_is_stopped_after_n_steps(trained):
     # the profiled step adds nothing to the program's output (kineto's "profiler_start" lines)
     assert "profiler_st" not in done.stderr and "USDT:" not in done.stderr, done.stderr[-2000:]
     assert figures["machine"]["cpus"] == os.cpu_count() and figures["cold"] is False
+    for run in ("eager", "compiled"):  # what other processes took while it ran, in % of one CPU
+        assert 0 <= figures[run]["other_cpu_percent"] <= 100 * os.cpu_count()
 
 
 @pytest.mark.slow
@@ -192,6 +194,21 @@ def test_losses_that_differ_with_dropout_are_not_called_a_divergence():
     assert "GPT2LMHeadModel has dropout" in random["text"]
     same = summary.losses(eager, run([2.0, 1.5, 1.2, 1.0], ["GPT2LMHeadModel"]), rtol=1e-3, atol=1e-5)
     assert same["verdict"] == "match"  # dropout alone changes nothing when the losses agree
+
+
+def test_a_run_that_others_took_cpu_from_gives_no_verdict():
+    def run(median, others):
+        q = {"median": median, "q1": median * 0.95, "q3": median * 1.05, "min": median * 0.9,
+             "max": median * 1.1, "n": 10}
+        return {"steady": {"wall_s": q, "hook_s": q}, "other_cpu_percent": others}
+
+    quiet = summary.speedup(run(0.02, 3.0), run(0.01, 12.0))
+    assert quiet["verdict"] == "faster" and quiet["why"] is None and quiet["ratio"] == pytest.approx(2.0)
+    busy = summary.speedup(run(0.02, 180.0), run(0.01, 12.0))
+    assert busy["verdict"] == "inconclusive"
+    assert busy["why"] == "machine busy: other processes used 180% CPU during the eager run"
+    unknown = summary.speedup(run(0.02, None), run(0.01, None))  # not measured: the quartiles decide
+    assert unknown["verdict"] == "faster"
 
 
 def test_the_bill_by_hand():

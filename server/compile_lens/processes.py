@@ -2,7 +2,8 @@
 
 `kill_tree` ends a process with everything it started (the server's workers, the worker's
 cold-compile child and Inductor's compile workers); `watch_parent` makes a child exit when the
-process that started it is gone, so nothing is left orphaned.
+process that started it is gone, so nothing is left orphaned; `OthersCPU` measures what other
+processes took while we timed something (the benchmark's rounds, a trial's runs).
 """
 
 from __future__ import annotations
@@ -11,9 +12,41 @@ import contextlib
 import os
 import threading
 import time
-from typing import Optional
+from typing import Any, Optional
 
 import psutil
+
+_IDLE_FIELDS = {"idle", "iowait", "guest", "guest_nice"}  # guest time is already in user time
+
+
+def _busy_s(times: Any) -> float:
+    return sum(getattr(times, f) for f in times._fields if f not in _IDLE_FIELDS)
+
+
+def _own_cpu_s(proc: psutil.Process) -> float:
+    t = proc.cpu_times()  # children_*: the waited-for children, theirs included
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class OthersCPU:
+    """Other processes' CPU use since `start()`, in % of one CPU (200% = two CPUs' worth): the
+    machine's busy time less this process's and its waited-for children's."""
+
+    def __init__(self) -> None:
+        self._me = psutil.Process()
+        self.start()
+
+    def start(self) -> None:
+        self._t0 = time.perf_counter()
+        self._sys0 = _busy_s(psutil.cpu_times())
+        self._me0 = _own_cpu_s(self._me)
+
+    def percent(self) -> Optional[float]:
+        wall = time.perf_counter() - self._t0
+        if wall <= 0:
+            return None
+        others = (_busy_s(psutil.cpu_times()) - self._sys0) - (_own_cpu_s(self._me) - self._me0)
+        return max(0.0, 100.0 * others / wall)
 
 
 def kill_tree(pid: int) -> None:

@@ -219,7 +219,7 @@ def trial_line(trial: Optional[dict[str, Any]], bill: Optional[dict[str, Any]] =
     if not wall:
         return f"{head}: no steady-state steps to compare ({steps} steps)"
     if wall.get("verdict") == "inconclusive":
-        text = f"{head}: per step inconclusive over {steps} steps (the steady-state quartiles overlap); no money figure"
+        text = f"{head}: per step inconclusive over {steps} steps ({wall.get('why') or 'quartiles overlap'}); no money figure"
     else:
         slower = " (slower)" if wall["verdict"] == "slower" else ""
         paid = figures.get("payback") or {}

@@ -81,8 +81,8 @@ def _verdict(figures: dict[str, Any]) -> str:
         return '<p class="muted">No steady-state steps in both runs: no speedup to state.</p>'
     if wall["verdict"] == "inconclusive":
         return (f'<p class="warn"><b>Speedup per step: inconclusive</b> (medians {_t(wall["eager_median_s"])} eager, '
-                f'{_t(wall["compiled_median_s"])} compiled, but their quartile ranges overlap): more steps or a quieter '
-                "machine may settle it. No payback projection and no money figure from it.</p>")
+                f'{_t(wall["compiled_median_s"])} compiled, but {_e(wall.get("why") or "their quartile ranges overlap")}): '
+                "more steps or a quieter machine may settle it. No payback projection and no money figure from it.</p>")
     cls = "good" if wall["verdict"] == "faster" else "bad"
     return (f'<p><b class="{cls}">{_x(wall["ratio"])} per step</b> at steady state ({_e(wall["verdict"])}: '
             f'{_t(wall["eager_median_s"])} eager vs {_t(wall["compiled_median_s"])} compiled, wall time, quartile ranges '

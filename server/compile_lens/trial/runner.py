@@ -13,13 +13,15 @@ import shlex
 import uuid
 from typing import Optional
 
+from ..processes import OthersCPU
 from ..record.launch import BOOT, LIB, run_program
 
 
 def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: int = 0, seconds: float = 0.0,
              step_on: str = "optimizer", options: Optional[dict] = None, cold_cache: bool = False,
              tag: str = "", save_artifact: str = "", load_artifact: str = "") -> tuple[int, Optional[dict]]:
-    """Run the program in `mode` ("eager" | "compiled"); its exit status and the hook's record (None if none)."""
+    """Run the program in `mode` ("eager" | "compiled"); its exit status and the hook's record (None if none),
+    with `other_cpu_percent`: what other processes used meanwhile (the program's own children count as its)."""
     name = f"{mode}{tag}"
     out = os.path.join(scratch, f"{name}.json")
     env = dict(os.environ)
@@ -48,9 +50,13 @@ def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: i
         env["COMPILE_LENS_TRIAL_LOAD_ARTIFACTS"] = load_artifact
     if cold_cache:
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, f"inductor-{name}")
+    others = OthersCPU()
     code = run_program(program, env)
+    busy = others.percent()
     try:
         with open(out, encoding="utf-8") as f:
-            return code, json.load(f)
+            record = json.load(f)
     except (OSError, ValueError):
         return code, None
+    record["other_cpu_percent"] = None if busy is None else round(busy, 1)
+    return code, record

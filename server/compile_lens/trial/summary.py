@@ -15,6 +15,7 @@ from ..cost import CostInputs, gpu_bill
 from ..render.cards import format_bytes
 
 MIN_STEADY = 3
+BUSY_PERCENT = 50.0  # others' CPU (% of one CPU) during a run above which its step times are not its own
 
 
 def quartiles(values: list[float]) -> Optional[dict]:
@@ -69,24 +70,43 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> dict:
         "outermost_modules": run.get("outermost_modules", []),
         "outermost_targets": run.get("outermost_targets", []),
         "outermost_found_late": bool(run.get("outermost_found_late")),
+        "other_cpu_percent": run.get("other_cpu_percent"),
         "dropout_in": run.get("dropout_in", []),
     }
 
 
+def busy_during(eager: dict, compiled: dict) -> Optional[str]:
+    """`other processes used 180% CPU during the eager run` when they took time from the program:
+    more than half a CPU's worth (torch in the program uses every core by default)."""
+    runs = [(name, run.get("other_cpu_percent")) for name, run in (("eager", eager), ("compiled", compiled))]
+    busy = [(name, pct) for name, pct in runs if pct is not None and pct > BUSY_PERCENT]
+    if not busy:
+        return None
+    return "machine busy: other processes used " + " and ".join(
+        f"{pct:.0f}% CPU during the {name} run" for name, pct in busy)
+
+
 def speedup(eager: dict, compiled: dict, key: str = "wall_s") -> Optional[dict]:
-    """Eager steady median over compiled steady median, and whether the two can be told apart."""
+    """Eager steady median over compiled steady median, and whether the two can be told apart:
+    apart quartile ranges, and no other process taking CPU from either run."""
     a = (eager.get("steady") or {}).get(key)
     b = (compiled.get("steady") or {}).get(key)
     if not a or not b or b["median"] <= 0:
         return None
     enough = a["n"] >= MIN_STEADY and b["n"] >= MIN_STEADY
-    if enough and b["q3"] < a["q1"]:
+    busy = busy_during(eager, compiled)
+    why = None
+    if busy:
+        verdict, why = "inconclusive", busy
+    elif enough and b["q3"] < a["q1"]:
         verdict = "faster"
     elif enough and b["q1"] > a["q3"]:
         verdict = "slower"
     else:
         verdict = "inconclusive"
-    return {"ratio": a["median"] / b["median"], "verdict": verdict, "eager_median_s": a["median"],
+        why = "the steady-state quartile ranges overlap" if enough else \
+            f"fewer than {MIN_STEADY} steady-state steps in a run"
+    return {"ratio": a["median"] / b["median"], "verdict": verdict, "why": why, "eager_median_s": a["median"],
             "compiled_median_s": b["median"]}
 
 
@@ -331,7 +351,8 @@ def render_text(summary: dict) -> str:
                      "step times are noisy; compare on a quiet machine before deciding")
     ratio = (summary.get("speedup") or {}).get("wall")
     if ratio:
-        lines.append(f"  speedup at steady state: {ratio['ratio']:.2f}x per step ({ratio['verdict']})")
+        why = f": {ratio['why']}" if ratio.get("why") else ""
+        lines.append(f"  speedup at steady state: {ratio['ratio']:.2f}x per step ({ratio['verdict']}{why})")
     if summary.get("payback"):
         lines.append(f"  payback: {summary['payback']['text']}")
     lines.append(f"  loss: {summary['loss']['text']}")

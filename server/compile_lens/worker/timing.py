@@ -31,6 +31,7 @@ import psutil
 import torch
 import torch.utils.benchmark as tbench
 
+from ..processes import OthersCPU
 from ..protocol import Timing
 
 MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
@@ -123,41 +124,23 @@ def _timing(p: Paired) -> Timing:
 
 # --- what else ran ---------------------------------------------------------------------------
 
-_IDLE_FIELDS = {"idle", "iowait", "guest", "guest_nice"}  # guest time is already in user time
-
-
-def _busy_s(times: Any) -> float:
-    return sum(getattr(times, f) for f in times._fields if f not in _IDLE_FIELDS)
-
-
-def _own_cpu_s(proc: psutil.Process) -> float:
-    t = proc.cpu_times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
 class Contention:
     """Other processes' CPU use since `start()`, in % of one CPU (200% = two CPUs' worth)."""
 
     def __init__(self, device: str = "cpu"):
         self.device = device
-        self._me = psutil.Process()
+        self._others = OthersCPU()
         self.cpus = psutil.cpu_count() or os.cpu_count() or 1
         self.gpu_others: Optional[int] = None
         self.start(gpu=True)
 
     def start(self, gpu: bool = False) -> None:
-        self._t0 = time.perf_counter()
-        self._sys0 = _busy_s(psutil.cpu_times())
-        self._me0 = _own_cpu_s(self._me)
+        self._others.start()
         if gpu and self.device.startswith("cuda"):
             self.gpu_others = gpu_other_processes()
 
     def other_cpu_percent(self) -> Optional[float]:
-        wall = time.perf_counter() - self._t0
-        if wall <= 0:
-            return None
-        others = (_busy_s(psutil.cpu_times()) - self._sys0) - (_own_cpu_s(self._me) - self._me0)
-        return max(0.0, 100.0 * others / wall)
+        return self._others.percent()
 
     def report(self) -> dict[str, Any]:
         found: dict[str, Any] = {"cpus": self.cpus, "threads": torch.get_num_threads()}
