@@ -115,7 +115,7 @@ class CompileLensServer(LanguageServer):
     # --- status ---------------------------------------------------------------------------
 
     def status(self, state: str, detail: str = "", lane: Optional[str] = None) -> None:
-        """Tell the client what runs. With `lane` (the trace, bench or deep lane), "idle" means that
+        """Tell the client what runs. With `lane` ("trace" or "deep"), "idle" means that
         lane is done: while another lane still works, the client is shown that work instead, so
         "idle" is said only when nothing runs."""
         if lane is not None:

@@ -17,13 +17,14 @@ steps: from the next model call, after the step's backward) and notes that the
 trial stopped the program. GPU work is synchronised at each step end so times are real.
 
 *Outermost workspace modules* are instances of `nn.Module` classes defined in the workspace and
-built outside any other workspace module's constructor (the model, a workspace loss). A program
-that builds none (its model is a library's: `AutoModelForCausalLM.from_config(...)`,
-`nn.Sequential(...)`) has its model found at the end of step 0 instead: the modules, inside no
-other module, that hold the optimizer's parameters; they are compiled and timed from step 1, and
-step 0 is marked untimed (its forward was not seen). In the compiled run each is compiled as `Module.compile()` would (`torch.compile(module._call_impl,
+built outside any other workspace module's constructor (the model, a workspace loss). In the
+compiled run each is compiled as `Module.compile()` would (`torch.compile(module._call_impl,
 **options)`), unless the program compiles it itself (`torch.compile(model, ...)`,
-`model.compile(...)`): then its own call and options are used. The eager run sets
+`model.compile(...)`): then its own call and options are used. A program that builds none (its
+model is a library's: `AutoModelForCausalLM.from_config(...)`, `nn.Sequential(...)`) has its model
+found at the end of step 0 instead: the modules inside no other module that hold the optimizer's
+parameters. They are compiled as `torch.compile(model)` would and timed from step 1; step 0 is
+marked untimed (its forward was not seen). The eager run sets
 `TORCH_COMPILE_DISABLE=1` and makes `torch.compile(x)` return `x` (and `Module.compile()` do
 nothing), so the program's own compiled code runs eagerly too (Dynamo disabled alone rejects
 `fullgraph=True`).
@@ -303,15 +304,15 @@ def _track(module: Any, whole: bool = False) -> None:
         compiled = _compile_below(module if whole else module._call_impl, **_options)
     _tracked[module] = compiled
     _tracked_names.append(type(module).__qualname__)
-    dropout = _torch.nn.modules.dropout._DropoutNd
-    if any(isinstance(m, dropout) and m.p > 0 for m in module.modules()):
-        _with_dropout.add(type(module).__qualname__)
     rel = _record._relative(getattr(sys.modules.get(type(module).__module__), "__file__", None))
     if rel:
         _tracked_targets.append(f"{rel}:{type(module).__qualname__}")
     cls = type(module)
     if cls.__dict__.get("__call__") is None or not getattr(cls.__dict__["__call__"], "_compile_lens_trial", False):
         cls.__call__ = _timed_call(cls.__call__)
+    dropout = sys.modules["torch"].nn.modules.dropout._DropoutNd
+    if any(isinstance(m, dropout) and m.p > 0 for m in module.modules()):
+        _with_dropout.add(type(module).__qualname__)
 
 
 def _timed_call(original: Any) -> Any:
