@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..trial.summary import break_text, step_times, untimed
+from ..trial.summary import break_text, none_timed, step_times, untimed
 from .cards import format_bytes, money
 from .html_parts import _e, _finite, _Page, _s, _x, nice_ticks, y_grid
 
@@ -42,6 +42,8 @@ def _warmup(figures: dict[str, Any]) -> str:
     if not warm:
         return "–"
     shown = ", ".join(str(i) for i in warm[:8]) + (" …" if len(warm) > 8 else "")
+    if none_timed(figures):
+        return '<span class="muted">not timed</span> <span class="sub">(step 0: the model was found at its end)</span>'
     return (f"{_t(figures.get('warmup_wall_s'))} <span class=\"sub\">(step{'s' if len(warm) != 1 else ''} {_e(shown)})"
             f"{_e(untimed(figures))}</span>")
 

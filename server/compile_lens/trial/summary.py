@@ -291,6 +291,12 @@ def untimed(figures: dict) -> str:
             "at its end)")
 
 
+def none_timed(figures: dict) -> bool:
+    """No warm-up step has a time: a library model's eager run, where step 0 is the only one."""
+    warm = figures.get("warmup_steps") or []
+    return bool(warm) and set(warm) <= set(figures.get("untimed_steps") or [])
+
+
 def _steady(figures: dict) -> str:
     steady = figures.get("steady")
     if not steady:
@@ -307,9 +313,10 @@ def render_text(summary: dict) -> str:
         if not figures["ran"]:
             lines.append(f"  {name:8} did not run: {figures['failure']['message']}")
             continue
-        warm = figures["warmup_steps"]
-        lines.append(f"  {name:8} {len(figures['steps'])} steps; warm-up steps {warm} took "
-                     f"{_ms(figures['warmup_wall_s'])}{untimed(figures)}; {_steady(figures)}")
+        warm = f"warm-up steps {figures['warmup_steps']} " + (
+            "not timed (the model was found at the end of step 0)" if none_timed(figures)
+            else f"took {_ms(figures['warmup_wall_s'])}{untimed(figures)}")
+        lines.append(f"  {name:8} {len(figures['steps'])} steps; {warm}; {_steady(figures)}")
         memory = figures.get("peak_memory_bytes")
         method = (figures.get("memory_method") or "method unknown").split(":")[0]  # the JSON has it whole
         lines.append(f"  {'':8} peak memory: " + (f"{format_bytes(memory)} ({method})" if memory is not None
