@@ -183,6 +183,18 @@ def test_a_library_model_is_found_at_the_end_of_step_0_and_compiled_from_step_1(
     assert figures["loss"]["verdict"] != "diverge", figures["loss"]["text"]
 
 
+@pytest.mark.slow
+def test_a_library_model_the_program_compiles_itself_keeps_its_own_compile(tmp_path):
+    done, figures = _trial(tmp_path, "train_library.py", "--steps", "8", env={"TRAIN_COMPILE_BACKEND": "aot_eager"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    compiled = figures["compiled"]
+    # named as the model, not as torch's OptimizedModule; compiled once, by the program, in step 0
+    assert compiled["outermost_modules"] == ["Sequential"] and compiled["dropout_in"] == ["Sequential"]
+    assert compiled["compiled_by_program"] and not figures["eager"]["compiled_by_program"]
+    assert figures["compile_time"]["steps"][0] == 0 and figures["compile_time"]["compiles"] == 2  # + the batch of 12
+    assert "timed from step 1, compiled by the program's own torch.compile" in done.stderr
+
+
 def test_losses_that_differ_with_dropout_are_not_called_a_divergence():
     def run(losses, dropout):
         return {"steps": [{"index": i, "loss": v} for i, v in enumerate(losses)], "dropout_in": dropout}

@@ -68,6 +68,7 @@ _tracked_names: list = []  # their classes, for the record (the modules are gone
 _tracked_targets: list = []  # the same as recorded.json names them ("train.py:Net"), for the hover card
 _with_dropout: set = set()  # tracked classes holding dropout layers with p > 0: compiled masks differ
 _found_late = False  # the model was found at the end of step 0 (no workspace module was built)
+_compiled_by_program = False  # a tracked module is the program's own `torch.compile(model)`
 _init_depth = 0
 _call_depth = 0
 _steps: list = []
@@ -298,12 +299,15 @@ def _track(module: Any, whole: bool = False) -> None:
     """Time `module`'s calls and, in the compiled run, compile it: its `_call_impl` as `Module.compile()`
     does, or with `whole` as `torch.compile(module)` does (a module whose forward is torch's own, as
     `nn.Sequential`'s, is never compiled through `_call_impl`: Dynamo skips torch's frames)."""
+    global _compiled_by_program
     compiled = None
     own = type(module).__name__ == "OptimizedModule"  # the program's `torch.compile(model)`: its options
     if _mode == "compiled" and module._compiled_call_impl is None and not own:
         compiled = _compile_below(module if whole else module._call_impl, **_options)
     _tracked[module] = compiled
-    _tracked_names.append(type(module).__qualname__)
+    _compiled_by_program = _compiled_by_program or own
+    shown = type(getattr(module, "_orig_mod", None) if own else module).__qualname__  # the model, not torch's wrapper
+    _tracked_names.append(shown)
     rel = _record._relative(getattr(sys.modules.get(type(module).__module__), "__file__", None))
     if rel:
         _tracked_targets.append(f"{rel}:{type(module).__qualname__}")
@@ -312,7 +316,7 @@ def _track(module: Any, whole: bool = False) -> None:
         cls.__call__ = _timed_call(cls.__call__)
     dropout = sys.modules["torch"].nn.modules.dropout._DropoutNd
     if any(isinstance(m, dropout) and m.p > 0 for m in module.modules()):
-        _with_dropout.add(type(module).__qualname__)
+        _with_dropout.add(shown)
 
 
 def _timed_call(original: Any) -> Any:
@@ -479,6 +483,7 @@ def _write() -> None:
     data["events"] = _events
     data["outermost_modules"] = sorted(set(_tracked_names))
     data["outermost_found_late"] = _found_late
+    data["compiled_by_program"] = _compiled_by_program
     data["dropout_in"] = sorted(_with_dropout)
     data["outermost_targets"] = sorted(set(_tracked_targets))
     try:

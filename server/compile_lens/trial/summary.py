@@ -70,6 +70,7 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> dict:
         "outermost_modules": run.get("outermost_modules", []),
         "outermost_targets": run.get("outermost_targets", []),
         "outermost_found_late": bool(run.get("outermost_found_late")),
+        "compiled_by_program": bool(run.get("compiled_by_program")),
         "other_cpu_percent": run.get("other_cpu_percent"),
         "dropout_in": run.get("dropout_in", []),
     }
@@ -329,8 +330,10 @@ def render_text(summary: dict) -> str:
                      "held the optimizer's parameters at the end of step 0, and the program compiles nothing "
                      "itself (--root sets the workspace)")
     elif compiled.get("outermost_found_late"):
+        how = ("timed from step 1, compiled by the program's own torch.compile" if compiled.get("compiled_by_program")
+               else "compiled and timed from step 1")
         lines.append(f"  the model ({', '.join(compiled['outermost_modules'])}) is a library's: found at the end "
-                     "of step 0 as the module holding the optimizer's parameters, compiled from step 1")
+                     f"of step 0 as the module holding the optimizer's parameters, {how}")
     failure = compiled.get("failure")
     if failure:
         lines.append(f"  COMPILED RUN FAILED at step {failure.get('step')}: {failure.get('message')}"
