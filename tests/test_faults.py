@@ -348,7 +348,10 @@ async def test_hundred_edits_then_save_traces_only_the_final_version(env):
     for params in history:
         lines = texts[params.version].splitlines()
         for d in gb(params.diagnostics):
-            assert params.version == 101, f"a trace result was published for version {params.version}"
+            # version 1 is the traced one: its results may still go out (the trace's last publish, the
+            # sweep's) until the server reads the first edit; `sorted` above keeps them before any later
+            # version. No version the server never traced (2-100) may carry them.
+            assert params.version in (1, 101), f"a trace result was published for version {params.version}"
             assert ".item()" in lines[d.range.start.line]
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     await still_works(env, "edits-after")
