@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 from functools import lru_cache
 from typing import Optional
 
-from .protocol import Finding, Frame
+from .protocol import Finding, Frame, TargetResult
+
+
+def same_file(a: Optional[str], b: Optional[str]) -> bool:
+    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)  # type: ignore[arg-type]
 
 
 class PositionMap:
@@ -56,37 +61,48 @@ def position_map(old_source: str, new_source: str) -> Optional[PositionMap]:
     return PositionMap(old, new)
 
 
-def remap_finding(finding: Finding, mapping: PositionMap, path_is_mapped) -> Finding:
-    if not path_is_mapped(finding.path):
+def moved(result: TargetResult, old_source: Optional[str], new_source: str, path: str) -> Optional[TargetResult]:
+    """`result`, found on `old_source` of the file at `path`, in `new_source`'s positions: itself when
+    the texts are equal (or the old one is unknown), None when they are not the same code."""
+    if not old_source or old_source == new_source:
+        return result
+    mapping = position_map(old_source, new_source)
+    return None if mapping is None else remap_result(result, mapping, path)
+
+
+def remap_finding(finding: Finding, mapping: PositionMap, path: str) -> Finding:
+    """`finding` in the new positions when it lies in the file at `path` (its related locations too)."""
+    if not same_file(finding.path, path):
         return finding
     line, column, end_line, end_column = mapping.span(finding.line, finding.column, finding.end_line,
                                                       finding.end_column)
-    related = [dataclasses.replace(f, line=mapping.line(f.line)) if path_is_mapped(f.path) else f
+    related = [dataclasses.replace(f, line=mapping.line(f.line)) if same_file(f.path, path) else f
                for f in finding.related]
     return dataclasses.replace(finding, line=line, column=column, end_line=end_line, end_column=end_column,
                                related=related)
 
 
-def remap_frames(frames: list[Frame], mapping: PositionMap, path_is_mapped) -> list[Frame]:
-    return [dataclasses.replace(f, line=mapping.line(f.line)) if path_is_mapped(f.path) else f for f in frames]
+def remap_frames(frames: list[Frame], mapping: PositionMap, path: str) -> list[Frame]:
+    return [dataclasses.replace(f, line=mapping.line(f.line)) if same_file(f.path, path) else f for f in frames]
 
 
-def remap_result(result, mapping: PositionMap, path_is_mapped):
-    """A cached TargetResult, moved into today's coordinates (see `remap_finding`)."""
+def remap_result(result: TargetResult, mapping: PositionMap, path: str) -> TargetResult:
+    """A cached TargetResult of the file at `path`, moved into today's coordinates; positions in
+    other files stay (see `remap_finding`)."""
     def remap_break(br):
-        if path_is_mapped(br.path):
+        if same_file(br.path, path):
             line, column, end_line, end_column = mapping.span(br.line, br.column, br.end_line, br.end_column)
             br = dataclasses.replace(br, line=line, column=column, end_line=end_line, end_column=end_column)
         inner = remap_break(br.inner) if br.inner is not None else None
-        return dataclasses.replace(br, stack=remap_frames(br.stack, mapping, path_is_mapped), inner=inner)
+        return dataclasses.replace(br, stack=remap_frames(br.stack, mapping, path), inner=inner)
 
     breaks = [remap_break(br) for br in result.graph_breaks]
-    recompiles = [dataclasses.replace(r, line=mapping.line(r.line)) if (r.path is None or path_is_mapped(r.path))
+    recompiles = [dataclasses.replace(r, line=mapping.line(r.line)) if (r.path is None or same_file(r.path, path))
                   else r for r in result.recompiles]
-    recompiles = [dataclasses.replace(r, frame=remap_frames([r.frame], mapping, path_is_mapped)[0])
+    recompiles = [dataclasses.replace(r, frame=remap_frames([r.frame], mapping, path)[0])
                   if r.frame is not None else r for r in recompiles]
     error = result.error
-    if error is not None and error.line and (error.path is None or path_is_mapped(error.path)):
+    if error is not None and error.line and (error.path is None or same_file(error.path, path)):
         error = dataclasses.replace(error, line=mapping.line(error.line))
     return dataclasses.replace(result, line=mapping.line(result.line), graph_breaks=breaks,
                                recompiles=recompiles, error=error)

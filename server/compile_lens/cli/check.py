@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import os
 import sys
@@ -23,31 +22,24 @@ from ..config import find_root
 from ..discovery import dependency_fingerprint, discover
 from ..discovery.inputs import resolve_inputs
 from ..jobs.analysis import analyze_file, safe_lint
-from ..jobs.cache import ResultCache, TargetKeys, cache_dir, cache_key, target_keys, torch_version
-from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
-from ..positions import position_map, remap_result
-from ..protocol import (
-    Benchmark,
-    FileReport,
-    Finding,
-    Problem,
-    Recompile,
-    TargetResult,
-    TargetSpec,
-    from_dict,
-    phase_of,
-    with_phase,
+from ..jobs.cache import (
+    ResultCache,
+    ResultWriter,
+    TargetKeys,
+    cache_dir,
+    cache_key,
+    read_result,
+    target_keys,
+    torch_version,
 )
+from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
+from ..protocol import FileReport, Finding, Problem, TargetResult, TargetSpec
 from ..render import assembly
-from ..render import findings as fnd
 from ..render.cli_output import exit_code, render_json, render_text
 from ..render.sarif import render_sarif
 from ..settings import DEVICES, Settings
 from .baseline import apply_baseline, write_baseline
 from .common import files_and_root, finish, open_cache, say, settings_for
-
-WORKER_FAILURES = ("crash", "timeout", "memory", "exit")  # not the code's answer: never cached
-
 
 # --- which targets (--target NAME or path.py:NAME) ---------------------------------------------
 
@@ -72,91 +64,6 @@ def _picked(picks: Optional[list[TargetPick]], path: str, targets: list[TargetSp
     if picks is None:
         return None
     return {t.name for t in targets if any(p.matches(path, t) for p in picks)}
-
-
-# --- the result cache (shared with the language server: same keys) ----------------------------
-
-def _moved(hit: tuple, source: str, path: str, result: TargetResult) -> Optional[TargetResult]:
-    """A cached result of an earlier text of the same code, in today's lines (None: cannot map)."""
-    cached_source = hit[1]
-    if not cached_source or cached_source == source:
-        return result
-    mapping = position_map(cached_source, source)
-    if mapping is None:
-        return None
-    return remap_result(result, mapping, lambda other: fnd.same_file(other, path))
-
-
-def _from_cache(cache: ResultCache, keys: TargetKeys, source: str, path: str, *, recompiles: bool,
-                benchmark: bool) -> Optional[TargetResult]:
-    """The whole answer for one target from the cache, or None when any asked-for part is missing."""
-    hit = cache.get(keys.trace)
-    if hit is None:
-        return None
-    result = _moved(hit, source, path, from_dict(TargetResult, hit[0]))
-    if result is None or result.status != "ok":
-        return result
-    if recompiles:
-        hit = cache.get(keys.sweep)
-        if hit is None:
-            return None
-        swept = _moved(hit, source, path, TargetResult(result.name, result.kind, result.line,
-                                                       recompiles=[from_dict(Recompile, r) for r in hit[0]]))
-        if swept is None:
-            return None
-        result = with_phase(result, "sweep", "done")
-        result.recompiles = swept.recompiles
-    if benchmark:
-        hit = cache.get(keys.bench)
-        if hit is None:
-            return None
-        result.benchmark = from_dict(Benchmark, hit[0])
-        deploy = cache.get(keys.deploy)
-        if deploy is not None:
-            result.export = deploy[0].get("export")
-            result.fallback_ops = deploy[0].get("fallback_ops") or []
-            result.report = deploy[0].get("report")
-        result = with_phase(result, "measure", "done")
-    return result
-
-
-class _Store:
-    """Writes a running job's results to the cache as the worker sends them, each phase once it is
-    settled (the phases a result carries say which): the trace, the recompile sweep, the measurement."""
-
-    def __init__(self, cache: ResultCache, keys: dict[str, TargetKeys], source: str, *, recompiles: bool):
-        self.cache, self.keys, self.source, self.recompiles = cache, keys, source, recompiles
-        self.stored: set[tuple[str, str]] = set()  # (target, phase)
-
-    def _once(self, result: TargetResult, phase: str) -> bool:
-        """True the first time `phase` of `result` is settled (done, or failed in user code)."""
-        state = phase_of(result, phase)
-        if state is None or state.status == "not-run" or (result.name, phase) in self.stored:
-            return False
-        if state.error is not None and state.error.kind in WORKER_FAILURES:
-            return False  # the worker died: not an answer about the code
-        self.stored.add((result.name, phase))
-        return True
-
-    def __call__(self, result: TargetResult) -> None:
-        keys = self.keys.get(result.name)
-        if keys is None:
-            return
-        if self._once(result, "trace"):
-            trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None,
-                                        phases=[p for p in result.phases if p.name == "trace"])
-            self.cache.put(keys.trace, "trace", dataclasses.asdict(trace), self.source)
-        sweep = phase_of(result, "sweep")
-        if self.recompiles and sweep is not None and sweep.status == "done" and self._once(result, "sweep"):
-            self.cache.put(keys.sweep, "sweep", [dataclasses.asdict(r) for r in result.recompiles], self.source)
-        if result.benchmark is not None and result.status == "ok" and (result.name, "measure") not in self.stored:
-            self.stored.add((result.name, "measure"))
-            self.cache.put(keys.bench, "bench", dataclasses.asdict(result.benchmark))
-        measure = phase_of(result, "measure")
-        if result.benchmark is not None and measure is not None and measure.status == "done":
-            # the deployment answers come after the figures, in the same phase
-            self.cache.put(keys.deploy, "deploy", {
-                "export": result.export, "fallback_ops": result.fallback_ops, "report": result.report})
 
 
 # --- the run ----------------------------------------------------------------------------------
@@ -241,7 +148,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 keys = {t.name: target_keys(version, path, discovery.fingerprint, deps, t, settings.device, settings.mode)
                         for t in runnable}
                 for t in runnable:
-                    hit = _from_cache(cache, keys[t.name], source, path, recompiles=recompiles, benchmark=benchmark)
+                    hit = read_result(cache, keys[t.name], source, path, recompiles=recompiles, benchmark=benchmark)
                     if hit is not None:
                         results[t.name] = hit
             todo = {t.name for t in runnable if t.name not in results}
@@ -256,7 +163,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                         + (f" ({len(results)} of {len(runnable)} targets from the cache)" if results else ""))
                 run = await analyze_file(
                     slot, path, file_root, discovery, settings, benchmark=benchmark, recompiles=recompiles,
-                    only=todo, on_target=_Store(cache, keys, source, recompiles=recompiles) if cache else None,
+                    only=todo, on_target=ResultWriter(cache, keys, source) if cache else None,
                     on_progress=(None if quiet else lambda stage, target: say(f"  {stage}")),
                     trace_dir=trace_dir,
                 )

@@ -3,6 +3,16 @@
 Key: the file's AST fingerprint (comments and formatting do not count), the target, its input
 recipe, the torch version, the device and the compile mode. A corrupt or unreadable database is
 discarded and rebuilt, with one log line.
+
+The entries of one target, and their shapes (read and written only through the helpers below, by
+the language server and the CLI alike):
+- trace: the `TargetResult` of the trace phase, with the source it ran on (positions move to
+  today's text on read);
+- sweep: the recompile sweep's `Recompile` list, with its source;
+- bench: the `Benchmark` (figures do not depend on positions);
+- deploy: the answers measured with the figures: `{"export", "fallback_ops", "report"}`.
+A phase that a worker failure ended (crash, timeout, memory, exit) is never stored: it says
+nothing about the code.
 """
 
 from __future__ import annotations
@@ -16,11 +26,16 @@ import sqlite3
 import time
 from typing import Any, Mapping, Optional
 
+from ..positions import moved
+from ..protocol import Benchmark, Recompile, TargetResult, from_dict, phase_of, with_phase
+
 log = logging.getLogger(__name__)
 
 # 2: results carry phases, loop-fallback inner breaks, recompile frames, timing intervals; an older
 # cache would render in the old shape, so it is dropped
 SCHEMA_VERSION = 2
+
+WORKER_FAILURES = ("crash", "timeout", "memory", "exit")  # not the code's answer: never cached
 
 
 def cache_dir(env: Optional[Mapping[str, str]] = None) -> str:
@@ -162,3 +177,138 @@ class ResultCache:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+# --- one target's entries: read (moved to today's text) and write (settled phases only) ---------
+
+def read_trace(cache: ResultCache, keys: TargetKeys, source: str, path: str) -> Optional[TargetResult]:
+    """The cached trace of a target, in `source`'s positions (None: not cached, or other code)."""
+    hit = cache.get(keys.trace)
+    if hit is None:
+        return None
+    return moved(from_dict(TargetResult, hit[0]), hit[1], source, path)
+
+
+def read_sweep(cache: ResultCache, keys: TargetKeys, source: str, path: str) -> Optional[list[Recompile]]:
+    """The cached recompile sweep of a target, in `source`'s positions (None: not cached, or other code)."""
+    hit = cache.get(keys.sweep)
+    if hit is None:
+        return None
+    carrier = TargetResult("", "", 0, recompiles=[from_dict(Recompile, r) for r in hit[0]])
+    found = moved(carrier, hit[1], source, path)
+    return None if found is None else found.recompiles
+
+
+def read_bench(cache: ResultCache, keys: TargetKeys) -> Optional[Benchmark]:
+    hit = cache.get(keys.bench)
+    return None if hit is None else from_dict(Benchmark, hit[0])
+
+
+def read_deployment(cache: ResultCache, keys: TargetKeys) -> Optional[dict]:
+    hit = cache.get(keys.deploy)
+    return None if hit is None else hit[0]
+
+
+def with_recompiles(result: TargetResult, recompiles: list[Recompile]) -> TargetResult:
+    """`result` with a finished sweep's recompiles."""
+    return with_phase(dataclasses.replace(result, recompiles=recompiles), "sweep", "done")
+
+
+def with_deployment(result: TargetResult, deployment: Mapping[str, Any]) -> TargetResult:
+    """`result` with the deployment answers measured with its figures (see `deployment_of`)."""
+    return dataclasses.replace(result, export=deployment.get("export"),
+                               fallback_ops=deployment.get("fallback_ops") or [], report=deployment.get("report"))
+
+
+def deployment_of(result: TargetResult) -> dict:
+    return {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report}
+
+
+def read_result(cache: ResultCache, keys: TargetKeys, source: str, path: str, *, recompiles: bool,
+                benchmark: bool) -> Optional[TargetResult]:
+    """The whole answer for one target, or None when any asked-for part is missing."""
+    result = read_trace(cache, keys, source, path)
+    if result is None or result.status != "ok":
+        return result
+    if recompiles:
+        swept = read_sweep(cache, keys, source, path)
+        if swept is None:
+            return None
+        result = with_recompiles(result, swept)
+    if benchmark:
+        figures = read_bench(cache, keys)
+        if figures is None:
+            return None
+        result = dataclasses.replace(result, benchmark=figures)
+        deployment = read_deployment(cache, keys)
+        if deployment is not None:
+            result = with_deployment(result, deployment)
+        result = with_phase(result, "measure", "done")
+    return result
+
+
+def settled(result: TargetResult, phase: str) -> bool:
+    """Did `phase` of `result` end with an answer about the code (done, or failed in user code)?
+    Not run, or ended by the worker dying: no."""
+    state = phase_of(result, phase)
+    if state is None or state.status == "not-run":
+        return False
+    failed = state.error or (result.error if phase == "trace" else None)
+    return failed is None or failed.kind not in WORKER_FAILURES
+
+
+def write_trace(cache: ResultCache, keys: TargetKeys, result: TargetResult, source: str) -> bool:
+    """Store the trace part of `result` (run on `source`) once it is settled; True if stored."""
+    if not settled(result, "trace"):
+        return False
+    trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None,
+                                phases=[p for p in result.phases if p.name == "trace"])
+    cache.put(keys.trace, "trace", dataclasses.asdict(trace), source)
+    return True
+
+
+def write_sweep(cache: ResultCache, keys: TargetKeys, result: TargetResult, source: str) -> bool:
+    """Store the recompiles of a finished sweep (run on `source`); True if stored."""
+    sweep = phase_of(result, "sweep")
+    if sweep is None or sweep.status != "done":
+        return False
+    cache.put(keys.sweep, "sweep", [dataclasses.asdict(r) for r in result.recompiles], source)
+    return True
+
+
+def write_bench(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> bool:
+    """Store the figures of `result`, once they are in; True if stored."""
+    if result.benchmark is None or result.status != "ok":
+        return False
+    cache.put(keys.bench, "bench", dataclasses.asdict(result.benchmark))
+    return True
+
+
+def write_deployment(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> bool:
+    """Store the deployment answers, which come after the figures in the same phase, once it is done."""
+    measure = phase_of(result, "measure")
+    if result.benchmark is None or measure is None or measure.status != "done":
+        return False
+    cache.put(keys.deploy, "deploy", deployment_of(result))
+    return True
+
+
+class ResultWriter:
+    """Writes a running job's results as the worker sends them, each phase once it is settled (the
+    phases a result carries say which): the trace, the recompile sweep, the figures; the
+    deployment answers each time they come (they follow the figures)."""
+
+    def __init__(self, cache: ResultCache, keys: Mapping[str, TargetKeys], source: str):
+        self.cache, self.keys, self.source = cache, keys, source
+        self.stored: set[tuple[str, str]] = set()  # (target, phase)
+
+    def __call__(self, result: TargetResult) -> None:
+        keys = self.keys.get(result.name)
+        if keys is None:
+            return
+        for phase, write in (("trace", lambda: write_trace(self.cache, keys, result, self.source)),
+                             ("sweep", lambda: write_sweep(self.cache, keys, result, self.source)),
+                             ("bench", lambda: write_bench(self.cache, keys, result))):
+            if (result.name, phase) not in self.stored and write():
+                self.stored.add((result.name, phase))
+        write_deployment(self.cache, keys, result)

@@ -16,21 +16,34 @@ import logging
 import os
 import time
 import uuid
-from typing import Any, Optional
+from typing import Optional
 
 from lsprotocol import types as lsp
 
 from ..jobs.analysis import analyze_file
-from ..jobs.cache import TargetKeys, target_keys
+from ..jobs.cache import (
+    TargetKeys,
+    deployment_of,
+    read_bench,
+    read_deployment,
+    read_sweep,
+    read_trace,
+    target_keys,
+    with_deployment,
+    with_recompiles,
+    write_bench,
+    write_deployment,
+    write_sweep,
+    write_trace,
+)
 from ..jobs.lanes import WorkerGone
-from ..positions import position_map, remap_result
-from ..protocol import Benchmark, Problem, Recompile, TargetResult, TargetSpec, from_dict
+from ..positions import moved
+from ..protocol import Benchmark, Problem, TargetResult, TargetSpec
 from ..protocol import phase_of as phase
 from ..protocol import with_phase as set_phase
 from ..render import cards
-from ..render import findings as fnd
 from .documents import read_saved
-from .state import WORKER_FAILURES, CompileLensServer, DocState, Saved, same_code
+from .state import CompileLensServer, DocState, Saved, same_code
 
 log = logging.getLogger("compile_lens")
 
@@ -69,16 +82,10 @@ async def _trace_loop(ls: CompileLensServer, state: DocState) -> None:
 
 def _rebase(ls: CompileLensServer, state: DocState, saved: Saved) -> None:
     assert state.saved is not None
-    mapping = position_map(state.saved.source, saved.source)
-    if mapping is not None:
-        here = _same_file(state.path)
-        state.traced = {k: remap_result(r, mapping, here) for k, r in state.traced.items()}
+    old = state.saved.source
+    state.traced = {k: moved(r, old, saved.source, state.path) or r for k, r in state.traced.items()}
     state.saved = saved
     ls.emit("traced", state.uri)
-
-
-def _same_file(path: str):
-    return lambda other: fnd.same_file(other, path)
 
 
 def _keys(ls: CompileLensServer, saved: Saved, spec: TargetSpec) -> TargetKeys:
@@ -86,29 +93,13 @@ def _keys(ls: CompileLensServer, saved: Saved, spec: TargetSpec) -> TargetKeys:
                        ls.settings.device, ls.settings.mode)
 
 
-def _cached(ls: CompileLensServer, kind: str, key: str, saved: Saved, path: str) -> Optional[Any]:
-    hit = ls.cache.get(key)
-    if hit is None:
-        return None
-    value, source, _created = hit
-    if kind == "trace":
-        result = from_dict(TargetResult, value)
-        if source and source != saved.source:
-            mapping = position_map(source, saved.source)
-            if mapping is None:
-                return None
-            result = remap_result(result, mapping, _same_file(path))
-        return result
-    return from_dict(Benchmark, value)
-
-
 async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> None:
     assert ls.traces is not None
     started = time.perf_counter()
     fresh: dict[str, TargetResult] = {}
-    keys = {t.name: _keys(ls, saved, t).trace for t in saved.discovery.targets if t.inputs}
-    for name, key in keys.items():
-        cached = _cached(ls, "trace", key, saved, state.path)
+    keys = {t.name: _keys(ls, saved, t) for t in saved.discovery.targets if t.inputs}
+    for name, entry_keys in keys.items():
+        cached = read_trace(ls.cache, entry_keys, saved.source, state.path)
         if cached is not None:
             fresh[name] = cached
             ls.stats["trace_cache_hits"] += 1
@@ -121,14 +112,14 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
     def current() -> bool:
         return state.open and ls.matches(state, saved)
 
-    def accept(results: dict[str, TargetResult], problem: Optional[Problem]) -> None:
+    def accept(found: dict[str, TargetResult], problem: Optional[Problem]) -> None:
         if state.saved is not saved:
             state.benchmarks = dict(benchmarks)
-        state.traced, state.saved, state.problem = dict(results), saved, problem
+        state.traced, state.saved, state.problem = dict(found), saved, problem
         for name in state.benchmarks:  # export and fallback answers were measured with the figures
-            hit = ls.cache.get(_keys(ls, saved, spec_of(name)).deploy) if spec_of(name) else None
-            if hit is not None:
-                _set_deployment(state, name, hit[0])
+            deployment = read_deployment(ls.cache, _keys(ls, saved, spec_of(name))) if spec_of(name) else None
+            if deployment is not None:
+                _set_deployment(state, name, deployment)
         state.last_stream_publish = time.monotonic()
         ls.emit("traced", state.uri)
 
@@ -137,8 +128,7 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
         # stream: show this target's breaks while the next one is traced (then write the cache)
         if current() and time.monotonic() - state.last_stream_publish > STREAM_PUBLISH_S:
             accept(fresh, None)
-        if result.error is None or result.error.kind not in WORKER_FAILURES:
-            ls.cache.put(keys[result.name], "trace", dataclasses.asdict(result), saved.source)
+        write_trace(ls.cache, keys[result.name], result, saved.source)
 
     todo = {name for name in keys if name not in fresh}
     problem = None
@@ -179,7 +169,7 @@ def cached_benchmarks(ls: CompileLensServer, saved: Saved, path: str) -> dict[st
     found = {}
     for spec in saved.discovery.targets:
         if spec.inputs is not None:
-            cached = _cached(ls, "bench", _keys(ls, saved, spec).bench, saved, path)
+            cached = read_bench(ls.cache, _keys(ls, saved, spec))
             if cached is not None:
                 found[spec.name] = cached
                 ls.stats["bench_cache_hits"] += 1
@@ -188,29 +178,19 @@ def cached_benchmarks(ls: CompileLensServer, saved: Saved, path: str) -> dict[st
 
 def _merge_cached_sweep(ls: CompileLensServer, state: DocState, saved: Saved, name: str) -> bool:
     spec = next(t for t in saved.discovery.targets if t.name == name)
-    hit = ls.cache.get(_keys(ls, saved, spec).sweep)
-    if hit is None or name not in state.traced:
+    if name not in state.traced:
+        return False
+    recompiles = read_sweep(ls.cache, _keys(ls, saved, spec), saved.source, state.path)
+    if recompiles is None:
         return False
     ls.stats["sweep_cache_hits"] = ls.stats.get("sweep_cache_hits", 0) + 1
-    _set_recompiles(state, name, [from_dict(Recompile, r) for r in hit[0]], hit[1], saved)
+    state.traced[name] = with_recompiles(state.traced[name], recompiles)
     return True
 
 
 def _set_deployment(state: DocState, name: str, deployment: dict) -> None:
     if name in state.traced:
-        state.traced[name] = dataclasses.replace(
-            state.traced[name], export=deployment.get("export"),
-            fallback_ops=deployment.get("fallback_ops") or [], report=deployment.get("report"))
-
-
-def _set_recompiles(state: DocState, name: str, recompiles: list, source: Optional[str], saved: Saved) -> None:
-    """Attach a sweep's recompiles (found on `source`) to the traced result (on `saved`)."""
-    if source and source != saved.source:
-        mapping = position_map(source, saved.source)
-        if mapping is not None:
-            moved = remap_result(TargetResult(name, "", 0, recompiles=recompiles), mapping, _same_file(state.path))
-            recompiles = moved.recompiles
-    state.traced[name] = set_phase(dataclasses.replace(state.traced[name], recompiles=recompiles), "sweep", "done")
+        state.traced[name] = with_deployment(state.traced[name], deployment)
 
 
 def schedule_followups(ls: CompileLensServer, state: DocState, saved: Saved, *, sweep: set[str], measure: set[str],
@@ -267,10 +247,11 @@ async def _sweep_once(ls: CompileLensServer, state: DocState, saved: Saved, name
                 ls.emit("swept", state.uri)
             return
         spec = next(t for t in saved.discovery.targets if t.name == result.name)
-        ls.cache.put(_keys(ls, saved, spec).sweep, "sweep",
-                     [dataclasses.asdict(r) for r in result.recompiles], saved.source)
+        write_sweep(ls.cache, _keys(ls, saved, spec), result, saved.source)
         if here:
-            _set_recompiles(state, result.name, result.recompiles, saved.source, state.saved)
+            assert state.saved is not None
+            found = moved(result, saved.source, state.saved.source, state.path) or result
+            state.traced[result.name] = with_recompiles(state.traced[result.name], found.recompiles)
             ls.emit("swept", state.uri)
 
     ls.status("tracing", f"checking recompiles in {os.path.basename(state.path)}", lane="deep")
@@ -305,9 +286,10 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
                  else (result.error.message if result.error else "no figures"))
         measured = phase(result, "measure")
         if result.benchmark is not None:
-            ls.cache.put(_keys(ls, saved, spec).bench, "bench", dataclasses.asdict(result.benchmark))
-            deployment = {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report}
-            ls.cache.put(_keys(ls, saved, spec).deploy, "deploy", deployment)
+            keys = _keys(ls, saved, spec)
+            write_bench(ls.cache, keys, result)
+            write_deployment(ls.cache, keys, result)
+            deployment = deployment_of(result)
             if same_code(state.saved, saved):
                 state.benchmarks[result.name] = result.benchmark
                 _set_deployment(state, result.name, deployment)

@@ -20,7 +20,7 @@ from ..config import find_root
 from ..discovery import Discovery
 from ..jobs.cache import ResultCache, cache_dir, torch_version
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
-from ..positions import position_map
+from ..positions import PositionMap, position_map
 from ..protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec
 from ..settings import Settings
 
@@ -31,7 +31,6 @@ STATUS = "compileLens/status"
 # never get them: they would answer "command not defined".
 SHOW_OUTPUT = "compileLens.showOutput"
 SHOW_REPORT = "compileLens.showReport"
-WORKER_FAILURES = ("crash", "timeout", "memory", "exit")
 
 # What the scheduler and the documents say happened to a file (by uri); the diagnostics feature
 # publishes on them. "changed": lints or results of the buffer; "traced": a trace's results replaced
@@ -207,7 +206,7 @@ class CompileLensServer(LanguageServer):
             return self.buffer(state.uri) == saved.source
         return state.discovery is not None and saved.discovery.fingerprint == state.discovery.fingerprint
 
-    def buffer_map(self, state: DocState):
+    def buffer_map(self, state: DocState) -> Optional[PositionMap]:
         """Positions from the saved source to the buffer, when they differ only in comments/format."""
         if state.saved is None:
             return None

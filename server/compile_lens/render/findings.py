@@ -9,6 +9,7 @@ from typing import Iterable, Optional
 
 from .. import codes
 from ..comments import IGNORE_COMMENT
+from ..positions import same_file
 from ..protocol import Finding, Frame, Problem, Recompile, TargetResult, TargetSpec
 
 # Codes of problems that are not graph breaks (CL1xx are predictions, CL2xx recompiles).
@@ -17,10 +18,6 @@ CODE_DIRECTIVE, CODE_ACCURACY = codes.DIRECTIVE, codes.ACCURACY
 RECOMPILE_CODES = {"automatic-dynamic": codes.RECOMPILE_DYNAMIC, "specialization": codes.RECOMPILE_VALUE,
                    "limit": codes.RECOMPILE_LIMIT, "state": codes.RECOMPILE_STATE}
 RECOMPILE_SEVERITY = {"automatic-dynamic": "information", "specialization": "warning", "limit": "error"}
-
-
-def same_file(a: Optional[str], b: Optional[str]) -> bool:
-    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)  # type: ignore[arg-type]
 
 
 def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:

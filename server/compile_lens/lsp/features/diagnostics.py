@@ -10,16 +10,19 @@ from typing import Optional
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
+from ...jobs.cache import WORKER_FAILURES
 from ...positions import remap_finding
 from ...protocol import Finding
 from ...render import assembly
 from ...render import findings as fnd
 from ...render.lsp import to_diagnostic, uri_of
-from ..state import WORKER_FAILURES, CompileLensServer, DocState
+from ..state import CompileLensServer, DocState
+
+# trace findings for the file, for other files (helpers) by uri, and the lines traced cleanly
+Traced = tuple[list[Finding], dict[str, list[Finding]], list[tuple[int, int]]]
 
 
-def traced_findings(ls: CompileLensServer, state: DocState) -> tuple[list[Finding], dict[str, list[Finding]],
-                                                                     list[tuple[int, int]]]:
+def traced_findings(ls: CompileLensServer, state: DocState) -> Traced:
     """Trace findings for this file, for other files (helpers) by uri, and the lines traced cleanly."""
     if not ls.is_current(state) or state.saved is None:
         return [], {}, []  # results of older code are never shown as current
@@ -35,15 +38,13 @@ def traced_findings(ls: CompileLensServer, state: DocState) -> tuple[list[Findin
     return here, by_uri, covered
 
 
-def findings_for(ls: CompileLensServer, state: DocState) -> list[Finding]:
-    """Lints merged with trace results, plus breaks other files' targets hit in this one."""
-    traced, _, covered = traced_findings(ls, state)
+def findings_for(ls: CompileLensServer, state: DocState, found: Optional[Traced] = None) -> list[Finding]:
+    """Lints merged with trace results (`found`, when the caller has them), plus breaks other
+    files' targets hit in this one."""
+    traced, _, covered = found if found is not None else traced_findings(ls, state)
     mapping = ls.buffer_map(state) if traced or covered else None
     if mapping is not None:
-        def here(other: Optional[str]) -> bool:
-            return fnd.same_file(other, state.path)
-
-        traced = [remap_finding(f, mapping, here) for f in traced]
+        traced = [remap_finding(f, mapping, state.path) for f in traced]
         covered = [(mapping.line(a), mapping.line(b)) for a, b in covered]
     statics = assembly.static_findings(state.path, ls.targets_in_buffer(state),
                                        state.discovery.errors if state.discovery else [], runs=ls.trusted)
@@ -51,20 +52,21 @@ def findings_for(ls: CompileLensServer, state: DocState) -> list[Finding]:
     return merged + [f for found in ls.foreign.get(state.uri, {}).values() for f in found]
 
 
-def publish(ls: CompileLensServer, uri: str) -> None:
+def publish(ls: CompileLensServer, uri: str, found: Optional[Traced] = None) -> None:
     state = ls.docs.get(uri)
     if state is None or not state.open:
         return  # closed: nothing is ever published for it again
     document = ls.workspace.get_text_document(uri)
-    _send(ls, uri, document.version, findings_for(ls, state), document.source.splitlines())
+    _send(ls, uri, document.version, findings_for(ls, state, found), document.source.splitlines())
 
 
 def show_trace(ls: CompileLensServer, uri: str) -> None:
     """New trace results: this file, the helper files its targets broke in, the lenses and hints."""
     state = ls.docs.get(uri)
-    publish(ls, uri)
     if state is not None:
-        refresh_foreign(ls, uri, traced_findings(ls, state)[1])
+        found = traced_findings(ls, state)  # built once: for this file and for the helper files
+        publish(ls, uri, found)
+        refresh_foreign(ls, uri, found[1])
     ls.refresh_views()
 
 

@@ -16,9 +16,8 @@ import logging
 import os
 from typing import Any, Callable, Optional
 
-from ...positions import remap_result
+from ...positions import remap_result, same_file
 from ...protocol import FileReport, Finding, TargetResult
-from ...render.findings import same_file
 from ...render.report_html import render_report
 from ...trial import feed, store
 from ..state import CompileLensServer, DocState
@@ -36,13 +35,9 @@ def _remap(ls: CompileLensServer, state: DocState, result: TargetResult) -> Targ
     mapping = ls.buffer_map(state)
     if mapping is None:
         return result
-
-    def here(path: Optional[str]) -> bool:
-        return same_file(path, state.path)
-
-    moved = remap_result(result, mapping, here)
+    moved = remap_result(result, mapping, state.path)
     export = moved.export
-    if export and export.get("line") and here(export.get("path")):
+    if export and export.get("line") and same_file(export.get("path"), state.path):
         moved = dataclasses.replace(moved, export={**export, "line": mapping.line(export["line"])})
     return moved
 

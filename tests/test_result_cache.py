@@ -1,0 +1,210 @@
+"""The one cache path (`jobs.cache` read/write helpers) the language server and the CLI share:
+which entries a target has, what is never stored, and positions moved to today's text on read.
+
+Real sqlite files, real result dataclasses as the worker sends them, a nanoGPT-shaped source."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from compile_lens.discovery import discover
+from compile_lens.jobs.cache import (
+    ResultCache,
+    ResultWriter,
+    read_bench,
+    read_deployment,
+    read_result,
+    read_sweep,
+    read_trace,
+    target_keys,
+    write_sweep,
+    write_trace,
+)
+from compile_lens.positions import moved
+from compile_lens.protocol import (
+    Benchmark,
+    Frame,
+    GraphBreak,
+    Problem,
+    Recompile,
+    TargetResult,
+    Timing,
+    with_phase,
+)
+
+SOURCE = '''import torch
+import torch.nn as nn
+from dataclasses import dataclass
+
+
+@dataclass
+class GPTConfig:
+    n_embd: int = 32
+    n_head: int = 4
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config=GPTConfig()):
+        super().__init__()
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
+        self.n_head = config.n_head
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        scale = float(q.abs().max().item())
+        return (q @ k.transpose(-2, -1) / scale).softmax(-1) @ v
+'''
+# the same code with a comment block above the class: every line of the model moves down by three
+COMMENTED = SOURCE.replace("class CausalSelfAttention", "# attention\n# (one head group)\n#\nclass CausalSelfAttention")
+OTHER_CODE = SOURCE.replace("float(q.abs().max().item())", "8.0")
+
+
+def line_of(source: str, needle: str) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if needle in line)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> str:
+    file = tmp_path / "attention.py"
+    file.write_text(SOURCE)
+    return str(file)
+
+
+@pytest.fixture
+def cache(tmp_path: Path):
+    opened = ResultCache(str(tmp_path / "cache"))
+    yield opened
+    opened.close()
+
+
+def keys_of(path: str, source: str):
+    found = discover(source)
+    assert found is not None
+    spec = next(t for t in found.targets if t.name == "CausalSelfAttention")
+    return target_keys("2.13.0", path, found.fingerprint, "", spec, "cpu", "default")
+
+
+def traced(path: str, source: str = SOURCE) -> TargetResult:
+    """What the worker sends after tracing the attention block: the `.item()` break, in `source`."""
+    line = line_of(source, ".item()")
+    start = source.splitlines()[line - 1].index("q.abs()") + 1
+    br = GraphBreak(path, line, start, line, start + 24, "GB0124", "Unsupported Tensor.item() call",
+                    "Dynamo does not support tracing `Tensor.item()`", [], None, "Tensor.item",
+                    stack=[Frame(path, line, "forward")])
+    result = TargetResult("CausalSelfAttention", "module", line_of(source, "class CausalSelfAttention"),
+                          graph_count=2, graph_breaks=[br])
+    return with_phase(result, "trace", "done")
+
+
+def swept(result: TargetResult, path: str, source: str = SOURCE) -> TargetResult:
+    guard = Recompile(line_of(source, "B, T, C"), "batch 17", "automatic-dynamic", "size mismatch at index 0",
+                      "x", path=path)
+    return with_phase(dataclasses.replace(result, recompiles=[guard]), "sweep", "done")
+
+
+def measured(result: TargetResult) -> TargetResult:
+    timing = Timing(2.0, 1.0, 2.0, 0.1, 0.1, rounds=5)
+    figures = Benchmark("cpu", "test cpu", "default", timing, None, {"cold": 9.0, "warm": 1.0}, 10,
+                        {"eager": 1, "compiled": 1, "method": "rss"}, {"output": 0.0, "grad": None},
+                        {"output": 0.0, "grad": None}, "faster")
+    done = dataclasses.replace(result, benchmark=figures, export={"ok": False, "strict": True, "line": 21},
+                               fallback_ops=[{"op": "aten.sort", "count": 1}], report={"notes": []})
+    return with_phase(done, "measure", "done")
+
+
+def test_a_trace_read_on_a_comment_edit_has_its_break_on_the_moved_line(cache, path):
+    keys = keys_of(path, SOURCE)
+    assert keys == keys_of(path, COMMENTED), "comments do not count in the key"
+    assert write_trace(cache, keys, traced(path), SOURCE)
+
+    same = read_trace(cache, keys, SOURCE, path)
+    assert same == traced(path)
+    moved_result = read_trace(cache, keys, COMMENTED, path)
+    assert moved_result is not None
+    [br] = moved_result.graph_breaks
+    assert br.line == line_of(COMMENTED, ".item()") == line_of(SOURCE, ".item()") + 3
+    assert (br.column, br.end_column) == (traced(path).graph_breaks[0].column, traced(path).graph_breaks[0].end_column)
+    assert br.stack[0].line == br.line
+    assert moved_result.line == line_of(COMMENTED, "class CausalSelfAttention")
+    assert read_trace(cache, keys, OTHER_CODE, path) is None, "another code's positions are never guessed"
+
+
+@pytest.mark.parametrize("kind, stored", [("crash", False), ("timeout", False), ("memory", False),
+                                          ("exit", False), ("call", True)])
+def test_a_trace_ended_by_the_worker_dying_is_never_stored(cache, path, kind, stored):
+    failure = Problem(kind, f"{kind} while tracing")
+    result = with_phase(dataclasses.replace(traced(path), status="error", error=failure, graph_breaks=[]),
+                        "trace", "failed", failure)
+    keys = keys_of(path, SOURCE)
+    assert write_trace(cache, keys, result, SOURCE) is stored
+    assert (read_trace(cache, keys, SOURCE, path) is not None) is stored
+
+
+def test_only_the_trace_part_is_stored_as_the_trace(cache, path):
+    keys = keys_of(path, SOURCE)
+    assert write_trace(cache, keys, measured(swept(traced(path), path)), SOURCE)
+    back = read_trace(cache, keys, SOURCE, path)
+    assert back is not None and back.recompiles == [] and back.benchmark is None and back.export is None
+    assert [p.name for p in back.phases] == ["trace"]
+
+
+def test_a_sweep_is_stored_once_done_and_read_at_todays_lines(cache, path):
+    keys = keys_of(path, SOURCE)
+    unfinished = with_phase(traced(path), "sweep", "not-run", Problem("skipped", "not run"))
+    assert not write_sweep(cache, keys, unfinished, SOURCE)
+    assert read_sweep(cache, keys, SOURCE, path) is None
+    assert write_sweep(cache, keys, swept(traced(path), path), SOURCE)
+    [guard] = read_sweep(cache, keys, COMMENTED, path) or []
+    assert guard.line == line_of(COMMENTED, "B, T, C")
+    assert read_sweep(cache, keys, OTHER_CODE, path) is None
+
+
+def test_the_writer_stores_every_settled_phase_and_the_whole_answer_reads_back(cache, path):
+    keys = keys_of(path, SOURCE)
+    write = ResultWriter(cache, {"CausalSelfAttention": keys}, SOURCE)
+    result = traced(path)
+    write(result)  # the worker streams each phase as it settles
+    assert read_result(cache, keys, SOURCE, path, recompiles=False, benchmark=False) == result
+    assert read_result(cache, keys, SOURCE, path, recompiles=True, benchmark=False) is None, "no sweep yet"
+    result = swept(result, path)
+    write(result)
+    assert read_result(cache, keys, SOURCE, path, recompiles=True, benchmark=True) is None, "no figures yet"
+    result = measured(result)
+    write(result)
+    whole = read_result(cache, keys, COMMENTED, path, recompiles=True, benchmark=True)
+    assert whole is not None
+    assert whole.benchmark == result.benchmark and whole.fallback_ops == result.fallback_ops
+    assert whole.export == result.export and whole.report == result.report
+    assert [(p.name, p.status) for p in whole.phases] == [("trace", "done"), ("sweep", "done"), ("measure", "done")]
+    assert [r.line for r in whole.recompiles] == [line_of(COMMENTED, "B, T, C")]
+    assert read_bench(cache, keys) == result.benchmark
+    assert read_deployment(cache, keys) == {"export": result.export, "fallback_ops": result.fallback_ops,
+                                            "report": result.report}
+
+
+def test_figures_whose_deployment_check_killed_the_worker_keep_no_deployment(cache, path):
+    keys = keys_of(path, SOURCE)
+    died = Problem("crash", "the analysis process crashed (while checking torch.export)")
+    result = with_phase(measured(traced(path)), "measure", "failed", died)
+    ResultWriter(cache, {"CausalSelfAttention": keys}, SOURCE)(result)
+    assert read_bench(cache, keys) == result.benchmark
+    assert read_deployment(cache, keys) is None
+
+
+def test_moved_keeps_positions_in_other_files(tmp_path, path):
+    helper = str(tmp_path / "helpers.py")
+    result = traced(path)
+    br = dataclasses.replace(result.graph_breaks[0], path=helper, line=4, end_line=4,
+                             stack=[Frame(path, result.graph_breaks[0].line, "forward"), Frame(helper, 4, "scale")])
+    result = dataclasses.replace(result, graph_breaks=[br])
+    assert moved(result, SOURCE, SOURCE, path) is result
+    shifted = moved(result, SOURCE, COMMENTED, path)
+    assert shifted is not None
+    [after] = shifted.graph_breaks
+    assert (after.line, after.stack[1].line) == (4, 4), "the helper file did not change"
+    assert after.stack[0].line == line_of(COMMENTED, ".item()")
+    assert moved(result, SOURCE, OTHER_CODE, path) is None
