@@ -28,10 +28,19 @@ async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: 
     client = await config.start()
     client.statuses = []  # type: ignore[attr-defined]
     client.published = []  # type: ignore[attr-defined]  # every publishDiagnostics, in order
+    client.analyzed = []  # type: ignore[attr-defined]  # every compileLens/analyzed, in order
+    client.analyzed_event = asyncio.Event()  # type: ignore[attr-defined]  # set on each one
+    client.status_event = asyncio.Event()  # type: ignore[attr-defined]  # set on each compileLens/status
 
     @client.feature("compileLens/status")
     def on_status(params: Any) -> None:
         client.statuses.append(params)  # type: ignore[attr-defined]
+        client.status_event.set()  # type: ignore[attr-defined]
+
+    @client.feature("compileLens/analyzed")
+    def on_analyzed(params: Any) -> None:
+        client.analyzed.append(params)  # type: ignore[attr-defined]
+        client.analyzed_event.set()  # type: ignore[attr-defined]
 
     # pytest-lsp keeps only the latest diagnostics per uri; keep the whole history too
     features = client.protocol.fm._features
@@ -104,6 +113,54 @@ async def wait_for(client: LanguageClient, uri: str, predicate: Callable[[Diagno
             pending = futures.get(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
             if pending is not None and pending.done():
                 futures.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
+
+
+def analyzed(client: LanguageClient, uri: str, phase: str, since: int = 0) -> list[Any]:
+    """The `compileLens/analyzed` notifications for `uri` and `phase`, from number `since` on."""
+    return [a for a in client.analyzed[since:] if a.uri == uri and a.phase == phase]  # type: ignore[attr-defined]
+
+
+async def wait_analyzed(client: LanguageClient, uri: str, phase: str, version: Optional[int] = None, *,
+                        since: int = 0, timeout: float = 90.0) -> Any:
+    """The first `compileLens/analyzed` for `uri`, `phase` ("traced", "swept", "measured") and
+    `version` (any, when None), from notification number `since` on (`len(client.analyzed)` taken
+    before the edit that starts the work). Its diagnostics were published before it."""
+    def found() -> list[Any]:
+        return [a for a in analyzed(client, uri, phase, since) if version is None or a.version == version]
+
+    def seen() -> str:
+        done = [(a.uri.rsplit("/", 1)[-1], a.phase, a.version, a.ok) for a in client.analyzed[since:]]
+        return f"{phase} of {uri} (version {version}); seen: {done}"
+
+    await _until(client.analyzed_event, found, timeout, seen)  # type: ignore[attr-defined]
+    return found()[0]
+
+
+async def wait_status(client: LanguageClient, predicate: Callable[[Any], bool], *, since: int = 0,
+                      timeout: float = 60.0) -> Any:
+    """The first `compileLens/status` from number `since` on that satisfies `predicate`."""
+    def found() -> list[Any]:
+        return [s for s in client.statuses[since:] if predicate(s)]  # type: ignore[attr-defined]
+
+    def seen() -> str:
+        return f"a status; seen: {[(s.state, s.detail) for s in client.statuses[since:]][-10:]}"  # type: ignore[attr-defined]
+
+    await _until(client.status_event, found, timeout, seen)  # type: ignore[attr-defined]
+    return found()[0]
+
+
+async def _until(event: asyncio.Event, found: Callable[[], list], timeout: float, what: Callable[[], str]) -> None:
+    """Until `found()` is not empty, woken by `event` (set by the client on each notification)."""
+    deadline = time.monotonic() + timeout
+    while not found():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"timed out waiting for {what()}")
+        event.clear()  # no await since found(): nothing arrived in between
+        try:
+            await asyncio.wait_for(event.wait(), remaining)
+        except asyncio.TimeoutError:
+            pass
 
 
 def codes(diagnostics: Diagnostics) -> list[str]:

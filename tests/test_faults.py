@@ -3,6 +3,9 @@
 Each row drives the real server over stdio and ends by checking that the server is alive and that
 a fresh good file (new code, so nothing comes from the cache) is traced correctly afterwards.
 Most rows share one server; the rows that need a server of their own (untrusted, killed) start one.
+Rows wait on the server's events (`compileLens/analyzed` for a file's phase and version, a status,
+a process exit), never on a fixed sleep; the only sleeps left give something time to happen in a
+row that proves it does not, and say so.
 """
 
 from __future__ import annotations
@@ -27,7 +30,17 @@ import pytest_asyncio
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
+from lsp_support import (
+    analyzed,
+    change_file,
+    locate,
+    open_file,
+    start_server,
+    stop_server,
+    wait_analyzed,
+    wait_for,
+    wait_status,
+)
 
 FAULTS = Path(__file__).parent / "fixtures" / "faults"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -101,10 +114,6 @@ async def worker_pids(client: LanguageClient, at_least: int = 1, timeout: float 
         await asyncio.sleep(0.2)
 
 
-async def stats(client: LanguageClient) -> dict:
-    return await command(client, "compileLens.stats")
-
-
 def configure(client: LanguageClient, **overrides: Any) -> None:
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
         settings={"compileLens": {**SETTINGS, **overrides}}))
@@ -142,22 +151,21 @@ def good_file(root: Path, tag: str) -> Path:
     return path
 
 
+async def traced(client: LanguageClient, path: Path, timeout: float = 90.0) -> tuple[str, list[lsp.Diagnostic]]:
+    """Open `path` and wait until its trace is done: (uri, the diagnostics published for it)."""
+    mark = len(client.analyzed)
+    uri = open_file(client, path)
+    await wait_analyzed(client, uri, "traced", version=1, since=mark, timeout=timeout)
+    return uri, list(client.diagnostics[uri])
+
+
 async def still_works(env: Env, tag: str) -> None:
     """The server answers and traces a new good file: GB0124 at its `.item()` line."""
     path = good_file(env.root, tag)
-    uri = open_file(env.client, path)
+    uri, found = await traced(env.client, path)
     line, _ = locate(path, "y.sum().item()")
-    found = await wait_for(env.client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)))
-    assert [d.code for d in gb(found)] == ["GB0124"]
+    assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", line)]
     env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
-
-
-async def measure(client: LanguageClient, uri: str, target: str, timeout: float = 120.0) -> None:
-    """Start a benchmark of `target` as soon as it has been traced."""
-    deadline = time.monotonic() + timeout
-    while not (reply := await command(client, "compileLens.measure", uri, target))["started"]:
-        assert time.monotonic() < deadline, reply
-        await asyncio.sleep(0.3)
 
 
 async def worker_processes(server_pid: int, count: int = 2, timeout: float = 30.0) -> list[int]:
@@ -183,16 +191,9 @@ def reap(pids: list[int]) -> None:
             psutil.Process(pid).kill()
 
 
-async def wait_traced(client: LanguageClient, start: int, name: str, timeout: float = 120.0) -> None:
-    """Until the trace of file `name` begun after status number `start` has ended."""
-    deadline = time.monotonic() + timeout
-    while True:
-        seen = client.statuses[start:]
-        begun = [i for i, s in enumerate(seen) if s.state == "tracing" and s.detail == name]
-        if begun and any(s.state in ("idle", "error") for s in seen[begun[0]:]):
-            return
-        assert time.monotonic() < deadline, [(s.state, s.detail) for s in seen][-10:]
-        await asyncio.sleep(0.05)
+async def trace_started(client: LanguageClient, since: int) -> None:
+    """Until a trace begun after status number `since` is importing the user's file."""
+    await wait_status(client, lambda s: s.state == "tracing" and s.detail == "importing", since=since)
 
 
 def line_of(path: Path, needle: str) -> int:
@@ -204,20 +205,16 @@ def line_of(path: Path, needle: str) -> int:
 async def test_segfault_in_forward_is_reported_on_the_target_and_the_worker_replaced(env):
     client, path = env.client, env.root / "segfault.py"
     before = await worker_pids(client, at_least=2)  # [current, spare]: before[0] runs the next job
-    uri = open_file(client, path)
+    uri, found = await traced(client, path)
     target = line_of(path, "class Segfaults")
     after_line = line_of(path, "y.sum().item()")
-
-    def settled(ds):
-        return coded(ds, "CL003") and any(d.range.start.line == after_line for d in gb(ds))
-
-    found = await wait_for(client, uri, settled)
     [crash] = coded(found, "CL003")
     assert crash.range.start.line == target
     assert "the analysis process crashed (signal 11" in crash.message and "Segfaults" in crash.message
     assert crash.severity == lsp.DiagnosticSeverity.Error and "Traceback" not in crash.message
     # the next target ran in the replacement worker: its break is there
-    assert [d.code for d in gb(found)] == ["GB0124"]
+    assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", after_line)]
+    assert not analyzed(client, uri, "traced")[-1].ok, "a worker died: the trace is not all there"
     assert gone(before[0]), "the crashed worker is not left behind"
     now = await worker_pids(client)
     assert before[0] not in now
@@ -230,8 +227,7 @@ async def test_segfault_in_forward_is_reported_on_the_target_and_the_worker_repl
 ])
 async def test_import_error_is_on_the_import_line(env, name, needle, says):
     client, path = env.client, env.root / name
-    uri = open_file(client, path)
-    found = await wait_for(client, uri, lambda ds: bool(coded(ds, "CL002")))
+    uri, found = await traced(client, path)
     [failed] = coded(found, "CL002")
     assert failed.range.start.line == line_of(path, needle)
     assert says in failed.message and "Traceback" not in failed.message
@@ -241,12 +237,10 @@ async def test_import_error_is_on_the_import_line(env, name, needle, says):
 async def test_inferred_inputs_work_in_a_file_that_never_names_torch(env):
     """`from torch import nn` only: the inputs Compile Lens infers (`torch.randn(...)`) still evaluate."""
     client, path = env.client, env.root / "no_torch_name.py"
-    uri = open_file(client, path)
+    uri, found = await traced(client, path)
     line = line_of(path, "y.sum().item()")
-    found = await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds))
-                           or bool(coded(ds, "CL001")))
     assert not coded(found, "CL001"), coded(found, "CL001")[0].message
-    assert [d.code for d in gb(found)] == ["GB0124"]
+    assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", line)]
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
 
 
@@ -256,8 +250,7 @@ async def test_infinite_loop_at_import_is_killed_at_the_timeout_setting(env):
     configure(client, **{"worker.timeoutSeconds": 3})
     try:
         started = time.monotonic()
-        uri = open_file(client, path)
-        found = await wait_for(client, uri, lambda ds: bool(coded(ds, "CL003")), timeout=60)
+        _, found = await traced(client, path, timeout=60)
         elapsed = time.monotonic() - started
     finally:
         configure(client)
@@ -274,9 +267,9 @@ async def test_syntax_error_mid_typing_hides_trace_results_until_the_code_matche
     path = good_file(env.root, "typing")
     text = path.read_text()
     line = line_of(path, "y.sum().item()")
-    uri = open_file(client, path)
-    await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)))
-    traces = (await stats(client))["traces"]
+    uri, found = await traced(client, path)
+    assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", line)]
+    mark, status_mark = len(client.analyzed), len(client.statuses)
 
     # typing: a half-written line that does not parse, then saved like that
     broken = text.replace("        y = self.fc(x)\n", "        y = self.fc(x\n")
@@ -284,18 +277,24 @@ async def test_syntax_error_mid_typing_hides_trace_results_until_the_code_matche
     shown = await wait_for(client, uri, lambda ds: not gb(ds))
     assert not gb(shown)
     change_file(client, path, broken, version=3, save=True)
+    refused = await wait_analyzed(client, uri, "traced", version=3, since=mark)
+    assert not refused.ok, "a saved file that does not parse is not analysed"
     # different code that parses (a line inserted above the break): the old break line is stale
     moved = text.replace("        y = self.fc(x)\n", "        y = self.fc(x)\n        y = y + 1\n")
     change_file(client, path, moved, version=4, save=False)
-    await asyncio.sleep(1.0)
-    assert (await stats(client))["traces"] == traces, "a file that does not parse is never run"
-    for params in [p for p in client.published if p.uri == uri and p.version and p.version >= 2]:
-        assert not gb(params.diagnostics), f"stale trace result shown for version {params.version}"
+    await wait_for(client, uri, lambda ds: any(p.uri == uri and p.version == 4 for p in client.published))
 
-    # back to the traced code: its results are current again, at their lines
+    # back to the traced code: its results are current again, at their lines, and nothing ran
     change_file(client, path, text, version=5, save=True)
-    found = await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)))
-    assert [d.code for d in gb(found)] == ["GB0124"]
+    back = await wait_analyzed(client, uri, "traced", version=5, since=mark)
+    assert back.ok
+    assert [(a.version, a.ok) for a in analyzed(client, uri, "traced", mark)] == [(3, False), (5, True)]
+    assert not [s for s in client.statuses[status_mark:] if s.state == "tracing" and s.detail == path.name], \
+        "a file that does not parse is never run, and the same code again is not traced again"
+    for params in [p for p in client.published if p.uri == uri and p.version and 2 <= p.version <= 4]:
+        assert not gb(params.diagnostics), f"stale trace result shown for version {params.version}"
+    found = client.diagnostics[uri]
+    assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", line)]
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     await still_works(env, "typing-after")
 
@@ -305,9 +304,7 @@ async def test_memory_growth_is_killed_at_the_memory_setting(env):
     before = await worker_pids(client, at_least=2)  # [current, spare]: before[0] runs the next job
     configure(client, **{"worker.memoryLimitMB": 1500})
     try:
-        uri = open_file(client, path)
-        found = await wait_for(client, uri, lambda ds: bool(coded(ds, "CL003")) or bool(coded(ds, "CL001")),
-                               timeout=60)
+        _, found = await traced(client, path, timeout=60)
     finally:
         configure(client)
     [stopped] = coded(found, "CL003")
@@ -320,9 +317,9 @@ async def test_hundred_edits_then_save_traces_only_the_final_version(env):
     client = env.client
     path = good_file(env.root, "edits")
     template = path.read_text()
-    uri = open_file(client, path)
-    await wait_for(client, uri, lambda ds: bool(gb(ds)))
-    traces = (await stats(client))["traces"]
+    uri, found = await traced(client, path)
+    assert gb(found)
+    mark = len(client.analyzed)
 
     def version_text(k: int) -> str:
         extra = "".join("        y = y + 0\n" for _ in range(k % 7))
@@ -337,10 +334,13 @@ async def test_hundred_edits_then_save_traces_only_the_final_version(env):
         change_file(client, path, texts[k], version=k, save=(k == 101))
     assert time.monotonic() - started < 1.0
     final_line = line_of(path, "y.sum().item()")
-    found = await wait_for(client, uri, lambda ds: any(d.range.start.line == final_line for d in gb(ds)))
-    assert [d.code for d in gb(found)] == ["GB0124"]
-    await asyncio.sleep(0.5)
-    assert (await stats(client))["traces"] == traces + 1, "only the saved (final) version is traced"
+    done = await wait_analyzed(client, uri, "traced", version=101, since=mark)
+    assert done.ok
+    found = client.diagnostics[uri]
+    assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", final_line)]
+    # the trace loop runs one trace of a file at a time, in order: any other would have ended first
+    assert [a.version for a in analyzed(client, uri, "traced", mark)] == [101], \
+        "only the saved (final) version is traced"
 
     history = [p for p in client.published[first:] if p.uri == uri]
     versions = [p.version for p in history]
@@ -360,17 +360,18 @@ async def test_hundred_edits_then_save_traces_only_the_final_version(env):
 async def test_huge_output_and_raw_bytes_on_fd1_keep_the_stream_intact_and_the_log_short(env):
     client, path = env.client, env.root / "loud.py"
     log_start = len(env.log)
-    uri = open_file(client, path)
+    uri, found = await traced(client, path)
     line = line_of(path, "y.sum().item()")
-    found = await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)))
     assert [d.code for d in gb(found) if d.range.start.line == line] == ["GB0124"]
     assert [d.code for d in gb(found) if d.range.start.line == line_of(path, "raw bytes from forward")] == [
         "GB0007"]  # os.write: a C function Dynamo skips
     assert not coded(found, "CL002") and not coded(found, "CL003")
-    deadline = time.monotonic() + 60  # the output is logged when the job (recompile sweep too) ends
+    # logged (stderr) when the trace job ends, before the notification (stdout): the two pipes are
+    # read apart, so the log may come a moment later
+    deadline = time.monotonic() + 30
     while "more characters of output not kept" not in "".join(env.log[log_start:]):
         assert time.monotonic() < deadline, "no user output in the log"
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.1)
     logged = "".join(env.log[log_start:])
     assert "user code output (trace)" in logged and "yyyyyyyy" in logged
     kept = [int(n) for n in re.findall(r"\((\d+) more characters of output not kept\)", logged)]
@@ -382,13 +383,9 @@ async def test_huge_output_and_raw_bytes_on_fd1_keep_the_stream_intact_and_the_l
 async def test_sys_exit_and_os_exit_are_reported_and_the_worker_replaced(env):
     client, path = env.client, env.root / "exits.py"
     before = await worker_pids(client, at_least=2)  # [current, spare]: before[0] runs the next job
-    uri = open_file(client, path)
+    uri, found = await traced(client, path)
     after_line = line_of(path, "y.sum().item()")
-
-    def settled(ds):
-        return len(coded(ds, "CL003")) >= 2 and any(d.range.start.line == after_line for d in gb(ds))
-
-    found = await wait_for(client, uri, settled)
+    assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", after_line)]
     on = {d.range.start.line: d for d in coded(found, "CL003")}
     sys_exit = on[line_of(path, "class CallsSysExit")]
     assert "sys.exit(3)" in sys_exit.message
@@ -412,15 +409,14 @@ async def test_file_closed_during_analysis_is_cleared_and_never_published_again(
     first_status = len(client.statuses)
     uri = open_file(client, path)
     await wait_for(client, uri, lambda ds: bool(coded(ds, "CL101")))  # the static lint on `print`
-    deadline = time.monotonic() + 60
-    while not any(s.state == "tracing" and s.detail == "importing" for s in client.statuses[first_status:]):
-        assert time.monotonic() < deadline, "the trace never started"
-        await asyncio.sleep(0.05)
-    closed_at = len(client.published)
+    await trace_started(client, first_status)
+    closed_at, analyzed_at = len(client.published), len(client.analyzed)
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     # the lane runs one job at a time: once the next file is traced, the slow one is over
     await still_works(env, "closed")
+    # proves nothing comes later: a moment for a late publish of the closed file to arrive
     await asyncio.sleep(0.5)
+    assert not [a for a in client.analyzed[analyzed_at:] if a.uri == uri], "a closed file is never announced"
     after = [p for p in client.published[closed_at:] if p.uri == uri]
     assert after and all(not p.diagnostics for p in after), [
         [(d.code, d.range.start.line) for d in p.diagnostics] for p in after]
@@ -441,13 +437,13 @@ async def _oom_reported(client, uri: str, path: Path, timeout: float = 120.0) ->
 async def test_out_of_memory_during_a_benchmark_is_reported_on_the_target(env):
     """On CPU the target raises the error CUDA raises; `test_cuda_oom...` checks real GPU memory."""
     client, path = env.client, env.root / "bench_oom.py"
-    mark = len(client.statuses)
-    uri = open_file(client, path)
-    await wait_traced(client, mark, path.name)
-    assert not coded(client.diagnostics[uri], "CL001"), "it traces fine"
+    uri, found = await traced(client, path)
+    assert not coded(found, "CL001"), "it traces fine"
+    mark = len(client.analyzed)
     reply = await command(client, "compileLens.measure", uri, "OutOfMemory")
     assert reply["started"] and not reply.get("queued"), reply
-    oom = await _oom_reported(client, uri, path)
+    await wait_analyzed(client, uri, "measured", version=1, since=mark, timeout=120)
+    oom = await _oom_reported(client, uri, path, timeout=0)
     assert oom.code == "CL001" and "measuring failed" in oom.message and "smaller" in oom.message
     assert "Traceback" not in oom.message
     await still_works(env, "oom")
@@ -459,11 +455,13 @@ async def test_measure_clicked_before_the_trace_ends_still_reports(env):
     client = env.client
     path = env.root / "bench_oom_early.py"
     path.write_text((env.root / "bench_oom.py").read_text() + '\nTAG = "early"\n')
+    mark = len(client.analyzed)
     uri = open_file(client, path)
     reply = await command(client, "compileLens.measure", uri, "OutOfMemory")  # before its trace
     assert reply["started"], reply
     try:
-        await _oom_reported(client, uri, path, timeout=60)
+        await wait_analyzed(client, uri, "measured", version=1, since=mark, timeout=60)
+        await _oom_reported(client, uri, path, timeout=0)
     finally:
         env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
 
@@ -474,10 +472,10 @@ async def test_copy_of_a_traced_file_shows_the_breaks_in_itself(env):
     original = env.root / "good_original.py"
     copy = env.root / "good_original_copy.py"
     shutil.copy(original, copy)
-    uri = open_file(client, copy)
+    uri, found = await traced(client, copy, timeout=30)
     line = line_of(copy, "y.sum().item()")
     try:
-        await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)), timeout=10)
+        assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", line)]
     finally:
         env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
 
@@ -488,10 +486,7 @@ async def test_server_killed_mid_analysis_leaves_no_worker_behind(env):
     pids = await command(client, "compileLens.workerPids")  # trace lane and benchmark lane
     first_status = len(client.statuses)
     open_file(client, env.root / "import_loop.py")  # keeps the current worker busy for good
-    deadline = time.monotonic() + 60
-    while not any(s.state == "tracing" and s.detail == "importing" for s in client.statuses[first_status:]):
-        assert time.monotonic() < deadline, "the trace never started"
-        await asyncio.sleep(0.05)
+    await trace_started(client, first_status)
     server = client._server
     os.kill(server.pid, signal.SIGKILL)
     env.killed = True
@@ -519,26 +514,23 @@ async def test_cuda_oom_during_a_benchmark_releases_the_gpu_memory(tmp_path):
     path = root / "cuda_oom.py"
     client = await start_server(root, settings={**SETTINGS, "device": "cuda", "benchmark.maxSeconds": 10})
     try:
-        mark = len(client.statuses)
-        uri = open_file(client, path)
-        await wait_traced(client, mark, path.name, timeout=300)
+        uri, _ = await traced(client, path, timeout=300)
         greedy, nxt = line_of(path, "class Greedy"), line_of(path, "class Next")
-        await measure(client, uri, "Greedy")
-        await wait_for(client, uri, lambda ds: any(
-            d.range.start.line == greedy and "out of memory" in d.message for d in ds), timeout=300)
+        mark = len(client.analyzed)
+        assert (await command(client, "compileLens.measure", uri, "Greedy"))["started"]
+        await wait_analyzed(client, uri, "measured", version=1, since=mark, timeout=300)
+        assert any(d.range.start.line == greedy and "out of memory" in d.message for d in client.diagnostics[uri])
         # the next measurement builds in the same worker: `Next` refuses to build if memory is held
-        await measure(client, uri, "Next")
-        deadline = time.monotonic() + 400
-        while True:
-            failed = [d for d in client.diagnostics.get(uri, [])
-                      if d.range.start.line == nxt and "measuring failed" in d.message]
-            assert not failed, failed[0].message
-            lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
-            title = next(lens.command.title for lens in lenses or [] if lens.range.start.line == nxt and lens.command)
-            if "Measure" not in title and "measuring" not in title:
-                break  # measured: the out-of-memory benchmark gave its memory back
-            assert time.monotonic() < deadline, title
-            await asyncio.sleep(1.0)
+        mark = len(client.analyzed)
+        assert (await command(client, "compileLens.measure", uri, "Next"))["started"]
+        await wait_analyzed(client, uri, "measured", version=1, since=mark, timeout=400)
+        failed = [d for d in client.diagnostics.get(uri, [])
+                  if d.range.start.line == nxt and "measuring failed" in d.message]
+        assert not failed, failed[0].message
+        lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+        title = next(lens.command.title for lens in lenses or [] if lens.range.start.line == nxt and lens.command)
+        # measured: the out-of-memory benchmark gave its memory back
+        assert "Measure" not in title and "measuring" not in title, title
     finally:
         await stop_server(client)
 
@@ -554,13 +546,14 @@ async def test_file_closed_while_the_worker_starts_leaves_the_lane_working(tmp_p
     try:
         early = good_file(root, "early")
         uri = open_file(client, early)
-        await asyncio.sleep(0.3)  # its job now waits for the worker, which is importing torch
+        # its job now waits for the worker, which is importing torch
+        await wait_status(client, lambda s: s.state == "tracing" and s.detail == early.name)
         assert await command(client, "compileLens.workerPids") == [], "the workers started too fast to test"
         client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
         later = good_file(root, "later")
-        uri = open_file(client, later)
+        _, found = await traced(client, later, timeout=60)
         line = line_of(later, "y.sum().item()")
-        await wait_for(client, uri, lambda ds: any(d.range.start.line == line for d in gb(ds)), timeout=60)
+        assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", line)]
     finally:
         await stop_server(client)
 
@@ -577,11 +570,10 @@ async def test_untrusted_workspace_runs_no_code_and_still_lints(tmp_path):
         change_file(client, path, path.read_text(), version=2, save=True)
         assert (await command(client, "compileLens.analyzeFile", uri))["started"] is False
         assert (await command(client, "compileLens.measure", uri, "Printy"))["started"] is False
-        deadline = time.monotonic() + 10
-        while not any(s.state == "restricted" for s in client.statuses):
-            assert time.monotonic() < deadline, [s.state for s in client.statuses]
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(2.0)  # time enough for a worker to start and import the file, were there one
+        await wait_status(client, lambda s: s.state == "restricted", timeout=10)
+        # proves nothing runs: time enough for a worker to start and import the file, were there one
+        await asyncio.sleep(2.0)
+        assert not client.analyzed, "nothing is analysed in an untrusted workspace"
         assert await command(client, "compileLens.workerPids") == []
         assert psutil.Process(client._server.pid).children(recursive=True) == []
         assert not (root / "MARKER").exists(), "user code ran in an untrusted workspace"

@@ -95,6 +95,7 @@ def _input_sources(ls: CompileLensServer):
 
 
 def read_saved(ls: CompileLensServer, state: DocState) -> Optional[Saved]:
+    """The file as saved, with the version it was saved at; None when it cannot be read or parsed."""
     try:
         with open(state.path, encoding="utf-8") as f:
             source = f.read()
@@ -105,7 +106,25 @@ def read_saved(ls: CompileLensServer, state: DocState) -> Optional[Saved]:
     if found is None:
         return None
     deps_fp, deps = dependency_fingerprint(state.path, source, ls.root_for(state.path))
-    return Saved(source, found, deps_fp, deps, os.path.realpath(state.path))
+    return Saved(source, found, deps_fp, deps, os.path.realpath(state.path), saved_version(ls, state, source))
+
+
+def version_on_disk(ls: CompileLensServer, state: DocState) -> Optional[int]:
+    """`saved_version` of the file as it is now (None: unreadable, or not a known version)."""
+    try:
+        with open(state.path, encoding="utf-8") as f:
+            return saved_version(ls, state, f.read())
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def saved_version(ls: CompileLensServer, state: DocState, source: str) -> Optional[int]:
+    """The document version whose text is `source` (read from disk): the buffer's when they are
+    equal, else the last save's when it saved this text, else not known (None)."""
+    document = ls.workspace.get_text_document(state.uri)
+    if document.source == source:
+        return document.version
+    return state.saved_version if state.saved_text == source else None
 
 
 def close(ls: CompileLensServer, uri: str) -> None:

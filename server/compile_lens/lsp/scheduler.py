@@ -3,8 +3,9 @@ measurements in the second lane, one file's work in order, newest code first.
 
 Results are cached (`jobs.cache`) and merged into the document's state only while they describe
 its code; each step emits an event ("traced", "swept", "measured", "changed") that the diagnostics
-feature publishes on. Saves that arrive during a trace collapse into one; sweeps and measurements
-wait `FOLLOWUP_DELAY_S` after a trace so rapid saves skip them.
+feature publishes on, and once a phase of a file is done (its diagnostics published) the client is
+told so (`compileLens/analyzed`, `announce`). Saves that arrive during a trace collapse into one;
+sweeps and measurements wait `FOLLOWUP_DELAY_S` after a trace so rapid saves skip them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import os
 import time
 import uuid
-from typing import Optional
+from typing import Iterable, Optional
 
 from lsprotocol import types as lsp
 
@@ -28,6 +29,7 @@ from ..jobs.cache import (
     read_deployment,
     read_sweep,
     read_trace,
+    settled,
     target_keys,
     with_deployment,
     with_recompiles,
@@ -42,7 +44,7 @@ from ..protocol import Benchmark, Problem, TargetResult, TargetSpec
 from ..protocol import phase_of as phase
 from ..protocol import with_phase as set_phase
 from ..render import cards
-from .documents import read_saved
+from .documents import read_saved, version_on_disk
 from .state import CompileLensServer, DocState, Saved, same_code
 
 log = logging.getLogger("compile_lens")
@@ -67,6 +69,8 @@ async def _trace_loop(ls: CompileLensServer, state: DocState) -> None:
         saved = read_saved(ls, state)
         if saved is None or ls.traces is None:
             ls.emit("changed", state.uri)
+            if saved is None and state.open:  # unreadable or does not parse: nothing is run
+                ls.analyzed(state.uri, "traced", version_on_disk(ls, state), False)
             return
         if state.saved and state.saved.discovery.fingerprint == saved.discovery.fingerprint \
                 and state.saved.deps_fingerprint == saved.deps_fingerprint and not state.problem:
@@ -78,6 +82,7 @@ async def _trace_loop(ls: CompileLensServer, state: DocState) -> None:
         except Exception:  # noqa: BLE001 - keep the server alive whatever happens
             log.exception("analysis of %s failed", state.path)
             ls.status("error", f"analysis of {os.path.basename(state.path)} failed; see the log", lane="trace")
+            announce(ls, state, saved, "traced", ok=False)
 
 
 def _rebase(ls: CompileLensServer, state: DocState, saved: Saved) -> None:
@@ -86,6 +91,22 @@ def _rebase(ls: CompileLensServer, state: DocState, saved: Saved) -> None:
     state.traced = {k: moved(r, old, saved.source, state.path) or r for k, r in state.traced.items()}
     state.saved = saved
     ls.emit("traced", state.uri)
+    announce(ls, state, saved, "traced", ok=True)  # the same code: its results hold, at their new lines
+
+
+def announce(ls: CompileLensServer, state: DocState, saved: Saved, phase_done: str, ok: bool) -> None:
+    """`compileLens/analyzed`: a phase of the work on `saved` is done and its diagnostics are out.
+    The version is the save whose code was analysed; a later save of the same code (comments or
+    formatting changed) shows these results too, so its version is given."""
+    if state.open:
+        shown = state.saved if same_code(state.saved, saved) else saved
+        assert shown is not None
+        ls.analyzed(state.uri, phase_done, shown.version, ok)
+
+
+def _all_settled(found: Iterable[TargetResult], phase_name: str) -> bool:
+    """No target's `phase_name` was ended by the worker dying (or left not run)."""
+    return all(settled(r, phase_name) for r in found if phase(r, phase_name) is not None)
 
 
 def _keys(ls: CompileLensServer, saved: Saved, spec: TargetSpec) -> TargetKeys:
@@ -148,6 +169,7 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
         ls.status("idle", lane="trace")
         return
     accept(fresh, problem)
+    announce(ls, state, saved, "traced", ok=problem is None and _all_settled(fresh.values(), "trace"))
     log.info("traced %s: %d targets (%d from cache) in %.2fs", os.path.basename(state.path),
              len(fresh), len(fresh) - len(todo), time.perf_counter() - started)
     ls.status("error" if problem else "idle", problem.message if problem else "", lane="trace")
@@ -155,6 +177,8 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
     sweep = {n for n in ok if not _merge_cached_sweep(ls, state, saved, n)}
     if sweep != ok:
         ls.emit("swept", state.uri)  # recompile warnings from the cache
+        if not sweep:
+            announce(ls, state, saved, "swept", ok=True)  # every sweep came from the cache
     measure = {n for n in ok if n not in state.benchmarks} if ls.settings.benchmark_on_save else set()
     asked = state.pending_measure & ok  # "Measure" clicked before the trace was done
     state.measuring -= state.pending_measure
@@ -236,7 +260,10 @@ def schedule_followups(ls: CompileLensServer, state: DocState, saved: Saved, *, 
 
 
 async def _sweep_once(ls: CompileLensServer, state: DocState, saved: Saved, names: set[str]) -> None:
+    swept: dict[str, TargetResult] = {}
+
     def on_target(result: TargetResult) -> None:
+        swept[result.name] = result
         sweep = phase(result, "sweep")
         if result.status != "ok" or sweep is None:
             return  # the trace already said why it cannot run
@@ -257,10 +284,16 @@ async def _sweep_once(ls: CompileLensServer, state: DocState, saved: Saved, name
     ls.status("tracing", f"checking recompiles in {os.path.basename(state.path)}", lane="deep")
     ls.stats["sweeps"] = ls.stats.get("sweeps", 0) + 1
     try:
-        await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
-                           trace=False, recompiles=True, only=names, on_target=on_target)
+        run = await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
+                                 trace=False, recompiles=True, only=names, on_target=on_target)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        announce(ls, state, saved, "swept", ok=False)
+        raise
     finally:
         ls.status("idle", lane="deep")
+    announce(ls, state, saved, "swept", ok=run.problem is None and _all_settled(swept.values(), "sweep"))
 
 
 async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, names: set[str]) -> None:
@@ -279,7 +312,10 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
             progress.report(token, lsp.WorkDoneProgressReport(message=stage))
         ls.status("benchmarking", stage, lane="deep")
 
+    measured_results: dict[str, TargetResult] = {}
+
     def on_target(result: TargetResult) -> None:
+        measured_results[result.name] = result
         state.measuring.discard(result.name)
         spec = next(t for t in saved.discovery.targets if t.name == result.name)
         log.info("measured %s: %s", result.name, cards.lens_title(result.benchmark) if result.benchmark
@@ -306,13 +342,18 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
             state.traced[name], phases=[p for p in state.traced[name].phases if p.name != "measure"])
     try:
         ls.stats["benchmarks"] += 1
-        await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
-                           benchmark=True, trace=False, recompiles=False, only=names,
-                           on_target=on_target, on_progress=on_progress)
+        run = await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
+                                 benchmark=True, trace=False, recompiles=False, only=names,
+                                 on_target=on_target, on_progress=on_progress)
     except asyncio.CancelledError:
         log.info("measurement of %s cancelled: the file changed", os.path.basename(state.path))
+        raise
+    except Exception:
+        announce(ls, state, saved, "measured", ok=False)
         raise
     finally:
         if shown:
             progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
         ls.status("idle", lane="deep")
+    announce(ls, state, saved, "measured",
+             ok=run.problem is None and _all_settled(measured_results.values(), "measure"))

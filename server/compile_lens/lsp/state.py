@@ -27,6 +27,9 @@ from ..settings import Settings
 log = logging.getLogger("compile_lens")
 
 STATUS = "compileLens/status"
+# {uri, version, phase: traced|swept|measured, ok}: a phase of a saved version is done and its
+# diagnostics are published; clients (and the tests) wait on it instead of polling
+ANALYZED = "compileLens/analyzed"
 # Commands the VS Code extension runs itself (it lists them in `clientCommands`); other clients
 # never get them: they would answer "command not defined".
 SHOW_OUTPUT = "compileLens.showOutput"
@@ -48,6 +51,7 @@ class Saved:
     deps_fingerprint: str = ""
     deps: list[str] = field(default_factory=list)
     path: str = ""  # results name this file (break and guard paths): part of their cache key
+    version: Optional[int] = None  # the document version this text was saved at (None: not known)
 
 
 @dataclass
@@ -71,6 +75,8 @@ class DocState:
     discovery_stale: bool = False  # the buffer changed and has not been re-parsed yet (big files)
     rediscover: Optional[asyncio.TimerHandle] = None
     last_stream_publish: float = 0.0
+    saved_version: Optional[int] = None  # the document's version at its last save
+    saved_text: Optional[str] = None  # and its text then: the file read later may be newer
 
 
 def same_code(a: Optional[Saved], b: Optional[Saved]) -> bool:
@@ -110,6 +116,10 @@ class CompileLensServer(LanguageServer):
     def emit(self, event: str, uri: str) -> None:
         for listener in self.listeners[event]:
             listener(uri)
+
+    def analyzed(self, uri: str, phase: str, version: Optional[int], ok: bool) -> None:
+        """Tell the client a phase of a saved version is done (after its diagnostics went out)."""
+        self.protocol.notify(ANALYZED, {"uri": uri, "version": version, "phase": phase, "ok": ok})
 
     # --- status ---------------------------------------------------------------------------
 

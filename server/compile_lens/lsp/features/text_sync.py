@@ -26,6 +26,8 @@ def register(server: CompileLensServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: CompileLensServer, params: lsp.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
+        document, state = ls.workspace.get_text_document(uri), ls.doc(uri)
+        state.saved_version, state.saved_text = document.version, document.source
         documents.relint(ls, uri)
         scheduler.schedule_trace(ls, uri)
         saved_path = os.path.realpath(to_fs_path(uri) or uri)
