@@ -396,6 +396,29 @@ async def test_sys_exit_and_os_exit_are_reported_and_the_worker_replaced(env):
     await still_works(env, "exits")
 
 
+async def test_each_phase_of_each_saved_version_is_announced_once(env):
+    """`compileLens/analyzed`: the trace, then the recompile check, of the opened version; a
+    comment-only save is announced as traced at its own version without running anything."""
+    client = env.client
+    path = good_file(env.root, "announced")
+    mark, status_mark = len(client.analyzed), len(client.statuses)
+    uri, _ = await traced(client, path)
+    swept = await wait_analyzed(client, uri, "swept", version=1, since=mark)
+    assert swept.ok
+    assert [(a.phase, a.version, a.ok) for a in client.analyzed[mark:] if a.uri == uri] == [
+        ("traced", 1, True), ("swept", 1, True)]
+    line = line_of(path, "y.sum().item()")
+    ran = len([s for s in client.statuses[status_mark:] if s.state == "tracing" and s.detail == path.name])
+
+    change_file(client, path, "# a comment moves every line down\n" + path.read_text(), version=2, save=True)
+    moved = await wait_analyzed(client, uri, "traced", version=2, since=mark)
+    assert moved.ok
+    assert [(d.code, d.range.start.line) for d in gb(client.diagnostics[uri])] == [("GB0124", line + 1)]
+    assert len([s for s in client.statuses[status_mark:] if s.state == "tracing" and s.detail == path.name]) == ran, \
+        "the same code is not traced again"
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+
+
 async def test_corrupt_cache_is_discarded_and_rebuilt(env):
     await still_works(env, "cache")
     with sqlite3.connect(env.cache / "results.sqlite") as db:
