@@ -133,10 +133,10 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
     def current() -> bool:
         return state.open and ls.matches(state, saved)
 
-    def accept(found: dict[str, TargetResult], problem: Optional[Problem]) -> None:
+    def accept(results: dict[str, TargetResult], problem: Optional[Problem]) -> None:
         if state.saved is not saved:
             state.benchmarks = dict(benchmarks)
-        state.traced, state.saved, state.problem = dict(found), saved, problem
+        state.traced, state.saved, state.problem = dict(results), saved, problem
         for name in state.benchmarks:  # export and fallback answers were measured with the figures
             deployment = read_deployment(ls.cache, _keys(ls, saved, spec_of(name))) if spec_of(name) else None
             if deployment is not None:
