@@ -3,9 +3,10 @@
 Each row drives the real server over stdio and ends by checking that the server is alive and that
 a fresh good file (new code, so nothing comes from the cache) is traced correctly afterwards.
 Most rows share one server; the rows that need a server of their own (untrusted, killed) start one.
-Rows wait on the server's events (`compileLens/analyzed` for a file's phase and version, a status,
-a process exit), never on a fixed sleep; the only sleeps left give something time to happen in a
-row that proves it does not, and say so.
+Rows wait on what the server says (`compileLens/analyzed` for a file's phase and version, a
+status) or on what the system shows (a worker's pid, a process exit, a log line), never on a fixed
+sleep or a server-wide counter; the only sleeps left give something time to happen in a row that
+proves it does not, and say so.
 """
 
 from __future__ import annotations
