@@ -4,11 +4,9 @@ pure functions of `compile_lens.actions` on source strings (offered only where t
 from __future__ import annotations
 
 import ast
-import asyncio
 import difflib
 import itertools
 import shutil
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +16,15 @@ from lsprotocol import types as lsp
 
 from compile_lens import actions
 from compile_lens.discovery import discover
-from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
+from lsp_support import (
+    change_file,
+    locate,
+    open_file,
+    start_server,
+    stop_server,
+    wait_analyzed,
+    wait_for,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "actions"
 in_server_loop = pytest.mark.asyncio(loop_scope="module")  # the loop the module's server runs in
@@ -88,30 +94,24 @@ def signature(diagnostics, text: str) -> Counter:
     return Counter((str(d.code), rows[d.range.start.line].strip()) for d in diagnostics)
 
 
-async def analysed(client, name: str, since: int, timeout: float = 150.0) -> None:
-    """Until the trace and the recompile sweep of `name` that started after status `since` end."""
-    deadline = time.monotonic() + timeout
-    while True:
-        seen = client.statuses[since:]
-        sweep = [i for i, s in enumerate(seen) if s.detail == f"checking recompiles in {name}"]
-        if sweep and any(s.state == "idle" for s in seen[sweep[0] + 1:]):
-            return
-        assert time.monotonic() < deadline, [(s.state, s.detail) for s in seen][-8:]
-        await asyncio.sleep(0.2)
+async def analysed(client, uri: str, since: int, timeout: float = 150.0) -> None:
+    """Until the trace and the recompile sweep of `uri` announced after `compileLens/analyzed`
+    number `since` are done (the sweep follows the trace)."""
+    await wait_analyzed(client, uri, "swept", since=since, timeout=timeout)
 
 
 async def open_and_settle(client, path: Path):
-    since = len(client.statuses)
+    since = len(client.analyzed)
     uri = open_file(client, path)
-    await analysed(client, path.name, since)
+    await analysed(client, uri, since)
     return uri, client.diagnostics.get(uri, [])
 
 
 async def save_and_settle(client, path: Path, text: str, version: int, *, reruns: bool = True):
-    since = len(client.statuses)
+    since = len(client.analyzed)
     change_file(client, path, text, version, save=True)
     if reruns:
-        await analysed(client, path.name, since)
+        await analysed(client, path.as_uri(), since)
     return since
 
 
@@ -220,9 +220,9 @@ async def test_disable_a_helper_in_another_file(ws):
     assert list(fix.edit.changes) == [helper_uri]  # the edit goes to the helper's file
     helper2 = edited(fix, helper_uri, helper_text)
     assert helper2 == "import torch\n\n\n@torch.compiler.disable\n" + helper_text
-    since = len(client.statuses)
+    since = len(client.analyzed)
     change_file(client, helper, helper2, next(VERSIONS), save=True)  # re-traces the file that imports it
-    await analysed(client, model.name, since)
+    await analysed(client, uri, since)
     assert not [d for d in client.diagnostics[helper_uri] if str(d.code).startswith("GB")]
     after = client.diagnostics[uri]
     # honest: the break inside `debug` is gone, the graph still breaks once where it is called
@@ -291,7 +291,7 @@ async def test_config_fix_removes_its_break_and_nothing_else(ws, code, needle, t
     text = path.read_text()
     # settled: the trace and the recompile sweep (its findings arrive a moment after the trace)
     await wait_for(client, uri, lambda ds: any(d.code == code for d in ds))
-    await analysed(client, path.name, 0)
+    await analysed(client, uri, 0)
     before = client.diagnostics[uri]
     found = the(before, code, needle, text)
     fix = await action_for(client, uri, found, title)
