@@ -11,8 +11,8 @@ import json
 import os
 from typing import Any
 
-from ..protocol import FileReport
-from ..render.cli_output import _first_line
+from .. import codes
+from ..protocol import FileReport, Finding
 from ..render.keys import LineCache, identity, key_of
 
 BASELINE_VERSION = 2
@@ -26,8 +26,7 @@ def write_baseline(reports: list[FileReport], root: str, target: str) -> int:
     for report in reports:
         for f in report.findings:
             fields = identity(f, root, lines(f.path))
-            entry = entries.setdefault(key_of(fields), {
-                "key": fields, "message": _first_line(f.message), "count": 0})  # message: for a reader only
+            entry = entries.setdefault(key_of(fields), {"key": fields, "about": _about(f), "count": 0})
             entry["count"] += 1
     rows = [entries[k] for k in sorted(entries)]
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
@@ -36,6 +35,12 @@ def write_baseline(reports: list[FileReport], root: str, target: str) -> int:
                   ensure_ascii=False)
         fh.write("\n")
     return sum(e["count"] for e in rows)
+
+
+def _about(f: Finding) -> str:
+    """What the finding is, for a reader of the file (never matched): the code's title or the
+    break's type — not the message, whose figures would change the file at every write."""
+    return str(f.data.get("gb_type") or codes.title(f.code) or f.code)
 
 
 def _budget(data: Any, source: str) -> tuple[int, dict[str, int]]:
