@@ -211,7 +211,7 @@ def test_baseline_fails_only_on_new_findings(tmp_path):
     wrote = run_cli(*args, "--write-baseline", cwd=repo, cache=cache)
     assert wrote.returncode == 0 and baseline.is_file(), wrote.stderr
     entries = json.loads(baseline.read_text())["findings"]
-    assert [(e["path"], e["code"]) for e in entries] == [("models/net.py", "GB0124")]
+    assert [(e["key"]["path"], e["key"]["code"]) for e in entries] == [("models/net.py", "GB0124")]
     held = run_cli(*args, cwd=repo, cache=cache)
     assert held.returncode == 0, held.stdout
     assert "1 finding in the baseline not shown" in held.stdout and "GB0124" not in held.stdout

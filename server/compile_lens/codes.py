@@ -9,6 +9,7 @@ torch). Renderers, lints and code actions name codes through this module, never 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -109,6 +110,34 @@ def href(code: str) -> Optional[str]:
 
 def anchor(code: str) -> str:
     return code.lower()
+
+
+def web_href(code: str) -> Optional[str]:
+    """A page a browser or code scanning can open (http/https): torch's page for a GB id; None for
+    Compile Lens's own codes, whose documentation travels as text (`doc_section`) and as a file."""
+    return f"{GB_SITE}gb{code[2:]}.html" if is_gb_id(code) else None
+
+
+_SECTION = re.compile(r'<a id="(?P<anchor>[^"]+)"></a>\n(?P<body>.*?)(?=\n<a id="|\n## |\Z)', re.S)
+
+
+def doc_section(code: str) -> Optional[str]:
+    """The code's entry in docs/codes.md (markdown, its heading included); a GB id without an entry
+    of its own gets the GBxxxx entry. None where this install has no copy of the page."""
+    sections = _sections()
+    found = sections.get(anchor(code))
+    if found is None and is_gb_id(code):
+        found = sections.get("gbxxxx")
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def _sections() -> dict[str, str]:
+    docs = _docs_file()
+    if docs is None:
+        return {}
+    text = docs.read_text(encoding="utf-8")
+    return {m["anchor"]: m["body"].strip() for m in _SECTION.finditer(text)}
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,63 +1,73 @@
-"""`check --baseline FILE`: CI fails on new findings only. A finding is known by its file, code,
-message and the text of its line, not its line number (lines above it move)."""
+"""`check --baseline FILE`: CI fails on new findings only. A finding is known by its stable key
+(`render.keys`: file, code, the text of its line and the structured data it was made from), never
+by its message or line number: lines above it move, messages get reworded, measurements differ.
+
+Version 2 stores each key's fields; version 1 files (keyed on the message's first line, which held
+run-specific text) are still read, matched on file, code and line text alone."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any
 
+from .. import codes
 from ..protocol import FileReport, Finding
-from .common import lines_of
+from ..render.keys import LineCache, identity, key_of
 
-BASELINE_VERSION = 1
-
-_LOCATION_IN_TEXT = re.compile(r"(\.py):\d+")
-
-
-def _baseline_key(f: Finding, root: str, lines: list[str]) -> str:
-    """What identifies a finding across edits elsewhere in the file: its file, code, message and the
-    text of its line — not the line number (lines above it move)."""
-    path = os.path.relpath(os.path.realpath(f.path), os.path.realpath(root)).replace(os.sep, "/")
-    text = lines[f.line - 1].strip() if 0 < f.line <= len(lines) else ""
-    message = _LOCATION_IN_TEXT.sub(r"\1", " ".join((f.message.splitlines() or [""])[0].split()))
-    return "\x1f".join((path, f.code, message, text))
+BASELINE_VERSION = 2
+READS = (1, 2)
+_V1_FIELDS = ("path", "code", "line_text")
 
 
 def write_baseline(reports: list[FileReport], root: str, target: str) -> int:
-    cache: dict[str, list[str]] = {}
+    lines = LineCache()
     entries: dict[str, dict[str, Any]] = {}
     for report in reports:
         for f in report.findings:
-            key = _baseline_key(f, root, lines_of(f.path, cache))
-            path, code, message, text = key.split("\x1f")
-            entry = entries.setdefault(key, {"path": path, "code": code, "message": message, "line_text": text,
-                                             "count": 0})
+            fields = identity(f, root, lines(f.path))
+            entry = entries.setdefault(key_of(fields), {"key": fields, "about": _about(f), "count": 0})
             entry["count"] += 1
-    rows = sorted(entries.values(), key=lambda e: (e["path"], e["code"], e["message"], e["line_text"]))
+    rows = [entries[k] for k in sorted(entries)]
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
     with open(target, "w", encoding="utf-8") as fh:
-        json.dump({"version": BASELINE_VERSION, "tool": "compile-lens", "findings": rows}, fh, indent=2)
+        json.dump({"version": BASELINE_VERSION, "tool": "compile-lens", "findings": rows}, fh, indent=2,
+                  ensure_ascii=False)
         fh.write("\n")
     return sum(e["count"] for e in rows)
+
+
+def _about(f: Finding) -> str:
+    """What the finding is, for a reader of the file (never matched): the code's title or the
+    break's type — not the message, whose figures would change the file at every write."""
+    return str(f.data.get("gb_type") or codes.title(f.code) or f.code)
+
+
+def _budget(data: Any, source: str) -> tuple[int, dict[str, int]]:
+    if not isinstance(data, dict) or data.get("version") not in READS:
+        raise ValueError(f"{source} is not a compile-lens baseline (version {' or '.join(map(str, READS))})")
+    version, budget = data["version"], {}
+    for e in data.get("findings", []):
+        fields = e["key"] if version == 2 else {name: e[name] for name in _V1_FIELDS}
+        if version == 1:
+            fields["line_text"] = " ".join(fields["line_text"].split())
+        key = key_of(fields)
+        budget[key] = budget.get(key, 0) + int(e.get("count", 1))
+    return version, budget
 
 
 def apply_baseline(reports: list[FileReport], root: str, source: str) -> int:
     """Mark the findings the baseline holds (`data["baseline"]`): not shown, not failing. Returns how many."""
     with open(source, encoding="utf-8") as fh:
-        data = json.load(fh)
-    if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION:
-        raise ValueError(f"{source} is not a compile-lens baseline (version {BASELINE_VERSION})")
-    budget: dict[str, int] = {}
-    for e in data.get("findings", []):
-        key = "\x1f".join((e["path"], e["code"], e["message"], e["line_text"]))
-        budget[key] = budget.get(key, 0) + int(e.get("count", 1))
-    cache: dict[str, list[str]] = {}
+        version, budget = _budget(json.load(fh), source)
+    lines = LineCache()
     hidden = 0
     for report in reports:
         for f in report.findings:
-            key = _baseline_key(f, root, lines_of(f.path, cache))
+            fields = identity(f, root, lines(f.path))
+            if version == 1:
+                fields = {name: fields[name] for name in _V1_FIELDS}
+            key = key_of(fields)
             if budget.get(key, 0) > 0:
                 budget[key] -= 1
                 f.data = {**f.data, "baseline": True}

@@ -4,7 +4,8 @@ Same discovery, worker, results and result cache as the language server; only th
 differs. Each file's workspace root is found like ruff finds its project (`config.find_root`):
 pyproject targets, `.compile-lens/recorded.json` and the paths shown are the root's.
 Exit code: 0 no warnings or errors (information findings do not fail a build), 1 warnings or
-errors (not counting those in `--baseline`), 2 usage or internal error.
+errors (not counting those in `--baseline`) — or, with `--fail-on KINDS`, a finding of those kinds
+(`cli/gate.py`) —, 2 usage or internal error. `--shard I/N` checks one CI job's share of the files.
 """
 
 from __future__ import annotations
@@ -34,12 +35,14 @@ from ..jobs.cache import (
 )
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
 from ..protocol import FileReport, Finding, Problem, TargetResult, TargetSpec
-from ..render import assembly
+from ..render import assembly, sarif_limits
 from ..render.cli_output import exit_code, render_json, render_text
 from ..render.sarif import render_sarif
 from ..settings import DEVICES, Settings
+from . import gate
 from .baseline import apply_baseline, write_baseline
 from .common import files_and_root, finish, open_cache, say, settings_for
+from .shard import Shard, add_shard_argument, shard_files
 
 # --- which targets (--target NAME or path.py:NAME) ---------------------------------------------
 
@@ -223,6 +226,10 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
     chk.add_argument("--baseline", metavar="FILE", help="findings in FILE are not shown and do not fail the run")
     chk.add_argument("--write-baseline", action="store_true",
                      help="write every finding of this run to the --baseline FILE (and exit 0)")
+    chk.add_argument("--fail-on", metavar="KINDS",
+                     help="fail (exit 1) only on these kinds, comma-separated, instead of on any warning or error: "
+                          + ", ".join(gate.KINDS))
+    add_shard_argument(chk)
     chk.add_argument("--device", choices=DEVICES, default=None, help="default: pyproject's, else auto")
     chk.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                      help="longest one analysis step may take (worker.timeoutSeconds)")
@@ -245,11 +252,19 @@ def run_check(args: argparse.Namespace) -> int:
     if args.baseline and not args.write_baseline and not os.path.isfile(args.baseline):
         print(f"compile-lens: no baseline file {args.baseline} (write one with --write-baseline)", file=sys.stderr)
         return 2
+    try:
+        fail_on = gate.parse(args.fail_on) if args.fail_on is not None else None
+    except ValueError as exc:
+        print(f"compile-lens: {exc}", file=sys.stderr)
+        return 2
     found = files_and_root(args)
     if isinstance(found, int):
         return found
     files, root = found
     settings = settings_for(args, files, root)
+    files = shard_files(args, files, root)
+    if isinstance(files, int):
+        return files
     picks = [TargetPick.parse(t) for t in args.targets] if args.targets else None
     # a trace is of a run that happens now: results from the cache would write none
     cache = open_cache(args.no_cache or bool(args.trace_dir))
@@ -263,9 +278,12 @@ def run_check(args: argparse.Namespace) -> int:
     finally:
         if cache is not None:
             cache.close()
-    if picks is not None and not reports:
-        print(f"compile-lens: no target {', '.join(args.targets)} in {', '.join(args.paths)}", file=sys.stderr)
-        return 2
+    if picks is not None and not reports and files:
+        if args.shard:  # it may be another shard's: not this job's error
+            say(f"no target {', '.join(args.targets)} in shard {args.shard} of {', '.join(args.paths)}")
+        else:
+            print(f"compile-lens: no target {', '.join(args.targets)} in {', '.join(args.paths)}", file=sys.stderr)
+            return 2
     if trace_dir and not args.quiet:
         _trace_written(trace_dir)
     finish(reports)
@@ -289,7 +307,11 @@ def run_check(args: argparse.Namespace) -> int:
         text = json.dumps(render_json(reports, torch_version=runtime.get("torch"), device=device, checks=checks),
                           indent=2)
     else:
-        text = json.dumps(render_sarif(reports, tool_version=__version__, cwd=root), indent=2)
+        log = render_sarif(reports, tool_version=__version__, cwd=root,
+                           shard=Shard.parse(args.shard).name if args.shard else None)
+        for cut in sarif_limits.fit(log):  # an upload over GitHub's limits is rejected whole
+            say(f"SARIF: {cut}")
+        text = json.dumps(log, indent=2)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text + "\n")
@@ -297,5 +319,24 @@ def run_check(args: argparse.Namespace) -> int:
         print(text)
     if any(r.error and r.error.kind == "no-torch" for r in reports):
         return 2
-    return 0 if args.write_baseline else exit_code(reports)
+    if args.write_baseline:
+        return 0
+    if fail_on is not None:
+        return _gate(reports, fail_on, {"recompiles": not args.no_recompiles, "benchmark": not args.no_benchmark})
+    return exit_code(reports)
+
+
+def _gate(reports: list[FileReport], kinds: list[str], ran: dict[str, bool]) -> int:
+    """`--fail-on`: 1 when a finding (or verdict) of one of `kinds` is shown; a kind whose check did
+    not run is said, since it cannot fail this run."""
+    skipped = gate.not_checked(kinds, ran)
+    if skipped:
+        flags = sorted({"--no-recompiles" if gate.KINDS[k].phase == "recompiles" else "--no-benchmark"
+                        for k in skipped})
+        say(f"--fail-on {', '.join(skipped)}: not checked in this run ({', '.join(flags)})")
+    failed = gate.failures(reports, kinds)
+    for kind, where in failed.items():
+        shown = list(dict.fromkeys(where))
+        say(f"fails on {kind}: {', '.join(shown[:5])}" + (f" and {len(shown) - 5} more" if len(shown) > 5 else ""))
+    return 1 if failed else 0
 

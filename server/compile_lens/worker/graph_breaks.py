@@ -20,6 +20,7 @@ import torch
 import torch._dynamo
 
 from ..protocol import Frame, GraphBreak
+from ..stable_text import stable_text
 from . import dynamo
 from .collector import collect
 from .frames import frame_name, is_user_file, real
@@ -116,7 +117,7 @@ def _to_break(path: str, line: int, place: list[BreakSeen], group: list[BreakSee
     found = GraphBreak(
         path=path, line=line, column=columns[0] + 1, end_line=end_line, end_column=columns[1] + 1,
         gb_id=desc["gb_id"], gb_type=desc["gb_type"], explanation=desc["explanation"],
-        hints=desc["hints"], url=desc["url"], reason=best.reason, stack=stack,
+        hints=desc["hints"], url=desc["url"], reason=stable_text(best.reason), stack=stack,
         compile_id=next((s.compile_id for s in group if s.compile_id), None),  # the first, in log order
     )
     said_apart = next((s for s in place if s.in_loop), None)  # torch < 2.11: on the log's record only
@@ -213,8 +214,8 @@ def _describe(seen: BreakSeen) -> dict[str, Any]:
 def _described(fields: BreakFields) -> dict[str, Any]:
     """What torch formatted one break from: its type (the registry's key: id and link) and texts."""
     gb_id = dynamo.gb_id(fields.gb_type)
-    return {"gb_id": gb_id, "gb_type": fields.gb_type, "explanation": _summary(fields.explanation),
-            "hints": [_summary(h) for h in fields.hints], "url": dynamo.documentation_link(fields.gb_type),
+    return {"gb_id": gb_id, "gb_type": fields.gb_type, "explanation": stable_text(_summary(fields.explanation)),
+            "hints": [stable_text(_summary(h)) for h in fields.hints], "url": dynamo.documentation_link(fields.gb_type),
             "key": gb_id or f"type:{fields.gb_type}"}
 
 
@@ -273,5 +274,6 @@ def _describe_text(reason: str, gb_type: Optional[str] = None) -> dict[str, Any]
     key = gb_id or (f"type:{gb_type}" if gb_type else f"raw:{rows[0] if rows else ''}")
     if not gb_type:
         gb_type = rows[0].strip() if rows else "graph break"
-    return {"gb_id": gb_id, "gb_type": gb_type, "explanation": " ".join(e for e in explanation if e),
-            "hints": hints, "url": url, "key": key}
+    return {"gb_id": gb_id, "gb_type": stable_text(gb_type),
+            "explanation": stable_text(" ".join(e for e in explanation if e)),
+            "hints": [stable_text(h) for h in hints], "url": url, "key": key}

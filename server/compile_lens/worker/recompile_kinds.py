@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import Frame, Recompile
+from ..stable_text import stable_text
 from .dynamo import recompile_limit
 from .frames import frame_name, is_user_file
 from .loader import BuiltTarget
@@ -149,7 +150,7 @@ def classify(entries: list[RecompileEntry], target: BuiltTarget, path: str) -> l
         else:
             kind = "specialization"
         where = user_location(row.failure, path, row.entry.frame_file)
-        reason = row.failure.text
+        reason = stable_text(row.failure.text)  # a guard on an object's id names its address
         if row.entry.limit:
             reason = f"{reason} — {limit_text(row.entry.limit)}"
         records.append(Recompile(

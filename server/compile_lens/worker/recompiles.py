@@ -40,6 +40,7 @@ from typing import Any, Callable
 import torch
 
 from ..protocol import Problem, Recompile
+from ..stable_text import stable_text
 from . import dynamo
 from .collector import CompileCollector, collect
 from .dynamo import recompile_limit
@@ -261,7 +262,7 @@ def _limit_probe(sweep: _Sweep, records: list[Recompile], names: list[str],
                 return Recompile(
                     line=where[1] if where else sweep.target.spec.line,
                     variation=hit.variation, kind="limit",
-                    reason=f"{failure.text} — {limit_text(hit.limit or '')}",
+                    reason=stable_text(f"{failure.text} — {limit_text(hit.limit or '')}"),
                     changed=what_changed(failure.text), compile_s=None,
                     path=where[0] if where else None, frame=frame_of(hit), compile_id=hit.compile_id)
             quiet = 0 if logged else quiet + 1
