@@ -53,6 +53,8 @@ class GpuGate:
             log.info("measuring %s although the GPU is busy (%s): asked to measure anyway", what, still.text)
         elif said:
             log.info("the GPU is free again: measuring %s", what)
+        if said:  # the status bar stops saying "waiting" at once, not at the measurement's first progress
+            ls.status("benchmarking", what, lane="deep")
 
     def measure_anyway(self) -> int:
         """Lets every waiting measurement go; returns how many were waiting."""
