@@ -83,14 +83,18 @@ async def test_a_busy_gpu_holds_the_measurement_until_measure_anyway(workspace, 
     try:
         assert await command(client, "compileLens.measureAnyway") == {
             "started": False, "reason": "no measurement is waiting for the GPU"}
-        open_file(client, workspace / "tiny.py")
+        uri = open_file(client, workspace / "tiny.py")
         status = await wait_status(client, waiting)
         assert status.detail == "GPU busy (python train.py, 92%)"
+        # the lens says so too, and is the way out
+        [lens] = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+        assert lens.command.title == "⏸ waiting: GPU busy (python train.py, 92%) · measure anyway"
+        assert lens.command.command == "compileLens.measureAnyway"
         # bounded, on purpose: proves the measurement does not start while the GPU stays busy
         await asyncio.sleep(3 * 2.0)
         assert (await command(client, "compileLens.stats"))["benchmarks"] == 0
         assert client.statuses[-1].state == "waiting"
-        assert await command(client, "compileLens.measureAnyway") == {"started": True, "released": 1}
+        assert await command(client, lens.command.command, *lens.command.arguments) == {"started": True, "released": 1}
         await wait_status(client, lambda s: s.state == "benchmarking", timeout=60)
         assert (await command(client, "compileLens.stats"))["benchmarks"] == 1
     finally:

@@ -24,10 +24,11 @@ class GpuGate:
     def __init__(self, reader: Optional[Reader] = None) -> None:
         self.reader = reader if reader is not None else open_reader()
         self.waiting = 0
+        self.busy: dict[str, Busy] = {}  # uri -> why its measurement waits (the lens says it)
         self._release: Optional[asyncio.Event] = None  # set by "Measure anyway"; one per group of waiters
 
-    async def wait(self, ls: CompileLensServer, what: str) -> None:
-        """Returns when the GPU is free for measuring `what` (a file name), or when released."""
+    async def wait(self, ls: CompileLensServer, uri: str, what: str) -> None:
+        """Returns when the GPU is free for measuring `uri` (`what`: its file name), or when released."""
         if self.reader is None or ls.settings.device == "cpu":
             return
         if self._release is None:
@@ -37,8 +38,12 @@ class GpuGate:
         def on_busy(busy: Busy) -> None:
             if not said:
                 log.info("measuring %s waits: %s (run 'Compile Lens: Measure anyway' to measure now)", what, busy.text)
+            first = self.busy.get(uri) != busy
             said[:] = [busy]
+            self.busy[uri] = busy
             ls.status("waiting", busy.text, lane="deep")
+            if first:  # a lens that says "waiting: GPU busy (…)" instead of "measuring"
+                ls.refresh_views()
 
         self.waiting += 1
         try:
@@ -49,6 +54,8 @@ class GpuGate:
             raise
         finally:
             self.waiting -= 1
+            if self.busy.pop(uri, None) is not None:
+                ls.refresh_views()
         if still is not None:
             log.info("measuring %s although the GPU is busy (%s): asked to measure anyway", what, still.text)
         elif said:

@@ -239,7 +239,7 @@ def schedule_followups(ls: CompileLensServer, state: DocState, saved: Saved, *, 
                 await _sweep_once(ls, state, saved, sweep)
             if measure:
                 if wait_gpu:
-                    await ls.gpu_gate.wait(ls, os.path.basename(state.path))
+                    await ls.gpu_gate.wait(ls, state.uri, os.path.basename(state.path))
                 await _benchmark_once(ls, state, saved, measure)
         except asyncio.CancelledError:
             raise
