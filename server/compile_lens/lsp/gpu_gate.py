@@ -21,15 +21,20 @@ MEASURE_ANYWAY = "compileLens.measureAnyway"
 
 
 class GpuGate:
-    def __init__(self, reader: Optional[Reader] = None) -> None:
-        self.reader = reader if reader is not None else open_reader()
+    def __init__(self) -> None:
+        self.reader: Optional[Reader] = None
+        self.opened = False  # NVML is started at the first measurement, off the event loop, not at server start
         self.waiting = 0
         self.busy: dict[str, Busy] = {}  # uri -> why its measurement waits (the lens says it)
         self._release: Optional[asyncio.Event] = None  # set by "Measure anyway"; one per group of waiters
 
     async def wait(self, ls: CompileLensServer, uri: str, what: str) -> None:
         """Returns when the GPU is free for measuring `uri` (`what`: its file name), or when released."""
-        if self.reader is None or ls.settings.device == "cpu":
+        if ls.settings.device == "cpu":
+            return
+        if not self.opened:
+            self.reader, self.opened = await asyncio.to_thread(open_reader), True
+        if self.reader is None:
             return
         if self._release is None:
             self._release = asyncio.Event()
