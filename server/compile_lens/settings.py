@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Optional
 
-from .gpu.busy import DEFAULT_THRESHOLD
-
 # setting key -> dataclass field
 _KEYS = {
     "device": "device",
@@ -51,7 +49,9 @@ class Settings:
     benchmark_on_save: bool = True
     mode: str = "default"
     max_seconds: float = 60.0
-    gpu_busy_threshold: float = DEFAULT_THRESHOLD  # percent; background measurements wait above it (gpu/)
+    # percent: background measurements wait while others use the GPU above it (gpu/); a training run
+    # keeps a GPU at 80-100 %, an idle notebook at 0
+    gpu_busy_threshold: float = 50.0
     gpu_price: Optional[float] = None  # no money figure until it is set
     gpus: int = 1
     hours_per_month: Optional[float] = None

@@ -7,8 +7,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
-DEFAULT_THRESHOLD = 50.0  # percent: a training run keeps a GPU at 80-100 %, an idle notebook at 0
-
 
 @dataclass(frozen=True)
 class GpuProcess:
