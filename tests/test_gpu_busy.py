@@ -86,6 +86,14 @@ def test_a_process_is_named_as_the_user_started_it(cmdline, label):
     assert process_label(cmdline, "Xorg") == label
 
 
+def test_the_threshold_setting_is_a_percent():
+    assert Settings.from_client({"gpuBusyThreshold": 0})[0].gpu_busy_threshold == 0  # wait on any use
+    assert Settings.from_client({"gpuBusyThreshold": 100})[0].gpu_busy_threshold == 100  # never wait
+    for wrong in (-1, 120, "high"):
+        settings, problems = Settings.from_client({"gpuBusyThreshold": wrong})
+        assert settings.gpu_busy_threshold == 50 and problems and problems[0].startswith("setting gpuBusyThreshold=")
+
+
 # --- readings from a file, and waiting on them ----------------------------------------------------
 
 @pytest.fixture
