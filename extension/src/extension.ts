@@ -1,9 +1,13 @@
-// Wiring only: what each piece does lives in python.ts, settings.ts, server.ts, status.ts and report.ts.
+// Wiring only: ids live in constants.ts; the interpreter in python.ts; settings in settings.ts; the
+// server's command line in bundled.ts and serverCommand.ts, its log in serverLog.ts, its commands'
+// client side in middleware.ts, its lifecycle in server.ts; the status item in status.ts; the
+// compile report in report.ts.
 import * as vscode from 'vscode';
+import { RESTART_SERVER, SECTION, SHOW_OUTPUT, SHOW_REPORT } from './constants';
 import { onDidChangePythonInterpreter } from './python';
-import { ReportView, SHOW_REPORT } from './report';
-import { CompileLensServer, SHOW_OUTPUT } from './server';
-import { contributedKeys, SECTION } from './settings';
+import { ReportView } from './report';
+import { CompileLensServer } from './server';
+import { contributedKeys } from './settings';
 import { Status } from './status';
 
 /** How long a burst of interpreter changes is collected before the server is restarted. */
@@ -28,10 +32,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push({ dispose: () => clearTimeout(restartTimer) });
 
   context.subscriptions.push(
-    // compileLens.analyzeFile and compileLens.clearCache (and later server commands) are the
-    // server's: vscode-languageclient registers them from its executeCommandProvider, and
-    // registering them here too would throw. Palette calls get the active file via middleware.
-    vscode.commands.registerCommand('compileLens.restartServer', () => srv.restart('command')),
+    // The server's commands (constants.ts) are registered by vscode-languageclient from its
+    // executeCommandProvider; registering them here too would throw. Palette calls get the
+    // active file via middleware.ts.
+    vscode.commands.registerCommand(RESTART_SERVER, () => srv.restart('command')),
     vscode.commands.registerCommand(SHOW_OUTPUT, () => log.show()),
     vscode.commands.registerCommand(SHOW_REPORT, (uri?: unknown) => report.show(uri)),
     vscode.workspace.onDidChangeConfiguration((event) => {

@@ -9,6 +9,7 @@
 // `@vscode/python-extension` only looks the extension up at run time, so its absence costs nothing.
 import * as vscode from 'vscode';
 import { PythonExtension } from '@vscode/python-extension';
+import { SECTION } from './constants';
 import { resolveVariables } from './settings';
 
 export const PYTHON_EXTENSION_ID = 'ms-python.python';
@@ -58,7 +59,7 @@ export async function resolveInterpreter(
   log?: vscode.LogOutputChannel,
 ): Promise<Interpreter> {
   const setting = vscode.workspace
-    .getConfiguration('compileLens', folder?.uri)
+    .getConfiguration(SECTION, folder?.uri)
     .get<unknown>('interpreter');
   const fromSetting = interpreterFromSetting(setting, folder);
   if (fromSetting.length > 0) {

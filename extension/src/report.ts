@@ -4,10 +4,8 @@
 // `{type: 'open', path, line, column}` for a clicked location.
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { REPORT_HTML, REPORT_VIEW_TYPE, SHOW_REPORT } from './constants';
 
-export const SHOW_REPORT = 'compileLens.showReport';
-export const REPORT_HTML = 'compileLens.reportHtml';
-export const REPORT_VIEW_TYPE = 'compileLens.report';
 
 export interface OpenLocationMessage {
   type: 'open';

@@ -1,169 +1,23 @@
-// Starting, stopping and restarting the Python language server (`<python> -m compile_lens`).
-import * as fs from 'fs';
-import * as path from 'path';
-import * as readline from 'readline';
-import type { Readable } from 'stream';
+// The language client's lifecycle: start, stop and restart the Python language server, one after
+// another, never interleaved; push settings to it; feed its status to the status item.
 import * as vscode from 'vscode';
 import {
   DidChangeConfigurationNotification,
   LanguageClient,
   type LanguageClientOptions,
-  type Middleware,
   RevealOutputChannelOn,
   type ServerOptions,
   State,
 } from 'vscode-languageclient/node';
+import { nativeHint } from './bundled';
+import { CLIENT_COMMANDS, CLIENT_ID, CLIENT_NAME, STATUS_NOTIFICATION } from './constants';
+import { commandMiddleware } from './middleware';
 import { resolveInterpreter } from './python';
-import { hoverMiddleware, SHOW_REPORT } from './report';
+import { hoverMiddleware } from './report';
+import { type ServerCommand, sameCommand, serverCommand } from './serverCommand';
+import { pipeServerLog } from './serverLog';
 import { primaryFolder, serverSettings } from './settings';
-import { STATUS_NOTIFICATION, type Status, type StatusParams } from './status';
-
-export const CLIENT_ID = 'compileLens';
-/**
- * Commands this extension runs itself (registered in extension.ts), sent to the server as the
- * `clientCommands` initialization option: only then do its lenses and hovers use them. Other
- * LSP clients get commands the server executes instead.
- */
-export const SHOW_OUTPUT = 'compileLens.showOutput';
-export const CLIENT_COMMANDS = [SHOW_OUTPUT, SHOW_REPORT];
-export const CLIENT_NAME = 'Compile Lens';
-
-export interface ServerCommand {
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-}
-
-/** `<platform>-<arch>` of the extension host, e.g. `linux-x64` (on Remote: of the remote host). */
-export function hostPlatform(): string {
-  return `${process.platform}-${process.arch}`;
-}
-
-/** Platforms whose native Python packages (psutil) ship in `bundled/native/<platform>`. */
-export const BUNDLED_NATIVE_PLATFORMS = ['linux-x64'];
-
-/**
- * Where the server package and its dependencies live: `bundled/tool`, `bundled/libs` (pure
- * Python) and `bundled/native/<platform>` (psutil) in a packaged extension, filled by
- * scripts/e2e/vsix.sh; in a source checkout without them, the repository's `server/` folder.
- * On a platform without a bundled psutil the interpreter's own one is used.
- */
-export function serverPythonPath(extensionPath: string, platform = hostPlatform()): string[] {
-  const bundled = path.join(extensionPath, 'bundled');
-  const tool = path.join(bundled, 'tool');
-  if (!fs.existsSync(path.join(tool, 'compile_lens'))) {
-    return [path.join(extensionPath, 'server')];
-  }
-  const entries = [tool, path.join(bundled, 'libs')];
-  const native = path.join(bundled, 'native', platform);
-  if (fs.existsSync(native)) {
-    entries.push(native);
-  }
-  return entries;
-}
-
-/** The command line and environment that start the server with `interpreter` (argv list). */
-export function serverCommand(
-  interpreter: readonly string[],
-  extensionPath: string,
-  baseEnv: NodeJS.ProcessEnv = process.env,
-  platform = hostPlatform(),
-): ServerCommand {
-  const [command, ...extra] = interpreter;
-  const pythonPath = serverPythonPath(extensionPath, platform);
-  if (baseEnv.PYTHONPATH) {
-    pythonPath.push(baseEnv.PYTHONPATH);
-  }
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(baseEnv)) {
-    if (value !== undefined) {
-      env[key] = value;
-    }
-  }
-  // PYTHONSAFEPATH: a user folder named `compile_lens` in the cwd must not shadow the server.
-  env.PYTHONSAFEPATH = '1';
-  env.PYTHONPATH = pythonPath.join(path.delimiter);
-  env.PYTHONUNBUFFERED = '1';
-  return { command, args: [...extra, '-m', 'compile_lens'], env };
-}
-
-function sameCommand(a: ServerCommand | undefined, b: ServerCommand): boolean {
-  return (
-    a !== undefined &&
-    a.command === b.command &&
-    a.args.join('\0') === b.args.join('\0') &&
-    a.env.PYTHONPATH === b.env.PYTHONPATH
-  );
-}
-
-export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
-
-const PYTHON_LEVELS: Record<string, LogLevel> = {
-  DEBUG: 'debug',
-  INFO: 'info',
-  WARNING: 'warn',
-  WARN: 'warn',
-  ERROR: 'error',
-  CRITICAL: 'error',
-};
-const LOG_LINE =
-  /^(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::|\s)\s*(.*)$/;
-
-/**
- * One line of the server's stderr (Python logging, `%(asctime)s %(levelname)s %(name)s: ...`)
- * as a log level and message, without the timestamp the output channel adds again. Lines without
- * a level (tracebacks, prints) keep the level of the line before them.
- */
-export function parseServerLogLine(
-  line: string,
-  previous: LogLevel = 'info',
-): { level: LogLevel; message: string } {
-  const match = LOG_LINE.exec(line);
-  if (!match) {
-    return { level: previous, message: line };
-  }
-  return { level: PYTHON_LEVELS[match[1]], message: match[2] };
-}
-
-/** Server stderr into the output channel at the levels the server logged them. */
-function pipeServerLog(input: Readable, channel: vscode.LogOutputChannel): void {
-  let level: LogLevel = 'info';
-  readline
-    .createInterface({ input, crlfDelay: Infinity, terminal: false, historySize: 0 })
-    .on('line', (line: string) => {
-      const parsed = parseServerLogLine(line, level);
-      level = parsed.level;
-      channel[level](parsed.message);
-    });
-}
-
-/**
- * Palette invocations carry no arguments: fill in the active editor's document. A server command
- * that answers `{started: false, reason}` (untrusted workspace, nothing traced yet) says why.
- */
-export const commandMiddleware: Middleware = {
-  executeCommand: async (command, args, next) => {
-    const needsUri = command === 'compileLens.analyzeFile' || command === 'compileLens.measure'
-      || command === 'compileLens.saveTrace';
-    if (needsUri && (args.length === 0 || args[0] === undefined)) {
-      const uri = vscode.window.activeTextEditor?.document.uri;
-      if (!uri) {
-        void vscode.window.showWarningMessage('Compile Lens: open a Python file first.');
-        return undefined;
-      }
-      args = [uri.toString(), ...args.slice(1)];
-    }
-    const result: unknown = await next(command, args);
-    const answer = result as { started?: unknown; reason?: unknown; dir?: unknown } | undefined;
-    if (answer && answer.started === false && typeof answer.reason === 'string') {
-      void vscode.window.showInformationMessage(`Compile Lens: ${answer.reason}`);
-    } else if (command === 'compileLens.saveTrace' && answer && typeof answer.dir === 'string') {
-      // the folder TORCH_TRACE would have written: `tlparse` reads each file in it
-      void vscode.window.showInformationMessage(`Compile Lens: torch trace saved in ${answer.dir} (run tlparse on it)`);
-    }
-    return result;
-  },
-};
+import type { Status, StatusParams } from './status';
 
 export class CompileLensServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -284,17 +138,14 @@ export class CompileLensServer implements vscode.Disposable {
     this.current = resolved;
     this.status.update({ state: 'starting', detail: 'server', interpreter: resolved.command });
     this.log.info(`starting: ${resolved.command} ${resolved.args.join(' ')}`);
-    const nativeHint = BUNDLED_NATIVE_PLATFORMS.includes(hostPlatform())
-      ? ''
-      : ` psutil is bundled for ${BUNDLED_NATIVE_PLATFORMS.join(', ')} only; on ${hostPlatform()} ` +
-        `install it next to torch: ${resolved.command} -m pip install psutil`;
-    if (nativeHint) {
-      this.log.info(nativeHint.trim());
+    const hint = nativeHint(resolved.command);
+    if (hint) {
+      this.log.info(hint);
     }
     try {
       await client.start();
     } catch (err) {
-      this.log.error(`the server did not start: ${String(err)}.${nativeHint}`);
+      this.log.error(`the server did not start: ${String(err)}.${hint ? ` ${hint}` : ''}`);
       this.status.update({
         state: 'error',
         detail: `the server did not start (${resolved.command}); see the output`,

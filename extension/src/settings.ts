@@ -2,8 +2,7 @@
 // keys as dotted strings ("worker.timeoutSeconds"), with ${workspaceFolder} & co. resolved here.
 import * as os from 'os';
 import * as vscode from 'vscode';
-
-export const SECTION = 'compileLens';
+import { SECTION } from './constants';
 
 /** Settings that only the client uses; the server never sees them. */
 const CLIENT_ONLY = new Set(['interpreter']);

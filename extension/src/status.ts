@@ -1,14 +1,14 @@
 // The "Compile Lens" language status item, fed by the server's `compileLens/status` notification,
 // and the one-time "no torch" notification.
 import * as vscode from 'vscode';
-
-export const STATUS_NOTIFICATION = 'compileLens/status';
+import { MEASURE_ANYWAY, SECTION, SHOW_OUTPUT, STATUS_ITEM } from './constants';
 
 export type ServerState =
   | 'starting'
   | 'idle'
   | 'tracing'
   | 'benchmarking'
+  | 'waiting'
   | 'error'
   | 'restricted'
   | 'no-torch'
@@ -23,15 +23,20 @@ export interface StatusParams {
 }
 
 const BUSY: ReadonlySet<ServerState> = new Set(['starting', 'tracing', 'benchmarking']);
-/** States whose detail names what is being worked on ("tracing Net"). */
-const ACTIVITY: ReadonlySet<ServerState> = new Set(['starting', 'tracing', 'benchmarking']);
+/** States whose detail names what is being worked on ("tracing Net") or waited for. */
+const ACTIVITY: ReadonlySet<ServerState> = new Set(['starting', 'tracing', 'benchmarking', 'waiting']);
 
-/** The short text: `Compile Lens: tracing Net`, `Compile Lens: idle`, `Compile Lens: no torch`. */
+/**
+ * The short text: `Compile Lens: tracing Net`, `Compile Lens: idle`, `Compile Lens: no torch`,
+ * `Compile Lens: waiting: GPU busy (python train.py, 92%)`.
+ */
 export function statusText(params: StatusParams): string {
   const state = params.state.replace('-', ' ');
   const detail = params.detail?.trim() ?? '';
   let what = state;
-  if (detail && ACTIVITY.has(params.state)) {
+  if (detail && params.state === 'waiting') {
+    what = `waiting: ${detail}`;
+  } else if (detail && ACTIVITY.has(params.state)) {
     what = detail.toLowerCase().startsWith(state) ? detail : `${state} ${detail}`;
   }
   return `Compile Lens: ${what}`;
@@ -69,11 +74,10 @@ export class Status implements vscode.Disposable {
   last: StatusParams | undefined;
 
   constructor(private readonly log: vscode.LogOutputChannel) {
-    this.item = vscode.languages.createLanguageStatusItem('compileLens.status', {
+    this.item = vscode.languages.createLanguageStatusItem(STATUS_ITEM, {
       language: 'python',
     });
     this.item.name = 'Compile Lens';
-    this.item.command = { title: 'Show Output', command: 'compileLens.showOutput' };
     this.update({ state: 'starting', detail: 'server' });
   }
 
@@ -83,6 +87,11 @@ export class Status implements vscode.Disposable {
     this.item.detail = statusDetail(params);
     this.item.severity = statusSeverity(params.state);
     this.item.busy = BUSY.has(params.state);
+    // while a measurement waits for a busy GPU, the item's link lets it go
+    this.item.command =
+      params.state === 'waiting'
+        ? { title: 'Measure anyway', command: MEASURE_ANYWAY }
+        : { title: 'Show Output', command: SHOW_OUTPUT };
     if (params.state === 'no-torch') {
       void this.noTorch(params.interpreter ?? 'unknown');
     }
@@ -108,7 +117,7 @@ export class Status implements vscode.Disposable {
     } else {
       await vscode.commands.executeCommand(
         'workbench.action.openSettings',
-        'compileLens.interpreter',
+        `${SECTION}.interpreter`,
       );
     }
   }

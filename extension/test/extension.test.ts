@@ -2,7 +2,7 @@
 import * as assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { activate, deactivate, RESTART_DEBOUNCE_MS } from '../src/extension';
-import { fakeContext, installPythonExtension, resetStubs, settle } from './helpers';
+import { fakeContext, installPythonExtension, packageJSON, resetStubs, settle } from './helpers';
 import { clients, LanguageClient } from './stubs/languageclient';
 import { LanguageStatusSeverity, stub, Uri, window, workspace } from './stubs/vscode';
 
@@ -158,6 +158,31 @@ describe('server start and restart', () => {
     });
   });
 
+  test('Measure anyway is sent as it is (no file), and a refusal is said', async () => {
+    await start();
+    window.activeTextEditor = { document: { uri: Uri.file('/work/project/net.py') } };
+    const middleware = last().clientOptions.middleware;
+    const calls: unknown[][] = [];
+    await middleware.executeCommand('compileLens.measureAnyway', [], async (_c: string, args: unknown[]) => {
+      calls.push(args);
+      return { started: false, reason: 'no measurement is waiting for the GPU' };
+    });
+    assert.deepEqual(calls, [[]]);
+    assert.equal(stub.messages.at(-1)?.text, 'Compile Lens: no measurement is waiting for the GPU');
+  });
+
+  test('package.json declares a workspace extension and every command the client names', () => {
+    // Remote-SSH: the extension (and so the server and its workers) runs where the files and GPU are
+    assert.deepEqual(packageJSON.extensionKind, ['workspace']);
+    const declared = new Set(packageJSON.contributes.commands.map((c: { command: string }) => c.command));
+    for (const command of [
+      'compileLens.analyzeFile', 'compileLens.measureAnyway', 'compileLens.clearCache', 'compileLens.saveTrace',
+      'compileLens.restartServer', 'compileLens.showOutput', 'compileLens.showReport',
+    ]) {
+      assert.ok(declared.has(command), command);
+    }
+  });
+
   test('a server that cannot start shows an error status', async () => {
     LanguageClient.failNextStart = new Error('spawn python3 ENOENT');
     await start();
@@ -195,6 +220,18 @@ describe('status item', () => {
     last().emit('compileLens/status', { state: 'error', detail: 'worker crashed' });
     assert.equal(item.severity, LanguageStatusSeverity.Error);
     assert.equal(item.detail, 'worker crashed');
+  });
+
+  test('while a measurement waits for a busy GPU, the item says who and links Measure anyway', async () => {
+    await start();
+    const item = stub.statusItems[0];
+    assert.deepEqual(item.command, { title: 'Show Output', command: 'compileLens.showOutput' });
+    last().emit('compileLens/status', { state: 'waiting', detail: 'GPU busy (python train.py, 92%)', device: 'cuda' });
+    assert.equal(item.text, 'Compile Lens: waiting: GPU busy (python train.py, 92%)');
+    assert.deepEqual(item.command, { title: 'Measure anyway', command: 'compileLens.measureAnyway' });
+    assert.equal(item.severity, LanguageStatusSeverity.Information);
+    last().emit('compileLens/status', { state: 'benchmarking', detail: 'compiling Tiny', device: 'cuda' });
+    assert.deepEqual(item.command, { title: 'Show Output', command: 'compileLens.showOutput' });
   });
 
   test('no-torch shows one notification that offers another interpreter', async () => {

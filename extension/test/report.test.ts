@@ -2,14 +2,8 @@
 import * as assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { activate, deactivate } from '../src/extension';
-import {
-  handleReportMessage,
-  hoverMiddleware,
-  parseOpenMessage,
-  REPORT_HTML,
-  ReportView,
-  SHOW_REPORT,
-} from '../src/report';
+import { REPORT_HTML, SHOW_REPORT } from '../src/constants';
+import { handleReportMessage, hoverMiddleware, parseOpenMessage, ReportView } from '../src/report';
 import { fakeContext, resetStubs } from './helpers';
 import { clients } from './stubs/languageclient';
 import { Hover, MarkdownString, stub, Uri, ViewColumn, window } from './stubs/vscode';

@@ -20,6 +20,7 @@ describe('settings mapping', () => {
       'benchmark.onSave',
       'benchmark.mode',
       'benchmark.maxSeconds',
+      'gpuBusyThreshold',
     ]) {
       assert.ok(keys.includes(key), key);
     }
@@ -34,6 +35,7 @@ describe('settings mapping', () => {
       'benchmark.onSave': true,
       'benchmark.mode': 'default',
       'benchmark.maxSeconds': 60,
+      gpuBusyThreshold: 50, // background measurements wait above 50 % GPU use by others
       // the GPU bill: unset (null) until the team gives its figures; no money shown without a price
       'bill.gpuPricePerHour': null,
       'bill.gpus': 1,

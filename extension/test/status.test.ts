@@ -19,4 +19,13 @@ describe('status text', () => {
     );
     assert.equal(statusDetail({ state: 'idle', torch: '2.13.0+cpu', device: 'cpu' }), 'torch 2.13.0+cpu · cpu');
   });
+
+  test('a measurement waiting for a busy GPU says who uses it', () => {
+    assert.equal(
+      statusText({ state: 'waiting', detail: 'GPU busy (python train.py, 92%)' }),
+      'Compile Lens: waiting: GPU busy (python train.py, 92%)',
+    );
+    assert.equal(statusDetail({ state: 'waiting', detail: 'GPU busy (python train.py, 92%)', device: 'cuda (H100)' }),
+      'cuda (H100)');
+  });
 });

@@ -6,7 +6,7 @@
 #
 # Knobs (environment): E2E_FILE (file in examples/ with a graph break), E2E_MEASURE_FILE (a small
 # model to measure, default tiny_measure.py), E2E_ONLY (scenario names, comma-separated:
-# trusted,restricted), E2E_ANALYSIS_TIMEOUT_S, E2E_MEASURE_TIMEOUT_S, E2E_TIMEOUT_S.
+# trusted,restricted,gpu-busy), E2E_ANALYSIS_TIMEOUT_S, E2E_MEASURE_TIMEOUT_S, E2E_TIMEOUT_S.
 # The workbench opens a copy of examples/, so steps that edit a file leave the repository alone.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

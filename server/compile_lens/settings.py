@@ -13,6 +13,7 @@ _KEYS = {
     "benchmark.onSave": "benchmark_on_save",
     "benchmark.mode": "mode",
     "benchmark.maxSeconds": "max_seconds",
+    "gpuBusyThreshold": "gpu_busy_threshold",
     # the GPU bill (compile_lens/cost.py): the team's own figures; unset (null) means not known
     "bill.gpuPricePerHour": "gpu_price",
     "bill.gpus": "gpus",
@@ -48,6 +49,9 @@ class Settings:
     benchmark_on_save: bool = True
     mode: str = "default"
     max_seconds: float = 60.0
+    # percent: background measurements wait while others use the GPU above it (gpu/); a training run
+    # keeps a GPU at 80-100 %, an idle notebook at 0
+    gpu_busy_threshold: float = 50.0
     gpu_price: Optional[float] = None  # no money figure until it is set
     gpus: int = 1
     hours_per_month: Optional[float] = None
@@ -79,8 +83,9 @@ class Settings:
                 problems.append(f"setting {key}={value!r} " + (f"must be {_BILL_WORDS[name]}; it is not used"
                                 if name in _BILL_WORDS else f"is not a {type(default).__name__}; using {default!r}"))
                 continue
-            lowest_ok = name == "restarts_per_run" and value == 0
+            lowest_ok = name in ("restarts_per_run", "gpu_busy_threshold") and value == 0
             if (name == "device" and value not in DEVICES) or (name == "mode" and value not in MODES) or (
+                    name == "gpu_busy_threshold" and value > 100) or (
                     isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0 and not lowest_ok):
                 problems.append(f"setting {key}={given!r} " + (f"must be {_BILL_WORDS[name]}; it is not used"
                                 if name in _BILL_WORDS else f"is not allowed; using {default!r}"))

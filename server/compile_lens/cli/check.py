@@ -42,6 +42,7 @@ from ..settings import DEVICES, Settings
 from . import gate
 from .baseline import apply_baseline, write_baseline
 from .common import files_and_root, finish, open_cache, say, settings_for
+from .gpu_wait import GpuWait, add_wait_gpu_argument
 from .shard import Shard, add_shard_argument, shard_files
 
 # --- which targets (--target NAME or path.py:NAME) ---------------------------------------------
@@ -105,11 +106,13 @@ def _runtime_key() -> str:
 
 async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet: bool, recompiles: bool = True,
                 root: Optional[str] = None, targets: Optional[list[TargetPick]] = None,
-                cache: Optional[ResultCache] = None, trace_dir: Optional[str] = None) -> tuple[list[FileReport], dict]:
+                cache: Optional[ResultCache] = None, trace_dir: Optional[str] = None,
+                wait_gpu: Optional[float] = None) -> tuple[list[FileReport], dict]:
     """Analyse `files`; each in its own workspace root unless `root` is given. Results come from
     `cache` when it has every part asked for (no worker starts when it has them all)."""
     version = torch_version()
     workers = _Workers(settings, cache)
+    gpu_free = GpuWait(wait_gpu if benchmark else None, settings, quiet=quiet)
     reports: list[FileReport] = []
     try:
         for path in files:
@@ -161,6 +164,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 except WorkerGone as gone:
                     report.error = gone.problem
                     return reports, workers.runtime
+                await gpu_free(os.path.relpath(path))
                 if not quiet:
                     say(f"tracing {os.path.relpath(path)}"
                         + (f" ({len(results)} of {len(runnable)} targets from the cache)" if results else ""))
@@ -237,6 +241,7 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="memory the analysis process may grow to before it is replaced (worker.memoryLimitMB)")
     chk.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
                      help="budget of one target's measurement, compiles included (benchmark.maxSeconds)")
+    add_wait_gpu_argument(chk)
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     chk.add_argument("--trace-dir", metavar="DIR",
@@ -272,7 +277,7 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         reports, runtime = asyncio.run(check(files, settings, benchmark=not args.no_benchmark, quiet=args.quiet,
                                              recompiles=not args.no_recompiles, root=args.root, targets=picks,
-                                             cache=cache, trace_dir=trace_dir))
+                                             cache=cache, trace_dir=trace_dir, wait_gpu=args.wait_gpu))
     except KeyboardInterrupt:
         return 2
     finally:

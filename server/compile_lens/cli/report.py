@@ -22,6 +22,7 @@ from ..trial import store as trial_store
 from ..trial import summary as trial_summary
 from .check import check
 from .common import files_and_root, finish, open_cache, settings_for
+from .gpu_wait import add_wait_gpu_argument
 from .shard import add_shard_argument, shard_files
 from .trial import add_bill_arguments, bill_flag_error, bill_inputs
 
@@ -46,6 +47,7 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
     rep.add_argument("--root", metavar="DIR", help="workspace root (default: found per file, as for `check`)")
     rep.add_argument("--no-cache", action="store_true", help="measure again even when the result cache has figures")
     add_shard_argument(rep)
+    add_wait_gpu_argument(rep)
     rep.add_argument("--title", default=None, help="the page's title (default: from the paths)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_bill_arguments(rep)  # for the trial's section: .compile-lens/trial.json and its bill
@@ -77,7 +79,7 @@ def run_report(args: argparse.Namespace) -> int:
     cache = open_cache(args.no_cache)
     try:
         reports, runtime = asyncio.run(check(files, settings, benchmark=True, quiet=args.quiet, root=args.root,
-                                             cache=cache))
+                                             cache=cache, wait_gpu=args.wait_gpu))
     except KeyboardInterrupt:
         return 2
     finally:

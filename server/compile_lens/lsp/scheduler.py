@@ -184,7 +184,8 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
     state.measuring -= state.pending_measure
     state.pending_measure = set()
     measure |= asked
-    schedule_followups(ls, state, saved, sweep=sweep, measure=measure, delay=FOLLOWUP_DELAY_S, replace=True)
+    schedule_followups(ls, state, saved, sweep=sweep, measure=measure, delay=FOLLOWUP_DELAY_S, replace=True,
+                       wait_gpu=not asked)  # a click never waits for a busy GPU
 
 
 # --- sweeps and measurements (the second lane) ----------------------------------------------
@@ -218,9 +219,10 @@ def _set_deployment(state: DocState, name: str, deployment: dict) -> None:
 
 
 def schedule_followups(ls: CompileLensServer, state: DocState, saved: Saved, *, sweep: set[str], measure: set[str],
-                       delay: float = 0.0, replace: bool = False) -> None:
+                       delay: float = 0.0, replace: bool = False, wait_gpu: bool = True) -> None:
     """Recompile sweeps, then measurements, after `delay`. `replace`: what was queued for older
-    code is dropped (a running measurement of it is stopped)."""
+    code is dropped (a running measurement of it is stopped). `wait_gpu`: measurements wait while
+    other processes use the GPU (not one the user asked for by name)."""
     if replace:  # everything queued for older code goes, a running measurement of it too
         for task in state.bench_tasks:
             task.cancel()
@@ -240,6 +242,8 @@ def schedule_followups(ls: CompileLensServer, state: DocState, saved: Saved, *, 
             if sweep:
                 await _sweep_once(ls, state, saved, sweep)
             if measure:
+                if wait_gpu:
+                    await ls.gpu_gate.wait(ls, state.uri, os.path.basename(state.path))
                 await _benchmark_once(ls, state, saved, measure)
         except asyncio.CancelledError:
             raise

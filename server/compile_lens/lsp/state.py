@@ -23,6 +23,7 @@ from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
 from ..positions import PositionMap, position_map
 from ..protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec
 from ..settings import Settings
+from .gpu_gate import GpuGate
 
 log = logging.getLogger("compile_lens")
 
@@ -107,6 +108,7 @@ class CompileLensServer(LanguageServer):
                       "bench_cache_hits": 0}
         self.listeners: dict[str, list[Callable[[str], None]]] = {event: [] for event in EVENTS}
         self.busy: dict[str, tuple[str, str]] = {}  # lane -> (state, detail) of the work it runs now
+        self.gpu_gate = GpuGate()  # background measurements wait while others use the GPU
 
     # --- events ---------------------------------------------------------------------------
 
@@ -129,7 +131,7 @@ class CompileLensServer(LanguageServer):
         "idle" is said only when nothing runs."""
         if lane is not None:
             self.busy.pop(lane, None)  # re-inserted last: the newest activity is shown
-            if state in ("tracing", "benchmarking"):
+            if state in ("tracing", "benchmarking", "waiting"):  # waiting: for a busy GPU (gpu_gate)
                 self.busy[lane] = (state, detail)
             elif state == "idle" and self.busy:
                 state, detail = list(self.busy.values())[-1]

@@ -316,6 +316,12 @@ def code_lens_title(b: Optional[Benchmark], measuring: bool) -> str:
     return lens_title(b) if b is not None else MEASURE_LENS
 
 
+def waiting_lens_title(busy: str) -> str:
+    """A target whose measurement waits for a busy GPU (`busy`: "GPU busy (python train.py, 92%)");
+    the lens runs "Measure anyway"."""
+    return f"⏸ waiting: {busy} · measure anyway"
+
+
 def report_line(client_shows_report: bool, relpath: str) -> str:
     """The hover's last line: a link where the client opens the report itself, else the CLI command."""
     return REPORT_LINK if client_shows_report else report_hint(relpath)

@@ -1,4 +1,5 @@
-"""`textDocument/codeLens`: one lens per runnable target: "Measure", "measuring…", or its figures.
+"""`textDocument/codeLens`: one lens per runnable target: "Measure", "measuring…", "waiting: GPU
+busy (…)", or its figures.
 
 Answered from memory (never waits for torch); the text is `render.cards.code_lens_title`.
 """
@@ -9,6 +10,7 @@ from lsprotocol import types as lsp
 
 from ...render import cards
 from ...render.lsp import to_range
+from ..gpu_gate import MEASURE_ANYWAY
 from ..state import SHOW_OUTPUT, CompileLensServer
 
 MEASURE = "compileLens.measure"
@@ -27,8 +29,12 @@ def code_lenses(ls: CompileLensServer, uri: str) -> list[lsp.CodeLens]:
         command = MEASURE
         if measuring:  # the log, where the client has it; else the server's own command (says "measuring")
             command = SHOW_OUTPUT if SHOW_OUTPUT in ls.client_commands else MEASURE
+        title = cards.code_lens_title(bench, measuring)
+        waiting = ls.gpu_gate.busy.get(uri) if measuring else None
+        if waiting is not None:  # queued behind another process's use of the GPU: the lens lets it go
+            title, command = cards.waiting_lens_title(waiting.text), MEASURE_ANYWAY
         lenses.append(lsp.CodeLens(range=to_range(spec.line, 1, spec.line, 1), command=lsp.Command(
-            title=cards.code_lens_title(bench, measuring), command=command, arguments=[uri, spec.name])))
+            title=title, command=command, arguments=[uri, spec.name])))
     return lenses
 
 

@@ -1,4 +1,4 @@
-"""`workspace/executeCommand`: analyse again, measure a target, clear the cache, and the two the
+"""`workspace/executeCommand`: analyse again, measure a target (or, waiting for a busy GPU, anyway), clear the cache, and the two the
 tests and the extension read (worker pids, counters). Commands without parameters accept (and
 ignore) arguments: some clients always send a list."""
 
@@ -10,6 +10,7 @@ from typing import Any
 import psutil
 
 from .. import scheduler
+from ..gpu_gate import MEASURE_ANYWAY
 from ..state import CompileLensServer
 
 log = logging.getLogger("compile_lens")
@@ -36,7 +37,7 @@ def measure(ls: CompileLensServer, uri: str, target: str) -> dict:
     if state.traced[target].status != "ok":
         return {"started": False, "reason": f"`{target}` cannot run: {state.traced[target].error.message}"}
     state.benchmarks.pop(target, None)
-    scheduler.schedule_followups(ls, state, state.saved, sweep=set(), measure={target})
+    scheduler.schedule_followups(ls, state, state.saved, sweep=set(), measure={target}, wait_gpu=False)
     return {"started": True}
 
 
@@ -53,6 +54,13 @@ def register(server: CompileLensServer) -> None:
     @server.command("compileLens.measure")
     def measure_command(ls: CompileLensServer, uri: str, target: str) -> dict:
         return measure(ls, uri, target)
+
+    @server.command(MEASURE_ANYWAY)
+    def measure_anyway_command(ls: CompileLensServer, *args: Any) -> dict:
+        released = ls.gpu_gate.measure_anyway()
+        if not released:
+            return {"started": False, "reason": "no measurement is waiting for the GPU"}
+        return {"started": True, "released": released}
 
     @server.command("compileLens.clearCache")
     def clear_cache_command(ls: CompileLensServer, *args: Any) -> dict:

@@ -1,0 +1,93 @@
+"""Where GPU readings come from: NVML through `nvidia-ml-py` (import `pynvml`) when it is installed
+and a driver answers, else nowhere (never wait, say nothing). Process names come from psutil.
+
+`COMPILE_LENS_GPU_READINGS=<file.json>` replaces NVML with a JSON file read again on every poll;
+the tests use it to play a busy GPU through the real server (format in `FileReader`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any, Optional, Protocol
+
+import psutil
+
+from .busy import GpuProcess, GpuReading, process_label
+
+log = logging.getLogger("compile_lens")
+
+READINGS_ENV = "COMPILE_LENS_GPU_READINGS"
+
+
+class Reader(Protocol):
+    def read(self) -> list[GpuReading]: ...
+
+
+def label_of(pid: int) -> str:
+    try:
+        proc = psutil.Process(pid)
+        return process_label(proc.cmdline(), proc.name())
+    except psutil.Error:  # another container's pid, or gone since NVML listed it
+        return f"pid {pid}"
+
+
+def own_pids() -> set[int]:
+    """This process and everything it started (the workers, their compile children)."""
+    me = psutil.Process()
+    try:
+        return {me.pid} | {p.pid for p in me.children(recursive=True)}
+    except psutil.Error:
+        return {me.pid}
+
+
+class NvmlReader:
+    def __init__(self, nvml: Any) -> None:
+        self.nvml = nvml
+
+    def read(self) -> list[GpuReading]:
+        nvml, readings = self.nvml, []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            uuid = nvml.nvmlDeviceGetUUID(handle)
+            pids: dict[int, None] = {}  # a process with compute and graphics contexts, once
+            for running in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
+                pids.update(dict.fromkeys(p.pid for p in running(handle)))
+            readings.append(GpuReading(
+                index, uuid.decode() if isinstance(uuid, bytes) else str(uuid),
+                float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu),
+                tuple(GpuProcess(pid, label_of(pid)) for pid in pids)))
+        return readings
+
+
+class FileReader:
+    """`{"gpus": [{"index": 0, "uuid": "GPU-…", "utilization": 92, "pids": [1234]}]}`: the pids'
+    labels come from psutil, as NVML's do."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def read(self) -> list[GpuReading]:
+        with open(self.path, encoding="utf-8") as f:
+            data = json.load(f)
+        return [GpuReading(int(g["index"]), str(g.get("uuid", "")), float(g["utilization"]),
+                           tuple(GpuProcess(int(pid), label_of(int(pid))) for pid in g.get("pids", [])))
+                for g in data["gpus"]]
+
+
+def open_reader() -> Optional[Reader]:
+    """The reader for this machine, or None: no `nvidia-ml-py`, or no driver to answer it."""
+    path = os.environ.get(READINGS_ENV)
+    if path:
+        return FileReader(path)
+    try:
+        import pynvml  # nvidia-ml-py: optional, feature-detected
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, _DriverNotLoaded, …: no GPU to share
+        log.debug("NVML is installed but did not start (%s): measurements never wait for the GPU", exc)
+        return None
+    return NvmlReader(pynvml)
