@@ -178,3 +178,17 @@ def test_each_module_is_traced_with_its_guess_by_the_real_worker(tmp_path):
         t = targets[name]
         assert (t["status"], t["error"], t["inputs"]["source"], t["inputs"]["text"]) == ("ok", None, "inferred", text), name
         assert t["phases"]["trace"]["status"] == "done" and t["graph_count"] == 1 and t["graph_breaks"] == [], name
+
+
+def test_each_guess_keeps_its_write_directive_action():
+    from lsprotocol import types as lsp
+
+    from compile_lens import actions
+
+    source = MODEL.read_text()
+    rows = source.splitlines()
+    for name, (_, text) in EXPECTED.items():
+        line = next(i for i, row in enumerate(rows) if row.startswith(f"class {name}("))
+        here = lsp.Range(lsp.Position(line, 6), lsp.Position(line, 6))
+        titles = [a.title for a in actions.code_actions(source, "file:///w/model.py", here, [])]
+        assert f"Write these inputs as a directive: inputs={text}" in titles, (name, titles)
