@@ -69,10 +69,10 @@ async def test_the_stop_message_says_what_was_counted():
         stdout=asyncio.subprocess.PIPE)
     try:
         assert (await worker.proc.stdout.readline()).strip() == b"ready"
-        worker._check_memory(1024)  # under the cap: nothing happens
+        await worker._check_memory(1024)  # under the cap: nothing happens
         assert worker.alive()
         with pytest.raises(WorkerGone) as stopped:
-            worker._check_memory(200)
+            await worker._check_memory(200)
         message = stopped.value.problem.message
         assert message.startswith("the analysis held more than 200 MB (")
         assert "MB: the proportional set size of the worker, each shared page counted once) and was stopped" in message

@@ -77,7 +77,8 @@ def tree_rss(pid: int) -> int:
 def tree_pss(pid: int) -> tuple[int, int]:
     """(summed PSS, processes): what a process tree really holds, each shared page divided among
     the processes that map it (psutil's `memory_full_info`, Linux; USS, else RSS, elsewhere).
-    It reads each process's page tables: ≈ 10–30 ms on a torch process of a few GB (BENCHMARKS.md)."""
+    It reads each process's page map: ≈ 150 ms on a 5 GB worker, up to ≈ 0.5 s under load
+    (BENCHMARKS.md), so it is read only near the cap."""
     total, procs = 0, _tree(pid)
     for proc in procs:
         with contextlib.suppress(psutil.Error):
@@ -185,7 +186,7 @@ class Worker:
                         read = asyncio.ensure_future(self.proc.stdout.readline())
                         continue
                 if memory_limit_mb:
-                    self._check_memory(memory_limit_mb)
+                    await self._check_memory(memory_limit_mb)
                 if loop.time() > deadline:
                     self.kill()
                     where = f" ({stage})" if stage else ""
@@ -197,10 +198,11 @@ class Worker:
             if not read.done():
                 read.cancel()
 
-    def _check_memory(self, limit_mb: int) -> None:
+    async def _check_memory(self, limit_mb: int) -> None:
         """Stop the tree when it holds more than `limit_mb`. Summed RSS counts torch's shared pages
         once per process (a compile's workers map the same libraries), so it only says when to
-        look closer: the tree's PSS, read at most once a second, is what it is held to."""
+        look closer: the tree's PSS, read at most once a second and in a thread (≈ 150 ms for a
+        5 GB worker on a busy machine: never on the editor's event loop), is what it is held to."""
         assert self.proc
         if tree_rss(self.proc.pid) <= limit_mb * MB:
             return  # PSS is never above RSS
@@ -208,7 +210,7 @@ class Worker:
         if now - self._pss_read_at < 1.0:
             return
         self._pss_read_at = now
-        held, procs = tree_pss(self.proc.pid)
+        held, procs = await asyncio.to_thread(tree_pss, self.proc.pid)
         if held <= limit_mb * MB:
             return
         self.kill()
