@@ -192,3 +192,17 @@ def test_each_guess_keeps_its_write_directive_action():
         here = lsp.Range(lsp.Position(line, 6), lsp.Position(line, 6))
         titles = [a.title for a in actions.code_actions(source, "file:///w/model.py", here, [])]
         assert f"Write these inputs as a directive: inputs={text}" in titles, (name, titles)
+
+
+def test_one_timing_round_after_a_big_compile_is_inconclusive_with_its_reason():
+    """GPT-2 124M on 2 CPU cores (BENCHMARKS.md): the cold compile takes most of the 60 s budget and
+    one eager/compiled pair is timed. One ratio has no interval: no verdict, no payback from it."""
+    from compile_lens.protocol import Timing
+    from compile_lens.worker.verdict import break_even, verdict
+
+    one = Timing(eager_ms=5274.4, compiled_ms=4569.2, speedup=1.154, eager_iqr_ms=0.0, compiled_iqr_ms=0.0,
+                 speedup_ci=None, conclusive=False, rounds=1)
+    said = verdict("cpu", one, one, 69.9, None, 0, True)
+    assert said == ("inconclusive (train step on cpu): one timing round fitted in the budget after the compile "
+                    "— raise compileLens.benchmark.maxSeconds")
+    assert break_even(69.9, one) is None
