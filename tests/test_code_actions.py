@@ -320,7 +320,8 @@ async def test_reorderable_print_fix(tmp_path_factory):
                                "Print after the graph runs")
         text2 = edited(fix, uri, text)
         assert line_changes(text, text2) == (
-            [], ["", "torch._dynamo.config.reorderable_logging_functions.add(print)"])
+            [], ["", "torch._dynamo.config.reorderable_logging_functions.add(print)"
+                     "  # torch._dynamo.config: applies to the whole process, every compiled print"])
         await save_and_settle(client, path, text2, next(VERSIONS))
         after = client.diagnostics[uri]
         assert not [d for d in after if str(d.code).startswith("GB")]

@@ -93,11 +93,28 @@ def test_default_config_object_builds_the_model(built):
     assert specs["Lin"].inputs.init is None
 
 
-def test_block_with_required_arguments_says_what_to_add(built):
+def test_block_with_required_arguments_is_built_as_the_file_calls_it(built):
+    """`Block(dim)` has no default, but `Tower.__init__` calls `Block(dim)` with its default 14."""
     specs, _, _ = built
-    assert specs["Block"].inputs is None
-    assert "needs constructor arguments (dim)" in specs["Block"].problem
-    assert "init=Block(...)" in specs["Block"].problem
+    assert specs["Block"].problem is None
+    assert (specs["Block"].inputs.init, specs["Block"].inputs.text) == ("Block(14)", "(torch.randn(8, 16, 14),)")
+
+
+def test_required_arguments_nobody_in_the_file_passes_say_what_to_add():
+    spec = _only("""
+        import torch.nn as nn
+
+        class Block(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.fc = nn.Linear(dim, dim)
+
+            def forward(self, x):
+                return self.fc(x)
+    """)
+    assert spec.inputs is None
+    assert "needs constructor arguments (dim)" in spec.problem
+    assert "init=Block(...)" in spec.problem
 
 
 def _only(source: str):

@@ -246,10 +246,10 @@ async def test_a_wrong_guess_is_one_information_on_the_class(ws):
     cls_line, _ = locate(path, "class CausalSelfAttention")
     body_end, _ = locate(path, "return self.c_proj(y.transpose")
     inside = [d for d in diagnostics if cls_line <= d.range.start.line <= body_end]
-    [note] = inside  # nothing on `B, T, C = x.size()`: the guess is wrong, not the code
+    [note] = inside  # nothing on the `.split(..., dim=2)` line: the guess is wrong, not the code
     assert note.range.start.line == cls_line and note.code == "CL001"
     assert note.severity == lsp.DiagnosticSeverity.Information
-    assert note.message.startswith("`CausalSelfAttention`: guessed inputs did not fit: ValueError: not enough values")
+    assert note.message.startswith("`CausalSelfAttention`: guessed inputs did not fit: IndexError: tuple index out of range")
     assert "add `# compile-lens: inputs=(...)`" in note.message
     result = await client.text_document_code_action_async(lsp.CodeActionParams(
         text_document=lsp.TextDocumentIdentifier(uri), range=note.range,

@@ -31,7 +31,7 @@ describe('settings mapping', () => {
     assert.deepEqual(serverSettings(contributedKeys(packageJSON), folder()), {
       device: 'auto',
       'worker.timeoutSeconds': 60,
-      'worker.memoryLimitMB': 4096,
+      'worker.memoryLimitMB': null, // half of the machine's memory, decided by the server
       'benchmark.onSave': true,
       'benchmark.mode': 'default',
       'benchmark.maxSeconds': 60,

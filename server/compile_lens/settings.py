@@ -35,7 +35,7 @@ _BILL_WORDS = {
     "migration_days": "the engineer-days the migration takes, a number above 0 (e.g. 10)",
     "day_rate": "the cost of one engineer-day, a number above 0 (e.g. 800)",
 }
-_OPTIONAL = {"gpu_price": float, "hours_per_month": float, "steps_per_run": float, "runs_per_month": float,
+_OPTIONAL = {"memory_limit_mb": int, "gpu_price": float, "hours_per_month": float, "steps_per_run": float, "runs_per_month": float,
              "migration_days": float, "day_rate": float}
 DEVICES = ("auto", "cpu", "cuda")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -45,7 +45,7 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 class Settings:
     device: str = "auto"
     timeout_s: float = 60.0  # the longest one step (import, one trace, one benchmark stage) may take
-    memory_limit_mb: int = 4096  # the worker's whole process tree, RSS
+    memory_limit_mb: Optional[int] = None  # the worker's whole process tree (PSS); None: half of the machine's
     benchmark_on_save: bool = True
     mode: str = "default"
     max_seconds: float = 60.0
@@ -81,7 +81,7 @@ class Settings:
                 value = _coerce(value, _OPTIONAL.get(name, type(default)))
             except (TypeError, ValueError):
                 problems.append(f"setting {key}={value!r} " + (f"must be {_BILL_WORDS[name]}; it is not used"
-                                if name in _BILL_WORDS else f"is not a {type(default).__name__}; using {default!r}"))
+                                if name in _BILL_WORDS else f"is not a {_OPTIONAL.get(name, type(default)).__name__}; using {default!r}"))
                 continue
             lowest_ok = name in ("restarts_per_run", "gpu_busy_threshold") and value == 0
             if (name == "device" and value not in DEVICES) or (name == "mode" and value not in MODES) or (

@@ -19,7 +19,7 @@ What each fix does to torch 2.13's trace (checked with `torch._dynamo.explain`):
   the first input too (one graph instead of two).
 
 `registry` says which fix family answers which finding and how each family's edit is made; one
-module per family (`ignore`, `scalars`, `print_logging`, `disable`, `dynamic`, `wrap`,
+module per family (`ignore`, `scalars`, `print_logging`, `disable`, `hatches`, `dynamic`, `wrap`,
 `directive`) over `source` (the parsed file) and `header` (imports and config lines).
 """
 
@@ -37,13 +37,15 @@ from .source import SOURCE, _Edit, _Source
 def code_actions(source: str, uri: str, rng: lsp.Range, diagnostics: Sequence[lsp.Diagnostic],
                  figures: Optional[dict[str, str]] = None,
                  only: Optional[Sequence[str]] = None, discovery: Any = None,
-                 guesses: Optional[dict[str, Any]] = None) -> list[lsp.CodeAction]:
+                 guesses: Optional[dict[str, Any]] = None,
+                 hatches: Sequence[str] = ()) -> list[lsp.CodeAction]:
     """The actions for `rng` in this file, unresolved (no edit; `data` says how to make it).
 
     `diagnostics`: the request context's (only Compile Lens' are used); `figures`: measured
     speedups by target name ("1.42×"); `only`: the kinds the client asked for; `discovery`: the
     targets of exactly this text, when the caller has them (else they are found here); `guesses`:
-    the input recipes the worker guessed after import, by target name (from its last results)."""
+    the input recipes the worker guessed after import, by target name (from its last results);
+    `hatches`: the escape hatches the worker's torch has (its hello's `escape_hatches`)."""
     src = _Source.parse(source)
     actions: list[lsp.CodeAction] = []
     if src is not None:
@@ -51,7 +53,7 @@ def code_actions(source: str, uri: str, rng: lsp.Range, diagnostics: Sequence[ls
             src.memo("discovery", lambda: discovery)
         for d in diagnostics:
             if d.source == SOURCE and d.code:
-                actions += _fixes_for(src, uri, d)
+                actions += _fixes_for(src, uri, d, frozenset(hatches))
         fixed = {a.data.get("target") for a in actions if isinstance(a.data, dict) and a.data.get("fix") == "directive"}
         actions += [a for a in _rewrites_at(src, uri, rng.start.line, figures or {}, guesses)
                     if not (isinstance(a.data, dict) and a.data.get("fix") == "directive" and a.data.get("target") in fixed)]

@@ -78,6 +78,7 @@ def _print_fix(src: _Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optiona
         return []
     present = {ast.unparse(s) for s in src.tree.body if _is_config_stmt(s)}
     reorder = f"{CONFIG}.reorderable_logging_functions.add(print)"
+    said = f"{reorder}  # torch._dynamo.config: applies to the whole process, every compiled print"
     skip = f"{CONFIG}.ignore_logging_functions.add(print)"
     if reorder in present or skip in present:
         return []  # torch checks `reorderable` first: adding `ignore` now would change nothing
@@ -85,7 +86,7 @@ def _print_fix(src: _Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optiona
         _print_reorderable(src, p) for p in src.calls() if _is_print(p)))
     if gb != codes.GB_PRINT_ARGS and reorderable:
         return [_action("Print after the graph runs (torch._dynamo.config.reorderable_logging_functions)",
-                        QUICKFIX, {"fix": "config", "uri": uri, "config": [reorder], "modules": ["torch"]}, d,
+                        QUICKFIX, {"fix": "config", "uri": uri, "config": [said], "modules": ["torch"]}, d,
                         preferred=True)]
     return [_action("Skip print() in compiled code (torch._dynamo.config.ignore_logging_functions)", QUICKFIX,
                     {"fix": "config", "uri": uri, "config": [skip], "modules": ["torch"]}, d)]

@@ -12,6 +12,7 @@ from .. import codes
 from .directive import _resolve_directive, _still_guessed
 from .disable import _disable_helper, _resolve_disable
 from .dynamic import _recompile_fixes, _resolve_dynamic, _resolve_mark_dynamic
+from .hatches import _hatch_fixes, _resolve_leaf, _resolve_nonstrict
 from .header import _resolve_config
 from .ignore import _ignore, _resolve_ignore
 from .print_logging import _logging_fix, _print_fix
@@ -20,7 +21,7 @@ from .source import QUICKFIX, REWRITE, _action, _Edit, _Source
 from .wrap import _resolve_wrap, _wrap_candidates
 
 
-def _fixes_for(src: _Source, uri: str, d: lsp.Diagnostic) -> list[lsp.CodeAction]:
+def _fixes_for(src: _Source, uri: str, d: lsp.Diagnostic, hatches: frozenset[str] = frozenset()) -> list[lsp.CodeAction]:
     code = str(d.code)
     data = d.data if isinstance(d.data, dict) else {}
     found: list[lsp.CodeAction] = []
@@ -33,6 +34,8 @@ def _fixes_for(src: _Source, uri: str, d: lsp.Diagnostic) -> list[lsp.CodeAction
     if gb == codes.GB_LOGGER or code == codes.LOGGING:
         found += _logging_fix(src, uri, d, line)
     found += _disable_helper(src, uri, d, data, code)
+    if hatches and data.get("kind") == "graph_break":
+        found += _hatch_fixes(src, uri, d, data, gb, hatches)
     if data.get("kind") == "recompile":
         found += _recompile_fixes(src, uri, d, data)
     if data.get("kind") == "guessed_inputs" and data.get("text") and _still_guessed(src, str(data.get("target"))):
@@ -75,4 +78,6 @@ _RESOLVERS: dict[str, Callable[[_Source, dict], Optional[list[_Edit]]]] = {
     "mark_dynamic": _resolve_mark_dynamic,
     "wrap": _resolve_wrap,
     "directive": _resolve_directive,
+    "nonstrict": _resolve_nonstrict,
+    "leaf": _resolve_leaf,
 }

@@ -18,6 +18,7 @@ from .layers import (
     _Ref,
     _self_attr,
 )
+from .values import _value
 
 
 @dataclass
@@ -28,6 +29,7 @@ class _Use:
     position: object  # int, or the keyword
     site: ast.Call
     owner: _Class
+    rank: Optional[int] = None  # dimensions, when `forward` unpacks them (`B, T, C = x.size()`)
 
 
 _META_ATTRS = {"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad"}
@@ -58,8 +60,11 @@ class _Follow:
         self.loops: dict[str, object] = {}
         self.blocked: Optional[str] = None  # the parameter reached something whose input we cannot tell
         self.blocker: Optional[_Ref] = None  # ... and that something
+        self.rank: Optional[int] = None  # of the parameter, as the function unpacks its size
 
     def body(self, stmts: list[ast.stmt]) -> Optional[_Use]:  # noqa: C901
+        if self.rank is None:
+            self.rank = _unpacked_rank(stmts, self.tainted)
         for stmt in stmts:
             found: Optional[_Use] = None
             if isinstance(stmt, ast.For):
@@ -115,6 +120,7 @@ class _Follow:
             if not isinstance(name, str):
                 return None
             inner = _Follow(owner, {name}, self.depth + 1)
+            inner.rank = self.rank
             found = inner.body(method.body)
             self.blocked, self.blocker = inner.blocked, inner.blocker
             return found
@@ -142,14 +148,17 @@ class _Follow:
                 self.blocked = f"`{kind}.forward` parameters"
                 return None
             inner = _Follow(sub, {name}, self.depth + 1)
+            inner.rank = self.rank
             found = inner.body(sub.forward.body)
+            if found is None and not inner.blocked:
+                found = norm_use(sub, position, site, inner.rank)
             if found is None and not inner.blocked:
                 inner.blocked = f"`{kind}`, whose input no layer of it sizes"
             self.blocked, self.blocker = inner.blocked, inner.blocker
             return found
         if kind in _SIZE_ARG or kind.rstrip("123d").endswith(("Conv", "ConvTranspose", "BatchNorm", "InstanceNorm")) \
                 or kind.startswith("Lazy") or kind in ("TransformerEncoder", "TransformerDecoder"):
-            return _Use(target, position, site, owner)
+            return _Use(target, position, site, owner, self.rank)
         self.blocked = f"`{ast.unparse(target.node.func)}(...)`, whose input Compile Lens cannot size"
         self.blocker = target
         return None
@@ -171,3 +180,52 @@ def _tainted_position(call: ast.Call, tainted: set[str]) -> object:
         if kw.arg and _names(kw.value) & tainted:
             return kw.arg
     return None
+
+
+def _unpacked_rank(stmts: list[ast.stmt], names: set[str]) -> Optional[int]:
+    """How many dimensions the function says one of `names` has: `B, T, C = x.size()` (or
+    `x.shape`) tells 3 exactly; `x.shape[2]` or `x.size(2)` at least 3. None when it says nothing."""
+    exact, least = None, 0
+    for node in (n for stmt in stmts for n in ast.walk(stmt)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)) \
+                and _size_of(node.value, names) and not any(isinstance(e, ast.Starred) for e in node.targets[0].elts):
+            exact = exact or len(node.targets[0].elts)
+        elif isinstance(node, ast.Subscript) and _size_of(node.value, names):
+            index = node.slice.value if isinstance(node.slice, ast.Constant) else None
+            least = max(least, index + 1) if isinstance(index, int) and not isinstance(index, bool) and index >= 0 else least
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in names and len(node.args) == 1 \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int) and node.args[0].value >= 0:
+            least = max(least, node.args[0].value + 1)
+    return exact if exact else (least or None)
+
+
+def _size_of(node: ast.expr, names: set[str]) -> bool:
+    """`x.size()` or `x.shape` for a name in `names`."""
+    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) and node.func.attr == "size":
+        node = node.func.value
+        return isinstance(node, ast.Name) and node.id in names
+    return isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name) and node.value.id in names
+
+
+def norm_use(module: _Class, position: object, site: Optional[ast.Call], rank: Optional[int]) -> Optional[_Use]:
+    """A module of this file with no layer that sizes its input, whose only weights are 1-d
+    `nn.Parameter(torch.ones(n))` / `torch.zeros(n)` (a hand-written LayerNorm or RMSNorm): its
+    input ends in `n`, as an `nn.LayerNorm(n)`'s does."""
+    widths = set()
+    for ref in module.layers.values():
+        node = ref.node
+        if not (isinstance(node, ast.Call) and _layer_kind(node) == "Parameter" and node.args):
+            continue
+        init = node.args[0]
+        if not (isinstance(init, ast.Call) and _layer_kind(init) in ("ones", "zeros") and len(init.args) == 1):
+            return None  # a weight of another shape: not a norm
+        width = _value(init.args[0], ref.env)
+        if not isinstance(width, int) or isinstance(width, bool) or width <= 0:
+            return None
+        widths.add(width)
+    if len(widths) != 1:
+        return None
+    like = ast.Call(func=ast.Name(id="LayerNorm", ctx=ast.Load()), args=[ast.Constant(widths.pop())], keywords=[])
+    site = site or ast.Call(func=ast.Name(id="self", ctx=ast.Load()), args=[], keywords=[])
+    return _Use(_Ref(like, {}, module), position, site, module, rank)

@@ -12,7 +12,7 @@ import ast
 from typing import Optional
 
 from ..protocol import InputRecipe, TargetSpec
-from .follow import _Follow
+from .follow import _Follow, norm_use
 from .layers import _Class, _class_env, _layer_kind, _Ref
 from .shapes import (
     _INTEGER_ANNOTATIONS,
@@ -25,7 +25,16 @@ from .shapes import (
     _shape_text,
     _tensor_for,
 )
-from .values import _ASSIGNED, _CLASSES, _arg, _ConfigClass, _inherited, _required_params, _value
+from .values import (
+    _ASSIGNED,
+    _CLASSES,
+    _UNKNOWN,
+    _arg,
+    _ConfigClass,
+    _inherited,
+    _required_params,
+    _value,
+)
 
 _TOKEN_PARAMS = {"input_ids", "token_ids", "tokens", "idx", "ids"}  # names that mean token indices
 
@@ -40,6 +49,8 @@ def _module_target(cls: ast.ClassDef, constants: dict[str, object]) -> TargetSpe
         return spec
     needed = _required_params(init) if init else []
     init_text, bound = _default_config_init(cls.name, init, constants) if needed else (None, {})
+    if needed and init_text is None:
+        init_text, bound = _call_site_init(cls.name, init, constants)
     if needed and init_text is None:
         spec.problem = (f"`{cls.name}()` needs constructor arguments ({', '.join(needed)}): add "
                         f"`# compile-lens: init={cls.name}(...) inputs=(...)` above it")
@@ -73,6 +84,61 @@ def _default_config_init(name: str, init: ast.FunctionDef, env: dict[str, object
     keyword_only = {a.arg for a in init.args.kwonlyargs}
     parts = [f"{p}={t}" if p in keyword_only else t for p, t in zip(bound, texts)]
     return f"{name}({', '.join(parts)})", bound
+
+
+def _call_site_init(name: str, init: ast.FunctionDef, constants: dict[str, object]) -> tuple[Optional[str], dict]:
+    """`LayerNorm(768, bias=True)`: the first call of the class in another module's `__init__` in
+    this file (`LayerNorm(config.n_embd, bias=config.bias)` in `Block`), its arguments computed
+    there (that module built with its defaults or its default config) and written as literals."""
+    classes: dict[str, ast.ClassDef] = constants.get(_CLASSES, {})  # type: ignore[assignment]
+    module_env = {k: v for k, v in constants.items() if not k.startswith("<")}
+    module_env[_ASSIGNED] = constants.get(_ASSIGNED, {})
+    params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    needed = set(_required_params(init))
+    for other in classes.values():
+        other_init, other_forward = _inherited(other, "__init__", classes), _inherited(other, "forward", classes)
+        if other is classes.get(name) or other_init is None or other_forward is None:
+            continue
+        bound: dict = {}
+        if _required_params(other_init):
+            text, bound = _default_config_init(other.name, other_init, constants)
+            if text is None:
+                continue
+        built = _Class(other, other_init, other_forward, _class_env(other_init, module_env, bound), classes, module_env, 0)
+        for ref in [*built.layers.values(), *built.locals.values()]:
+            for call in (n for n in ast.walk(ref.node) if isinstance(n, ast.Call) and _layer_kind(n) == name):
+                found = _literal_call(name, call, params, needed, ref.env)
+                if found is not None:
+                    return found
+    return None, {}
+
+
+def _literal_call(name: str, call: ast.Call, params: list[str], needed: set[str],
+                  env: dict[str, object]) -> Optional[tuple[str, dict]]:
+    """The call with each argument's value written as a literal, and the values by parameter; None
+    when an argument is not a plain value the source tells, or a required one is missing."""
+    parts, bound = [], {}
+    for param, arg in zip(params, call.args):
+        value = _value(arg, env) if not isinstance(arg, ast.Starred) else _UNKNOWN
+        if not _literal(value):
+            return None
+        parts.append(repr(value))
+        bound[param] = value
+    for kw in call.keywords:
+        value = _value(kw.value, env) if kw.arg else _UNKNOWN
+        if not _literal(value):
+            return None
+        parts.append(f"{kw.arg}={value!r}")
+        bound[str(kw.arg)] = value
+    if len(call.args) > len(params) or not needed <= set(bound):
+        return None
+    return f"{name}({', '.join(parts)})", bound
+
+
+def _literal(value: object) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(_literal(v) for v in value)
+    return isinstance(value, (int, float, bool, str, type(None)))
 
 
 def _from_annotation(note: Optional[ast.expr], owner: _Class) -> Optional[str]:
@@ -141,6 +207,9 @@ def _guess_inputs(ctx: _Class) -> tuple[Optional[str], str]:
         text, why = _tensor_for(use) if use is not None else (None, "")
         if text is None:
             text = _from_annotation(notes.get(param), ctx)
+        if text is None and use is None and not follow.blocked and params == [param]:
+            use = norm_use(ctx, 0, None, follow.rank)  # a hand-written norm: sized by its weight
+            text, why = _tensor_for(use) if use is not None else (None, "")
         if text is None and use is None and follow.blocker is not None and param in _TOKEN_PARAMS:
             vocab = _vocab_size(follow.blocker)
             text = f"torch.randint(0, {vocab}, {_shape_text((BATCH, SEQ))})" if vocab else None

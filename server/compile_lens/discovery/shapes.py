@@ -64,14 +64,14 @@ def _tensor_for(use: _Use) -> tuple[Optional[str], str]:  # noqa: C901 - one cas
         size = _arg(layer, index, keyword, env)
     batch_first = _arg(layer, 99, "batch_first", env) is True
     if kind in ("LayerNorm", "RMSNorm") and isinstance(size, (tuple, list)) and size and all(_positive(s) for s in size):
-        return _randn((BATCH, *size)) if position == 0 else None, where
+        return _randn(_ranked((BATCH, *size), use.rank, len(size))) if position == 0 else None, where
     size = _positive(size)
     if size is None:
         return None, f"cannot read the size of {where}"
     if kind in ("Embedding", "EmbeddingBag"):
         bags = kind == "EmbeddingBag" and (len(use.site.args) > 1 or any(k.arg == "offsets" for k in use.site.keywords))
         if position == 0:
-            shape = (BATCH * _BAG,) if bags else (BATCH, SEQ)
+            shape = (BATCH * _BAG,) if bags else _ranked((BATCH, SEQ), use.rank, 0)
             return f"torch.randint(0, {size}, {_shape_text(shape)})", where
         if position == 1 and bags:
             return f"torch.arange(0, {BATCH * _BAG}, {_BAG})", where
@@ -88,10 +88,12 @@ def _tensor_for(use: _Use) -> tuple[Optional[str], str]:  # noqa: C901 - one cas
     if position != 0:
         return None, f"cannot tell argument {use.position} of {where}"
     dims = kind[-2:] if kind[-2:] in _SPATIAL else ""
-    if kind in ("Linear", "Bilinear", "LazyLinear", "BatchNorm1d", "LazyBatchNorm1d"):
+    if kind in ("Linear", "LazyLinear"):
+        return _randn(_ranked((BATCH, size), use.rank, 1)), where
+    if kind in ("Bilinear", "BatchNorm1d", "LazyBatchNorm1d"):
         return _randn((BATCH, size)), where
     if kind in ("LayerNorm", "RMSNorm"):
-        return _randn((BATCH, SEQ, size)), where
+        return _randn(_ranked((BATCH, SEQ, size), use.rank, 1)), where
     if kind == "GroupNorm":
         return _randn((BATCH, size, 16, 16)), where
     if dims and ("Conv" in kind):
@@ -100,6 +102,15 @@ def _tensor_for(use: _Use) -> tuple[Optional[str], str]:  # noqa: C901 - one cas
         rest = _NORM_SPATIAL[dims] if "BatchNorm" in kind or dims != "1d" else (SIDE,)
         return _randn(((2 if dims == "3d" else BATCH), size, *rest)), where
     return None, f"cannot shape an input for {where}"
+
+
+def _ranked(shape: tuple, rank: Optional[int], kept: int) -> tuple:
+    """`shape` with as many dimensions as `forward` unpacks (`B, T, C = x.size()`): the last `kept`
+    are the layer's and stay; the leading ones are batch, then sequence, then small extra sizes."""
+    if rank is None or rank == len(shape) or rank < max(kept, 1):
+        return shape
+    lead = (BATCH, SEQ, *([4] * rank))[: rank - kept]
+    return (*lead, *shape[len(shape) - kept:]) if kept else lead
 
 
 def _inner_layer(node: Optional[ast.expr], owner: _Class, env: dict[str, object]) -> Optional[_Ref]:

@@ -42,17 +42,49 @@ def worker_env(cache_dir: Optional[str]) -> dict[str, str]:
     return env
 
 
-def tree_rss(pid: int) -> int:
+MB = 1024 * 1024
+
+
+def default_memory_limit_mb() -> int:
+    """Half of the memory this machine (or the cgroup the server runs in, when it is capped lower)
+    has: room for a real model's compile, and for the editor and everything else beside it."""
+    total = psutil.virtual_memory().total
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(OSError, ValueError):
+            with open(path) as f:
+                total = min(total, int(f.read().strip()))  # "max" (no cap): ValueError, kept as is
+    return max(256, total // 2 // MB)
+
+
+def _tree(pid: int) -> list[psutil.Process]:
     try:
         parent = psutil.Process(pid)
-        procs = [parent] + parent.children(recursive=True)
+        return [parent] + parent.children(recursive=True)
     except psutil.Error:
-        return 0
+        return []
+
+
+def tree_rss(pid: int) -> int:
+    """Summed RSS of a process tree: cheap, and never below what it holds (a page several of its
+    processes map counts once per process)."""
     total = 0
-    for proc in procs:
+    for proc in _tree(pid):
         with contextlib.suppress(psutil.Error):
             total += proc.memory_info().rss
     return total
+
+
+def tree_pss(pid: int) -> tuple[int, int]:
+    """(summed PSS, processes): what a process tree really holds, each shared page divided among
+    the processes that map it (psutil's `memory_full_info`, Linux; USS, else RSS, elsewhere).
+    It reads each process's page map: ≈ 150 ms on a 5 GB worker, up to ≈ 0.5 s under load
+    (BENCHMARKS.md), so it is read only near the cap."""
+    total, procs = 0, _tree(pid)
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            full = proc.memory_full_info()
+            total += getattr(full, "pss", None) or getattr(full, "uss", None) or full.rss
+    return total, len(procs)
 
 
 class WorkerGone(Exception):
@@ -64,7 +96,11 @@ class WorkerGone(Exception):
 @dataclass
 class Limits:
     timeout_s: float = 60.0
-    memory_limit_mb: int = 4096
+    memory_limit_mb: Optional[int] = None  # None: `default_memory_limit_mb()`
+
+    def __post_init__(self) -> None:
+        if self.memory_limit_mb is None:
+            self.memory_limit_mb = default_memory_limit_mb()
 
 
 OnEvent = Callable[[WorkerEvent], Awaitable[None] | None]
@@ -81,6 +117,7 @@ class Worker:
         self._output_size = 0
         self._stderr_task: Optional[asyncio.Task] = None
         self.jobs_run = 0
+        self._pss_read_at = 0.0  # when the tree's PSS was last read (it costs; RSS is read each turn)
 
     @property
     def pid(self) -> Optional[int]:
@@ -148,11 +185,8 @@ class Worker:
                         log.warning("worker sent a line that is not JSON: %r", line[:200])
                         read = asyncio.ensure_future(self.proc.stdout.readline())
                         continue
-                if memory_limit_mb and tree_rss(self.proc.pid) > memory_limit_mb * 1024 * 1024:
-                    self.kill()
-                    raise WorkerGone(Problem(
-                        "memory", f"the analysis used more than {memory_limit_mb} MB and was stopped",
-                        hint="raise compileLens.worker.memoryLimitMB, or use smaller example inputs"))
+                if memory_limit_mb:
+                    await self._check_memory(memory_limit_mb)
                 if loop.time() > deadline:
                     self.kill()
                     where = f" ({stage})" if stage else ""
@@ -163,6 +197,28 @@ class Worker:
         finally:
             if not read.done():
                 read.cancel()
+
+    async def _check_memory(self, limit_mb: int) -> None:
+        """Stop the tree when it holds more than `limit_mb`. Summed RSS counts torch's shared pages
+        once per process (a compile's workers map the same libraries), so it only says when to
+        look closer: the tree's PSS, read at most once a second and in a thread (≈ 150 ms for a
+        5 GB worker on a busy machine: never on the editor's event loop), is what it is held to."""
+        assert self.proc
+        if tree_rss(self.proc.pid) <= limit_mb * MB:
+            return  # PSS is never above RSS
+        now = asyncio.get_running_loop().time()
+        if now - self._pss_read_at < 1.0:
+            return
+        self._pss_read_at = now
+        held, procs = await asyncio.to_thread(tree_pss, self.proc.pid)
+        if held <= limit_mb * MB:
+            return
+        self.kill()
+        others = f" and its {procs - 1} subprocess{'es' if procs != 2 else ''}" if procs > 1 else ""
+        raise WorkerGone(Problem(
+            "memory", f"the analysis held more than {limit_mb} MB ({held // MB} MB: the proportional set size "
+                      f"of the worker{others}, each shared page counted once) and was stopped",
+            hint="raise compileLens.worker.memoryLimitMB, or use smaller example inputs"))
 
     async def _wait_exit(self) -> None:
         assert self.proc

@@ -261,7 +261,10 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         if recipe is not None and recipe.text:
             lines.append(f"\n- inputs: `{recipe.text}`" + (guessed if guessed_inputs else f" (from the {recipe.source})"))
         elif recipe is not None and recipe.after_import:
-            lines.append("\n- inputs: guessed after import from the library model it wraps (not traced yet)")
+            # discovery stopped at a library layer it calls ("first reaches"), or at a base class
+            # it cannot read: say which, not a library model it may not wrap
+            source = "the library model it wraps" if "first reaches" in recipe.note else "the class it derives from"
+            lines.append(f"\n- inputs: to be guessed after import from {source} (not traced yet)")
         if result.left_out:
             lines.append(left_out_line(result.left_out))
         measure = phase_states(result)[2]

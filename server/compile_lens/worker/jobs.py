@@ -30,7 +30,23 @@ def describe_runtime() -> dict[str, Any]:
         "cuda": cuda,
         "device_name": torch.cuda.get_device_name(0) if cuda else cpu_name(),
         "pid": os.getpid(),
+        "escape_hatches": escape_hatches(),
     }
+
+
+def escape_hatches() -> list[str]:
+    """The ways out of a graph break this torch has, by the name the code actions use: the server
+    (no torch) offers an edit only when the worker's torch can run it."""
+    import torch._dynamo  # noqa: F401 - `torch._dynamo` is imported on first use otherwise
+
+    found = []
+    if callable(getattr(torch._dynamo, "nonstrict_trace", None)):
+        found.append("nonstrict_trace")
+    decorators = getattr(torch._dynamo, "decorators", None)
+    leaf = getattr(decorators, "leaf_function", None)
+    if callable(leaf):
+        found.append("leaf_function")
+    return found
 
 
 def _problem_from(exc: BaseException, job: AnalyzeJob, kind: str, what: str) -> Problem:

@@ -85,17 +85,24 @@ def _metric_notes(guard_us: Optional[float], forward: Timing, cache: Optional[di
 def break_even(compile_s: Optional[float], t: Timing) -> Optional[int]:
     """Calls after which the compile time is paid back; None when compiled is not (conclusively) faster."""
     saved_s = (t.eager_ms - t.compiled_ms) / 1000.0
-    if compile_s is None or not saved_s > 0 or (t.speedup_ci is not None and not t.conclusive):
+    if compile_s is None or not saved_s > 0 or (_timed_in_rounds(t) and not t.conclusive):
         return None
     return max(1, math.ceil(compile_s / saved_s))
 
 
+def _timed_in_rounds(t: Timing) -> bool:
+    """Measured in paired rounds: an interval, or a single round (no interval to judge it by)."""
+    return t.speedup_ci is not None or t.rounds == 1
+
+
 def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
-    """Why a timing is not a figure: the machine was busy, the rounds disagreed, or there is no
-    difference to measure."""
+    """Why a timing is not a figure: the machine was busy, one round only, the rounds disagreed,
+    or there is no difference to measure."""
     busy = busy_words(contention)
     if busy:
         return f"{busy} — re-measure when idle"
+    if t.speedup_ci is None and t.rounds == 1:  # a big model: the compile took the budget
+        return "one timing round fitted in the budget after the compile — raise compileLens.benchmark.maxSeconds"
     if t.speedup_ci and t.speedup_ci[0] <= 1.0 <= t.speedup_ci[1] and (
             t.speedup_ci[1] - t.speedup_ci[0]) <= MAX_CI_WIDTH * max(t.speedup, 1e-9):
         return "no measurable difference (the 95% interval contains 1×)"
@@ -117,7 +124,7 @@ def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optio
     if not accuracy_ok:
         extras.append("outputs differ beyond tolerance — check accuracy first")
     tail = ("; " + "; ".join(extras)) if extras else ""
-    if t.speedup_ci is not None and not t.conclusive:
+    if _timed_in_rounds(t) and not t.conclusive:
         return f"inconclusive ({what} on {device}): {inconclusive_why(t, contention or {})}{tail}"
     if t.speedup < 1.0:
         return f"not worth it: compiled is {t.speedup:.2f}× (slower) on {device} ({what}){tail}"

@@ -94,7 +94,7 @@ def register(server: CompileLensServer) -> None:
             known = None
         found = actions.code_actions(source, uri, params.range, params.context.diagnostics,
                                      figures(ls, uri), only=params.context.only, discovery=known,
-                                     guesses=guesses(ls, uri))
+                                     guesses=guesses(ls, uri), hatches=ls.runtime.get("escape_hatches") or ())
         # offered only when its edit is known: resolved now (the parse of this file is cached),
         # and an edit to another file only inside the workspace
         lazy = _resolves_edits(ls)
