@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from compile_lens.cli.gpu_wait import GpuWait
@@ -100,6 +101,10 @@ def test_the_threshold_setting_is_a_percent():
 def training():
     """A real process the readings can name: `python train.py`."""
     proc = subprocess.Popen([sys.executable, TRAIN.name], cwd=TRAIN.parent)
+    # Right after the fork the kernel may still show the parent's (or an empty) command line.
+    deadline = time.monotonic() + 10
+    while psutil.Process(proc.pid).cmdline()[1:] != [TRAIN.name] and time.monotonic() < deadline:
+        time.sleep(0.02)
     yield proc
     proc.kill()
     proc.wait()
