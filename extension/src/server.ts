@@ -153,9 +153,19 @@ export const commandMiddleware: Middleware = {
       }
       args = [uri.toString(), ...args.slice(1)];
     }
+    if (command === 'compileLens.importTrace' && (args.length === 0 || !args[0])) {
+      // a TORCH_TRACE folder (one log per rank) or one log; scripts and the e2e pass the path
+      const picked = await vscode.window.showOpenDialog({
+        canSelectFiles: true, canSelectFolders: true, canSelectMany: false, openLabel: 'Import torch trace',
+      });
+      if (!picked || picked.length === 0) {
+        return undefined;
+      }
+      args = [picked[0].fsPath];
+    }
     const result: unknown = await next(command, args);
-    const answer = result as { started?: unknown; reason?: unknown; dir?: unknown } | undefined;
-    if (answer && answer.started === false && typeof answer.reason === 'string') {
+    const answer = result as { started?: unknown; imported?: unknown; reason?: unknown; dir?: unknown } | undefined;
+    if (answer && (answer.started === false || answer.imported === false) && typeof answer.reason === 'string') {
       void vscode.window.showInformationMessage(`Compile Lens: ${answer.reason}`);
     } else if (command === 'compileLens.saveTrace' && answer && typeof answer.dir === 'string') {
       // the folder TORCH_TRACE would have written: `tlparse` reads each file in it
