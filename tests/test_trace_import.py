@@ -140,6 +140,10 @@ def test_torchrun_ranks_and_where_they_part(ranks):
     assert sorted(t["rank"] for t in entry["targets"]) == [0, 1]
     assert any("rank 1, compile 4/1" in d["message"] or "rank 1" in d["message"] for d in entry["diagnostics"])
     assert any(u["path"].endswith("contextlib.py") for u in doc["unmapped"])  # torch's own frames stay listed
+    # a break inside DDP's code is also shown where the program called the model
+    call = next(i for i, text in enumerate((ranks["ws"] / "train_ddp_tiny.py").read_text().splitlines(), 1)
+                if "loss = model(" in text)
+    assert any(d["line"] == call and d["data"].get("call_site") for d in entry["diagnostics"])
     text = run_cli(str(ranks["trace"]), "--root", str(ranks["ws"]), cwd=ranks["ws"]).stdout
     assert "error: ranks part at compile" in text
 

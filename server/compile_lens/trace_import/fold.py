@@ -44,6 +44,7 @@ class SeenBreak:
     url: Optional[str]
     reason: str  # torch's message, untouched
     compile_ids: list[str] = field(default_factory=list)  # every compile that broke here
+    stack: list[tuple[str, int, str]] = field(default_factory=list)  # (path, line, function), outermost first
 
 
 @dataclass
@@ -92,6 +93,14 @@ def parse_break(payload: str) -> Optional[SeenBreak]:
     if at is None:
         return None
     lines = payload.splitlines()
+    stack = []  # "User code traceback:" (outermost first), up to torch's own traceback
+    if "User code traceback:" in lines:
+        for text in lines[lines.index("User code traceback:") + 1:]:
+            if text.startswith("Traceback"):
+                break
+            frame = STACK_FILE_RE.search(text)
+            if frame:
+                stack.append((frame.group(1), int(frame.group(2)), frame.group(3)))
     end = next((i for i, t in enumerate(lines) if "For more details about this graph break" in t), len(lines))
     lines = lines[:end]  # then the user traceback and torch's exception, which says it all again
     url = GB_URL_RE.search(payload)
@@ -107,7 +116,7 @@ def parse_break(payload: str) -> Optional[SeenBreak]:
         reason = next((t for t in lines if t.startswith("Graph Break Reason:")), "")
         gb_type = reason.partition(":")[2].strip()
     return SeenBreak(at.group(1), int(at.group(2)), url.group(2).upper() if url else None, gb_type, explanation,
-                     hints, url.group(1) if url else None, payload)
+                     hints, url.group(1) if url else None, payload, stack=stack)
 
 
 def reasons_of(payload: Optional[str]) -> list[str]:

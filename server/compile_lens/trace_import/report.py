@@ -61,8 +61,13 @@ def _target(fn: CompiledFunction, local: str, paths: PathMap, rank: int, ranked:
     breaks = []
     for b in fn.graph_breaks:
         path = paths.local(b.path) or b.path
+        # the user's frames of torch's traceback (a break inside a library is also shown where the
+        # workspace called into it), then the line that broke
+        stack = [Frame(local, line, name) for local, line, name in
+                 ((paths.local(p), line, name) for p, line, name in b.stack[:-1]) if local is not None]
+        stack.append(Frame(path, b.line, b.stack[-1][2] if b.stack else fn.name))
         breaks.append(GraphBreak(path, b.line, 1, b.line, 1, b.gb_id, b.gb_type, b.explanation, list(b.hints), b.url,
-                                 b.reason, [Frame(path, b.line, fn.name)], compile_id=b.compile_ids[0] if b.compile_ids else None))
+                                 b.reason, stack, compile_id=b.compile_ids[0] if b.compile_ids else None))
     recompiles = []
     for r in fn.recompiles:
         guard_path = (paths.local(r.path) or r.path) if r.path else None
@@ -79,6 +84,15 @@ def _findings(result: TargetResult, fn: CompiledFunction, path: str, rank: int, 
         seen = next((s for s in fn.graph_breaks if s.line == b.line and s.gb_type == b.gb_type), None)
         origin = _where(rank, seen.compile_ids if seen else [], ranked)
         found.append(dataclasses.replace(f, data={**f.data, "origin": [origin]}))
+    for br in result.graph_breaks:  # a break outside the workspace: also where the workspace called into it
+        callers = {f.path for f in br.stack[:-1]} - {path, br.path}
+        for caller in sorted(callers):
+            single = dataclasses.replace(result, graph_breaks=[br])
+            for f in fnd.graph_break_findings(single, caller):
+                if f.data.get("call_site"):
+                    seen = next((s for s in fn.graph_breaks if s.line == br.line and s.gb_type == br.gb_type), None)
+                    found.append(dataclasses.replace(
+                        f, data={**f.data, "origin": [_where(rank, seen.compile_ids if seen else [], ranked)]}))
     for f in fnd.recompile_findings(result, path):
         found.append(dataclasses.replace(f, data={**f.data, "origin": [f.data.get("variation", "")]}))
     return found
@@ -160,7 +174,8 @@ def import_trace(path: str, root: str, maps: Optional[list[tuple[str, str]]] = N
             report = reports.setdefault(where, FileReport(where))
             result = _target(fn, where, paths, rank, ranked)
             report.targets.append(result)
-            report.findings += _findings(result, fn, where, rank, ranked)
+            for finding in _findings(result, fn, where, rank, ranked):
+                reports.setdefault(finding.path, FileReport(finding.path)).findings.append(finding)
             extras.setdefault(where, []).append({
                 "rank": rank if ranked else None, "compile_s": round(fn.compile_s, 3), "cache": dict(fn.cache),
                 "compile_ids": list(fn.compile_ids), "frames": list(fn.frames), "recorded_path": fn.path,
