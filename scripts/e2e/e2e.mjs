@@ -1013,12 +1013,22 @@ const trusted = {
           throw new Error(`the traced run failed: ${(ran.stderr || '').slice(-400)}`);
         }
         const log = path.join(traceDir, fs.readdirSync(traceDir).find((n) => n.endsWith('.log')));
-        await wb.page.keyboard.press('Escape');
-        await wb.runCommand('Compile Lens: Import torch trace…');
-        const input = wb.page.locator('.quick-input-widget input');  // the workbench's own file dialog
+        // the palette, by hand: the file dialog opens in the same quick input, which never hides between
+        const page = wb.page;
+        await page.keyboard.press('Escape');
+        await page.keyboard.press('F1');
+        const input = page.locator('.quick-input-widget input');
         await input.waitFor({ state: 'visible', timeout: 10_000 });
+        await input.fill('>Compile Lens: Import torch trace');
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Import torch trace' }).first().click();
+        const deadline = Date.now() + 15_000;  // the workbench's own file dialog: its value is a folder path
+        while (Date.now() < deadline && !(await input.inputValue()).startsWith('/')) {
+          await sleep(200);
+        }
         await input.fill(log);
-        await wb.page.keyboard.press('Enter');
+        await sleep(500);
+        await page.keyboard.press('Enter');
+        await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 15_000 });
         await wb.showProblems();
         const imported = (rows) => rows.filter((row) => /imported trace/.test(row) && /train_tiny_lm|GB\d{4}/.test(row));
         const texts = await wb.waitForProblems((rows) => imported(rows).length > 0, 30_000, 'an imported-trace row');
