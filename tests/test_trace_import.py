@@ -222,6 +222,8 @@ def test_paths_by_unique_suffix_and_map(tmp_path):
     assert paths.local("/cluster/x/utils.py") == str(tmp_path / "a" / "utils.py")
     assert paths.local("/usr/lib/python3.11/site-packages/train.py") is None  # a package's, not the workspace's
     assert paths.local("/mnt/job/other.py") is None
+    assert paths.local("/opt/env/site-packages/x.py", listed=False) is None
+    assert "/opt/env/site-packages/x.py" not in paths.unmapped  # a traceback's frame: looked for, not listed
 
 
 def test_rank_divergence_shape():

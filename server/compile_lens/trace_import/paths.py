@@ -50,10 +50,16 @@ class PathMap:
                 self._by_name.setdefault(rel[-1], []).append(rel)
         return self._by_name
 
-    def local(self, remote: str) -> Optional[str]:
-        """The workspace file `remote` is, or None (then listed in `unmapped` with why)."""
+    def local(self, remote: str, *, listed: bool = True) -> Optional[str]:
+        """The workspace file `remote` is, or None (then listed in `unmapped` with why, unless not
+        `listed`: a frame of a traceback that is only looked for, not shown)."""
         if remote not in self._done:
+            before = dict(self.unmapped)
             self._done[remote] = self._find(remote)
+            if not listed:
+                self.unmapped = before
+        elif listed and self._done[remote] is None and remote not in self.unmapped:
+            self._find(remote)  # looked up unlisted before: say why now
         return self._done[remote]
 
     def _find(self, remote: str) -> Optional[str]:

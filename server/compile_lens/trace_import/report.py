@@ -64,7 +64,7 @@ def _target(fn: CompiledFunction, local: str, paths: PathMap, rank: int, ranked:
         # the user's frames of torch's traceback (a break inside a library is also shown where the
         # workspace called into it), then the line that broke
         stack = [Frame(local, line, name) for local, line, name in
-                 ((paths.local(p), line, name) for p, line, name in b.stack[:-1]) if local is not None]
+                 ((paths.local(p, listed=False), line, name) for p, line, name in b.stack[:-1]) if local is not None]
         stack.append(Frame(path, b.line, b.stack[-1][2] if b.stack else fn.name))
         breaks.append(GraphBreak(path, b.line, 1, b.line, 1, b.gb_id, b.gb_type, b.explanation, list(b.hints), b.url,
                                  b.reason, stack, compile_id=b.compile_ids[0] if b.compile_ids else None))
