@@ -12,6 +12,8 @@ export const MEASURE_ANYWAY = 'compileLens.measureAnyway';
 export const CLEAR_CACHE = 'compileLens.clearCache';
 export const SAVE_TRACE = 'compileLens.saveTrace';
 export const REPORT_HTML = 'compileLens.reportHtml';
+export const IMPORT_TRACE = 'compileLens.importTrace';
+export const CLEAR_IMPORTED_TRACE = 'compileLens.clearImportedTrace';
 
 /** Commands this extension registers and runs itself. */
 export const RESTART_SERVER = 'compileLens.restartServer';

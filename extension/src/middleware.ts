@@ -2,7 +2,7 @@
 // where the server declines or has something to say.
 import * as vscode from 'vscode';
 import type { Middleware } from 'vscode-languageclient/node';
-import { FILE_COMMANDS, SAVE_TRACE } from './constants';
+import { FILE_COMMANDS, IMPORT_TRACE, SAVE_TRACE } from './constants';
 
 /**
  * Palette invocations carry no arguments: fill in the active editor's document. A server command
@@ -19,9 +19,19 @@ export const commandMiddleware: Middleware = {
       }
       args = [uri.toString(), ...args.slice(1)];
     }
+    if (command === IMPORT_TRACE && (args.length === 0 || !args[0])) {
+      // a TORCH_TRACE folder (one log per rank) or one log; scripts and the e2e pass the path
+      const picked = await vscode.window.showOpenDialog({
+        canSelectFiles: true, canSelectFolders: true, canSelectMany: false, openLabel: 'Import torch trace',
+      });
+      if (!picked || picked.length === 0) {
+        return undefined;
+      }
+      args = [picked[0].fsPath];
+    }
     const result: unknown = await next(command, args);
-    const answer = result as { started?: unknown; reason?: unknown; dir?: unknown } | undefined;
-    if (answer && answer.started === false && typeof answer.reason === 'string') {
+    const answer = result as { started?: unknown; imported?: unknown; reason?: unknown; dir?: unknown } | undefined;
+    if (answer && (answer.started === false || answer.imported === false) && typeof answer.reason === 'string') {
       void vscode.window.showInformationMessage(`Compile Lens: ${answer.reason}`);
     } else if (command === SAVE_TRACE && answer && typeof answer.dir === 'string') {
       // the folder TORCH_TRACE would have written: `tlparse` reads each file in it

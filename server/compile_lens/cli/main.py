@@ -8,6 +8,7 @@ from typing import Optional
 
 from .. import __version__
 from .check import add_check_parser
+from .import_trace import add_import_parser
 from .record import add_record_parser
 from .report import add_report_parser
 from .trial import add_trial_parser
@@ -18,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"compile-lens {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_check_parser(sub)
+    add_import_parser(sub)
     add_record_parser(sub)
     add_report_parser(sub)
     add_trial_parser(sub)

@@ -16,6 +16,7 @@ from .features import (
     commands,  # analyzeFile, measure, clearCache, workerPids, stats
     diagnostics,  # lints + trace results, published on the scheduler's events
     hover,  # the target's card
+    imported_trace,  # compileLens.importTrace / clearImportedTrace: a torch trace made anywhere
     inlay_hints,  # the speedup after each torch.compile(...) call
     lifecycle,  # initialize, settings, workspace folders, shutdown, the client watch
     report,  # compileLens.reportHtml: the compile report webview
@@ -25,7 +26,7 @@ from .features import (
 from .state import CompileLensServer
 
 FEATURES = (lifecycle, text_sync, diagnostics, code_lens, inlay_hints, hover, code_actions, commands, report,
-            torch_trace)
+            torch_trace, imported_trace)
 
 server = CompileLensServer()
 for feature in FEATURES:

@@ -96,6 +96,7 @@ class CompileLensServer(LanguageServer):
         self.client_commands: set[str] = set()  # commands the client runs itself (initialization option)
         self.docs: dict[str, DocState] = {}
         self.foreign: dict[str, dict[str, list[Finding]]] = {}  # helper uri -> origin uri -> findings
+        self.imported: dict[str, list[Finding]] = {}  # uri -> findings of an imported torch trace (kept apart)
         self.traces: Optional[WorkerSlot] = None
         self.bench: Optional[WorkerSlot] = None
         self.runtime: dict[str, Any] = {}

@@ -16,6 +16,7 @@ from ...protocol import Finding
 from ...render import assembly
 from ...render import findings as fnd
 from ...render.lsp import to_diagnostic, uri_of
+from ...trace_import.report import SOURCE as IMPORTED_SOURCE
 from ..state import CompileLensServer, DocState
 
 # trace findings for the file, for other files (helpers) by uri, and the lines traced cleanly
@@ -100,7 +101,30 @@ def _send(ls: CompileLensServer, uri: str, version: Optional[int], found: list[F
             continue
         seen.add(key)
         diagnostics.append(to_diagnostic(f))
+    diagnostics += _imported(ls, uri, lines)
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+
+
+def _imported(ls: CompileLensServer, uri: str, lines: list[str]) -> list[lsp.Diagnostic]:
+    """An imported trace's findings (`compile-lens import`), beside the live ones, never replacing them."""
+    found = []
+    for f in ls.imported.get(uri, []):
+        f = fnd.whole_line(f, lines)
+        if not fnd.suppressed(f, lines):
+            diagnostic = to_diagnostic(f)
+            diagnostic.source = IMPORTED_SOURCE
+            found.append(diagnostic)
+    return found
+
+
+def republish(ls: CompileLensServer, uri: str) -> None:
+    """Publish a file's diagnostics again, open or not (an imported trace came or went)."""
+    state = ls.docs.get(uri)
+    if state is not None and state.open:
+        publish(ls, uri)
+    else:
+        found = [f for o in ls.foreign.get(uri, {}).values() for f in o]
+        _send(ls, uri, None, found, _read_lines(to_fs_path(uri) or uri))
 
 
 def _read_lines(path: str) -> list[str]:

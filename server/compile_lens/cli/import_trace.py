@@ -1,0 +1,120 @@
+"""`compile-lens import TRACE`: torch's structured trace of a run made anywhere (a `TORCH_TRACE`
+folder, one log per rank, or one log) on the workspace's lines: graph breaks, recompiles with the
+guard that failed, compile time and cache counts per compiled function and rank, and the ranks
+whose compiled programs part. Text, JSON and SARIF as `check` writes them; exit codes as `check`'s
+(0 nothing to warn about, 1 warnings or errors, 2 usage error or not a trace). No torch needed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from .. import __version__
+from ..render.cli_output import display_path, exit_code, render_json, render_text
+from ..render.sarif import render_sarif
+from ..trace_import.paths import parse_maps
+from ..trace_import.report import (
+    SOURCE,
+    Imported,
+    NotATrace,
+    divergence_text,
+    import_trace,
+    ranks_json,
+)
+from .common import finish, say
+
+# what `check` measures and a recorded frame does not have: null in the JSON, not "none"
+NOT_RECORDED = ("inputs", "benchmark", "export", "fallback_ops", "left_out")
+
+
+def import_json(imported: Imported) -> dict[str, Any]:
+    doc = render_json(imported.reports, torch_version=next((t.torch_version for t in imported.traces if t.torch_version), None),
+                      device=None, checks={"graph_breaks": True, "recompiles": True, "benchmark": False})  # type: ignore[arg-type]
+    by_path = {e["path"]: e for e in doc["files"]}
+    for report in imported.reports:
+        entry = by_path.get(report.path)
+        if entry is None:
+            continue
+        entry["mapped"] = report.path not in imported.unmapped
+        for target, extra in zip(entry["targets"], imported.target_extras.get(report.path, [])):
+            target.update(extra)
+            target.update({k: None for k in NOT_RECORDED})
+            target["phases"] = None
+    for entry in doc["files"]:
+        for diagnostic in entry["diagnostics"]:
+            diagnostic["source"] = SOURCE
+    doc["ranks"] = ranks_json(imported)
+    doc["rank_divergence"] = imported.rank_divergence
+    doc["unmapped"] = [{"path": p, "why": why} for p, why in sorted(imported.unmapped.items())]
+    doc["notes"] = list(imported.notes)
+    return doc
+
+
+def import_text(imported: Imported, root: str) -> str:
+    lines = []
+    version = next((t.torch_version for t in imported.traces if t.torch_version), "unknown")
+    lines.append(f"Imported torch trace: {len(imported.traces)} log{'s' if len(imported.traces) != 1 else ''} "
+                 f"(torch {version})")
+    for r in ranks_json(imported):
+        lines.append(f"  rank {r['rank']}: {os.path.basename(r['file'])}: {r['targets']} compiled functions, "
+                     f"{r['compiles']} compiles, {r['graph_breaks']} graph breaks, {r['recompiles']} recompiles, "
+                     f"compile {r['compile_s']:.1f} s, cache {r['cache']['hits']} hits / {r['cache']['misses']} misses")
+    for entry in imported.rank_divergence:
+        lines.append(f"error: {divergence_text(entry)}")
+    for note in imported.notes:
+        lines.append(f"note: {note}")
+    if imported.unmapped:
+        lines.append(f"Not mapped onto the workspace ({len(imported.unmapped)}; shown with the run's path):")
+        lines += [f"  {path}: {why}" for path, why in sorted(imported.unmapped.items())]
+    for report in imported.reports:
+        for t, extra in zip(report.targets, imported.target_extras.get(report.path, [])):
+            rank = f"rank {extra['rank']}: " if extra["rank"] is not None else ""
+            lines.append(f"{display_path(report.path, root)}:{t.line}: {rank}{t.name}: {len(extra['compile_ids'])} compiles "
+                         f"({', '.join(extra['compile_ids'])}), compile {extra['compile_s']:.1f} s, "
+                         f"cache {extra['cache']['hits']} hits / {extra['cache']['misses']} misses")
+    return "\n".join(lines) + "\n\n" + render_text(imported.reports, cwd=root)
+
+
+def add_import_parser(subparsers: Any) -> argparse.ArgumentParser:
+    imp = subparsers.add_parser("import", help="read torch's structured trace (TORCH_TRACE) of a run made anywhere",
+                                description=__doc__.split("\n\n")[0] if __doc__ else None)
+    imp.add_argument("trace", help="a TORCH_TRACE folder (dedicated_log_torch_trace_*.log, one per rank) or one log")
+    imp.add_argument("--root", metavar="DIR", default=".", help="the workspace the run's paths are mapped onto (default: .)")
+    imp.add_argument("--map", action="append", default=[], metavar="REMOTE_PREFIX=LOCAL_PREFIX", dest="maps",
+                     help="the run's REMOTE_PREFIX is LOCAL_PREFIX here; repeatable (else: the longest path "
+                          "suffix that exactly one workspace file has)")
+    imp.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    imp.add_argument("-o", "--output", help="write the report here instead of stdout")
+    imp.set_defaults(run=run_import)
+    return imp
+
+
+def run_import(args: argparse.Namespace) -> int:
+    if not os.path.isdir(args.root):
+        say(f"--root {args.root} is not a folder")
+        return 2
+    try:
+        maps = parse_maps(args.maps)
+        imported = import_trace(args.trace, os.path.abspath(args.root), maps)
+    except (ValueError, NotATrace) as exc:
+        print(f"compile-lens import: {exc}", file=sys.stderr)
+        return 2
+    root = os.path.abspath(args.root)
+    finish(imported.reports)
+    if args.format == "text":
+        text = import_text(imported, root)
+    elif args.format == "json":
+        text = json.dumps(import_json(imported), indent=2)
+    else:
+        text = json.dumps(render_sarif(imported.reports, tool_version=__version__, cwd=root), indent=2)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+    if imported.rank_divergence:
+        return 1
+    return exit_code(imported.reports)

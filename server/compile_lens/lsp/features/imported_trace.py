@@ -1,0 +1,63 @@
+"""`compileLens.importTrace [path?]` and `compileLens.clearImportedTrace`: torch's structured trace
+of a run made anywhere (`compile-lens import`), shown as diagnostics with their own source
+("Compile Lens (imported trace)") and where each came from ("rank 1, compile 0/1"), kept apart
+from the live results and never replacing them. Reading runs no code (allowed in an untrusted
+workspace) and happens off the event loop: a 500 MB log never blocks the editor."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ...render.lsp import uri_of
+from ...trace_import.report import NotATrace, divergence_text, import_trace, ranks_json
+from ..state import CompileLensServer
+from .diagnostics import republish
+
+log = logging.getLogger("compile_lens")
+
+IMPORT = "compileLens.importTrace"
+CLEAR = "compileLens.clearImportedTrace"
+
+
+async def import_command(ls: CompileLensServer, path: str) -> dict[str, Any]:
+    if not path:
+        return {"imported": False, "reason": "give a TORCH_TRACE folder or one dedicated_log_torch_trace_*.log"}
+    try:
+        imported = await asyncio.to_thread(import_trace, path, ls.root)
+    except NotATrace as exc:
+        return {"imported": False, "reason": str(exc)}
+    shown: dict[str, list] = {}
+    for report in imported.reports:
+        if report.path in imported.unmapped:
+            continue  # not a workspace file: listed in the answer, not published
+        shown.setdefault(uri_of(report.path), []).extend(report.findings)
+    touched = set(ls.imported) | set(shown)
+    ls.imported = shown
+    for uri in touched:
+        republish(ls, uri)
+    log.info("imported torch trace %s: %d findings in %d files", path, sum(map(len, shown.values())), len(shown))
+    return {"imported": True, "files": sorted(shown), "diagnostics": sum(len(v) for v in shown.values()),
+            "ranks": ranks_json(imported), "rank_divergence": imported.rank_divergence,
+            "divergence": [divergence_text(e) for e in imported.rank_divergence],
+            "unmapped": [{"path": p, "why": why} for p, why in sorted(imported.unmapped.items())],
+            "notes": imported.notes}
+
+
+def clear(ls: CompileLensServer) -> dict[str, Any]:
+    touched, ls.imported = set(ls.imported), {}
+    for uri in touched:
+        republish(ls, uri)
+    return {"cleared": len(touched)}
+
+
+def register(server: CompileLensServer) -> None:
+    @server.command(IMPORT)
+    async def import_trace_command(ls: CompileLensServer, *path: str) -> dict:
+        # the path is optional (the palette asks for it client-side); pygls wants every declared argument
+        return await import_command(ls, (path[0] if path else "") or "")
+
+    @server.command(CLEAR)
+    def clear_imported_trace_command(ls: CompileLensServer, *args: Any) -> dict:
+        return clear(ls)

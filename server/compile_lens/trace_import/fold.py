@@ -1,0 +1,270 @@
+"""One log's records → what torch recorded for one rank: the compiled frames (named as the user
+wrote them: a resume function is its user function), each with its graph breaks, recompiles (the
+guard that failed), compile time and cache hits/misses.
+
+Record shapes (torch 2.13, `torch/_logging/_internal.py` `trace_structured` and the callers):
+`str` [path, id] interns a file name that stacks name by id; `dynamo_start` {"stack": [{line, name,
+filename: id}]} opens a compile (its last frame is the compiled one); `artifact`
+`dynamo_graph_break_reason` (payload: torch's graph-break message, "Graph break in user code at
+FILE:LINE …"); `artifact` `recompile_reasons` (payload: a JSON list of guard failures — or, trap, one
+bare string); `compilation_metrics` (compile_id, co_name, co_filename, co_firstlineno,
+entire_frame_compile_time_s, fail_type, …); `bwd_compilation_metrics` (the backward's
+inductor_compile_time_s); `artifact` `fx_graph_cache_hit|miss`, `aotautograd_cache_hit|miss`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import IO, Optional
+
+from ..worker.frames import frame_name  # pure: no torch (the worker's naming rule, shared)
+from .reader import ReadStats, Record, read_records, torch_version_of
+
+BREAK_AT_RE = re.compile(r"Graph break in user code at (.+):(\d+)\s*$", re.M)
+GB_URL_RE = re.compile(r"(https?://\S+?/(gb\d{4})\.html)", re.I)
+REASON_ID_RE = re.compile(r"^\s*(\d+/\d+):\s*")
+STACK_FILE_RE = re.compile(r'File "(.+)", line (\d+), in (\S+)')
+COMMENT_LOC_RE = re.compile(r"#\s(\S+):(\d+) in (\S+)\s*$")
+RANK_IN_NAME_RE = re.compile(r"_rank_(\d+)_")
+CACHE_ARTIFACTS = {"fx_graph_cache_hit": "hits", "aotautograd_cache_hit": "hits",
+                   "fx_graph_cache_miss": "misses", "aotautograd_cache_miss": "misses"}
+
+
+@dataclass
+class SeenBreak:
+    path: str
+    line: int
+    gb_id: Optional[str]
+    gb_type: str
+    explanation: str
+    hints: list[str]
+    url: Optional[str]
+    reason: str  # torch's message, untouched
+    compile_ids: list[str] = field(default_factory=list)  # every compile that broke here
+    stack: list[tuple[str, int, str]] = field(default_factory=list)  # (path, line, function), outermost first
+
+
+@dataclass
+class SeenRecompile:
+    compile_id: str  # the compile this recompile made ("0/1")
+    failed: str  # the cache entry whose guard failed ("0/0")
+    guard: str  # the guard's text ("tensor 'idx' size mismatch at index 0. expected 4, actual 2")
+    reasons: list[str]  # every guard failure torch wrote, untouched
+    path: Optional[str]  # the user line the guard names, when torch gives one
+    line: Optional[int]
+    kind: str  # "automatic-dynamic" | "specialization" | "limit"
+    changed: str  # which input or value ("idx", "___stack0")
+
+
+@dataclass
+class CompiledFunction:
+    """A user function torch compiled (its resume functions folded in), on one rank."""
+
+    name: str  # as the user wrote it ("forward")
+    path: str  # as the run saw it (the remote path)
+    line: int  # its first line (the `def`, when torch compiled the function itself)
+    frames: list[int] = field(default_factory=list)  # torch's frame ids
+    compile_ids: list[str] = field(default_factory=list)
+    compile_s: float = 0.0  # forward frame compiles + their backward compiles, seconds
+    cache: dict[str, int] = field(default_factory=lambda: {"hits": 0, "misses": 0})
+    graph_breaks: list[SeenBreak] = field(default_factory=list)
+    recompiles: list[SeenRecompile] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # compiles that failed: "0/2: fail_type: reason"
+
+
+@dataclass
+class RankTrace:
+    """What one log (one process, one rank) recorded."""
+
+    file: str
+    rank: Optional[int]
+    stats: ReadStats
+    functions: list[CompiledFunction] = field(default_factory=list)
+    events: list[tuple[str, str, str, Optional[str]]] = field(default_factory=list)  # (compile id, function, what, guard)
+    torch_version: Optional[str] = None
+
+
+def parse_break(payload: str) -> Optional[SeenBreak]:
+    """torch's graph-break message (the `dynamo_graph_break_reason` artifact) as its parts."""
+    at = BREAK_AT_RE.search(payload)
+    if at is None:
+        return None
+    lines = payload.splitlines()
+    stack = []  # "User code traceback:" (outermost first), up to torch's own traceback
+    if "User code traceback:" in lines:
+        for text in lines[lines.index("User code traceback:") + 1:]:
+            if text.startswith("Traceback"):
+                break
+            frame = STACK_FILE_RE.search(text)
+            if frame:
+                stack.append((frame.group(1), int(frame.group(2)), frame.group(3)))
+    end = next((i for i, t in enumerate(lines) if "For more details about this graph break" in t), len(lines))
+    lines = lines[:end]  # then the user traceback and torch's exception, which says it all again
+    url = GB_URL_RE.search(payload)
+    explanation, hints, gb_type = "", [], ""
+    for i, text in enumerate(lines):
+        stripped = text.strip()
+        if stripped.startswith("Explanation:") and not explanation:
+            explanation = stripped.partition(":")[2].strip()
+            gb_type = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        elif stripped.startswith("Hint:"):
+            hints.append(stripped.partition(":")[2].strip())
+    if not gb_type:
+        reason = next((t for t in lines if t.startswith("Graph Break Reason:")), "")
+        gb_type = reason.partition(":")[2].strip()
+    return SeenBreak(at.group(1), int(at.group(2)), url.group(2).upper() if url else None, gb_type, explanation,
+                     hints, url.group(1) if url else None, payload, stack=stack)
+
+
+def reasons_of(payload: Optional[str]) -> list[str]:
+    """`recompile_reasons`: a JSON list of guard failures, or one bare string though it says JSON."""
+    if not payload:
+        return []
+    try:
+        found = json.loads(payload)
+    except ValueError:
+        return [payload]
+    if isinstance(found, list):
+        return [str(r) for r in found]
+    return [str(found)]
+
+
+def _changed(guard: str) -> str:
+    tensor = re.match(r"^tensor '(.+?)'", guard)
+    if tensor:
+        return re.sub(r"\b[LG]\['([^']+)'\]", r"\1", tensor.group(1))
+    name = re.match(r"^([\w.\[\]'\"]+?)\s*(?:==|!=|is|<|>)", guard)
+    return re.sub(r"\b[LG]\['([^']+)'\]", r"\1", name.group(1)) if name else guard.split()[0] if guard else "?"
+
+
+def parse_recompile(compile_id: str, reasons: list[str], limit: bool) -> SeenRecompile:
+    first = reasons[0] if reasons else ""
+    failed_id = REASON_ID_RE.match(first)
+    body = first[failed_id.end():] if failed_id else first
+    head = body.splitlines()[0] if body else ""
+    guard = re.split(r"\s{2,}#\s|\s#\s", head, maxsplit=1)[0].strip()
+    path = line = None
+    stack = STACK_FILE_RE.findall(body)
+    if stack:
+        path, line = stack[-1][0], int(stack[-1][1])
+    if limit:
+        kind = "limit"
+    elif "size mismatch" in guard or "stride mismatch" in guard:
+        kind = "automatic-dynamic"  # a size change: torch then marks the dimension dynamic
+    else:
+        kind = "specialization"
+    return SeenRecompile(compile_id, failed_id.group(1) if failed_id else "", guard, reasons, path, line, kind,
+                         _changed(guard))
+
+
+class _Folder:
+    def __init__(self, trace: RankTrace):
+        self.trace = trace
+        self.strings: dict[int, str] = {}
+        self.by_frame: dict[int, CompiledFunction] = {}
+        self.by_name: dict[tuple[str, str], CompiledFunction] = {}
+        self.pending_reasons: dict[str, list[str]] = {}
+
+    def function(self, frame: int, name: str, path: str, line: int) -> CompiledFunction:
+        if frame in self.by_frame:
+            return self.by_frame[frame]
+        user = frame_name(name)
+        key = (path, user)
+        found = self.by_name.get(key)
+        if found is None:
+            found = self.by_name[key] = CompiledFunction(user, path, line)
+            self.trace.functions.append(found)
+        elif user == name:  # the function itself: its line is the def's (a resume function's is the break's)
+            found.line = line
+        found.frames.append(frame)
+        self.by_frame[frame] = found
+        return found
+
+    def add(self, record: Record) -> None:
+        kind, meta, cid = record.kind, record.meta, record.compile_id
+        frame = record.context.get("frame_id")
+        if self.trace.rank is None and isinstance(record.context.get("rank"), int):
+            self.trace.rank = record.context["rank"]
+        if kind == "str" and isinstance(meta, list) and len(meta) == 2:
+            self.strings[meta[1]] = str(meta[0])
+        elif kind == "dynamo_start" and isinstance(meta, dict) and frame is not None:
+            stack = meta.get("stack") or []
+            top = stack[-1] if stack and isinstance(stack[-1], dict) else {}
+            name, line = str(top.get("name", "?")), int(top.get("line") or 0)
+            path = self.strings.get(top.get("filename"), str(top.get("filename", "?")))
+            self.function(frame, name, path, line)
+        elif kind == "artifact" and isinstance(meta, dict):
+            self.artifact(str(meta.get("name")), record, frame, cid)
+        elif kind == "compilation_metrics" and isinstance(meta, dict):
+            self.metrics(meta, frame, cid)
+        elif kind == "bwd_compilation_metrics" and isinstance(meta, dict):
+            fn = self._of_compile(meta.get("compile_id"))
+            if fn is not None:
+                fn.compile_s += float(meta.get("inductor_compile_time_s") or 0.0)
+
+    def _of_compile(self, compile_id: object) -> Optional[CompiledFunction]:
+        if not isinstance(compile_id, str) or "/" not in compile_id:
+            return None
+        head = compile_id.split("/")[0].lstrip("!")
+        return self.by_frame.get(int(head)) if head.isdigit() else None
+
+    def artifact(self, name: str, record: Record, frame: Optional[int], cid: Optional[str]) -> None:
+        if name == "torch_version":
+            self.trace.torch_version = torch_version_of(record) or self.trace.torch_version
+            return
+        fn = self.by_frame.get(frame) if frame is not None else None
+        if name in CACHE_ARTIFACTS and fn is not None:
+            fn.cache[CACHE_ARTIFACTS[name]] += 1
+        elif name == "dynamo_graph_break_reason" and fn is not None and record.payload:
+            seen = parse_break(record.payload)
+            if seen is None:
+                return
+            same = next((b for b in fn.graph_breaks if (b.path, b.line, b.gb_type) == (seen.path, seen.line, seen.gb_type)), None)
+            if same is None:
+                fn.graph_breaks.append(seen)
+                same = seen
+                self.trace.events.append((cid or "?", fn.name, f"graph break at {os.path.basename(seen.path)}:{seen.line}",
+                                          None))
+            if cid and cid not in same.compile_ids:
+                same.compile_ids.append(cid)
+        elif name == "recompile_reasons" and cid is not None:
+            self.pending_reasons[cid] = reasons_of(record.payload)
+
+    def metrics(self, meta: dict, frame: Optional[int], cid: Optional[str]) -> None:
+        cid = str(meta.get("compile_id") or cid or "?")
+        fn = self.by_frame.get(frame) if frame is not None else self._of_compile(cid)
+        if fn is None and meta.get("co_name"):
+            fn = self.function(frame if frame is not None else -1, str(meta["co_name"]), str(meta.get("co_filename")),
+                               int(meta.get("co_firstlineno") or 0))
+        if fn is None:
+            return
+        if cid not in fn.compile_ids:
+            fn.compile_ids.append(cid)
+        fn.compile_s += float(meta.get("entire_frame_compile_time_s") or 0.0)
+        fail_type = meta.get("fail_type")
+        limit = bool(fail_type) and "RecompileLimit" in str(fail_type) or "recompile_limit" in str(meta.get("fail_reason"))
+        if fail_type:
+            fn.failures.append(f"{cid}: {fail_type}: {str(meta.get('fail_reason') or '').splitlines()[0:1]}")
+        reasons = self.pending_reasons.pop(cid, None)
+        if reasons is not None or limit:
+            seen = parse_recompile(cid, reasons or [str(meta.get("fail_reason") or "")], limit)
+            fn.recompiles.append(seen)
+            self.trace.events.append((cid, fn.name, f"recompile of `{fn.name}`", seen.guard))
+
+
+def fold(stream: IO[str], file: str) -> RankTrace:
+    """Read one log; never raises on its content (what could not be read is in `trace.stats`)."""
+    match = RANK_IN_NAME_RE.search(os.path.basename(file))
+    trace = RankTrace(file, int(match.group(1)) if match else None, ReadStats())
+    folder = _Folder(trace)
+    for record in read_records(stream, trace.stats):
+        folder.add(record)
+    for cid, reasons in folder.pending_reasons.items():  # a recompile whose compile the log does not finish
+        fn = folder._of_compile(cid)
+        if fn is not None:
+            fn.recompiles.append(parse_recompile(cid, reasons, False))
+            trace.events.append((cid, fn.name, f"recompile of `{fn.name}`", fn.recompiles[-1].guard))
+    return trace
