@@ -35,7 +35,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("record")
     shutil.copy(FIXTURE, root / "train.py")
     plain = _run([sys.executable, "train.py"], root)
-    recorded = _run([sys.executable, "-m", "compile_lens.record", "--", sys.executable, "train.py"], root)
+    recorded = _run([sys.executable, "-m", "compile_lens.cli", "record", "--", sys.executable, "train.py"], root)
     return root, plain, recorded
 
 

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from ..config import find_root, load_project_config
 from ..cost import CostInputs
+from ..render import trial_text
 from ..settings import Settings
 from ..trial import runner, store, summary
 from .common import add_program
@@ -168,7 +169,7 @@ def run_trial(args: argparse.Namespace) -> int:
     figures["cold"] = args.cold
     figures["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": _load()}
     figures["cost"] = summary.bill(figures, bill_inputs(args, _settings(root, find_root(root))))
-    print(summary.render_text(figures), file=sys.stderr)
+    print(trial_text.render_text(figures), file=sys.stderr)
     saved = store.write(find_root(root), figures, command=shlex.join(program), base=root)
     if saved:
         _say(f"figures saved in {os.path.relpath(saved)} (the report and the editor's hover card read them)")

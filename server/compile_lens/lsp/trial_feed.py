@@ -13,7 +13,7 @@ from ..config import load_project_config
 from ..cost import CostInputs
 from ..render.cards import trial_line
 from ..settings import Settings
-from . import store, summary
+from ..trial import store, summary
 
 _BILL_FIELDS = ("gpu_price", "gpus", "hours_per_month", "steps_per_run", "runs_per_month", "restarts_per_run",
                 "migration_days", "day_rate")
