@@ -20,9 +20,9 @@ import torch
 
 from compile_lens.discovery import discover
 from compile_lens.discovery.inputs import resolve_inputs
-from compile_lens.worker.graph_breaks import trace_graph_breaks
+from compile_lens.worker.breaks.graph_breaks import trace_graph_breaks
+from compile_lens.worker.breaks.recompiles import sweep_recompiles
 from compile_lens.worker.loader import TargetError, build_target, import_file
-from compile_lens.worker.recompiles import sweep_recompiles
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -31,10 +31,17 @@ except ImportError:  # until the package is installed: run from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec, Timing, from_dict  # noqa: E402
-from compile_lens.worker import benchmark as bench  # noqa: E402
-from compile_lens.worker import memory  # noqa: E402
-from compile_lens.worker import timing as tm  # noqa: E402
 from compile_lens.worker.loader import TargetError, build_target, import_file  # noqa: E402
+from compile_lens.worker.measure import (  # noqa: E402
+    accuracy,
+    cold_compile,
+    devices,
+    memory,  # noqa: E402
+    workload,
+)
+from compile_lens.worker.measure import benchmark as bench  # noqa: E402
+from compile_lens.worker.measure import timing as tm  # noqa: E402
+from compile_lens.worker.measure import verdict as verdicts  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 MODELS = str(FIXTURES / "bench_models.py")
@@ -234,7 +241,7 @@ def test_plain_function(module, no_children):
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the fallback of a machine without CUDA")
 def test_cuda_falls_back_to_cpu_with_a_note(module, no_children):
-    assert bench.resolve_device("cuda")[0] == "cpu"
+    assert devices.resolve_device("cuda")[0] == "cpu"
     b = quick(module, "Frozen", device="cuda")
     assert b.device == "cpu"
     assert any(n.startswith("device:") and "cuda" in n for n in b.notes)
@@ -242,10 +249,10 @@ def test_cuda_falls_back_to_cpu_with_a_note(module, no_children):
 
 
 def test_resolve_device():
-    assert bench.resolve_device("cpu") == ("cpu", None)
-    assert bench.resolve_device("auto")[0] == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert devices.resolve_device("cpu") == ("cpu", None)
+    assert devices.resolve_device("auto")[0] == ("cuda" if torch.cuda.is_available() else "cpu")
     if torch.cuda.is_available():
-        assert bench.resolve_device("cuda") == ("cuda", None)
+        assert devices.resolve_device("cuda") == ("cuda", None)
 
 
 def test_out_of_memory_is_a_clear_problem(module, no_children):
@@ -258,10 +265,10 @@ def test_out_of_memory_is_a_clear_problem(module, no_children):
 
 
 def test_oom_detection():
-    assert bench.is_oom(torch.OutOfMemoryError("CUDA out of memory"))
-    assert bench.is_oom(RuntimeError("CUDA error: out of memory"))
-    assert bench.is_oom(RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"))
-    assert not bench.is_oom(RuntimeError("shape mismatch"))
+    assert devices.is_oom(torch.OutOfMemoryError("CUDA out of memory"))
+    assert devices.is_oom(RuntimeError("CUDA error: out of memory"))
+    assert devices.is_oom(RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"))
+    assert not devices.is_oom(RuntimeError("shape mismatch"))
 
 
 # --- the child process protocol ------------------------------------------------------------
@@ -272,7 +279,7 @@ def child_job(name: str, tasks: list[str], inputs: str = TINY_INPUTS, path: str 
 
 
 def test_child_result_is_not_mixed_with_user_prints(tmp_path, capfd):
-    result = bench.run_child(child_job("Tiny", ["memory_eager"]), cache_dir=str(tmp_path), timeout=120)
+    result = cold_compile.run_child(child_job("Tiny", ["memory_eager"]), cache_dir=str(tmp_path), timeout=120)
     label = "max_memory_allocated" if DEVICE.startswith("cuda") else "profiler memory events"
     assert result["memory"]["eager"] > 0 and label in result["memory"]["method"]
     assert result["memory"]["compiled"] is None and result["compile_s"] == {}
@@ -283,8 +290,8 @@ def test_child_result_is_not_mixed_with_user_prints(tmp_path, capfd):
 def test_child_prints_do_not_reach_the_result_file(tmp_path):
     """Run the child as the worker does, reading its stdout: prints there, result in the file."""
     job = dict(child_job("Tiny", ["memory_eager"]), result_path=str(tmp_path / "r.json"))
-    env = bench._child_env(str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-m", bench.CHILD_MODULE, json.dumps(job)],
+    env = cold_compile._child_env(str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", cold_compile.CHILD_MODULE, json.dumps(job)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "building Tiny" in proc.stdout and "a C-level style write to fd 1" in proc.stdout
@@ -294,18 +301,18 @@ def test_child_prints_do_not_reach_the_result_file(tmp_path):
 
 def test_child_reports_errors_as_problems(tmp_path):
     with pytest.raises(TargetError) as info:
-        bench.run_child(child_job("Hungry", ["memory_eager"]), cache_dir=str(tmp_path), timeout=120)
+        cold_compile.run_child(child_job("Hungry", ["memory_eager"]), cache_dir=str(tmp_path), timeout=120)
     assert info.value.problem.kind == "oom"
     missing = child_job("Tiny", ["memory_eager"], path=str(tmp_path / "gone.py"))
     with pytest.raises(TargetError) as info:
-        bench.run_child(missing, cache_dir=str(tmp_path), timeout=120)
+        cold_compile.run_child(missing, cache_dir=str(tmp_path), timeout=120)
     assert info.value.problem.kind == "import"
 
 
 def test_child_timeout_kills_it(tmp_path):
     started = time.perf_counter()
     with pytest.raises(TargetError) as info:
-        bench.run_child(child_job("Tiny", ["compile"]), cache_dir=str(tmp_path), timeout=0.5)
+        cold_compile.run_child(child_job("Tiny", ["compile"]), cache_dir=str(tmp_path), timeout=0.5)
     problem = info.value.problem
     assert problem.kind == "timeout"
     assert "stopped during" in problem.message and "nothing of the measurement was kept" in problem.message
@@ -320,53 +327,53 @@ def timing(eager, compiled, e_iqr=0.01, c_iqr=0.01) -> Timing:
 
 
 def test_break_even():
-    assert bench.break_even(10.0, timing(2.0, 1.0)) == 10_000
-    assert bench.break_even(10.0, timing(1.0, 1.0)) is None
-    assert bench.break_even(10.0, timing(0.88, 1.0)) is None
-    assert bench.break_even(None, timing(2.0, 1.0)) is None
-    assert bench.break_even(0.0001, timing(2.0, 1.0)) == 1
+    assert verdicts.break_even(10.0, timing(2.0, 1.0)) == 10_000
+    assert verdicts.break_even(10.0, timing(1.0, 1.0)) is None
+    assert verdicts.break_even(10.0, timing(0.88, 1.0)) is None
+    assert verdicts.break_even(None, timing(2.0, 1.0)) is None
+    assert verdicts.break_even(0.0001, timing(2.0, 1.0)) == 1
 
 
 def test_verdicts():
-    slower = bench.verdict("cpu", timing(0.88, 1.0), None, 10.0, None, 0, True)
+    slower = verdicts.verdict("cpu", timing(0.88, 1.0), None, 10.0, None, 0, True)
     assert "0.88× (slower) on cpu" in slower
-    assert "no clear gain" in bench.verdict("cpu", timing(1.05, 1.0), None, 10.0, 1, 0, True)
+    assert "no clear gain" in verdicts.verdict("cpu", timing(1.05, 1.0), None, 10.0, 1, 0, True)
     noisy = timing(1.5, 1.0, e_iqr=0.6, c_iqr=0.6)  # 1.5× but the spreads overlap
-    assert "no clear gain" in bench.verdict("cpu", noisy, None, 10.0, 1, 0, True)
-    good = bench.verdict("cuda", timing(1.0, 1.0), timing(2.0, 1.0), 14.2, 870, 0, True)
+    assert "no clear gain" in verdicts.verdict("cpu", noisy, None, 10.0, 1, 0, True)
+    good = verdicts.verdict("cuda", timing(1.0, 1.0), timing(2.0, 1.0), 14.2, 870, 0, True)
     assert good.startswith("worth it: 2.00× train step on cuda") and "870" in good
-    assert "long runs" in bench.verdict("cuda", timing(2, 1), None, 100.0, 10**6, 0, True)
-    assert "check" in bench.verdict("cuda", timing(2, 1), None, 1.0, 10, 0, False)
-    assert "5 graph breaks" in bench.verdict("cuda", timing(2, 1), None, 1.0, 10, 5, True)
+    assert "long runs" in verdicts.verdict("cuda", timing(2, 1), None, 100.0, 10**6, 0, True)
+    assert "check" in verdicts.verdict("cuda", timing(2, 1), None, 1.0, 10, 0, False)
+    assert "5 graph breaks" in verdicts.verdict("cuda", timing(2, 1), None, 1.0, 10, 5, True)
 
 
 def test_compare_is_safe_near_zero():
     e = [torch.tensor([1e-9, 1.0, -2.0])]
-    small = bench.compare(e, [torch.tensor([2e-9, 1.0, -2.0])])
+    small = accuracy.compare(e, [torch.tensor([2e-9, 1.0, -2.0])])
     assert small["abs"] == pytest.approx(1e-9) and small["rel"] < 1e-8 and not small["exceeds"]
-    big = bench.compare(e, [torch.tensor([1e-9, 1.1, -2.0])])
+    big = accuracy.compare(e, [torch.tensor([1e-9, 1.1, -2.0])])
     assert big["abs"] == pytest.approx(0.1, rel=1e-5) and big["rel"] == pytest.approx(0.05, rel=1e-5)
     assert big["exceeds"]
-    assert bench.compare(e, [torch.zeros(2)])["problem"]
+    assert accuracy.compare(e, [torch.zeros(2)])["problem"]
     nan = torch.tensor([float("nan"), 1.0])
-    assert bench.compare([nan], [nan.clone()])["abs"] == 0
-    assert bench.compare([nan], [torch.tensor([0.0, 1.0])])["problem"]
-    half = bench.compare([torch.ones(3, dtype=torch.float16)], [torch.ones(3, dtype=torch.float16) * 1.001])
-    assert not half["exceeds"] and half["rtol"] == bench.TOLERANCES[torch.float16][0]
+    assert accuracy.compare([nan], [nan.clone()])["abs"] == 0
+    assert accuracy.compare([nan], [torch.tensor([0.0, 1.0])])["problem"]
+    half = accuracy.compare([torch.ones(3, dtype=torch.float16)], [torch.ones(3, dtype=torch.float16) * 1.001])
+    assert not half["exceeds"] and half["rtol"] == accuracy.TOLERANCES[torch.float16][0]
 
 
 def test_to_device_and_describe_inputs():
     x = torch.randn(2, 3, requires_grad=True)
     args = (x, [torch.ones(4, dtype=torch.int64)], {"k": 3}, 1.5)
-    moved = bench.to_device(args, "cpu")
+    moved = devices.to_device(args, "cpu")
     assert moved[0] is x and isinstance(moved[1], list) and moved[2] == {"k": 3}
-    assert bench.describe_inputs(args) == "float32[2, 3] requires_grad, [int64[4]], {k: 3}, 1.5"
+    assert workload.describe_inputs(args) == "float32[2, 3] requires_grad, [int64[4]], {k: 3}, 1.5"
 
 
 def test_quantile_matches_torch():
     values = sorted([3.0, 1.0, 4.0, 1.5, 9.0, 2.6])
     for q in (0.25, 0.5, 0.75):
-        assert bench.quantile(values, q) == pytest.approx(torch.tensor(values).quantile(q).item())
+        assert verdicts.quantile(values, q) == pytest.approx(torch.tensor(values).quantile(q).item())
 
 
 # --- statistics that know when they do not know ---------------------------------------------
@@ -391,7 +398,7 @@ def test_steady_timings_are_conclusive_and_stop_early():
     lo, hi = t.speedup_ci
     assert 1.9 < lo <= t.speedup <= hi < 2.1
     assert t.rounds == tm.MIN_ROUNDS  # it knows after the minimum: the budget is not spent
-    b = bench.verdict("cpu", t, None, 10.0, bench.break_even(10.0, t), 0, True, {"other_cpu_percent": 3.0})
+    b = verdicts.verdict("cpu", t, None, 10.0, verdicts.break_even(10.0, t), 0, True, {"other_cpu_percent": 3.0})
     assert b.startswith("worth it: 2.0") and "inconclusive" not in b
 
 
@@ -409,11 +416,11 @@ def test_noisy_timings_are_inconclusive_after_using_the_budget():
     lo, hi = t.speedup_ci
     assert lo <= 1.0 <= hi or hi - lo > tm.MAX_CI_WIDTH * t.speedup
     busy = {"other_cpu_percent": 180.0, "cpus": 2}
-    words = bench.verdict("cpu", t, t, 10.0, bench.break_even(10.0, t), 0, True, busy)
+    words = verdicts.verdict("cpu", t, t, 10.0, verdicts.break_even(10.0, t), 0, True, busy)
     assert words.startswith("inconclusive (train step on cpu): machine busy: other processes used 180% CPU "
                             "during timing (2 CPUs) — re-measure when idle")
     assert f"{t.speedup:.2f}×" not in words
-    assert bench.break_even(10.0, t) is None  # no payback from a figure that is not one
+    assert verdicts.break_even(10.0, t) is None  # no payback from a figure that is not one
 
 
 def test_interval_that_contains_one_is_inconclusive():
@@ -424,7 +431,7 @@ def test_interval_that_contains_one_is_inconclusive():
     jitter = [0.99, 1.01, 1.0, 0.995, 1.005, 1.0, 0.99, 1.01, 1.0, 1.002]
     quiet = tm.timing_of(tm.Paired([1e-3 * j for j in jitter], [1e-3 * j for j in reversed(jitter)]))
     assert not quiet.conclusive
-    assert "no measurable difference" in bench.inconclusive_why(quiet, {"other_cpu_percent": 1.0})
+    assert "no measurable difference" in verdicts.inconclusive_why(quiet, {"other_cpu_percent": 1.0})
 
 
 def test_bootstrap_interval_is_seeded_and_brackets_the_median():
@@ -463,7 +470,7 @@ def _figures(conclusive: bool) -> Benchmark:
     return Benchmark("cpu", "Xeon (2 threads)", "default", fwd, None, {"cold": 12.0, "warm": 2.0},
                      9000 if conclusive else None, {"eager": 262144, "compiled": 262144, "method": "m"},
                      {"output": 0.0, "grad": None}, {"output": 0.0, "grad": None},
-                     bench.verdict("cpu", fwd, None, 12.0, 9000, 0, True, busy), conclusive=conclusive,
+                     verdicts.verdict("cpu", fwd, None, 12.0, 9000, 0, True, busy), conclusive=conclusive,
                      contention=busy)
 
 
@@ -574,4 +581,4 @@ def test_guard_latency_and_warm_cache_come_from_torch_metrics(measured):
     assert b.warm_cache["hits"] > 0  # the warm compile really read Inductor's/AOTAutograd's caches
     guard_notes = [n for n in b.notes if n.startswith("guards:")]
     compiled_us = b.forward.compiled_ms * 1e3
-    assert bool(guard_notes) == (bench.GUARD_SHARE * compiled_us < b.guard_latency_us <= compiled_us)
+    assert bool(guard_notes) == (verdicts.GUARD_SHARE * compiled_us < b.guard_latency_us <= compiled_us)

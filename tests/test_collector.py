@@ -13,10 +13,10 @@ import pytest
 from compile_lens.discovery import discover
 from compile_lens.discovery.inputs import resolve_inputs
 from compile_lens.protocol import InputRecipe, TargetSpec
-from compile_lens.worker import collector
-from compile_lens.worker.graph_breaks import trace_graph_breaks
+from compile_lens.worker.breaks import collector
+from compile_lens.worker.breaks.graph_breaks import trace_graph_breaks
+from compile_lens.worker.breaks.recompiles import sweep_recompiles
 from compile_lens.worker.loader import TargetError, build_target, import_file
-from compile_lens.worker.recompiles import sweep_recompiles
 
 REPO = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -173,7 +173,7 @@ class Outer(nn.Module):
 def test_a_break_is_described_from_what_torch_formatted_it_from(tmp_path, monkeypatch):
     """Type, explanation, hints and the frame a loop's break skips come from torch's data: with the
     text readers switched off the breaks are the same (GB7000 at the loop, the inner break kept)."""
-    from compile_lens.worker import graph_breaks
+    from compile_lens.worker.breaks import graph_breaks
 
     helper = tmp_path / "helper_loop.py"
     helper.write_text(LOOP_IN_A_HELPER)
@@ -217,7 +217,8 @@ def test_a_compile_refused_by_the_recompile_limit_is_known_by_torchs_break_type(
 
     import torch
 
-    from compile_lens.worker import dynamo, recompiles
+    from compile_lens.worker import dynamo
+    from compile_lens.worker.breaks import recompiles
 
     def double(x):
         return x * 2

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from compile_lens.protocol import InputRecipe, TargetSpec, Timing
-from compile_lens.worker import benchmark as bench
+from compile_lens.worker.breaks.recompiles import sweep_recompiles
 from compile_lens.worker.loader import build_target, import_file
-from compile_lens.worker.recompiles import sweep_recompiles
+from compile_lens.worker.measure import verdict
 
 MODELS = str(Path(__file__).parent / "fixtures" / "recompiles" / "models.py")
 
@@ -45,21 +45,21 @@ def _timing(compiled_ms: float) -> Timing:
 
 
 def test_guard_cost_is_said_only_when_it_is_a_real_share_of_the_call():
-    assert bench._metric_notes(50.0, _timing(2.0), {"hits": 3, "misses": 0}) == []  # 2.5 %: not worth a word
-    [note] = bench._metric_notes(400.0, _timing(2.0), None)  # 20 % of a 2 ms forward
+    assert verdict._metric_notes(50.0, _timing(2.0), {"hits": 3, "misses": 0}) == []  # 2.5 %: not worth a word
+    [note] = verdict._metric_notes(400.0, _timing(2.0), None)  # 20 % of a 2 ms forward
     assert note.startswith("guards:") and "400 µs" in note and "20%" in note
-    assert bench._metric_notes(None, _timing(0.01), None) == []  # not recorded: nothing said
+    assert verdict._metric_notes(None, _timing(0.01), None) == []  # not recorded: nothing said
     # torch's one cold timing above the whole steady call is no per-call cost (seen: 97 µs vs 39 µs)
-    assert bench._metric_notes(97.0, _timing(0.0393), None) == []
+    assert verdict._metric_notes(97.0, _timing(0.0393), None) == []
 
 
 def test_a_warm_compile_that_missed_the_caches_says_so():
-    [note] = bench._metric_notes(None, _timing(1.0), {"hits": 1, "misses": 2})
+    [note] = verdict._metric_notes(None, _timing(1.0), {"hits": 1, "misses": 2})
     assert note.startswith("warm compile:") and "missed 2" in note
 
 
 def test_each_graph_break_names_the_compile_that_broke(module):
-    from compile_lens.worker.graph_breaks import trace_graph_breaks
+    from compile_lens.worker.breaks.graph_breaks import trace_graph_breaks
 
     line = next(i for i, t in enumerate(Path(MODELS).read_text().splitlines(), 1) if t.startswith("class Chatty"))
     spec = TargetSpec("Chatty", "module", line, inputs=InputRecipe("directive", "(torch.randn(8, 16),)"))

@@ -20,8 +20,8 @@ except ImportError:  # until the package is installed: run from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec, Timing  # noqa: E402
-from compile_lens.worker import deployment as dep  # noqa: E402
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
+from compile_lens.worker.measure import deployment as dep  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "deployment"
 MODELS = str(FIXTURES / "deploy_models.py")
@@ -232,8 +232,8 @@ def _canned_benchmark() -> Benchmark:
 
 def test_the_benchmark_stage_fills_export_fallbacks_and_report_and_survives_their_failures(monkeypatch):
     """Canned figures (no compile): a failing export check loses nothing else."""
-    from compile_lens.worker import benchmark as bench
     from compile_lens.worker import jobs
+    from compile_lens.worker.measure import benchmark as bench
 
     monkeypatch.setattr(bench, "run_benchmark", lambda *a, **k: _canned_benchmark())
 

@@ -14,8 +14,8 @@ import pytest
 
 from compile_lens.discovery import discover
 from compile_lens.discovery.inputs import resolve_inputs
-from compile_lens.worker.collector import CompileCollector
-from compile_lens.worker.graph_breaks import distinct_breaks, trace_graph_breaks
+from compile_lens.worker.breaks.collector import CompileCollector
+from compile_lens.worker.breaks.graph_breaks import distinct_breaks, trace_graph_breaks
 from compile_lens.worker.loader import build_target, import_file
 
 REPO = Path(__file__).parent.parent

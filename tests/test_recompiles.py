@@ -22,9 +22,9 @@ except ImportError:  # until the package is installed: run from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
 from compile_lens.protocol import InputRecipe, Recompile, TargetSpec  # noqa: E402
-from compile_lens.worker import collector, log_text, recompile_kinds, recompiles, variations  # noqa: E402
+from compile_lens.worker.breaks import collector, log_text, recompile_kinds, recompiles, variations  # noqa: E402
+from compile_lens.worker.breaks.recompiles import sweep_recompiles  # noqa: E402
 from compile_lens.worker.loader import TargetError, build_target, import_file  # noqa: E402
-from compile_lens.worker.recompiles import sweep_recompiles  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "recompiles"
 MODELS = str(FIXTURES / "models.py")
@@ -280,7 +280,7 @@ def test_recorded_shapes_replay_distinct_shapes_in_order(module):
 
 
 def test_a_variation_that_raises_is_skipped(module, caplog):
-    caplog.set_level(logging.INFO, logger="compile_lens.worker.recompiles")
+    caplog.set_level(logging.INFO, logger="compile_lens.worker.breaks.recompiles")
     records = sweep(module, "Fixed", "(torch.randn(8, 16),)")
     assert not [r for r in records if r.variation.startswith("batch")]
     assert "skipped batch 16" in caplog.text and "skipped batch 7" in caplog.text

@@ -15,8 +15,8 @@ import torch
 
 from ..protocol import AnalyzeJob, Problem, TargetResult, TargetSpec, from_dict, with_phase
 from . import loader
-from .benchmark import cpu_name
-from .graph_breaks import trace_graph_breaks
+from .breaks.graph_breaks import trace_graph_breaks
+from .measure.devices import cpu_name
 from .torch_trace import torch_trace
 
 Send = Callable[[dict], None]
@@ -137,7 +137,7 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
             send({"id": job.id, "event": "target", "result": _asdict(result)})  # figures first
             # The deployment questions and the report's data: each on its own, after the
             # benchmark; a failure in one is logged and never loses the benchmark.
-            from . import deployment
+            from .measure import deployment
 
             seen: dict[str, Any] = {}
             # each of these compiles again (a fresh Inductor cache for the op list): allow what the
@@ -180,7 +180,7 @@ def _set(result: TargetResult, name: str, value: Any) -> None:
 
 def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None]) -> list:
     try:
-        from .recompiles import sweep_recompiles
+        from .breaks.recompiles import sweep_recompiles
     except ImportError:
         return []
     inputs = built.spec.inputs
@@ -190,7 +190,7 @@ def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str],
 
 
 def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None]) -> Any:
-    from .benchmark import run_benchmark
+    from .measure.benchmark import run_benchmark
 
     # the requested device, not the resolved one: the benchmark notes a cuda → cpu fallback
     return run_benchmark(built, path=job.path, root=job.root, device=job.device, mode=job.mode,

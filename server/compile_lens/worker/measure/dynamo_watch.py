@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import torch
 
-from . import dynamo
+from .. import dynamo
 
 _CACHE_FIELDS = {"hits": ("inductor_fx_local_cache_hit_count", "aotautograd_local_cache_hit_count"),
                  "misses": ("inductor_fx_local_cache_miss_count", "aotautograd_local_cache_miss_count")}

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-from .loader import BuiltTarget
+from ..loader import BuiltTarget
 
 LR = 1e-3  # the eager SGD step of the training step; small so weights barely drift while timing
 

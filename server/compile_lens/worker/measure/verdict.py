@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 import torch
 import torch.utils.benchmark as tbench
 
-from ..protocol import Timing
+from ...protocol import Timing
 from .timing import MAX_CI_WIDTH, busy_words
 
 MIN_ROUND_S, MAX_ROUND_S = 0.05, 2.0  # min_run_time of one round, whatever the budget says

@@ -14,14 +14,16 @@ import tempfile
 import time
 from typing import Any, Callable, Iterator, Optional
 
-from ..processes import kill_tree
-from ..protocol import Problem
-from .loader import TargetError
+import compile_lens
+
+from ...processes import kill_tree
+from ...protocol import Problem
+from ..loader import TargetError
 
 COLD_LIMIT_MIN_S, COLD_LIMIT_FACTOR = 300.0, 5.0  # the cold compile: a hang guard, nothing seen yet
 PHASE_LIMIT_MIN_S, PHASE_LIMIT_FACTOR = 60.0, 2.0  # later phases: from the cold compile's duration
 HEARTBEAT_S = 5.0  # progress while a child compiles: the pool's silence limit is for hangs only
-CHILD_MODULE = "compile_lens.worker.bench_child"
+CHILD_MODULE = "compile_lens.worker.measure.bench_child"
 CACHE_PREFIX = "compile-lens-inductor-"  # one temp folder per benchmark: Inductor cache + child files
 STALE_S = 6 * 3600
 
@@ -30,7 +32,8 @@ def _child_env(cache_dir: str) -> dict[str, str]:
     env = dict(os.environ)
     env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     env["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton")
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # the folder that holds the compile_lens package, wherever this module sits in it
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(compile_lens.__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     return env

@@ -1,4 +1,4 @@
-"""`python -m compile_lens.worker.bench_child <job json>`: the cold compile, measured in a fresh
+"""`python -m compile_lens.worker.measure.bench_child <job json>`: the cold compile, measured in a fresh
 process with an empty Inductor cache (see `benchmark.run_benchmark`, which starts it).
 
 The job names the user's file, the target spec, the device, the compile mode, the workloads
@@ -9,7 +9,7 @@ The job names the user's file, the target spec, the device, the compile mode, th
   its own (`import_s`, part of the first figure): the parent adds it to the warm compile it
   measures in its own process, where those modules are already loaded.
 - "memory_eager" / "memory_compiled": the allocator peak of one call of the first workload
-  (`worker.memory`: profiler memory events on CPU, `max_memory_allocated` on CUDA). The parent
+  (`worker/measure/memory.py`: profiler memory events on CPU, `max_memory_allocated` on CUDA). The parent
   measures memory itself; these tasks remain for checking the method in a clean process.
 
 User code may print anything: the result travels only in the file named by `result_path`,
@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict
 from typing import Any, Callable
 
-from ..processes import watch_parent
+from ...processes import watch_parent
 
 
 def _write(path: str, result: dict[str, Any]) -> None:
@@ -39,10 +39,10 @@ def _write(path: str, result: dict[str, Any]) -> None:
 def run(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from ..protocol import Problem, TargetSpec, from_dict
+    from ...protocol import Problem, TargetSpec, from_dict
+    from ..loader import TargetError, build_target, describe, import_file
     from . import benchmark as bench
     from . import memory as mem
-    from .loader import TargetError, build_target, describe, import_file
 
     path, root, device = job["path"], job["root"], job["device"]
     workloads: list[str] = job["workloads"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import linecache
 
-from ..positions import expression_end
+from ...positions import expression_end
 
 
 def source_line(path: str, line: int) -> str:

@@ -55,14 +55,12 @@ from typing import Any, Callable, Optional
 import torch
 import torch.utils.benchmark as tbench
 
-from ..protocol import Benchmark, Problem, Timing
-
-# `import X as X`: moved out of this module (issue 18); callers and tests still use `benchmark.X`
+from ...protocol import Benchmark, Problem, Timing
+from ..breaks.collector import collect as graph_break_log
+from ..breaks.graph_breaks import LOOP_GB_ID, distinct_breaks
+from ..loader import BuiltTarget, TargetError, describe
 from . import memory as mem
-from .accuracy import TOLERANCES as TOLERANCES
 from .accuracy import _grad_accuracy, _grads, _output_accuracy
-from .accuracy import compare as compare
-from .accuracy import tolerance as tolerance
 from .cold_compile import (
     CACHE_PREFIX,
     _sweep_stale,
@@ -71,27 +69,10 @@ from .cold_compile import (
     phase_limit,
     run_child,
 )
-from .cold_compile import CHILD_MODULE as CHILD_MODULE
-from .cold_compile import _child_env as _child_env
-from .collector import collect as graph_break_log
-from .devices import cpu_name as cpu_name
 from .devices import device_name, free_memory, is_oom, resolve_device, sync, to_device
 from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, _short_reason, cache_counts
-from .dynamo_watch import _frame_compiles as _frame_compiles
-from .dynamo_watch import _metrics as _metrics
-from .graph_breaks import LOOP_GB_ID, distinct_breaks
-from .loader import BuiltTarget, TargetError, describe
 from .timing import Contention, paired_rounds, timer, timing_of
-from .verdict import GUARD_SHARE as GUARD_SHARE
-from .verdict import MAX_ROUND_S as MAX_ROUND_S
-from .verdict import MIN_ROUND_S as MIN_ROUND_S
-from .verdict import Stats as Stats
-from .verdict import _is_real as _is_real
 from .verdict import _metric_notes, break_even, inconclusive_why, verdict
-from .verdict import _timer as _timer
-from .verdict import _timing as _timing
-from .verdict import quantile as quantile
-from .workload import LR as LR
 from .workload import (
     Model,
     _same_weights_copy,
@@ -102,8 +83,6 @@ from .workload import (
     train_step_problem,
     uses_cudagraphs,
 )
-from .workload import first_float_tensor as first_float_tensor
-from .workload import tensors_in as tensors_in
 
 MIN_TIMING_FRACTION = 0.25  # the timing rounds get at least this share of the budget, whatever compiling took
 

@@ -31,8 +31,8 @@ import psutil
 import torch
 import torch.utils.benchmark as tbench
 
-from ..processes import OthersCPU
-from ..protocol import Timing
+from ...processes import OthersCPU
+from ...protocol import Timing
 
 MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
 MAX_ROUNDS = 400

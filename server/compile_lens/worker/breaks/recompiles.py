@@ -39,11 +39,11 @@ from typing import Any, Callable
 
 import torch
 
-from ..protocol import Problem, Recompile
-from . import dynamo
+from ...protocol import Problem, Recompile
+from .. import dynamo
+from ..dynamo import recompile_limit
+from ..loader import BuiltTarget, TargetError, describe, user_line
 from .collector import CompileCollector, collect
-from .dynamo import recompile_limit
-from .loader import BuiltTarget, TargetError, describe, user_line
 from .recompile_kinds import (
     SIZE_EXPR_RE,
     SIZE_RE,

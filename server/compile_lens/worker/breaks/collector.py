@@ -43,10 +43,10 @@ from typing import Any, Iterator, Optional
 
 import torch
 
-from ..protocol import Frame
+from ...protocol import Frame
+from ..dynamo import current_compile_id
+from ..frames import frame_name, is_user_file, real
 from . import log_text
-from .dynamo import current_compile_id
-from .frames import frame_name, is_user_file, real
 from .records import BreakFields, BreakSeen, RecompileEntry
 from .spans import span
 

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol import Frame, Recompile
-from .dynamo import recompile_limit
-from .frames import frame_name, is_user_file
-from .loader import BuiltTarget
+from ...protocol import Frame, Recompile
+from ..dynamo import recompile_limit
+from ..frames import frame_name, is_user_file
+from ..loader import BuiltTarget
 from .log_text import LIMIT_RE
 from .records import GuardFailure, RecompileEntry
 

@@ -19,11 +19,11 @@ from typing import Any, Iterator, Optional
 import torch
 import torch._dynamo
 
-from ..protocol import Frame, GraphBreak
-from . import dynamo
+from ...protocol import Frame, GraphBreak
+from .. import dynamo
+from ..frames import frame_name, is_user_file, real
+from ..loader import BuiltTarget
 from .collector import collect
-from .frames import frame_name, is_user_file, real
-from .loader import BuiltTarget
 from .records import BreakFields, BreakSeen
 from .spans import chars, file_source, source_line, span
 

@@ -61,10 +61,12 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
+from .. import dynamo
+from ..frames import is_user_file
+from ..loader import BuiltTarget, innermost_user_frame
 from . import benchmark as bench
-from . import dynamo
-from .frames import is_user_file
-from .loader import BuiltTarget, innermost_user_frame
+from .verdict import MAX_ROUND_S, Stats, _timer, _timing
+from .workload import tensors_in
 
 MESSAGE_CHARS = 400
 SWEEP_POINTS = 5  # batch sizes measured (4 when the budget is under 4 s)
@@ -310,7 +312,7 @@ def fallback_ops(target: BuiltTarget, *, device: str = "cpu", mode: str = "defau
 
 def batch_size_of(args: tuple) -> Optional[int]:
     """Dim 0 of the first tensor input when it has at least 2 dims (else: no batch dimension)."""
-    first = next((a for a in bench.tensors_in(args)), None)
+    first = next((a for a in tensors_in(args)), None)
     if first is None or first.dim() < 2 or first.shape[0] < 1:
         return None
     return int(first.shape[0])
@@ -351,7 +353,7 @@ def _mark_batch_dynamic(args: Any, batch: int) -> None:
     mark = getattr(torch._dynamo, "maybe_mark_dynamic", None)
     if mark is None:
         return
-    for t in bench.tensors_in(args):
+    for t in tensors_in(args):
         if t.dim() >= 1 and t.shape[0] == batch:
             with contextlib.suppress(Exception):
                 mark(t, 0)
@@ -367,7 +369,7 @@ def batch_sweep(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
                       "batch dimension to vary; skipped"]
     started = time.perf_counter()
     obj, args = _eval_model(target, device)
-    first = next(bench.tensors_in(args))
+    first = next(tensors_in(args))
     points_wanted = SWEEP_POINTS if max_seconds >= 4 else SWEEP_POINTS - 1
     sizes = sweep_sizes(batch, max(1, first.numel() // max(1, first.shape[0])), points_wanted)
     notes: list[str] = []
@@ -396,16 +398,16 @@ def batch_sweep(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
                     raise
         compiles = _recompiles()
         left = max(0.5, max_seconds - (time.perf_counter() - started))
-        round_s = min(bench.MAX_ROUND_S, max(0.02, left / (len(inputs) * 2 * SWEEP_ROUNDS * 1.3)))
+        round_s = min(MAX_ROUND_S, max(0.02, left / (len(inputs) * 2 * SWEEP_ROUNDS * 1.3)))
         for size, sized in inputs.items():
             progress(f"batch sweep: timing batch {size}…")
-            stats = {"eager": bench.Stats(), "compiled": bench.Stats()}
+            stats = {"eager": Stats(), "compiled": Stats()}
             fns = {"eager": obj, "compiled": compiled_fn}
-            timers = {side: bench._timer(_no_grad_call(fns[side], sized), f"batch {size} {side}") for side in fns}
+            timers = {side: _timer(_no_grad_call(fns[side], sized), f"batch {size} {side}") for side in fns}
             for _ in range(SWEEP_ROUNDS):
                 for side in ("eager", "compiled"):
                     stats[side].add(timers[side].blocked_autorange(min_run_time=round_s))
-            t = bench._timing(stats["eager"], stats["compiled"])
+            t = _timing(stats["eager"], stats["compiled"])
             points.append({"batch": size, "eager_ms": t.eager_ms, "compiled_ms": t.compiled_ms,
                            "eager_iqr_ms": t.eager_iqr_ms, "compiled_iqr_ms": t.compiled_iqr_ms,
                            "speedup": t.speedup})

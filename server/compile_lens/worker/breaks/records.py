@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..protocol import Frame
+from ...protocol import Frame
 
 
 @dataclass
