@@ -10,13 +10,12 @@ from dataclasses import fields
 from typing import Any, Optional
 
 from ..config import load_project_config
-from ..cost import CostInputs
+from ..cost import BILL_FIELDS, CostInputs
 from ..render.cards import trial_line
 from ..settings import Settings
 from ..trial import store, summary
 
-_BILL_FIELDS = ("gpu_price", "gpus", "hours_per_month", "steps_per_run", "runs_per_month", "restarts_per_run",
-                "migration_days", "day_rate")
+_BILL_FIELDS = {f.setting for f in BILL_FIELDS}
 
 
 def bill_settings(path: str, root: str, editor: Settings) -> Settings:
