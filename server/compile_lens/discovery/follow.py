@@ -11,12 +11,12 @@ from typing import Optional
 from .layers import (
     _MAX_DEPTH,
     _SHAPELESS,
-    _SIZE_ARG,
+    SIZE_ARG,
+    Class,
+    Ref,
     _calls_in_execution_order,
-    _Class,
-    _layer_kind,
-    _Ref,
-    _self_attr,
+    layer_kind,
+    self_attr,
 )
 
 
@@ -24,10 +24,10 @@ from .layers import (
 class _Use:
     """A forward parameter reaches layer `ref`, as its argument `position` at call `site`."""
 
-    ref: _Ref
+    ref: Ref
     position: object  # int, or the keyword
     site: ast.Call
-    owner: _Class
+    owner: Class
 
 
 _META_ATTRS = {"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad"}
@@ -53,11 +53,11 @@ def _names(node: ast.AST) -> set[str]:
 class _Follow:
     """Walks a function's statements in order, tracking the names derived from one parameter."""
 
-    def __init__(self, owner: _Class, tainted: set[str], depth: int):
+    def __init__(self, owner: Class, tainted: set[str], depth: int):
         self.owner, self.tainted, self.depth = owner, set(tainted), depth
         self.loops: dict[str, object] = {}
         self.blocked: Optional[str] = None  # the parameter reached something whose input we cannot tell
-        self.blocker: Optional[_Ref] = None  # ... and that something
+        self.blocker: Optional[Ref] = None  # ... and that something
 
     def body(self, stmts: list[ast.stmt]) -> Optional[_Use]:  # noqa: C901
         for stmt in stmts:
@@ -106,7 +106,7 @@ class _Follow:
             return None
         f = call.func
         owner = self.owner
-        if _self_attr(f) and f.attr in owner.methods and f.attr not in owner.layers:  # a helper method
+        if self_attr(f) and f.attr in owner.methods and f.attr not in owner.layers:  # a helper method
             if self.depth >= _MAX_DEPTH:
                 return None
             method = owner.methods[f.attr]
@@ -121,7 +121,7 @@ class _Follow:
         target = owner.resolve(f, self.loops)
         return self.reach(target, position, call, owner)
 
-    def reach(self, target: object, position: object, site: ast.Call, owner: _Class) -> Optional[_Use]:
+    def reach(self, target: object, position: object, site: ast.Call, owner: Class) -> Optional[_Use]:
         """The parameter is passed to `target` (a layer, a container, a module of this file)."""
         if isinstance(target, list):  # calling a Sequential: its first layer that cares
             for item in target:
@@ -129,9 +129,9 @@ class _Follow:
                 if found is not None or self.blocked:
                     return found
             return None
-        if not isinstance(target, _Ref) or not isinstance(target.node, ast.Call):
+        if not isinstance(target, Ref) or not isinstance(target.node, ast.Call):
             return None
-        kind = _layer_kind(target.node)
+        kind = layer_kind(target.node)
         if kind in _SHAPELESS:
             return None
         sub = owner.sub(target) if kind in owner.classes and owner.depth < _MAX_DEPTH else None
@@ -147,7 +147,7 @@ class _Follow:
                 inner.blocked = f"`{kind}`, whose input no layer of it sizes"
             self.blocked, self.blocker = inner.blocked, inner.blocker
             return found
-        if kind in _SIZE_ARG or kind.rstrip("123d").endswith(("Conv", "ConvTranspose", "BatchNorm", "InstanceNorm")) \
+        if kind in SIZE_ARG or kind.rstrip("123d").endswith(("Conv", "ConvTranspose", "BatchNorm", "InstanceNorm")) \
                 or kind.startswith("Lazy") or kind in ("TransformerEncoder", "TransformerDecoder"):
             return _Use(target, position, site, owner)
         self.blocked = f"`{ast.unparse(target.node.func)}(...)`, whose input Compile Lens cannot size"

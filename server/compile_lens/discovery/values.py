@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Optional
 
-_CLASSES = "<classes>"  # where _module_constants keeps the file's classes (not a Python name)
+CLASSES = "<classes>"  # where _module_constants keeps the file's classes (not a Python name)
 _ASSIGNED = "<assigned>"  # and the calls module-level names are bound to (`config = GPT2Config(...)`)
 
 _UNKNOWN = object()
@@ -65,7 +65,7 @@ def _is_config_class(node: ast.ClassDef, known: dict[str, object]) -> bool:
 
 
 def _module_constants(tree: ast.Module) -> dict[str, object]:
-    """Module-level names whose values the source tells, config classes, and (under _CLASSES) every class."""
+    """Module-level names whose values the source tells, config classes, and (under CLASSES) every class."""
     values: dict[str, object] = {}
     classes: dict[str, ast.ClassDef] = {}
     assigned: dict[str, ast.expr] = {}
@@ -85,7 +85,7 @@ def _module_constants(tree: ast.Module) -> dict[str, object]:
                 values[target] = known
             elif isinstance(value, ast.Call):
                 assigned[target] = value
-    values[_CLASSES], values[_ASSIGNED] = classes, assigned
+    values[CLASSES], values[_ASSIGNED] = classes, assigned
     return values
 
 
@@ -93,7 +93,7 @@ def _method(cls: ast.ClassDef, name: str) -> Optional[ast.FunctionDef]:
     return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
-def _inherited(cls: ast.ClassDef, name: str, classes: dict[str, ast.ClassDef]) -> Optional[ast.FunctionDef]:
+def inherited(cls: ast.ClassDef, name: str, classes: dict[str, ast.ClassDef]) -> Optional[ast.FunctionDef]:
     """`name` defined by the class or by a base class of this file."""
     seen: set[str] = set()
     queue = [cls]

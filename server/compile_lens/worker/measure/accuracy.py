@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import torch
 
-from .workload import Model, _seeded, tensors_in
+from .workload import Model, seeded, tensors_in
 
 TOLERANCES = {  # dtype -> (rtol, atol) for eager vs compiled; fusion reorders float arithmetic
     torch.float64: (1e-7, 1e-7),
@@ -61,9 +61,9 @@ def _output_accuracy(eager: Model, compiled: Model, errors: dict[str, Any], note
     """Outputs of one forward (eval mode, no_grad, same seed) of eager vs compiled."""
     eager.use(False)
     compiled.use(False)
-    out_e = [t.clone() for t in tensors_in(_seeded(eager.forward))]
-    out_c = [t.clone() for t in tensors_in(compiled_out if compiled_out is not None else _seeded(compiled.forward))]
-    again = [t.clone() for t in tensors_in(_seeded(eager.forward, seed=1))]
+    out_e = [t.clone() for t in tensors_in(seeded(eager.forward))]
+    out_c = [t.clone() for t in tensors_in(compiled_out if compiled_out is not None else seeded(compiled.forward))]
+    again = [t.clone() for t in tensors_in(seeded(eager.forward, seed=1))]
     itself = compare(out_e, again)["abs"]
     _record(compare(out_e, out_c), "output", errors, notes, itself)
 
@@ -72,7 +72,7 @@ def _grads(model: Model, seed: int) -> list[tuple[str, Optional[torch.Tensor]]]:
     assert model.module is not None
     model.use(True)
     model.zero_grad()
-    _seeded(model.loss_backward, seed)
+    seeded(model.loss_backward, seed)
     grads = [(n, None if p.grad is None else p.grad.detach().clone()) for n, p in model.module.named_parameters()]
     model.zero_grad()
     return grads

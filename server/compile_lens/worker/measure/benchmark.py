@@ -76,10 +76,10 @@ from .verdict import _metric_notes, break_even, inconclusive_why, verdict
 from .workload import (
     Model,
     _same_weights_copy,
-    _seeded,
     compile_kwargs,
     describe_inputs,
     scalar_loss,
+    seeded,
     train_step_problem,
     uses_cudagraphs,
 )
@@ -350,7 +350,7 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
     fn = torch.compile(compiled_obj, **compile_kwargs(job.target, job.mode))
     compiled = Model(fn, compiled_obj if eager.is_module else None, eager.args, job.step_begin)
     if wl == "forward":
-        first = _seeded(compiled.forward)  # the first compiled call: the compile
+        first = seeded(compiled.forward)  # the first compiled call: the compile
     else:
         first = _grads(compiled, 0)
     sync(job.device)

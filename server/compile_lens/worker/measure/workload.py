@@ -147,6 +147,6 @@ def _same_weights_copy(model: torch.nn.Module, target: BuiltTarget, device: str)
         return other
 
 
-def _seeded(fn: Callable[[], Any], seed: int = 0) -> Any:
+def seeded(fn: Callable[[], Any], seed: int = 0) -> Any:
     torch.manual_seed(seed)
     return fn()
