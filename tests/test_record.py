@@ -132,6 +132,6 @@ def test_recipes_from_specs():
 
 
 def test_no_program_is_a_usage_error():
-    from compile_lens.record.__main__ import main
+    from compile_lens.cli.main import main
 
-    assert main(["--"]) == 2
+    assert main(["record", "--"]) == 2
