@@ -173,3 +173,42 @@ def test_the_scan_finds_an_import_up_a_floor():
     assert _upward({"compile_lens.trial.summary": {"compile_lens.render.cards", "compile_lens.cost"},
                     "compile_lens.render.cards": {"compile_lens.protocol"}}) == \
         ["compile_lens.trial.summary -> compile_lens.render.cards"]
+
+
+README = PACKAGE.parent.parent / "README.md"
+
+
+def _readme_tree() -> tuple[dict[int, set[str]], str]:
+    """The README's "Development" tree: the names on each floor's line, and the whole block's text."""
+    text = README.read_text(encoding="utf-8").split("## Development", 1)[1]
+    block = text.split("```", 2)[1]
+    floors: dict[int, set[str]] = {}
+    for line in block.splitlines():
+        head, _, rest = line.partition("  ")
+        if head.isdigit():
+            names = []
+            for token in rest.split():
+                if not token.endswith(("/", ".py")):
+                    break
+                names.append(token)
+            floors[int(head)] = {n.removesuffix("/").removesuffix(".py") for n in names}
+    return floors, block
+
+
+def test_the_readme_tree_has_the_floors_of_layers():
+    floors, _ = _readme_tree()
+    sub = {p.name for p in PACKAGE.rglob("*") if p.is_dir() and (p / "__init__.py").is_file() and p.parent != PACKAGE
+           and p != PACKAGE}
+    wanted = {i: {"__init__" if n == "compile_lens" else n for n in names} for i, names in enumerate(LAYERS)}
+    # a floor's line also names the subpackages of its packages (worker/ breaks/ measure/)
+    assert {i: names - sub for i, names in floors.items()} == wanted
+    assert sub <= set().union(*floors.values())
+
+
+def test_the_readme_tree_names_every_module():
+    _, block = _readme_tree()
+    words = set(block.replace("/", " ").replace("+", " ").replace(".py", " ").replace(",", " ")
+                .replace("(", " ").replace(")", " ").replace(":", " ").replace(";", " ").split())
+    missing = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                     if p.stem not in ("__init__",) and p.stem not in words and "_boot" not in p.parts)
+    assert missing == []
