@@ -1,5 +1,5 @@
 """Record what an older torch logs while Compile Lens traces and sweeps some files, for the tests
-of the text readers (`tests/test_old_torch_logs.py`), which replay these records on today's torch.
+of the text readers (`tests/worker/test_old_torch_logs.py`), which replay these records on today's torch.
 
     python3 -m venv /tmp/v24 && /tmp/v24/bin/pip install torch==2.4.0 numpy psutil
     PYTHONPATH=server /tmp/v24/bin/python scripts/record_torch_logs.py examples/item_scale.py ...

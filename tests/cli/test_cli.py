@@ -12,8 +12,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
-SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
+from paths import DATA, FIXTURES
+
+SCHEMA = DATA / "sarif-schema-2.1.0.json"
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

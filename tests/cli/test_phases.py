@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types as lsp
 
+import paths
 from compile_lens.cli import check as cli
 from compile_lens.cli.common import apply_ignores
 from compile_lens.render.cli_output import render_json, render_text
@@ -20,7 +21,7 @@ from compile_lens.render.report_html import render_report
 from compile_lens.settings import Settings
 from lsp_support import locate, open_file, start_server, stop_server, wait_for
 
-FIXTURES = Path(__file__).parent / "fixtures" / "phases"
+FIXTURES = paths.FIXTURES / "phases"
 TIMEOUT_S = 20  # the worker's time limit: the trace and the sweep fit, TinyGPT's measurement does not
 
 

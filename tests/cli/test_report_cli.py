@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from paths import FIXTURES
 
 
 def run_report(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from compile_lens.discovery import discover
+from paths import FIXTURES
 
-MODELS = Path(__file__).parent / "fixtures" / "inference" / "models.py"
+MODELS = FIXTURES / "inference" / "models.py"
 
 EXPECTED = {
     "Lin": "(torch.randn(8, 24),)",  # Dropout looked through; width from a default using a constant

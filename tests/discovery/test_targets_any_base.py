@@ -16,11 +16,12 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 
+import paths
 from compile_lens.actions import apply_edits
 from compile_lens.discovery import discover
 from lsp_support import locate, open_file, start_server, stop_server, wait_for
 
-FIXTURES = Path(__file__).parent / "fixtures" / "real_targets"
+FIXTURES = paths.FIXTURES / "real_targets"
 
 
 def _targets(source: str) -> dict:

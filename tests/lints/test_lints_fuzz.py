@@ -12,13 +12,13 @@ import itertools
 import os
 import textwrap
 import warnings
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compile_lens import lints
 from compile_lens.lints import lint_source
+from paths import REPO
 
 LONG = os.environ.get("COMPILE_LENS_FUZZ_LONG") == "1"
 FUZZ = settings(max_examples=4000 if LONG else 150, deadline=None,
@@ -125,7 +125,7 @@ CORPUS = [textwrap.dedent(s).lstrip("\n") for s in (
         model(torch.randn(2, 4), i)
     ''',
 )]
-_examples = Path(__file__).resolve().parent.parent / "examples"
+_examples = REPO / "examples"
 CORPUS += [p.read_text(errors="replace") for p in sorted(_examples.rglob("*.py"))[:20]
            if p.stat().st_size < 20_000] if _examples.is_dir() else []
 

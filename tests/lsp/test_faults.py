@@ -28,8 +28,9 @@ from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
+from paths import FIXTURES
 
-FAULTS = Path(__file__).parent / "fixtures" / "faults"
+FAULTS = FIXTURES / "faults"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 # Generous limits by default (a loaded 2-core CI machine is slow); the rows that test a limit

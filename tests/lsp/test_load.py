@@ -13,7 +13,6 @@ import importlib.util
 import shutil
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +20,9 @@ import pytest_asyncio
 from lsprotocol import types as lsp
 
 from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
+from paths import FIXTURES
 
-LOAD = Path(__file__).parent / "fixtures" / "load"
+LOAD = FIXTURES / "load"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 SETTINGS: dict[str, Any] = {"benchmark.onSave": False, "worker.timeoutSeconds": 60}
 FILES, TARGETS = 50, 20

@@ -17,15 +17,14 @@ import asyncio
 import re
 import shutil
 import time
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 
 from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
+from paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SETTINGS = {"benchmark.onSave": False, "benchmark.maxSeconds": 8, "worker.timeoutSeconds": 300}
 WAIT_S = 1800.0  # a last resort only: a hang ends earlier, at the worker's silence limit
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]

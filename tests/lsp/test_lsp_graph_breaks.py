@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -18,8 +17,8 @@ from lsp_support import (
     stop_server,
     wait_for,
 )
+from paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 

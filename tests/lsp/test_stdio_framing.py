@@ -8,9 +8,8 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from paths import FIXTURES
 
 
 def _frame(message: dict) -> bytes:

@@ -20,8 +20,8 @@ import pytest
 from lsprotocol import types as lsp
 
 from lsp_support import open_file, start_server, stop_server
+from paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 # glog: level, MMDD HH:MM:SS.micro, pid, file:line] — then the JSON record
 GLOG = re.compile(r"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ \S+:\d+\] (?P<json>\{.*\})$")
 

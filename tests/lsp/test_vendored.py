@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy
 import pytest
 
+import paths
 from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
 
-FIXTURES = Path(__file__).parent / "fixtures" / "vendored"
+FIXTURES = paths.FIXTURES / "vendored"
 
 
 def _vendor_numpy(vendor: Path) -> Path:

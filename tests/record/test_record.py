@@ -16,13 +16,15 @@ from pathlib import Path
 
 import pytest
 
+import paths
 from compile_lens.discovery import discover
 from compile_lens.discovery.inputs import resolve_inputs
 from compile_lens.record import load_recorded, store
 from compile_lens.record.recorded import spec_text
+from paths import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "record" / "train.py"
-SERVER = str(Path(__file__).parent.parent / "server")
+FIXTURE = FIXTURES / "record" / "train.py"
+SERVER = str(paths.SERVER)
 
 
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -23,9 +22,10 @@ from compile_lens.protocol import (
 )
 from compile_lens.render.cli_output import exit_code, render_json, render_text
 from compile_lens.render.sarif import render_sarif
+from paths import DATA
 
 ROOT = "/ws"
-SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
+SCHEMA_PATH = DATA / "sarif-schema-2.1.0.json"
 GB_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html"
 GB_TYPE = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
 GB_EXPLANATION = "Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False."

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import statistics
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from paths import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_speedup_check import find_spec, independent_forward  # noqa: E402
 

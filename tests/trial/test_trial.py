@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types as lsp
 
+import paths
 from compile_lens.cost import CostInputs, gpu_bill
 from compile_lens.render import report_trial
 from compile_lens.render.cards import money
@@ -32,8 +33,8 @@ from compile_lens.render.html_parts import _Page
 from compile_lens.trial import store, summary
 from lsp_support import locate, open_file, start_server, stop_server
 
-FIXTURES = Path(__file__).parent / "fixtures" / "trial"
-SERVER = str(Path(__file__).parent.parent / "server")
+FIXTURES = paths.FIXTURES / "trial"
+SERVER = str(paths.SERVER)
 
 
 def _trial(root: Path, script: str, *flags: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:

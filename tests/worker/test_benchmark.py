@@ -25,11 +25,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from paths import SERVER  # noqa: E402
+
 try:
     import compile_lens  # noqa: F401
 except ImportError:  # until the package is installed: run from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
+    sys.path.insert(0, str(SERVER))
 
+import paths  # noqa: E402
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec, Timing, from_dict  # noqa: E402
 from compile_lens.worker.loader import TargetError, build_target, import_file  # noqa: E402
 from compile_lens.worker.measure import (  # noqa: E402
@@ -43,7 +46,7 @@ from compile_lens.worker.measure import benchmark as bench  # noqa: E402
 from compile_lens.worker.measure import timing as tm  # noqa: E402
 from compile_lens.worker.measure import verdict as verdicts  # noqa: E402
 
-FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+FIXTURES = paths.FIXTURES / "bench"
 MODELS = str(FIXTURES / "bench_models.py")
 ROOT = str(FIXTURES)
 DEVICE = os.environ.get("COMPILE_LENS_TEST_DEVICE", "cpu")

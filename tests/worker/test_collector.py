@@ -17,9 +17,8 @@ from compile_lens.worker.breaks import collector
 from compile_lens.worker.breaks.graph_breaks import trace_graph_breaks
 from compile_lens.worker.breaks.recompiles import sweep_recompiles
 from compile_lens.worker.loader import TargetError, build_target, import_file
+from paths import FIXTURES, REPO
 
-REPO = Path(__file__).parent.parent
-FIXTURES = Path(__file__).parent / "fixtures"
 # files whose targets break or recompile (and a clean one), each with the root it is analysed in
 BREAK_FILES = [*(REPO / "examples").glob("*.py"), *(FIXTURES / "truth").glob("*.py"),
                *(FIXTURES / "spine").glob("*.py"), FIXTURES / "actions" / "breaks.py",

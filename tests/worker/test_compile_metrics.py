@@ -15,8 +15,9 @@ from compile_lens.protocol import InputRecipe, TargetSpec, Timing
 from compile_lens.worker.breaks.recompiles import sweep_recompiles
 from compile_lens.worker.loader import build_target, import_file
 from compile_lens.worker.measure import verdict
+from paths import FIXTURES
 
-MODELS = str(Path(__file__).parent / "fixtures" / "recompiles" / "models.py")
+MODELS = str(FIXTURES / "recompiles" / "models.py")
 
 
 @pytest.fixture(scope="module")

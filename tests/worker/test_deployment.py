@@ -14,16 +14,19 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from paths import SERVER  # noqa: E402
+
 try:
     import compile_lens  # noqa: F401
 except ImportError:  # until the package is installed: run from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
+    sys.path.insert(0, str(SERVER))
 
+import paths  # noqa: E402
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec, Timing  # noqa: E402
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
 from compile_lens.worker.measure import deployment as dep  # noqa: E402
 
-FIXTURES = Path(__file__).parent / "fixtures" / "deployment"
+FIXTURES = paths.FIXTURES / "deployment"
 MODELS = str(FIXTURES / "deploy_models.py")
 ROOT = str(FIXTURES)
 SOURCE = Path(MODELS).read_text().splitlines()

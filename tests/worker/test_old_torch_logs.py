@@ -17,8 +17,8 @@ from compile_lens.discovery.inputs import resolve_inputs
 from compile_lens.worker.breaks.collector import CompileCollector
 from compile_lens.worker.breaks.graph_breaks import distinct_breaks, trace_graph_breaks
 from compile_lens.worker.loader import build_target, import_file
+from paths import REPO
 
-REPO = Path(__file__).parent.parent
 RECORDED = json.loads((REPO / "tests" / "data" / "torch_logs" / "torch-2.4.0.json").read_text())
 
 

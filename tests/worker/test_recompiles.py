@@ -16,17 +16,20 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from paths import SERVER  # noqa: E402
+
 try:
     import compile_lens  # noqa: F401
 except ImportError:  # until the package is installed: run from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
+    sys.path.insert(0, str(SERVER))
 
+import paths  # noqa: E402
 from compile_lens.protocol import InputRecipe, Recompile, TargetSpec  # noqa: E402
 from compile_lens.worker.breaks import collector, log_text, recompile_kinds, recompiles, variations  # noqa: E402
 from compile_lens.worker.breaks.recompiles import sweep_recompiles  # noqa: E402
 from compile_lens.worker.loader import TargetError, build_target, import_file  # noqa: E402
 
-FIXTURES = Path(__file__).parent / "fixtures" / "recompiles"
+FIXTURES = paths.FIXTURES / "recompiles"
 MODELS = str(FIXTURES / "models.py")
 DECLARED = ("base inputs", "variant ")
 
