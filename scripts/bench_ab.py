@@ -49,8 +49,8 @@ import psutil  # noqa: E402
 import torch  # noqa: E402
 from bench_speedup_check import DEFAULT_MODELS, build, find_spec  # noqa: E402
 
-from compile_lens.worker import benchmark as bench  # noqa: E402
-from compile_lens.worker import timing  # noqa: E402
+from compile_lens.worker.measure import benchmark as bench  # noqa: E402
+from compile_lens.worker.measure import timing  # noqa: E402
 
 Toggle = tuple[Callable[[], None], Callable[[], None]]
 NOTHING: Toggle = (lambda: None, lambda: None)
@@ -91,7 +91,7 @@ def independent(eager_obj: Any, args: tuple) -> Any:
 FRESH = r"""
 import copy, sys, torch
 sys.path.insert(0, {root!r}); sys.path.insert(0, {scripts!r})
-from compile_lens.worker import timing
+from compile_lens.worker.measure import timing
 {imports}
 model = {init}
 args = {inputs}
@@ -216,7 +216,7 @@ def run(item: str, args: argparse.Namespace) -> None:
     path, _, name = item.rpartition(":")
     spec = find_spec(path, name, None, None)
     target, root = build(path, spec)
-    original = bench.paired_rounds
+    original = timing.paired_rounds
     fresh = Fresh(path, spec)
 
     def patched(eager_t: Any, compiled_t: Any, **kw: Any) -> Any:
@@ -250,12 +250,12 @@ def run(item: str, args: argparse.Namespace) -> None:
         speedups(got)
         return original(eager_t, compiled_t, **dict(kw, budget_s=1.0))
 
-    bench.paired_rounds = patched
+    timing.paired_rounds = patched
     try:
         bench.run_benchmark(target, path=path, root=root, device="cpu", max_seconds=30.0,
                             progress=lambda s, **kw: log(f"  {name}: {s}"))
     finally:
-        bench.paired_rounds = original
+        timing.paired_rounds = original
         fresh.close()
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 from compile_lens.discovery import discover  # noqa: E402
 from compile_lens.discovery.inputs import resolve_inputs  # noqa: E402
-from compile_lens.worker import collector  # noqa: E402
-from compile_lens.worker.graph_breaks import trace_graph_breaks  # noqa: E402
+from compile_lens.worker.breaks import collector  # noqa: E402
+from compile_lens.worker.breaks.graph_breaks import trace_graph_breaks  # noqa: E402
+from compile_lens.worker.breaks.recompiles import sweep_recompiles  # noqa: E402
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
-from compile_lens.worker.recompiles import sweep_recompiles  # noqa: E402
 
 ROUNDS = 6
 cost: dict[bool, list[float]] = {True: [], False: []}

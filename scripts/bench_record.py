@@ -109,7 +109,7 @@ def main() -> int:
         with open(os.path.join(workspace, "train.py"), "w") as f:
             f.write(TRAIN)
         plain = [sys.executable, "train.py", str(args.steps), "whole"]
-        record = [sys.executable, "-m", "compile_lens.record", "-q", "--"]
+        record = [sys.executable, "-m", "compile_lens.cli", "record", "-q", "--"]
         recorded = record + plain
         done, _ = _run(record + [sys.executable, "train.py", str(args.rounds), "interleaved"], workspace)
         median, low, high = (float(v) for v in done.stdout.split()[1:4])

@@ -86,7 +86,7 @@ def build(path: str, spec: TargetSpec):
 
 def measure(path: str, spec: TargetSpec, device: str, mode: str, max_seconds: float) -> tuple[Benchmark, float]:
     """In this process (the `--table` form)."""
-    from compile_lens.worker.benchmark import run_benchmark
+    from compile_lens.worker.measure.benchmark import run_benchmark
 
     target, root = build(path, spec)
     started = time.perf_counter()
@@ -273,7 +273,7 @@ def check(args: argparse.Namespace) -> int:
 
 
 def _machine() -> str:
-    from compile_lens.worker.benchmark import cpu_name
+    from compile_lens.worker.measure.benchmark import cpu_name
 
     return f"{cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
 

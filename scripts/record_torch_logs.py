@@ -1,5 +1,5 @@
 """Record what an older torch logs while Compile Lens traces and sweeps some files, for the tests
-of the text readers (`tests/test_old_torch_logs.py`), which replay these records on today's torch.
+of the text readers (`tests/worker/test_old_torch_logs.py`), which replay these records on today's torch.
 
     python3 -m venv /tmp/v24 && /tmp/v24/bin/pip install torch==2.4.0 numpy psutil
     PYTHONPATH=server /tmp/v24/bin/python scripts/record_torch_logs.py examples/item_scale.py ...
@@ -20,9 +20,9 @@ import torch
 
 from compile_lens.discovery import discover
 from compile_lens.discovery.inputs import resolve_inputs
-from compile_lens.worker.graph_breaks import trace_graph_breaks
+from compile_lens.worker.breaks.graph_breaks import trace_graph_breaks
+from compile_lens.worker.breaks.recompiles import sweep_recompiles
 from compile_lens.worker.loader import TargetError, build_target, import_file
-from compile_lens.worker.recompiles import sweep_recompiles
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from paths import FIXTURES
 
 # Results and Inductor caches of this run stay out of the user's ~/.cache/compile-lens: every
 # server, CLI and worker the tests start inherits this (tests that need their own pass one).

@@ -1,5 +1,6 @@
-"""The package's shape: every module imports, and no two modules import each other, directly or
-round a longer circle (a lazy import inside a function counts: it is a circle all the same)."""
+"""The package's shape: every module imports, no two modules import each other, directly or round a
+longer circle (a lazy import inside a function counts: it is a circle all the same), and no import
+runs back up the floors of `LAYERS`."""
 
 from __future__ import annotations
 
@@ -13,12 +14,34 @@ import compile_lens
 PACKAGE = Path(compile_lens.__file__).parent
 MAX_LINES = 500  # over it, the module's docstring says why
 
+# The floors of the package, lowest first: a module imports from its own floor or a lower one.
+# A name is a package (`worker` holds `worker.*`) or a top-level module; `compile_lens` is the
+# package's own `__init__` (the version). The README's "Development" tree is checked against it.
+LAYERS: list[tuple[str, ...]] = [
+    ("compile_lens", "protocol", "codes", "comments", "cost", "processes", "stable_text", "ranks",
+     "gpu"),  # plain data and rules · is the GPU busy (NVML, psutil)
+    ("positions", "settings"),
+    ("config",),  # pyproject.toml's [tool.compile-lens]
+    ("record",),  # runs inside the user's program: stdlib and protocol only
+    ("discovery", "lints"),  # source text → targets, inputs, static findings; no torch
+    ("worker",),  # the torch process
+    ("jobs", "trial"),  # what runs where (lanes, cache) · a trial's runs and their figures
+    ("render", "trace_import"),  # results in, LSP types or CLI text/JSON/SARIF/HTML out · a torch trace read
+    ("actions",),  # code actions: edits from findings
+    ("lsp", "cli", "__main__"),  # the two front ends (and `python -m compile_lens`)
+]
+# Imports that run back up a floor on purpose, each with its reason.
+UPWARD_ALLOWED = {
+    # the boot hook is an entry point into the user's program: it installs the trial hook beside the recorder
+    ("compile_lens.record._boot.sitecustomize", "compile_lens.trial.hook"),
+}
 
-def _modules() -> dict[str, Path]:
+
+def _modules(with_boot: bool = False) -> dict[str, Path]:
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        if "_boot" in parts:  # sitecustomize: runs in the user's program, installs the recorder on import
+        if "_boot" in parts and not with_boot:  # sitecustomize: runs in the user's program, installs the recorder on import
             continue
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         found[name] = path
@@ -111,3 +134,82 @@ def test_modules_are_small_or_say_why():
             if len(p.read_text(encoding="utf-8").splitlines()) > MAX_LINES
             and "Over 500 lines" not in (ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or "")]
     assert long == []
+
+
+def floor_of(module: str) -> int:
+    """The floor of `compile_lens.x.y` by its first part (`compile_lens` alone: the package's __init__)."""
+    name = module.split(".")[1] if "." in module else module
+    for i, names in enumerate(LAYERS):
+        if name in names:
+            return i
+    raise AssertionError(f"{module} is on no floor of LAYERS: add `{name}` to one")
+
+
+def _allowed(importer: str, target: str) -> bool:
+    """On the allow-list, or the package an allowed module is imported through."""
+    return any(importer == a and (target == b or b.startswith(target + ".")) for a, b in UPWARD_ALLOWED)
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if floor_of(b) > floor_of(a) and not _allowed(a, b))
+
+
+def test_no_import_runs_back_up_a_floor():
+    modules = _modules(with_boot=True)
+    graph = _without_parents({name: _imports(name, path, modules) for name, path in modules.items()})
+    assert ("compile_lens.record._boot.sitecustomize", "compile_lens.trial.hook") in \
+        {(a, b) for a, ts in graph.items() for b in ts}  # the scan sees the lazy import the allow-list names
+    assert _upward(graph) == []
+
+
+def test_every_package_and_top_level_module_is_on_a_floor():
+    tops = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+            if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    on_floors = {name for names in LAYERS for name in names} - {"compile_lens"}
+    assert tops == on_floors
+
+
+def test_the_scan_finds_an_import_up_a_floor():
+    assert _upward({"compile_lens.trial.summary": {"compile_lens.render.cards", "compile_lens.cost"},
+                    "compile_lens.render.cards": {"compile_lens.protocol"}}) == \
+        ["compile_lens.trial.summary -> compile_lens.render.cards"]
+
+
+README = PACKAGE.parent.parent / "README.md"
+
+
+def _readme_tree() -> tuple[dict[int, set[str]], str]:
+    """The README's "Development" tree: the names on each floor's line, and the whole block's text."""
+    text = README.read_text(encoding="utf-8").split("## Development", 1)[1]
+    block = text.split("```", 2)[1]
+    floors: dict[int, set[str]] = {}
+    for line in block.splitlines():
+        head, _, rest = line.partition("  ")
+        if head.isdigit():
+            names = []
+            for token in rest.split():
+                if not token.endswith(("/", ".py")):
+                    break
+                names.append(token)
+            floors[int(head)] = {n.removesuffix("/").removesuffix(".py") for n in names}
+    return floors, block
+
+
+def test_the_readme_tree_has_the_floors_of_layers():
+    floors, _ = _readme_tree()
+    sub = {p.name for p in PACKAGE.rglob("*") if p.is_dir() and (p / "__init__.py").is_file() and p.parent != PACKAGE
+           and p != PACKAGE}
+    wanted = {i: {"__init__" if n == "compile_lens" else n for n in names} for i, names in enumerate(LAYERS)}
+    # a floor's line also names the subpackages of its packages (worker/ breaks/ measure/)
+    assert {i: names - sub for i, names in floors.items()} == wanted
+    assert sub <= set().union(*floors.values())
+
+
+def test_the_readme_tree_names_every_module():
+    _, block = _readme_tree()
+    words = set(block.replace("/", " ").replace("+", " ").replace(".py", " ").replace(",", " ")
+                .replace("(", " ").replace(")", " ").replace(":", " ").replace(";", " ").split())
+    missing = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                     if p.stem not in ("__init__",) and p.stem not in words and "_boot" not in p.parts)
+    assert missing == []

@@ -81,6 +81,22 @@ def load_project_config(path: str, root: str) -> ProjectConfig:
 ROOT_MARKERS = ("pyproject.toml", ".git", ".compile-lens")
 
 
+SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox", ".mypy_cache"}
+
+
+def python_files(paths: list[str]) -> list[str]:
+    """The `.py` files of `paths` (files as given, folders walked; tool and hidden folders skipped)."""
+    found: list[str] = []
+    for path in paths:
+        if os.path.isfile(path):
+            found.append(os.path.abspath(path))
+            continue
+        for dirpath, dirnames, filenames in os.walk(path):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+            found += [os.path.abspath(os.path.join(dirpath, f)) for f in sorted(filenames) if f.endswith(".py")]
+    return found
+
+
 def find_root(path: str, top: Optional[str] = None) -> str:
     """The workspace root of `path` (a file or a folder), found like ruff finds its project: the
     nearest folder at or above it whose pyproject.toml has [tool.compile-lens]; else the nearest

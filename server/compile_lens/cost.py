@@ -24,6 +24,44 @@ from typing import Any, Optional
 DAYS_PER_MONTH = 30.0
 
 
+@dataclass(frozen=True)
+class BillField:
+    """One input of the bill, under each of its names: the setting, its key, the bill's field, the flag."""
+
+    setting: str  # Settings field and `--flag` (underscores as dashes)
+    key: str  # compileLens.<key> and [tool.compile-lens] <key>
+    cost: str  # CostInputs field
+    kind: type  # float or int
+    optional: bool  # null / unset means not known
+    words: str  # what a value must be, said when one is rejected
+    help: str  # the flag's help
+
+
+BILL_FIELDS: tuple[BillField, ...] = (
+    BillField("gpu_price", "bill.gpuPricePerHour", "price_per_gpu_hour", float, True,
+              "the price of one GPU-hour, a number above 0 (e.g. 2.5)", "price of one GPU-hour (bill.gpuPricePerHour)"),
+    BillField("gpus", "bill.gpus", "gpus", int, False,
+              "the GPUs one training run uses, a whole number from 1 (e.g. 8)", "GPUs a run uses (bill.gpus, default 1)"),
+    BillField("hours_per_month", "bill.trainingHoursPerMonth", "hours_per_month", float, True,
+              "the eager training hours per month, a number above 0 (e.g. 300)",
+              "training hours per month, eager (bill.trainingHoursPerMonth)"),
+    BillField("steps_per_run", "bill.stepsPerRun", "steps_per_run", float, True,
+              "the steps of one training run, a number above 0 (e.g. 20000)",
+              "steps of one training run, with --runs-per-month (bill.stepsPerRun)"),
+    BillField("runs_per_month", "bill.runsPerMonth", "runs_per_month", float, True,
+              "the training runs started per month, a number above 0 (e.g. 40)",
+              "training runs started per month (bill.runsPerMonth)"),
+    BillField("restarts_per_run", "bill.restartsPerRun", "restarts_per_run", float, False,
+              "the restarts of one run (each compiles again), a number from 0 (e.g. 1)",
+              "restarts (each compiles again) per run (bill.restartsPerRun, default 0)"),
+    BillField("migration_days", "bill.migrationDays", "migration_days", float, True,
+              "the engineer-days the migration takes, a number above 0 (e.g. 10)",
+              "engineer-days to migrate to torch.compile (bill.migrationDays)"),
+    BillField("day_rate", "bill.engineerDayRate", "day_rate", float, True,
+              "the cost of one engineer-day, a number above 0 (e.g. 800)", "cost of one engineer-day (bill.engineerDayRate)"),
+)
+
+
 @dataclass
 class CostInputs:
     price_per_gpu_hour: Optional[float] = None
@@ -38,10 +76,7 @@ class CostInputs:
     @classmethod
     def from_settings(cls, settings: Any) -> CostInputs:
         """The `bill.*` settings (compile_lens.settings.Settings): editor, pyproject or flags."""
-        return cls(price_per_gpu_hour=settings.gpu_price, gpus=settings.gpus, hours_per_month=settings.hours_per_month,
-                   steps_per_run=settings.steps_per_run, runs_per_month=settings.runs_per_month,
-                   restarts_per_run=settings.restarts_per_run, migration_days=settings.migration_days,
-                   day_rate=settings.day_rate)
+        return cls(**{f.cost: getattr(settings, f.setting) for f in BILL_FIELDS})
 
     def given(self) -> bool:
         return any(v is not None for v in (self.price_per_gpu_hour, self.hours_per_month, self.steps_per_run,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Optional
 
+from .cost import BILL_FIELDS
+
 # setting key -> dataclass field
 _KEYS = {
     "device": "device",
@@ -15,28 +17,11 @@ _KEYS = {
     "benchmark.maxSeconds": "max_seconds",
     "gpuBusyThreshold": "gpu_busy_threshold",
     # the GPU bill (compile_lens/cost.py): the team's own figures; unset (null) means not known
-    "bill.gpuPricePerHour": "gpu_price",
-    "bill.gpus": "gpus",
-    "bill.trainingHoursPerMonth": "hours_per_month",
-    "bill.stepsPerRun": "steps_per_run",
-    "bill.runsPerMonth": "runs_per_month",
-    "bill.restartsPerRun": "restarts_per_run",
-    "bill.migrationDays": "migration_days",
-    "bill.engineerDayRate": "day_rate",
+    **{f.key: f.setting for f in BILL_FIELDS},
 }
 # What each bill key must be, said in the words a rejected value is answered with
-_BILL_WORDS = {
-    "gpu_price": "the price of one GPU-hour, a number above 0 (e.g. 2.5)",
-    "gpus": "the GPUs one training run uses, a whole number from 1 (e.g. 8)",
-    "hours_per_month": "the eager training hours per month, a number above 0 (e.g. 300)",
-    "steps_per_run": "the steps of one training run, a number above 0 (e.g. 20000)",
-    "runs_per_month": "the training runs started per month, a number above 0 (e.g. 40)",
-    "restarts_per_run": "the restarts of one run (each compiles again), a number from 0 (e.g. 1)",
-    "migration_days": "the engineer-days the migration takes, a number above 0 (e.g. 10)",
-    "day_rate": "the cost of one engineer-day, a number above 0 (e.g. 800)",
-}
-_OPTIONAL = {"memory_limit_mb": int, "gpu_price": float, "hours_per_month": float, "steps_per_run": float, "runs_per_month": float,
-             "migration_days": float, "day_rate": float}
+_BILL_WORDS = {f.setting: f.words for f in BILL_FIELDS}
+_OPTIONAL = {"memory_limit_mb": int} | {f.setting: f.kind for f in BILL_FIELDS if f.optional}
 DEVICES = ("auto", "cpu", "cuda")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 

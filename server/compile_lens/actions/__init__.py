@@ -31,7 +31,7 @@ from typing import Any, Optional, Sequence
 from lsprotocol import types as lsp
 
 from .registry import _RESOLVERS, _fixes_for, _rewrites_at
-from .source import SOURCE, _Edit, _Source
+from .source import SOURCE, Edit, Source
 
 
 def code_actions(source: str, uri: str, rng: lsp.Range, diagnostics: Sequence[lsp.Diagnostic],
@@ -46,7 +46,7 @@ def code_actions(source: str, uri: str, rng: lsp.Range, diagnostics: Sequence[ls
     targets of exactly this text, when the caller has them (else they are found here); `guesses`:
     the input recipes the worker guessed after import, by target name (from its last results);
     `hatches`: the escape hatches the worker's torch has (its hello's `escape_hatches`)."""
-    src = _Source.parse(source)
+    src = Source.parse(source)
     actions: list[lsp.CodeAction] = []
     if src is not None:
         if discovery is not None:
@@ -69,7 +69,7 @@ def resolve(action: lsp.CodeAction, source: str) -> lsp.CodeAction:
     edited file would not parse."""
     data = action.data if isinstance(action.data, dict) else {}
     make = _RESOLVERS.get(data.get("fix", ""))
-    src = _Source.parse(source)
+    src = Source.parse(source)
     if make is None or src is None or not data.get("uri"):
         return action
     try:
@@ -87,16 +87,16 @@ def resolve(action: lsp.CodeAction, source: str) -> lsp.CodeAction:
     return action
 
 
-def _merge_inserts(edits: list[_Edit]) -> list[_Edit]:
+def _merge_inserts(edits: list[Edit]) -> list[Edit]:
     """Insertions at one position become one edit: not every client keeps their order."""
-    merged: list[_Edit] = []
+    merged: list[Edit] = []
     for e in edits:
         same = next((m for m in merged if (m.line, m.col) == (m.end_line, m.end_col) == (e.line, e.col)
                      and (e.end_line, e.end_col) == (e.line, e.col)), None)
         if same is not None:
             same.text += e.text
         else:
-            merged.append(_Edit(e.line, e.col, e.end_line, e.end_col, e.text))
+            merged.append(Edit(e.line, e.col, e.end_line, e.end_col, e.text))
     return merged
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .source import _Edit, _Source
+from .source import Edit, Source
 
 
-def _still_guessed(src: _Source, target: str) -> bool:
+def _still_guessed(src: Source, target: str) -> bool:
     """The target's inputs are still Compile Lens's guess in this text (no directive written since)."""
     found = src.discovery()
     spec = next((t for t in (found.targets if found else []) if t.name == target), None)
     return spec is not None and spec.inputs is not None and spec.inputs.source == "inferred"
 
 
-def _resolve_directive(src: _Source, data: dict) -> Optional[list[_Edit]]:
+def _resolve_directive(src: Source, data: dict) -> Optional[list[Edit]]:
     node = next((n for n in src.tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                  and n.name == data["target"]), None)
     found = src.discovery()

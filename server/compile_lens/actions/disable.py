@@ -10,13 +10,13 @@ from typing import Optional
 from lsprotocol import types as lsp
 
 from .. import codes
-from .header import _header_edits
-from .source import _COMPILES, _INSTALLED, QUICKFIX, _action, _decorator_names, _Edit, _Source
+from .header import header_edits
+from .source import _INSTALLED, COMPILES, QUICKFIX, Edit, Source, _action, decorator_names
 
 _DISABLES = {"torch.compiler.disable", "torch._dynamo.disable", "compiler.disable", "disable"}
 
 
-def _find_def(src: _Source, name: str) -> Optional[ast.AST]:
+def _find_def(src: Source, name: str) -> Optional[ast.AST]:
     """The def of `name` ("helper", or "Net.helper" for a method): module level, else a method."""
     parts = name.split(".")
     defs = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -35,7 +35,7 @@ def _find_def(src: _Source, name: str) -> Optional[ast.AST]:
     return methods[0] if len(methods) == 1 else None
 
 
-def _disable_helper(src: _Source, uri: str, d: lsp.Diagnostic, data: dict, code: str) -> list[lsp.CodeAction]:
+def _disable_helper(src: Source, uri: str, d: lsp.Diagnostic, data: dict, code: str) -> list[lsp.CodeAction]:
     function, where = None, uri
     if data.get("kind") == "graph_break":
         function = data.get("function")
@@ -57,18 +57,18 @@ def _disable_helper(src: _Source, uri: str, d: lsp.Diagnostic, data: dict, code:
         return []
     if where == uri:
         node = _find_def(src, function)
-        if node is None or set(_decorator_names(node)) & (_DISABLES | _COMPILES):
+        if node is None or set(decorator_names(node)) & (_DISABLES | COMPILES):
             return []
     short = function.split(".")[-1]
     return [_action(f"Run `{short}` outside the graph (@torch.compiler.disable; the graph still breaks where it is called)",
                     QUICKFIX, {"fix": "disable", "uri": where, "function": function}, d)]
 
 
-def _resolve_disable(src: _Source, data: dict) -> Optional[list[_Edit]]:
+def _resolve_disable(src: Source, data: dict) -> Optional[list[Edit]]:
     node = _find_def(src, str(data["function"]))
-    if node is None or set(_decorator_names(node)) & (_DISABLES | _COMPILES):
+    if node is None or set(decorator_names(node)) & (_DISABLES | COMPILES):
         return None
     # right above the `def`, under its other decorators: `@property`, `@staticmethod` then wrap the
     # disabled function (disable on a property object would fail when the module is imported)
     edits = [src.insert_lines(node.lineno - 1, [src.indent(node.lineno) + "@torch.compiler.disable"])]
-    return _header_edits(src, ["torch"], []) + edits
+    return header_edits(src, ["torch"], []) + edits

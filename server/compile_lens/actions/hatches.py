@@ -24,14 +24,14 @@ from typing import Optional
 from lsprotocol import types as lsp
 
 from .disable import _DISABLES, _find_def
-from .header import _header_edits
+from .header import header_edits
 from .source import (
-    _COMPILES,
+    COMPILES,
     QUICKFIX,
+    Edit,
+    Source,
     _action,
-    _decorator_names,
-    _Edit,
-    _Source,
+    decorator_names,
 )
 
 NONSTRICT = "torch._dynamo.nonstrict_trace"
@@ -40,10 +40,10 @@ LEAF = "torch._dynamo.decorators.leaf_function"
 # breaks of code Dynamo cannot trace but AOTAutograd can (no data-dependent value, no side effect
 # that would run only once, at trace time): graph_break(), skipped or unsupported Python calls
 _NONSTRICT_BREAKS = {"GB0025", "GB0008", "GB0009", "GB0147", "GB0148", "GB0156"}
-_OURS = {NONSTRICT, LEAF, "nonstrict_trace", "leaf_function"} | _DISABLES | _COMPILES
+_OURS = {NONSTRICT, LEAF, "nonstrict_trace", "leaf_function"} | _DISABLES | COMPILES
 
 
-def _helper(src: _Source, d: lsp.Diagnostic, data: dict) -> Optional[ast.FunctionDef]:
+def _helper(src: Source, d: lsp.Diagnostic, data: dict) -> Optional[ast.FunctionDef]:
     """The module-level function of this file the traced break is in (not the target itself)."""
     if data.get("kind") != "graph_break" or data.get("call_site"):
         return None
@@ -51,12 +51,12 @@ def _helper(src: _Source, d: lsp.Diagnostic, data: dict) -> Optional[ast.Functio
     if not function or "<" in function or "." in function or function in ("forward", "?", target, target.split(".")[-1]):
         return None
     node = _find_def(src, function)
-    if not isinstance(node, ast.FunctionDef) or node not in src.tree.body or set(_decorator_names(node)) & _OURS:
+    if not isinstance(node, ast.FunctionDef) or node not in src.tree.body or set(decorator_names(node)) & _OURS:
         return None
     return node if node.lineno <= d.range.start.line + 1 <= (node.end_lineno or node.lineno) else None
 
 
-def _hatch_fixes(src: _Source, uri: str, d: lsp.Diagnostic, data: dict, gb: Optional[str],
+def _hatch_fixes(src: Source, uri: str, d: lsp.Diagnostic, data: dict, gb: Optional[str],
                  hatches: frozenset[str]) -> list[lsp.CodeAction]:
     found = []
     node = _helper(src, d, data) if hatches & {"nonstrict_trace", "leaf_function"} else None
@@ -104,20 +104,20 @@ def _returns(node: ast.FunctionDef) -> Optional[str]:
     return returned.pop() if len(returned) == 1 else None
 
 
-def _resolve_decorator(src: _Source, data: dict, decorator: str) -> Optional[tuple[ast.FunctionDef, list[_Edit]]]:
+def _resolve_decorator(src: Source, data: dict, decorator: str) -> Optional[tuple[ast.FunctionDef, list[Edit]]]:
     node = _find_def(src, str(data["function"]))
-    if not isinstance(node, ast.FunctionDef) or node not in src.tree.body or set(_decorator_names(node)) & _OURS:
+    if not isinstance(node, ast.FunctionDef) or node not in src.tree.body or set(decorator_names(node)) & _OURS:
         return None
     edits = [src.insert_lines(node.lineno - 1, [src.indent(node.lineno) + f"@{decorator}"])]
-    return node, _header_edits(src, ["torch"], []) + edits
+    return node, header_edits(src, ["torch"], []) + edits
 
 
-def _resolve_nonstrict(src: _Source, data: dict) -> Optional[list[_Edit]]:
+def _resolve_nonstrict(src: Source, data: dict) -> Optional[list[Edit]]:
     made = _resolve_decorator(src, data, NONSTRICT)
     return made[1] if made else None
 
 
-def _resolve_leaf(src: _Source, data: dict) -> Optional[list[_Edit]]:
+def _resolve_leaf(src: Source, data: dict) -> Optional[list[Edit]]:
     made = _resolve_decorator(src, data, LEAF)
     if made is None:
         return None

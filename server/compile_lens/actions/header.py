@@ -7,18 +7,18 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .source import _dotted, _Edit, _Source
+from .source import Edit, Source, dotted
 
 CONFIG = "torch._dynamo.config"
 CAPTURE = f"{CONFIG}.capture_scalar_outputs = True"
 
 
-def _is_config_stmt(node: ast.stmt) -> bool:
+def is_config_stmt(node: ast.stmt) -> bool:
     """`torch._dynamo.config.x = ...` or `torch._dynamo.config.x.add(...)` (what these fixes write)."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        return _dotted(node.targets[0]).startswith(CONFIG + ".")
+        return dotted(node.targets[0]).startswith(CONFIG + ".")
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        return _dotted(node.value.func).startswith(CONFIG + ".")
+        return dotted(node.value.func).startswith(CONFIG + ".")
     return False
 
 
@@ -42,7 +42,7 @@ class _Header:
         return (self.imports[-1].end_lineno or self.imports[-1].lineno) if self.imports else None
 
 
-def _header(src: _Source) -> _Header:
+def _header(src: Source) -> _Header:
     body = src.tree.body
     i, top = 0, 0
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -59,13 +59,13 @@ def _header(src: _Source) -> _Header:
         i += 1
     config_end = None
     if imports:
-        while i < len(body) and _is_config_stmt(body[i]):
+        while i < len(body) and is_config_stmt(body[i]):
             config_end = body[i].end_lineno or body[i].lineno
             i += 1
     return _Header(imports, top, config_end)
 
 
-def _binds(src: _Source, name: str) -> bool:
+def _binds(src: Source, name: str) -> bool:
     """A module-level `import name` (or `import name.sub`) binds `name`."""
     for node in src.tree.body:
         for stmt in ([node] + (node.body if isinstance(node, ast.Try) else [])):
@@ -85,9 +85,9 @@ def _imports_module(stmt: ast.stmt, root: str) -> bool:
     return False
 
 
-def _header_edits(src: _Source, modules: list[str], configs: list[str]) -> list[_Edit]:
+def header_edits(src: Source, modules: list[str], configs: list[str]) -> list[Edit]:
     """`import m` for each module not imported yet, and config lines after the imports (once each)."""
-    present = {ast.unparse(s) for s in src.tree.body if _is_config_stmt(s)}
+    present = {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}
     configs = [c for c in dict.fromkeys(configs) if ast.unparse(ast.parse(c).body[0]) not in present]
     modules = [m for m in dict.fromkeys(modules) if not _binds(src, m)]
     if not modules and not configs:
@@ -114,13 +114,13 @@ def _header_edits(src: _Source, modules: list[str], configs: list[str]) -> list[
     return [src.insert_lines(at, lines) for at, lines in sorted(inserts.items())]
 
 
-def _blank_lines_before(src: _Source, index: int) -> int:
+def _blank_lines_before(src: Source, index: int) -> int:
     """PEP 8: two blank lines above a top-level def/class, one above anything else."""
     text = src.rows[index] if index < len(src.rows) else ""
     return 2 if re.match(r"(async\s+def|def|class)\b|@", text) else 1
 
 
-def _import_position(src: _Source, h: _Header, module: str) -> int:
+def _import_position(src: Source, h: _Header, module: str) -> int:
     """0-based line to put `import module` at: before what imports from the same package, else
     (stdlib `logging`) before the first import, else after the last one."""
     plain = [s for s in h.imports if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
@@ -132,5 +132,5 @@ def _import_position(src: _Source, h: _Header, module: str) -> int:
     return h.end or 0
 
 
-def _resolve_config(src: _Source, data: dict) -> Optional[list[_Edit]]:
-    return _header_edits(src, list(data.get("modules") or []), list(data["config"])) or None
+def _resolve_config(src: Source, data: dict) -> Optional[list[Edit]]:
+    return header_edits(src, list(data.get("modules") or []), list(data["config"])) or None

@@ -8,10 +8,10 @@ from typing import Optional
 from lsprotocol import types as lsp
 
 from ..comments import IGNORE_COMMENT
-from .source import QUICKFIX, _action, _Edit, _Source
+from .source import QUICKFIX, Edit, Source, _action
 
 
-def _ignore(src: _Source, uri: str, d: lsp.Diagnostic, code: str) -> list[lsp.CodeAction]:
+def _ignore(src: Source, uri: str, d: lsp.Diagnostic, code: str) -> list[lsp.CodeAction]:
     line = d.range.start.line + 1
     text = src.row(line)
     if line > len(src.rows) or text.rstrip().endswith("\\"):
@@ -23,7 +23,7 @@ def _ignore(src: _Source, uri: str, d: lsp.Diagnostic, code: str) -> list[lsp.Co
                     {"fix": "ignore", "uri": uri, "line": line, "code": code}, d)]
 
 
-def _resolve_ignore(src: _Source, data: dict) -> Optional[list[_Edit]]:
+def _resolve_ignore(src: Source, data: dict) -> Optional[list[Edit]]:
     line, code = int(data["line"]), str(data["code"])
     text = src.row(line)
     match = IGNORE_COMMENT.search(text)
@@ -34,14 +34,14 @@ def _resolve_ignore(src: _Source, data: dict) -> Optional[list[_Edit]]:
         if code.upper() in {c.upper() for c in codes}:
             return None
         new = f"# compile-lens: ignore[{', '.join(codes + [code])}]"
-        return [_Edit(line - 1, match.start(), line - 1, match.end(), new)]
+        return [Edit(line - 1, match.start(), line - 1, match.end(), new)]
     if _ends_inside_string(src, line):
         return None
     end = len(text.rstrip())
-    return [_Edit(line - 1, end, line - 1, len(text), f"  # compile-lens: ignore[{code}]")]
+    return [Edit(line - 1, end, line - 1, len(text), f"  # compile-lens: ignore[{code}]")]
 
 
-def _ends_inside_string(src: _Source, line: int) -> bool:
+def _ends_inside_string(src: Source, line: int) -> bool:
     for node in src.walk_line(line):
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) \
                 and node.lineno <= line < (node.end_lineno or node.lineno):

@@ -11,8 +11,8 @@ from typing import Optional
 from lsprotocol import types as lsp
 
 from .. import codes
-from .header import CONFIG, _is_config_stmt
-from .source import QUICKFIX, _action, _calls_on_line, _dotted, _Source
+from .header import CONFIG, is_config_stmt
+from .source import QUICKFIX, Source, _action, calls_on_line, dotted
 
 _NOT_REORDERABLE = {"shape", "dtype", "device", "size", "tolist", "item", "numpy", "names", "layout"}
 
@@ -37,7 +37,7 @@ def _reorderable(node: ast.expr, assigned: dict[str, list[ast.expr]], depth: int
         if isinstance(node.func, ast.Attribute):
             if node.func.attr in _NOT_REORDERABLE:
                 return False
-            head = _dotted(node.func.value)
+            head = dotted(node.func.value)
             return head in ("torch", "F", "torch.nn.functional") or _reorderable(node.func.value, assigned, depth + 1)
         return False
     if isinstance(node, ast.BinOp):
@@ -65,7 +65,7 @@ def _assignments(func: ast.AST) -> dict[str, list[ast.expr]]:
     return found
 
 
-def _print_reorderable(src: _Source, call: ast.Call) -> bool:
+def _print_reorderable(src: Source, call: ast.Call) -> bool:
     func = src.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef)) or src.tree
     assigned = _assignments(func)
     if any(not isinstance(k.value, ast.Constant) for k in call.keywords):
@@ -73,10 +73,10 @@ def _print_reorderable(src: _Source, call: ast.Call) -> bool:
     return all(not isinstance(a, ast.Starred) and _reorderable(a, assigned) for a in call.args)
 
 
-def _print_fix(src: _Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optional[str]) -> list[lsp.CodeAction]:
-    if not _calls_on_line(src, line, _is_print):
+def _print_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optional[str]) -> list[lsp.CodeAction]:
+    if not calls_on_line(src, line, _is_print):
         return []
-    present = {ast.unparse(s) for s in src.tree.body if _is_config_stmt(s)}
+    present = {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}
     reorder = f"{CONFIG}.reorderable_logging_functions.add(print)"
     said = f"{reorder}  # torch._dynamo.config: applies to the whole process, every compiled print"
     skip = f"{CONFIG}.ignore_logging_functions.add(print)"
@@ -97,22 +97,22 @@ def _logging_call(call: ast.Call) -> bool:
     standard library (`logging.Logger.warning`), so the added line runs."""
     if not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, (ast.Name, ast.Attribute)):
         return False
-    receiver, method = _dotted(call.func.value), call.func.attr
+    receiver, method = dotted(call.func.value), call.func.attr
     if not receiver or method not in _LOGGING_METHODS:
         return False
     return callable(getattr(logging, method, None)) if receiver == "logging" else hasattr(logging.Logger, method)
 
 
-def _logging_fix(src: _Source, uri: str, d: lsp.Diagnostic, line: int) -> list[lsp.CodeAction]:
+def _logging_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int) -> list[lsp.CodeAction]:
     data = d.data if isinstance(d.data, dict) else {}
     if data.get("call_site"):
         return []  # the logging call is in another file (often a library's): this line has none
-    calls = _calls_on_line(src, line, _logging_call)  # not the first call on the line: the logging one
+    calls = calls_on_line(src, line, _logging_call)  # not the first call on the line: the logging one
     if len(calls) != 1:
         return []
     call = calls[0]
     assert isinstance(call.func, ast.Attribute)
-    receiver, method = _dotted(call.func.value), call.func.attr
+    receiver, method = dotted(call.func.value), call.func.attr
     if receiver == "logging":
         target, shown = f"logging.{method}", f"logging.{method}"
     else:

@@ -17,11 +17,11 @@ from .header import _resolve_config
 from .ignore import _ignore, _resolve_ignore
 from .print_logging import _logging_fix, _print_fix
 from .scalars import _capture_scalar
-from .source import QUICKFIX, REWRITE, _action, _Edit, _Source
+from .source import QUICKFIX, REWRITE, Edit, Source, _action
 from .wrap import _resolve_wrap, _wrap_candidates
 
 
-def _fixes_for(src: _Source, uri: str, d: lsp.Diagnostic, hatches: frozenset[str] = frozenset()) -> list[lsp.CodeAction]:
+def _fixes_for(src: Source, uri: str, d: lsp.Diagnostic, hatches: frozenset[str] = frozenset()) -> list[lsp.CodeAction]:
     code = str(d.code)
     data = d.data if isinstance(d.data, dict) else {}
     found: list[lsp.CodeAction] = []
@@ -45,7 +45,7 @@ def _fixes_for(src: _Source, uri: str, d: lsp.Diagnostic, hatches: frozenset[str
     return found
 
 
-def _rewrites_at(src: _Source, uri: str, line0: int, figures: dict[str, str],
+def _rewrites_at(src: Source, uri: str, line0: int, figures: dict[str, str],
                  guesses: Optional[dict[str, Any]] = None) -> list[lsp.CodeAction]:
     line = line0 + 1
     found = src.discovery()
@@ -70,7 +70,7 @@ def _rewrites_at(src: _Source, uri: str, line0: int, figures: dict[str, str],
     return actions
 
 
-_RESOLVERS: dict[str, Callable[[_Source, dict], Optional[list[_Edit]]]] = {
+_RESOLVERS: dict[str, Callable[[Source, dict], Optional[list[Edit]]]] = {
     "ignore": _resolve_ignore,
     "config": _resolve_config,
     "disable": _resolve_disable,

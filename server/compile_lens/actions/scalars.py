@@ -8,15 +8,15 @@ import ast
 
 from lsprotocol import types as lsp
 
-from .header import CAPTURE, _is_config_stmt
-from .source import QUICKFIX, _action, _calls_on_line, _dotted, _Source
+from .header import CAPTURE, is_config_stmt
+from .source import QUICKFIX, Source, _action, calls_on_line, dotted
 
 
 def _is_item(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr == "item" and not call.args
 
 
-def _item_branched(src: _Source, call: ast.Call) -> bool:
+def _item_branched(src: Source, call: ast.Call) -> bool:
     """The scalar is branched on or used as a size/count: capturing it moves the break, not removes it."""
     func = src.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or src.tree
     names: set[str] = set()
@@ -40,7 +40,7 @@ def _item_branched(src: _Source, call: ast.Call) -> bool:
             tests.append(node.test)
         elif isinstance(node, ast.Compare):
             tests.append(node)
-        elif isinstance(node, ast.Call) and (_dotted(node.func) in ("range", "int", "bool", "len")
+        elif isinstance(node, ast.Call) and (dotted(node.func) in ("range", "int", "bool", "len")
                                              or isinstance(node.func, ast.Attribute)
                                              and node.func.attr in ("view", "reshape", "expand", "repeat",
                                                                     "zeros", "ones", "empty", "randn", "rand",
@@ -52,10 +52,10 @@ def _item_branched(src: _Source, call: ast.Call) -> bool:
     return False
 
 
-def _capture_scalar(src: _Source, uri: str, d: lsp.Diagnostic, line: int) -> list[lsp.CodeAction]:
-    if any(ast.unparse(s) == CAPTURE for s in src.tree.body if _is_config_stmt(s)):
+def _capture_scalar(src: Source, uri: str, d: lsp.Diagnostic, line: int) -> list[lsp.CodeAction]:
+    if any(ast.unparse(s) == CAPTURE for s in src.tree.body if is_config_stmt(s)):
         return []
-    here = _calls_on_line(src, line, _is_item)
+    here = calls_on_line(src, line, _is_item)
     if not here:
         return []
     # the setting is global: every `.item()` in the file must stay break-free with it

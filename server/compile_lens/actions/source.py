@@ -16,13 +16,13 @@ SOURCE = "Compile Lens"
 QUICKFIX = lsp.CodeActionKind.QuickFix
 REWRITE = lsp.CodeActionKind.RefactorRewrite
 
-_COMPILES = {"torch.compile", "torch.compiler.compile"}
+COMPILES = {"torch.compile", "torch.compiler.compile"}
 
 _INSTALLED = ("site-packages", "dist-packages")  # an installed library's file: never edited
 
 
 @dataclass
-class _Edit:
+class Edit:
     line: int  # 0-based
     col: int  # characters
     end_line: int
@@ -34,11 +34,11 @@ class _Edit:
                             self.text)
 
 
-class _Source:
+class Source:
     """A parsed file. Parsed once per text (a cursor move re-asks with the same text); what the
     actions need is looked up in the top-level statement at hand, not the whole file."""
 
-    _recent: dict[str, _Source] = {}
+    _recent: dict[str, Source] = {}
 
     def __init__(self, text: str, tree: ast.Module):
         self.text = text
@@ -49,7 +49,7 @@ class _Source:
         self._memo: dict[Any, Any] = {}
 
     @classmethod
-    def parse(cls, text: str) -> Optional[_Source]:
+    def parse(cls, text: str) -> Optional[Source]:
         found = cls._recent.get(text)
         if found is not None:
             return found
@@ -115,13 +115,13 @@ class _Source:
         text = self.row(line)
         return text[: len(text) - len(text.lstrip())]
 
-    def insert_lines(self, before: int, lines: list[str]) -> _Edit:
+    def insert_lines(self, before: int, lines: list[str]) -> Edit:
         """Whole lines inserted before 0-based line `before` (at the end of the file when past it)."""
         if before < len(self.rows) - 1 or (before == len(self.rows) - 1 and self.rows[-1] == ""):
             body = self.nl.join(lines) + self.nl
-            return _Edit(before, 0, before, 0, body)
+            return Edit(before, 0, before, 0, body)
         last = len(self.rows) - 1
-        return _Edit(last, len(self.rows[last]), last, len(self.rows[last]), self.nl + self.nl.join(lines))
+        return Edit(last, len(self.rows[last]), last, len(self.rows[last]), self.nl + self.nl.join(lines))
 
     def blank(self, index: int) -> bool:
         """0-based line `index` is blank (or past the end)."""
@@ -141,21 +141,21 @@ class _Source:
         return self.memo("discovery", lambda: discover(self.text))
 
 
-def _dotted(node: ast.AST) -> str:
+def dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        head = _dotted(node.value)
+        head = dotted(node.value)
         return f"{head}.{node.attr}" if head else ""
     return ""
 
 
-def _is_compile(func: ast.AST) -> bool:
-    return _dotted(func) in _COMPILES
+def is_compile(func: ast.AST) -> bool:
+    return dotted(func) in COMPILES
 
 
-def _decorator_names(node: ast.AST) -> list[str]:
-    return [_dotted(d.func if isinstance(d, ast.Call) else d) for d in getattr(node, "decorator_list", [])]
+def decorator_names(node: ast.AST) -> list[str]:
+    return [dotted(d.func if isinstance(d, ast.Call) else d) for d in getattr(node, "decorator_list", [])]
 
 
 def _action(title: str, kind: str, data: dict, diagnostic: Optional[lsp.Diagnostic] = None,
@@ -164,6 +164,6 @@ def _action(title: str, kind: str, data: dict, diagnostic: Optional[lsp.Diagnost
                           is_preferred=preferred or None, data=data)
 
 
-def _calls_on_line(src: _Source, line: int, test: Callable[[ast.Call], bool]) -> list[ast.Call]:
+def calls_on_line(src: Source, line: int, test: Callable[[ast.Call], bool]) -> list[ast.Call]:
     return [n for n in src.walk_line(line) if isinstance(n, ast.Call)
             and n.lineno <= line <= (n.end_lineno or n.lineno) and test(n)]

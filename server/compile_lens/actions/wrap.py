@@ -6,18 +6,18 @@ import ast
 from typing import Iterator, Optional
 
 from .disable import _DISABLES
-from .header import _header_edits
-from .source import _COMPILES, _decorator_names, _dotted, _Edit, _is_compile, _Source
+from .header import header_edits
+from .source import COMPILES, Edit, Source, decorator_names, dotted, is_compile
 
 _CHAINABLE = {"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16", "requires_grad_"}
 
 
-def _torch_nn_names(src: _Source) -> tuple[set[str], set[str]]:
+def _torch_nn_names(src: Source) -> tuple[set[str], set[str]]:
     """(prefixes that mean torch.nn, e.g. {"nn", "torch.nn"}; names imported from torch.nn)."""
     return src.memo("nn", lambda: _read_torch_nn_names(src))
 
 
-def _read_torch_nn_names(src: _Source) -> tuple[set[str], set[str]]:
+def _read_torch_nn_names(src: Source) -> tuple[set[str], set[str]]:
     prefixes, names = {"torch.nn"}, set()
     for node in src.tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == "torch" and not node.level:
@@ -44,18 +44,18 @@ def _constructed(call: ast.expr, modules: set[str], nn: tuple[set[str], set[str]
     prefixes, names = nn
     if isinstance(func, ast.Name) and func.id in names:
         return ""
-    if isinstance(func, ast.Attribute) and func.attr[:1].isupper() and _dotted(func.value) in prefixes:
+    if isinstance(func, ast.Attribute) and func.attr[:1].isupper() and dotted(func.value) in prefixes:
         return ""
     return None
 
 
-def _compiled_later(src: _Source, target: str) -> bool:
+def _compiled_later(src: Source, target: str) -> bool:
     """`torch.compile(target)` or `target.compile()` anywhere in the file (a name compiled in one
     function counts for all: conservative)."""
     def compiled() -> set[str]:
         found = set()
         for node in src.calls():
-            if _is_compile(node.func) and node.args:
+            if is_compile(node.func) and node.args:
                 found.add(ast.unparse(node.args[0]))
             elif isinstance(node.func, ast.Attribute) and node.func.attr == "compile":
                 found.add(ast.unparse(node.func.value))
@@ -64,19 +64,19 @@ def _compiled_later(src: _Source, target: str) -> bool:
     return target in src.memo("compiled", compiled)
 
 
-def _inside_compiled(src: _Source, node: ast.AST) -> bool:
+def _inside_compiled(src: Source, node: ast.AST) -> bool:
     parent = src.parent(node)
     while parent is not None and parent is not src.tree:
-        if isinstance(parent, ast.Call) and _is_compile(parent.func):
+        if isinstance(parent, ast.Call) and is_compile(parent.func):
             return True
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                set(_decorator_names(parent)) & (_COMPILES | {"compile"}):
+                set(decorator_names(parent)) & (COMPILES | {"compile"}):
             return True
         parent = src.parent(parent)
     return False
 
 
-def _wrap_candidates(src: _Source, line: int, modules: set[str]) -> Iterator[tuple[str, ast.AST, Optional[str]]]:
+def _wrap_candidates(src: Source, line: int, modules: set[str]) -> Iterator[tuple[str, ast.AST, Optional[str]]]:
     nn = _torch_nn_names(src)
     for node in src.walk_line(line):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)) and node.value is not None \
@@ -98,16 +98,16 @@ def _wrap_candidates(src: _Source, line: int, modules: set[str]) -> Iterator[tup
             yield "def", node, node.name
 
 
-def _wrappable_def(src: _Source, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def _wrappable_def(src: Source, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if isinstance(node, ast.AsyncFunctionDef) or node.name == "main" or node.name.startswith("test"):
         return False
     if not (node.args.args or node.args.posonlyargs or node.args.vararg):
         return False
-    if set(_decorator_names(node)) & (_COMPILES | _DISABLES | {"compile", "property", "staticmethod",
+    if set(decorator_names(node)) & (COMPILES | _DISABLES | {"compile", "property", "staticmethod",
                                                                  "classmethod", "contextmanager",
                                                                  "contextlib.contextmanager"}):
         return False
-    if any(name.startswith(("torch.library.", "library.")) for name in _decorator_names(node)):
+    if any(name.startswith(("torch.library.", "library.")) for name in decorator_names(node)):
         return False  # a custom op's definition, not code to compile
     if node.name in src.memo("attribute-bases", lambda: {n.value.id for n in ast.walk(src.tree)
                                                          if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}):
@@ -117,7 +117,7 @@ def _wrappable_def(src: _Source, node: ast.FunctionDef | ast.AsyncFunctionDef) -
     for n in ast.walk(node):
         if isinstance(n, (ast.Yield, ast.YieldFrom, ast.With, ast.AsyncWith, ast.Try, ast.While, ast.Global)):
             return False  # a generator, a context, a loop that waits: not something to compile
-        if isinstance(n, ast.For) and not (isinstance(n.iter, ast.Call) and _dotted(n.iter.func) == "range"):
+        if isinstance(n, ast.For) and not (isinstance(n.iter, ast.Call) and dotted(n.iter.func) == "range"):
             return False  # iterating a loader or a list: a training loop, not tensor code
         if isinstance(n, ast.Name) and n.id in ("torch", "F", "nn"):
             tensor_code = True
@@ -127,7 +127,7 @@ def _wrappable_def(src: _Source, node: ast.FunctionDef | ast.AsyncFunctionDef) -
     return tensor_code and not _compiled_later(src, node.name)
 
 
-def _resolve_wrap(src: _Source, data: dict) -> Optional[list[_Edit]]:
+def _resolve_wrap(src: Source, data: dict) -> Optional[list[Edit]]:
     line = int(data["line"])
     found = src.discovery()
     modules = {t.name for t in found.targets if t.kind == "module"} if found else set()
@@ -140,6 +140,6 @@ def _resolve_wrap(src: _Source, data: dict) -> Optional[list[_Edit]]:
         else:
             value = node.value  # type: ignore[attr-defined]
             (l1, c1), (l2, c2) = src.start(value), src.end(value)
-            edits = [_Edit(l1, c1, l1, c1, "torch.compile("), _Edit(l2, c2, l2, c2, ")")]
-        return _header_edits(src, ["torch"], []) + edits
+            edits = [Edit(l1, c1, l1, c1, "torch.compile("), Edit(l2, c2, l2, c2, ")")]
+        return header_edits(src, ["torch"], []) + edits
     return None

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from .. import __version__
 from ..config import find_root
-from ..discovery import dependency_fingerprint, discover
+from ..discovery import Discovery, dependency_fingerprint, discover
 from ..discovery.inputs import resolve_inputs
 from ..jobs.analysis import analyze_file, safe_lint
 from ..jobs.cache import (
@@ -137,12 +137,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 continue  # --target: not in this file
             reports.append(report)
             chosen = [t for t in discovery.targets if picked is None or t.name in picked]
-            lints = safe_lint(source, path) or []
-            statics = assembly.static_findings(path, chosen, discovery.errors)
-            if picked is not None:  # only what lies in the picked targets
-                spans = [(t.line, max(t.end_line, t.line)) for t in chosen]
-                lints, statics = ([f for f in found if any(a <= f.line <= b for a, b in spans)]
-                                  for found in (lints, statics))
+            lints, statics = _static_findings(source, path, chosen, discovery, picked)
             report.findings = lints + statics
             runnable = [t for t in chosen if t.inputs is not None]
             if not runnable:
@@ -178,12 +173,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 report.error = run.problem
             elif not quiet:
                 say(f"{os.path.relpath(path)}: from the cache")
-            report.targets = [results[t.name] for t in discovery.targets  # not an nn.Module after all: dropped
-                              if t.name in results and results[t.name].status != "skipped"]
-            here, elsewhere = assembly.traced_findings(report.targets, path, file_root)
-            traced = here + [f for found in elsewhere.values() for f in found]  # a helper's break: in this report
-            report.findings = assembly.file_findings(lints, statics, traced,
-                                                     assembly.covered_lines(runnable, results))
+            _fill(report, discovery, results, runnable, lints, statics, file_root)
         runtime = workers.runtime
         if not runtime and cache is not None:
             hit = cache.get(_runtime_key())
@@ -191,6 +181,29 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
         return reports, runtime or {"torch": version}
     finally:
         await workers.stop()
+
+
+def _static_findings(source: str, path: str, chosen: list[TargetSpec], discovery: Discovery,
+                     picked: Optional[set[str]]) -> tuple[list[Finding], list[Finding]]:
+    """The lints and the findings about targets that need no torch; with --target, only inside the picked ones."""
+    lints = safe_lint(source, path) or []
+    statics = assembly.static_findings(path, chosen, discovery.errors)
+    if picked is not None:  # only what lies in the picked targets
+        spans = [(t.line, max(t.end_line, t.line)) for t in chosen]
+        lints, statics = ([f for f in found if any(a <= f.line <= b for a, b in spans)]
+                          for found in (lints, statics))
+    return lints, statics
+
+
+def _fill(report: FileReport, discovery: Discovery, results: dict[str, TargetResult], runnable: list[TargetSpec],
+          lints: list[Finding], statics: list[Finding], file_root: str) -> None:
+    """The report's targets and every finding of the file, the traced ones with the static ones they confirm."""
+    path = report.path
+    report.targets = [results[t.name] for t in discovery.targets  # not an nn.Module after all: dropped
+                      if t.name in results and results[t.name].status != "skipped"]
+    here, elsewhere = assembly.traced_findings(report.targets, path, file_root)
+    traced = here + [f for found in elsewhere.values() for f in found]  # a helper's break: in this report
+    report.findings = assembly.file_findings(lints, statics, traced, assembly.covered_lines(runnable, results))
 
 
 def _trace_written(trace_dir: str) -> None:

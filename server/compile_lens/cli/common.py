@@ -9,30 +9,16 @@ import os
 import sys
 from typing import Callable, Optional, Union
 
-from ..config import find_root, load_project_config
+from ..config import find_root, load_project_config, python_files
 from ..jobs.cache import ResultCache, cache_dir
 from ..protocol import Benchmark, FileReport, Problem
 from ..render import findings as fnd
 from ..render.cli_output import cli_words
 from ..settings import Settings
 
-SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox", ".mypy_cache"}
-
 
 def say(message: str) -> None:
     print(f"compile-lens: {message}", file=sys.stderr, flush=True)
-
-
-def python_files(paths: list[str]) -> list[str]:
-    found: list[str] = []
-    for path in paths:
-        if os.path.isfile(path):
-            found.append(os.path.abspath(path))
-            continue
-        for dirpath, dirnames, filenames in os.walk(path):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-            found += [os.path.abspath(os.path.join(dirpath, f)) for f in sorted(filenames) if f.endswith(".py")]
-    return found
 
 
 def workspace_root(files: list[str], override: Optional[str] = None) -> str:

@@ -17,7 +17,8 @@ import tempfile
 from typing import Any, Optional
 
 from ..config import find_root, load_project_config
-from ..cost import CostInputs
+from ..cost import BILL_FIELDS, CostInputs
+from ..render import trial_text
 from ..settings import Settings
 from ..trial import runner, store, summary
 from .common import add_program
@@ -65,20 +66,12 @@ def add_bill_arguments(parser: argparse.ArgumentParser) -> None:
     """The bill's flags (`trial` and `report`); each overrides its `bill.*` setting in pyproject.toml."""
     bill = parser.add_argument_group("the GPU bill (figures from your team; defaults: [tool.compile-lens] bill.* "
                                      "in pyproject.toml; no money shown without a price)")
-    bill.add_argument("--gpu-price", type=float, metavar="PER_HOUR", help="price of one GPU-hour (bill.gpuPricePerHour)")
-    bill.add_argument("--gpus", type=int, help="GPUs a run uses (bill.gpus, default 1)")
-    bill.add_argument("--hours-per-month", type=float, help="training hours per month, eager (bill.trainingHoursPerMonth)")
-    bill.add_argument("--steps-per-run", type=float, help="steps of one training run, with --runs-per-month (bill.stepsPerRun)")
-    bill.add_argument("--runs-per-month", type=float, help="training runs started per month (bill.runsPerMonth)")
-    bill.add_argument("--restarts-per-run", type=float,
-                      help="restarts (each compiles again) per run (bill.restartsPerRun, default 0)")
-    bill.add_argument("--migration-days", type=float, help="engineer-days to migrate to torch.compile (bill.migrationDays)")
-    bill.add_argument("--day-rate", type=float, help="cost of one engineer-day (bill.engineerDayRate)")
+    for field in BILL_FIELDS:
+        bill.add_argument("--" + field.setting.replace("_", "-"), type=field.kind, help=field.help,
+                          **({"metavar": "PER_HOUR"} if field.setting == "gpu_price" else {}))
 
 
-_FLAGS = {"gpu_price": "price_per_gpu_hour", "gpus": "gpus", "hours_per_month": "hours_per_month",
-          "steps_per_run": "steps_per_run", "runs_per_month": "runs_per_month",
-          "restarts_per_run": "restarts_per_run", "migration_days": "migration_days", "day_rate": "day_rate"}
+_FLAGS = {f.setting: f.cost for f in BILL_FIELDS}  # flag (argparse dest) -> CostInputs field
 
 
 def bill_inputs(args: argparse.Namespace, settings: Settings) -> CostInputs:
@@ -104,10 +97,7 @@ def bill_flag_error(args: argparse.Namespace) -> Optional[str]:
     return None
 
 
-_SETTING = {"gpu_price": "bill.gpuPricePerHour", "gpus": "bill.gpus", "hours_per_month": "bill.trainingHoursPerMonth",
-            "steps_per_run": "bill.stepsPerRun", "runs_per_month": "bill.runsPerMonth",
-            "restarts_per_run": "bill.restartsPerRun", "migration_days": "bill.migrationDays",
-            "day_rate": "bill.engineerDayRate"}
+_SETTING = {f.setting: f.key for f in BILL_FIELDS}  # flag -> setting key
 
 
 def _settings(folder: str, root: str) -> Settings:
@@ -168,7 +158,7 @@ def run_trial(args: argparse.Namespace) -> int:
     figures["cold"] = args.cold
     figures["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": _load()}
     figures["cost"] = summary.bill(figures, bill_inputs(args, _settings(root, find_root(root))))
-    print(summary.render_text(figures), file=sys.stderr)
+    print(trial_text.render_text(figures), file=sys.stderr)
     saved = store.write(find_root(root), figures, command=shlex.join(program), base=root)
     if saved:
         _say(f"figures saved in {os.path.relpath(saved)} (the report and the editor's hover card read them)")

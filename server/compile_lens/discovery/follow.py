@@ -11,12 +11,12 @@ from typing import Optional
 from .layers import (
     _MAX_DEPTH,
     _SHAPELESS,
-    _SIZE_ARG,
+    SIZE_ARG,
+    Class,
+    Ref,
     _calls_in_execution_order,
-    _Class,
-    _layer_kind,
-    _Ref,
-    _self_attr,
+    layer_kind,
+    self_attr,
 )
 from .values import _value
 
@@ -25,10 +25,10 @@ from .values import _value
 class _Use:
     """A forward parameter reaches layer `ref`, as its argument `position` at call `site`."""
 
-    ref: _Ref
+    ref: Ref
     position: object  # int, or the keyword
     site: ast.Call
-    owner: _Class
+    owner: Class
     rank: Optional[int] = None  # dimensions, when `forward` unpacks them (`B, T, C = x.size()`)
 
 
@@ -55,11 +55,11 @@ def _names(node: ast.AST) -> set[str]:
 class _Follow:
     """Walks a function's statements in order, tracking the names derived from one parameter."""
 
-    def __init__(self, owner: _Class, tainted: set[str], depth: int):
+    def __init__(self, owner: Class, tainted: set[str], depth: int):
         self.owner, self.tainted, self.depth = owner, set(tainted), depth
         self.loops: dict[str, object] = {}
         self.blocked: Optional[str] = None  # the parameter reached something whose input we cannot tell
-        self.blocker: Optional[_Ref] = None  # ... and that something
+        self.blocker: Optional[Ref] = None  # ... and that something
         self.rank: Optional[int] = None  # of the parameter, as the function unpacks its size
 
     def body(self, stmts: list[ast.stmt]) -> Optional[_Use]:  # noqa: C901
@@ -111,7 +111,7 @@ class _Follow:
             return None
         f = call.func
         owner = self.owner
-        if _self_attr(f) and f.attr in owner.methods and f.attr not in owner.layers:  # a helper method
+        if self_attr(f) and f.attr in owner.methods and f.attr not in owner.layers:  # a helper method
             if self.depth >= _MAX_DEPTH:
                 return None
             method = owner.methods[f.attr]
@@ -127,7 +127,7 @@ class _Follow:
         target = owner.resolve(f, self.loops)
         return self.reach(target, position, call, owner)
 
-    def reach(self, target: object, position: object, site: ast.Call, owner: _Class) -> Optional[_Use]:
+    def reach(self, target: object, position: object, site: ast.Call, owner: Class) -> Optional[_Use]:
         """The parameter is passed to `target` (a layer, a container, a module of this file)."""
         if isinstance(target, list):  # calling a Sequential: its first layer that cares
             for item in target:
@@ -135,9 +135,9 @@ class _Follow:
                 if found is not None or self.blocked:
                     return found
             return None
-        if not isinstance(target, _Ref) or not isinstance(target.node, ast.Call):
+        if not isinstance(target, Ref) or not isinstance(target.node, ast.Call):
             return None
-        kind = _layer_kind(target.node)
+        kind = layer_kind(target.node)
         if kind in _SHAPELESS:
             return None
         sub = owner.sub(target) if kind in owner.classes and owner.depth < _MAX_DEPTH else None
@@ -156,7 +156,7 @@ class _Follow:
                 inner.blocked = f"`{kind}`, whose input no layer of it sizes"
             self.blocked, self.blocker = inner.blocked, inner.blocker
             return found
-        if kind in _SIZE_ARG or kind.rstrip("123d").endswith(("Conv", "ConvTranspose", "BatchNorm", "InstanceNorm")) \
+        if kind in SIZE_ARG or kind.rstrip("123d").endswith(("Conv", "ConvTranspose", "BatchNorm", "InstanceNorm")) \
                 or kind.startswith("Lazy") or kind in ("TransformerEncoder", "TransformerDecoder"):
             return _Use(target, position, site, owner, self.rank)
         self.blocked = f"`{ast.unparse(target.node.func)}(...)`, whose input Compile Lens cannot size"
@@ -208,17 +208,17 @@ def _size_of(node: ast.expr, names: set[str]) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name) and node.value.id in names
 
 
-def norm_use(module: _Class, position: object, site: Optional[ast.Call], rank: Optional[int]) -> Optional[_Use]:
+def norm_use(module: Class, position: object, site: Optional[ast.Call], rank: Optional[int]) -> Optional[_Use]:
     """A module of this file with no layer that sizes its input, whose only weights are 1-d
     `nn.Parameter(torch.ones(n))` / `torch.zeros(n)` (a hand-written LayerNorm or RMSNorm): its
     input ends in `n`, as an `nn.LayerNorm(n)`'s does."""
     widths = set()
     for ref in module.layers.values():
         node = ref.node
-        if not (isinstance(node, ast.Call) and _layer_kind(node) == "Parameter" and node.args):
+        if not (isinstance(node, ast.Call) and layer_kind(node) == "Parameter" and node.args):
             continue
         init = node.args[0]
-        if not (isinstance(init, ast.Call) and _layer_kind(init) in ("ones", "zeros") and len(init.args) == 1):
+        if not (isinstance(init, ast.Call) and layer_kind(init) in ("ones", "zeros") and len(init.args) == 1):
             return None  # a weight of another shape: not a norm
         width = _value(init.args[0], ref.env)
         if not isinstance(width, int) or isinstance(width, bool) or width <= 0:
@@ -228,4 +228,4 @@ def norm_use(module: _Class, position: object, site: Optional[ast.Call], rank: O
         return None
     like = ast.Call(func=ast.Name(id="LayerNorm", ctx=ast.Load()), args=[ast.Constant(widths.pop())], keywords=[])
     site = site or ast.Call(func=ast.Name(id="self", ctx=ast.Load()), args=[], keywords=[])
-    return _Use(_Ref(like, {}, module), position, site, module, rank)
+    return _Use(Ref(like, {}, module), position, site, module, rank)

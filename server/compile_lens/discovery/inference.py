@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..protocol import InputRecipe, TargetSpec
 from .follow import _Follow, norm_use
-from .layers import _Class, _class_env, _layer_kind, _Ref
+from .layers import Class, Ref, _class_env, layer_kind
 from .shapes import (
     _INTEGER_ANNOTATIONS,
     _JAXTYPING_FLOATS,
@@ -27,13 +27,13 @@ from .shapes import (
 )
 from .values import (
     _ASSIGNED,
-    _CLASSES,
     _UNKNOWN,
+    CLASSES,
     _arg,
     _ConfigClass,
-    _inherited,
     _required_params,
     _value,
+    inherited,
 )
 
 _TOKEN_PARAMS = {"input_ids", "token_ids", "tokens", "idx", "ids"}  # names that mean token indices
@@ -41,8 +41,8 @@ _TOKEN_PARAMS = {"input_ids", "token_ids", "tokens", "idx", "ids"}  # names that
 
 def _module_target(cls: ast.ClassDef, constants: dict[str, object]) -> TargetSpec:
     spec = TargetSpec(cls.name, "module", cls.lineno)
-    classes: dict[str, ast.ClassDef] = constants.get(_CLASSES, {})  # type: ignore[assignment]
-    init, forward = _inherited(cls, "__init__", classes), _inherited(cls, "forward", classes)
+    classes: dict[str, ast.ClassDef] = constants.get(CLASSES, {})  # type: ignore[assignment]
+    init, forward = inherited(cls, "__init__", classes), inherited(cls, "forward", classes)
     fix = f"add `# compile-lens: inputs=(...)` above `class {cls.name}`"
     if forward is None:
         spec.problem = f"`{cls.name}` defines no `forward` here: {fix}"
@@ -57,7 +57,7 @@ def _module_target(cls: ast.ClassDef, constants: dict[str, object]) -> TargetSpe
         return spec
     module_env = {k: v for k, v in constants.items() if not k.startswith("<")}
     module_env[_ASSIGNED] = constants.get(_ASSIGNED, {})
-    ctx = _Class(cls, init, forward, _class_env(init, module_env, bound), classes, module_env, 0)
+    ctx = Class(cls, init, forward, _class_env(init, module_env, bound), classes, module_env, 0)
     text, why = _guess_inputs(ctx)
     if text is None:
         spec.problem = f"cannot guess inputs for `{cls.name}` ({why}): {fix}"
@@ -90,13 +90,13 @@ def _call_site_init(name: str, init: ast.FunctionDef, constants: dict[str, objec
     """`LayerNorm(768, bias=True)`: the first call of the class in another module's `__init__` in
     this file (`LayerNorm(config.n_embd, bias=config.bias)` in `Block`), its arguments computed
     there (that module built with its defaults or its default config) and written as literals."""
-    classes: dict[str, ast.ClassDef] = constants.get(_CLASSES, {})  # type: ignore[assignment]
+    classes: dict[str, ast.ClassDef] = constants.get(CLASSES, {})  # type: ignore[assignment]
     module_env = {k: v for k, v in constants.items() if not k.startswith("<")}
     module_env[_ASSIGNED] = constants.get(_ASSIGNED, {})
     params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
     needed = set(_required_params(init))
     for other in classes.values():
-        other_init, other_forward = _inherited(other, "__init__", classes), _inherited(other, "forward", classes)
+        other_init, other_forward = inherited(other, "__init__", classes), inherited(other, "forward", classes)
         if other is classes.get(name) or other_init is None or other_forward is None:
             continue
         bound: dict = {}
@@ -104,9 +104,9 @@ def _call_site_init(name: str, init: ast.FunctionDef, constants: dict[str, objec
             text, bound = _default_config_init(other.name, other_init, constants)
             if text is None:
                 continue
-        built = _Class(other, other_init, other_forward, _class_env(other_init, module_env, bound), classes, module_env, 0)
+        built = Class(other, other_init, other_forward, _class_env(other_init, module_env, bound), classes, module_env, 0)
         for ref in [*built.layers.values(), *built.locals.values()]:
-            for call in (n for n in ast.walk(ref.node) if isinstance(n, ast.Call) and _layer_kind(n) == name):
+            for call in (n for n in ast.walk(ref.node) if isinstance(n, ast.Call) and layer_kind(n) == name):
                 found = _literal_call(name, call, params, needed, ref.env)
                 if found is not None:
                     return found
@@ -141,12 +141,12 @@ def _literal(value: object) -> bool:
     return isinstance(value, (int, float, bool, str, type(None)))
 
 
-def _from_annotation(note: Optional[ast.expr], owner: _Class) -> Optional[str]:
+def _from_annotation(note: Optional[ast.expr], owner: Class) -> Optional[str]:
     """`x: Float[Tensor, "batch 16"]` (jaxtyping) gives a shape; `idx: torch.LongTensor` the embedding's indices."""
     if note is None:
         return None
     if isinstance(note, ast.Subscript) and isinstance(note.slice, ast.Tuple) and len(note.slice.elts) == 2:
-        dtype = _layer_kind(note.value) if isinstance(note.value, (ast.Name, ast.Attribute)) else ""
+        dtype = layer_kind(note.value) if isinstance(note.value, (ast.Name, ast.Attribute)) else ""
         dims = note.slice.elts[1]
         if (dtype in _JAXTYPING_INTS or dtype in _JAXTYPING_FLOATS) and isinstance(dims, ast.Constant) and isinstance(dims.value, str):
             shape = []
@@ -163,17 +163,17 @@ def _from_annotation(note: Optional[ast.expr], owner: _Class) -> Optional[str]:
             if dtype in _JAXTYPING_INTS:
                 return f"torch.randint(0, 2, {_shape_text(tuple(shape))})"
             return _randn(tuple(shape))
-    name = _layer_kind(note) if isinstance(note, (ast.Name, ast.Attribute)) else ""
+    name = layer_kind(note) if isinstance(note, (ast.Name, ast.Attribute)) else ""
     if name in _INTEGER_ANNOTATIONS:
         for ref in owner.layers.values():
-            if isinstance(ref.node, ast.Call) and _layer_kind(ref.node) == "Embedding":
+            if isinstance(ref.node, ast.Call) and layer_kind(ref.node) == "Embedding":
                 size = _positive(_arg(ref.node, 0, "num_embeddings", ref.env))
                 if size:
                     return f"torch.randint(0, {size}, {_shape_text((BATCH, SEQ))})"
     return None
 
 
-def _vocab_size(ref: _Ref, depth: int = 0) -> Optional[int]:
+def _vocab_size(ref: Ref, depth: int = 0) -> Optional[int]:
     """`vocab_size=N` in the arguments of a model from a library (`GPT2LMHeadModel(GPT2Config(...))`),
     or of the config object it is given (a local of __init__, or a module-level name)."""
     assigned: dict[str, ast.expr] = ref.env.get(_ASSIGNED, {})  # type: ignore[assignment]
@@ -182,7 +182,7 @@ def _vocab_size(ref: _Ref, depth: int = 0) -> Optional[int]:
         if isinstance(node, ast.keyword) and node.arg == "vocab_size":
             return _positive(_value(node.value, ref.env))
         if isinstance(node, ast.Name) and depth < 3 and node is not getattr(ref.node, "func", None):
-            bound = local.get(node.id) or (_Ref(assigned[node.id], ref.env, ref.owner) if node.id in assigned else None)
+            bound = local.get(node.id) or (Ref(assigned[node.id], ref.env, ref.owner) if node.id in assigned else None)
             if bound is not None and bound.node is not ref.node:
                 found = _vocab_size(bound, depth + 1)
                 if found:
@@ -190,7 +190,7 @@ def _vocab_size(ref: _Ref, depth: int = 0) -> Optional[int]:
     return None
 
 
-def _guess_inputs(ctx: _Class) -> tuple[Optional[str], str]:
+def _guess_inputs(ctx: Class) -> tuple[Optional[str], str]:
     """The inputs text for `ctx.forward`, or None and why not (for the user)."""
     fn = ctx.forward
     params = _required_params(fn)

@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from .values import _CLASSES, _UNKNOWN, _inherited, _Obj, _param_defaults, _value
+from .values import _UNKNOWN, CLASSES, _Obj, _param_defaults, _value, inherited
 
 _MAX_DEPTH = 6  # nested modules and helper methods followed
 
@@ -22,7 +22,7 @@ _SHAPELESS = {
 }
 
 # The constructor argument that sizes a layer's input: (position, keyword).
-_SIZE_ARG = {
+SIZE_ARG = {
     "Linear": (0, "in_features"), "Bilinear": (0, "in1_features"),
     "Embedding": (0, "num_embeddings"), "EmbeddingBag": (0, "num_embeddings"),
     "LayerNorm": (0, "normalized_shape"), "RMSNorm": (0, "normalized_shape"),
@@ -33,11 +33,11 @@ _SIZE_ARG = {
 }
 for _dims in ("1d", "2d", "3d"):
     for _norm in ("BatchNorm", "InstanceNorm", "LazyBatchNorm", "LazyInstanceNorm"):
-        _SIZE_ARG[_norm + _dims] = (0, "num_features")
+        SIZE_ARG[_norm + _dims] = (0, "num_features")
 
 
 def _class_env(init: Optional[ast.FunctionDef], constants: dict[str, object], bound: dict[str, object]) -> dict[str, object]:
-    env = {k: v for k, v in constants.items() if k != _CLASSES}  # _ASSIGNED stays: not a Python name
+    env = {k: v for k, v in constants.items() if k != CLASSES}  # _ASSIGNED stays: not a Python name
     if init is not None:
         env.update(_param_defaults(init, env))
     env.update(bound)
@@ -45,29 +45,29 @@ def _class_env(init: Optional[ast.FunctionDef], constants: dict[str, object], bo
     return env
 
 
-def _layer_kind(call: ast.AST) -> str:
+def layer_kind(call: ast.AST) -> str:
     f = call.func if isinstance(call, ast.Call) else call
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 @dataclass
-class _Ref:
+class Ref:
     """A module expression in __init__ (a call, a list of them), and the names it is evaluated with."""
 
     node: ast.expr
     env: dict[str, object]
-    owner: Optional[_Class] = None  # the class whose __init__ wrote it
+    owner: Optional[Class] = None  # the class whose __init__ wrote it
 
 
-class _Class:
+class Class:
     """One module class: the values and layers its __init__ sets up, and its helper methods."""
 
     def __init__(self, cls: ast.ClassDef, init: Optional[ast.FunctionDef], forward: ast.FunctionDef,
                  env: dict[str, object], classes: dict[str, ast.ClassDef], constants: dict[str, object], depth: int):
         self.cls, self.forward, self.env, self.depth = cls, forward, env, depth
         self.classes, self.constants = classes, constants  # the file's classes and module-level values
-        self.layers: dict[str, _Ref] = {}
-        self.locals: dict[str, _Ref] = {}
+        self.layers: dict[str, Ref] = {}
+        self.locals: dict[str, Ref] = {}
         self.methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
         if init is not None:
             self._run(init.body, env)
@@ -113,18 +113,18 @@ class _Class:
             self._bind(target, known, env)
             return
         if ref is None and isinstance(value, (ast.Call, ast.List, ast.Tuple, ast.ListComp, ast.BinOp)):
-            ref = _Ref(value, dict(env), self)
+            ref = Ref(value, dict(env), self)
         if ref is None:
             return
         if isinstance(target, ast.Name):
             self.locals[target.id] = ref
-        elif _self_attr(target):
+        elif self_attr(target):
             self.layers.setdefault(target.attr, ref)  # type: ignore[union-attr]
 
     def _bind(self, target: ast.expr, value: object, env: dict[str, object]) -> None:
         if isinstance(target, ast.Name):
             env[target.id] = value
-        elif _self_attr(target):
+        elif self_attr(target):
             self.me.attrs[target.attr] = value  # type: ignore[union-attr]
         elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (tuple, list)) and len(value) == len(target.elts):
             for t, v in zip(target.elts, value):
@@ -138,7 +138,7 @@ class _Class:
             if not isinstance(value, (ast.List, ast.Tuple)) or not value.elts:
                 return
             value = value.elts[0]
-        self.locals[name] = _Ref(ast.List(elts=[value], ctx=ast.Load()), dict(env), self)
+        self.locals[name] = Ref(ast.List(elts=[value], ctx=ast.Load()), dict(env), self)
 
     def _statement_call(self, call: ast.Call, env: dict[str, object]) -> None:
         f = call.func
@@ -156,17 +156,17 @@ class _Class:
     # -- from an expression in forward to the module it names --
 
     def resolve(self, node: ast.expr, loops: dict[str, object]) -> object:
-        """What `node` (a callee in forward) is: a _Ref, a list of _Ref, a dict of _Ref, or None."""
+        """What `node` (a callee in forward) is: a Ref, a list of Ref, a dict of Ref, or None."""
         if isinstance(node, ast.Name):
             return loops.get(node.id)
-        if _self_attr(node):
+        if self_attr(node):
             ref = self.layers.get(node.attr)  # type: ignore[union-attr]
             return self.expand(ref) if ref is not None else None
         if isinstance(node, ast.Attribute):
             base = self.resolve(node.value, loops)
             if isinstance(base, dict):
                 return base.get(node.attr)
-            if isinstance(base, _Ref) and _layer_kind(base.node) in self.classes and self.depth < _MAX_DEPTH:
+            if isinstance(base, Ref) and layer_kind(base.node) in self.classes and self.depth < _MAX_DEPTH:
                 sub = self.sub(base)
                 return sub.resolve(ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=node.attr, ctx=ast.Load()), {}) if sub else None
             return None
@@ -179,7 +179,7 @@ class _Class:
                 return base.get(key)
         return None
 
-    def expand(self, ref: _Ref) -> object:
+    def expand(self, ref: Ref) -> object:
         """A container as a list (Sequential, ModuleList, lists) or dict (ModuleDict) of refs; else the ref."""
         node, env = ref.node, ref.env
         if isinstance(node, ast.Name) and node.id in self.locals:
@@ -187,7 +187,7 @@ class _Class:
         if isinstance(node, (ast.List, ast.Tuple)):
             out: list = []
             for elt in node.elts:
-                inner = self.expand(_Ref(elt.value if isinstance(elt, ast.Starred) else elt, env, self))
+                inner = self.expand(Ref(elt.value if isinstance(elt, ast.Starred) else elt, env, self))
                 out += inner if isinstance(inner, list) else list(inner.values()) if isinstance(inner, dict) else [inner]
             return out
         if isinstance(node, ast.ListComp) and len(node.generators) == 1:
@@ -195,42 +195,42 @@ class _Class:
             first = _first_item(node.generators[0].iter, env)
             if first is not _UNKNOWN:
                 _bind_names(node.generators[0].target, first, scope)
-            return [self.expand(_Ref(node.elt, scope, self))]
+            return [self.expand(Ref(node.elt, scope, self))]
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-            return self.expand(_Ref(node.left if isinstance(node.left, (ast.List, ast.ListComp)) else node.right, env, self))
+            return self.expand(Ref(node.left if isinstance(node.left, (ast.List, ast.ListComp)) else node.right, env, self))
         if isinstance(node, ast.Dict):
-            return {k.value: self.expand(_Ref(v, env, self)) for k, v in zip(node.keys, node.values)
+            return {k.value: self.expand(Ref(v, env, self)) for k, v in zip(node.keys, node.values)
                     if isinstance(k, ast.Constant) and isinstance(k.value, str)}
         if isinstance(node, ast.Call):
-            kind = _layer_kind(node)
+            kind = layer_kind(node)
             if kind in ("Sequential", "ModuleList"):
-                if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred) and _layer_kind(node.args[0]) in ("OrderedDict", "dict"):
-                    named = self.expand(_Ref(node.args[0], env, self))
+                if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred) and layer_kind(node.args[0]) in ("OrderedDict", "dict"):
+                    named = self.expand(Ref(node.args[0], env, self))
                     return list(named.values()) if isinstance(named, dict) else named
                 items = node.args if kind == "Sequential" else node.args[:1]
                 if kind == "ModuleList" and len(items) == 1 and not isinstance(items[0], ast.Starred):
-                    inner = self.expand(_Ref(items[0], env, self))
+                    inner = self.expand(Ref(items[0], env, self))
                     return inner if isinstance(inner, list) else [inner]
-                return self.expand(_Ref(ast.List(elts=list(items), ctx=ast.Load()), env, self))
+                return self.expand(Ref(ast.List(elts=list(items), ctx=ast.Load()), env, self))
             if kind in ("ModuleDict", "OrderedDict", "dict"):
                 if node.keywords:
-                    return {kw.arg: self.expand(_Ref(kw.value, env, self)) for kw in node.keywords if kw.arg}
+                    return {kw.arg: self.expand(Ref(kw.value, env, self)) for kw in node.keywords if kw.arg}
                 if node.args and isinstance(node.args[0], ast.Dict):
-                    return self.expand(_Ref(node.args[0], env, self))
+                    return self.expand(Ref(node.args[0], env, self))
                 if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
-                    return {p.elts[0].value: self.expand(_Ref(p.elts[1], env, self)) for p in node.args[0].elts
+                    return {p.elts[0].value: self.expand(Ref(p.elts[1], env, self)) for p in node.args[0].elts
                             if isinstance(p, ast.Tuple) and len(p.elts) == 2 and isinstance(p.elts[0], ast.Constant)}
-                if node.args and _layer_kind(node.args[0]) in ("OrderedDict", "dict"):
-                    return self.expand(_Ref(node.args[0], env, self))
+                if node.args and layer_kind(node.args[0]) in ("OrderedDict", "dict"):
+                    return self.expand(Ref(node.args[0], env, self))
                 return {}
         return ref
 
-    def sub(self, ref: _Ref) -> Optional[_Class]:
+    def sub(self, ref: Ref) -> Optional[Class]:
         """The module of this file that `ref` builds (`Block(config)`), with its arguments bound."""
-        cls = self.classes.get(_layer_kind(ref.node))
+        cls = self.classes.get(layer_kind(ref.node))
         if cls is None or not isinstance(ref.node, ast.Call):
             return None
-        init, forward = _inherited(cls, "__init__", self.classes), _inherited(cls, "forward", self.classes)
+        init, forward = inherited(cls, "__init__", self.classes), inherited(cls, "forward", self.classes)
         if forward is None:
             return None
         bound: dict[str, object] = {}
@@ -245,14 +245,14 @@ class _Class:
                     bound[kw.arg] = _value(kw.value, ref.env)
             bound = {k: v for k, v in bound.items() if v is not _UNKNOWN}
         env = _class_env(init, self.constants, bound)
-        return _Class(cls, init, forward, env, self.classes, self.constants, self.depth + 1)
+        return Class(cls, init, forward, env, self.classes, self.constants, self.depth + 1)
 
 
 def _is_self(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
 
 
-def _self_attr(node: ast.expr) -> bool:
+def self_attr(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and _is_self(node.value)
 
 

@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from .follow import _Use
-from .layers import _SIZE_ARG, _Class, _layer_kind, _Ref, _self_attr
+from .layers import SIZE_ARG, Class, Ref, layer_kind, self_attr
 from .values import _arg
 
 BATCH = 8  # a small default batch for inferred inputs
@@ -40,7 +40,7 @@ def _tensor_for(use: _Use) -> tuple[Optional[str], str]:  # noqa: C901 - one cas
     """A tensor expression for the parameter, or None and why."""
     layer, env = use.ref.node, use.ref.env
     assert isinstance(layer, ast.Call)
-    kind = _layer_kind(layer)
+    kind = layer_kind(layer)
     where = f"`{ast.unparse(layer)}`"
     if kind in ("TransformerEncoder", "TransformerDecoder"):
         inner_node = next((kw.value for kw in layer.keywords if kw.arg in ("encoder_layer", "decoder_layer")), None)
@@ -55,7 +55,7 @@ def _tensor_for(use: _Use) -> tuple[Optional[str], str]:  # noqa: C901 - one cas
              "query": 0, "key": 1, "value": 2, "memory": 1, "offsets": 1}
     if isinstance(position, str):
         position = roles.get(position, position)
-    index, keyword = _SIZE_ARG.get(kind, (0, "in_channels"))
+    index, keyword = SIZE_ARG.get(kind, (0, "in_channels"))
     if kind.startswith("Lazy"):
         size: object = 3 if "Conv" in kind else 16
     elif kind == "Transformer":
@@ -113,12 +113,12 @@ def _ranked(shape: tuple, rank: Optional[int], kept: int) -> tuple:
     return (*lead, *shape[len(shape) - kept:]) if kept else lead
 
 
-def _inner_layer(node: Optional[ast.expr], owner: _Class, env: dict[str, object]) -> Optional[_Ref]:
+def _inner_layer(node: Optional[ast.expr], owner: Class, env: dict[str, object]) -> Optional[Ref]:
     """The `encoder_layer` of a TransformerEncoder: inline, a local of __init__, or `self.layer`."""
     if isinstance(node, ast.Call):
-        return _Ref(node, env, owner)
+        return Ref(node, env, owner)
     if isinstance(node, ast.Name) and node.id in owner.locals:
         return owner.locals[node.id]
-    if node is not None and _self_attr(node):
+    if node is not None and self_attr(node):
         return owner.layers.get(node.attr)  # type: ignore[union-attr]
     return None

@@ -8,9 +8,9 @@ constructor defaults; anything it cannot tell is `_UNKNOWN`.
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Any, Callable, Optional
 
-_CLASSES = "<classes>"  # where _module_constants keeps the file's classes (not a Python name)
+CLASSES = "<classes>"  # where _module_constants keeps the file's classes (not a Python name)
 _ASSIGNED = "<assigned>"  # and the calls module-level names are bound to (`config = GPT2Config(...)`)
 
 _UNKNOWN = object()
@@ -65,7 +65,7 @@ def _is_config_class(node: ast.ClassDef, known: dict[str, object]) -> bool:
 
 
 def _module_constants(tree: ast.Module) -> dict[str, object]:
-    """Module-level names whose values the source tells, config classes, and (under _CLASSES) every class."""
+    """Module-level names whose values the source tells, config classes, and (under CLASSES) every class."""
     values: dict[str, object] = {}
     classes: dict[str, ast.ClassDef] = {}
     assigned: dict[str, ast.expr] = {}
@@ -85,7 +85,7 @@ def _module_constants(tree: ast.Module) -> dict[str, object]:
                 values[target] = known
             elif isinstance(value, ast.Call):
                 assigned[target] = value
-    values[_CLASSES], values[_ASSIGNED] = classes, assigned
+    values[CLASSES], values[_ASSIGNED] = classes, assigned
     return values
 
 
@@ -93,7 +93,7 @@ def _method(cls: ast.ClassDef, name: str) -> Optional[ast.FunctionDef]:
     return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
-def _inherited(cls: ast.ClassDef, name: str, classes: dict[str, ast.ClassDef]) -> Optional[ast.FunctionDef]:
+def inherited(cls: ast.ClassDef, name: str, classes: dict[str, ast.ClassDef]) -> Optional[ast.FunctionDef]:
     """`name` defined by the class or by a base class of this file."""
     seen: set[str] = set()
     queue = [cls]
@@ -162,92 +162,127 @@ def _value(node: Optional[ast.expr], env: dict[str, object]) -> object:
     return value if value is _UNKNOWN or (isinstance(value, _PLAIN) and _small(value)) else _UNKNOWN
 
 
-def _evaluate(node: Optional[ast.expr], env: dict[str, object]) -> object:  # noqa: C901 - one case per node type
+def _evaluate(node: Optional[ast.expr], env: dict[str, object]) -> object:
+    """The value of a plain expression in `env`, or _UNKNOWN: one case per node type (`_CASES`)."""
     if node is None:
         return _UNKNOWN
-    if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, (int, float, str, bool, type(None))) else _UNKNOWN
-    if isinstance(node, ast.Name):
-        return env.get(node.id, _UNKNOWN)
-    if isinstance(node, ast.Attribute):
-        base = _evaluate(node.value, env)
-        return base.attrs.get(node.attr, _UNKNOWN) if isinstance(base, _Obj) else _UNKNOWN
-    if isinstance(node, (ast.Tuple, ast.List)):
-        items = [_evaluate(e, env) for e in node.elts]
-        if any(i is _UNKNOWN for i in items):
-            return _UNKNOWN
-        return tuple(items) if isinstance(node, ast.Tuple) else items
-    if isinstance(node, ast.Dict):
-        keys = [_evaluate(k, env) for k in node.keys]
-        values = [_evaluate(v, env) for v in node.values]
-        if any(x is _UNKNOWN for x in keys + values):
-            return _UNKNOWN
-        return dict(zip(keys, values))
-    if isinstance(node, ast.BinOp):
-        left, right = _evaluate(node.left, env), _evaluate(node.right, env)
-        if left is _UNKNOWN or right is _UNKNOWN:
-            return _UNKNOWN
-        if isinstance(node.op, ast.Pow):
-            if not (isinstance(left, (int, float)) and isinstance(right, int) and 0 <= right <= 64 and abs(left) <= 2**20):
-                return _UNKNOWN
-            return left**right
-        if isinstance(node.op, ast.Mult) and isinstance(left, (tuple, list, str)) != isinstance(right, (tuple, list, str)):
-            times = right if isinstance(left, (tuple, list, str)) else left
-            if not isinstance(times, int) or times > 4096:
-                return _UNKNOWN
-        op = _BINOPS.get(type(node.op))
-        return op(left, right) if op else _UNKNOWN
-    if isinstance(node, ast.UnaryOp):
-        operand = _evaluate(node.operand, env)
-        if operand is _UNKNOWN:
-            return _UNKNOWN
-        if isinstance(node.op, ast.Not):
-            return not operand
-        if isinstance(operand, (int, float)):
-            return -operand if isinstance(node.op, ast.USub) else operand if isinstance(node.op, ast.UAdd) else _UNKNOWN
+    case = _CASES.get(type(node))
+    return case(node, env) if case else _UNKNOWN
+
+
+def _constant(node: ast.Constant, env: dict[str, object]) -> object:
+    return node.value if isinstance(node.value, (int, float, str, bool, type(None))) else _UNKNOWN
+
+
+def _name(node: ast.Name, env: dict[str, object]) -> object:
+    return env.get(node.id, _UNKNOWN)
+
+
+def _attribute(node: ast.Attribute, env: dict[str, object]) -> object:
+    base = _evaluate(node.value, env)
+    return base.attrs.get(node.attr, _UNKNOWN) if isinstance(base, _Obj) else _UNKNOWN
+
+
+def _sequence(node: ast.Tuple | ast.List, env: dict[str, object]) -> object:
+    items = [_evaluate(e, env) for e in node.elts]
+    if any(i is _UNKNOWN for i in items):
         return _UNKNOWN
-    if isinstance(node, ast.BoolOp):
-        result: object = _UNKNOWN
-        for item in node.values:
-            result = _evaluate(item, env)
-            if result is _UNKNOWN:
-                return _UNKNOWN
-            if bool(result) == isinstance(node.op, ast.Or):
-                return result
-        return result
-    if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        left, right = _evaluate(node.left, env), _evaluate(node.comparators[0], env)
-        op = _COMPARE.get(type(node.ops[0]))
-        if left is _UNKNOWN or right is _UNKNOWN or op is None:
+    return tuple(items) if isinstance(node, ast.Tuple) else items
+
+
+def _dict(node: ast.Dict, env: dict[str, object]) -> object:
+    keys = [_evaluate(k, env) for k in node.keys]
+    values = [_evaluate(v, env) for v in node.values]
+    if any(x is _UNKNOWN for x in keys + values):
+        return _UNKNOWN
+    return dict(zip(keys, values))
+
+
+def _binop(node: ast.BinOp, env: dict[str, object]) -> object:
+    left, right = _evaluate(node.left, env), _evaluate(node.right, env)
+    if left is _UNKNOWN or right is _UNKNOWN:
+        return _UNKNOWN
+    if isinstance(node.op, ast.Pow):
+        if not (isinstance(left, (int, float)) and isinstance(right, int) and 0 <= right <= 64 and abs(left) <= 2**20):
             return _UNKNOWN
-        return op(left, right)
-    if isinstance(node, ast.IfExp):
-        test = _evaluate(node.test, env)
-        return _UNKNOWN if test is _UNKNOWN else _evaluate(node.body if test else node.orelse, env)
-    if isinstance(node, ast.Subscript):
-        base = _evaluate(node.value, env)
-        if not isinstance(base, (tuple, list, dict, str)):
+        return left**right
+    if isinstance(node.op, ast.Mult) and isinstance(left, (tuple, list, str)) != isinstance(right, (tuple, list, str)):
+        times = right if isinstance(left, (tuple, list, str)) else left
+        if not isinstance(times, int) or times > 4096:
             return _UNKNOWN
-        index = node.slice
-        if isinstance(index, ast.Slice):
-            parts = [_evaluate(p, env) if p is not None else None for p in (index.lower, index.upper, index.step)]
-            if any(p is _UNKNOWN for p in parts) or isinstance(base, dict):
-                return _UNKNOWN
-            return base[slice(*parts)]
-        key = _evaluate(index, env)
-        return _UNKNOWN if key is _UNKNOWN else base[key]  # type: ignore[index]
-    if isinstance(node, ast.Call):
-        args = [_evaluate(a, env) for a in node.args]
-        kwargs = {kw.arg: _evaluate(kw.value, env) for kw in node.keywords}
-        if any(a is _UNKNOWN for a in args) or any(v is _UNKNOWN for v in kwargs.values()) or None in kwargs:
-            return _UNKNOWN
-        func = _FUNCTIONS.get(node.func.id) if isinstance(node.func, ast.Name) and node.func.id not in env else None
-        if func is None and isinstance(node.func, ast.Name) and isinstance(env.get(node.func.id), _ConfigClass):
-            func = env[node.func.id]  # type: ignore[assignment]
-        if func is None or (func in (tuple, list, dict, len) and not all(isinstance(a, (tuple, list, dict, str)) for a in args)):
-            return _UNKNOWN
-        return func(*args, **kwargs)  # type: ignore[operator]
+    op = _BINOPS.get(type(node.op))
+    return op(left, right) if op else _UNKNOWN
+
+
+def _unaryop(node: ast.UnaryOp, env: dict[str, object]) -> object:
+    operand = _evaluate(node.operand, env)
+    if operand is _UNKNOWN:
+        return _UNKNOWN
+    if isinstance(node.op, ast.Not):
+        return not operand
+    if isinstance(operand, (int, float)):
+        return -operand if isinstance(node.op, ast.USub) else operand if isinstance(node.op, ast.UAdd) else _UNKNOWN
     return _UNKNOWN
+
+
+def _boolop(node: ast.BoolOp, env: dict[str, object]) -> object:
+    result: object = _UNKNOWN
+    for item in node.values:
+        result = _evaluate(item, env)
+        if result is _UNKNOWN:
+            return _UNKNOWN
+        if bool(result) == isinstance(node.op, ast.Or):
+            return result
+    return result
+
+
+def _compare(node: ast.Compare, env: dict[str, object]) -> object:
+    if len(node.ops) != 1:
+        return _UNKNOWN
+    left, right = _evaluate(node.left, env), _evaluate(node.comparators[0], env)
+    op = _COMPARE.get(type(node.ops[0]))
+    if left is _UNKNOWN or right is _UNKNOWN or op is None:
+        return _UNKNOWN
+    return op(left, right)
+
+
+def _ifexp(node: ast.IfExp, env: dict[str, object]) -> object:
+    test = _evaluate(node.test, env)
+    return _UNKNOWN if test is _UNKNOWN else _evaluate(node.body if test else node.orelse, env)
+
+
+def _subscript(node: ast.Subscript, env: dict[str, object]) -> object:
+    base = _evaluate(node.value, env)
+    if not isinstance(base, (tuple, list, dict, str)):
+        return _UNKNOWN
+    index = node.slice
+    if isinstance(index, ast.Slice):
+        parts = [_evaluate(p, env) if p is not None else None for p in (index.lower, index.upper, index.step)]
+        if any(p is _UNKNOWN for p in parts) or isinstance(base, dict):
+            return _UNKNOWN
+        return base[slice(*parts)]
+    key = _evaluate(index, env)
+    return _UNKNOWN if key is _UNKNOWN else base[key]  # type: ignore[index]
+
+
+def _call(node: ast.Call, env: dict[str, object]) -> object:
+    args = [_evaluate(a, env) for a in node.args]
+    kwargs = {kw.arg: _evaluate(kw.value, env) for kw in node.keywords}
+    if any(a is _UNKNOWN for a in args) or any(v is _UNKNOWN for v in kwargs.values()) or None in kwargs:
+        return _UNKNOWN
+    func = _FUNCTIONS.get(node.func.id) if isinstance(node.func, ast.Name) and node.func.id not in env else None
+    if func is None and isinstance(node.func, ast.Name) and isinstance(env.get(node.func.id), _ConfigClass):
+        func = env[node.func.id]  # type: ignore[assignment]
+    if func is None or (func in (tuple, list, dict, len) and not all(isinstance(a, (tuple, list, dict, str)) for a in args)):
+        return _UNKNOWN
+    return func(*args, **kwargs)  # type: ignore[operator]
+
+
+_CASES: dict[type, Callable[[Any, dict[str, object]], object]] = {
+    ast.Constant: _constant, ast.Name: _name, ast.Attribute: _attribute, ast.Tuple: _sequence, ast.List: _sequence,
+    ast.Dict: _dict, ast.BinOp: _binop, ast.UnaryOp: _unaryop, ast.BoolOp: _boolop, ast.Compare: _compare,
+    ast.IfExp: _ifexp, ast.Subscript: _subscript, ast.Call: _call,
+}
 
 
 def _arg(call: ast.Call, index: int, name: str, env: dict[str, object]) -> object:

@@ -121,8 +121,7 @@ async def analyze_file(
     limits = limits_of(settings)
 
     def settled(name: str) -> list[str]:
-        result = run.results.get(name)
-        return [p.name for p in result.phases] if result else []
+        return _settled(run, name)
 
     async def publish(result: TargetResult) -> None:
         run.results[result.name] = result
@@ -163,34 +162,50 @@ async def analyze_file(
                 await _not_run(run, pending, wanted, run.problem, publish)
             return run
         except WorkerGone as gone:
-            failed, phase = current["target"], current["phase"]
-            log.warning("worker failed on %s (%s %s): %s", path, failed or "import", phase or "", gone.problem.message)
-            if gone.problem.kind == "no-torch" or failed is None or phase not in wanted:
-                run.problem = gone.problem
-                await _not_run(run, pending, wanted, gone.problem, publish)
+            if await _after_death(run, gone, current, pending, wanted, path, publish):
                 return run
-            spec = next(t for t in pending if t.name == failed)
-            result = run.results.get(spec.name) or TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
-            if (phase_of(result, phase) or Phase(phase, "")).status == "done":
-                continue  # it died after that phase had ended: whatever is left runs again
-            problem = gone.problem
-            stage = current["stage"] or ""
-            if phase != "trace" and stage and stage not in (f"measuring {failed}", f"checking recompiles of {failed}"):
-                # say what it was doing (compiling, checking torch.export…): the figures may be in
-                problem = dataclasses.replace(problem, message=f"{problem.message} (while {_while(stage, spec.name)})")
-            result = with_phase(result, phase, "failed", problem)
-            if phase == "trace":  # nothing of it was found: the target itself failed
-                result = dataclasses.replace(result, status="error", error=problem)
-            skipped = Problem("skipped", f"not run: the {PHASE_WORDS[phase]} stopped the analysis process "
-                                         f"({gone.problem.kind})", hint=gone.problem.hint)
-            for later in wanted[wanted.index(phase) + 1:]:
-                if later not in settled(spec.name):
-                    result = with_phase(result, later, "not-run", skipped)
-            await publish(result)
     return run
 
 
 PHASE_WORDS = {"trace": "trace", "sweep": "recompile check", "measure": "measurement"}
+
+
+def _settled(run: FileRun, name: str) -> list[str]:
+    """The phases of target `name` that have an outcome so far."""
+    result = run.results.get(name)
+    return [p.name for p in result.phases] if result else []
+
+
+async def _after_death(run: FileRun, gone: WorkerGone, current: dict[str, Optional[str]], pending: list[TargetSpec],
+                       wanted: list[str], path: str, publish: Callable[[TargetResult], Awaitable[None]]) -> bool:
+    """A worker died mid-job: the phase it was in fails for that target, and the target's later
+    phases say they were not run. True when nothing more can run (no torch, or it died outside a
+    target's phase); False when the rest runs again on a new worker."""
+    failed, phase = current["target"], current["phase"]
+    log.warning("worker failed on %s (%s %s): %s", path, failed or "import", phase or "", gone.problem.message)
+    if gone.problem.kind == "no-torch" or failed is None or phase not in wanted:
+        run.problem = gone.problem
+        await _not_run(run, pending, wanted, gone.problem, publish)
+        return True
+    spec = next(t for t in pending if t.name == failed)
+    result = run.results.get(spec.name) or TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
+    if (phase_of(result, phase) or Phase(phase, "")).status == "done":
+        return False  # it died after that phase had ended: whatever is left runs again
+    problem = gone.problem
+    stage = current["stage"] or ""
+    if phase != "trace" and stage and stage not in (f"measuring {failed}", f"checking recompiles of {failed}"):
+        # say what it was doing (compiling, checking torch.export…): the figures may be in
+        problem = dataclasses.replace(problem, message=f"{problem.message} (while {_while(stage, spec.name)})")
+    result = with_phase(result, phase, "failed", problem)
+    if phase == "trace":  # nothing of it was found: the target itself failed
+        result = dataclasses.replace(result, status="error", error=problem)
+    skipped = Problem("skipped", f"not run: the {PHASE_WORDS[phase]} stopped the analysis process "
+                                 f"({gone.problem.kind})", hint=gone.problem.hint)
+    for later in wanted[wanted.index(phase) + 1:]:
+        if later not in _settled(run, spec.name):
+            result = with_phase(result, later, "not-run", skipped)
+    await publish(result)
+    return False
 
 
 def _while(stage: str, name: str) -> str:

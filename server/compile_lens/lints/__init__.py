@@ -25,8 +25,8 @@ from typing import Optional
 from ..protocol import Finding
 from .chunks import _Chunk, _ChunkCache
 from .graph_breaks import _predicted_breaks
-from .index import _Index
-from .output import CODES, _Output
+from .index import Index
+from .output import CODES, Output
 from .recompiles import _recompile_hazards
 
 
@@ -48,8 +48,8 @@ def forget(path: str) -> None:
 
 
 def _lint_chunks(chunks: list[_Chunk], source: str, path: str) -> list[Finding]:
-    index = _Index([chunk.facts for chunk in chunks])
-    out = _Output(path, source.split("\n"))
+    index = Index([chunk.facts for chunk in chunks])
+    out = Output(path, source.split("\n"))
     _predicted_breaks(index, out)
     _recompile_hazards(index, out)
     return out.sorted()

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional
 
-from .facts import _extract, _Facts
+from .facts import Facts, _extract
 
 _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
@@ -26,7 +26,7 @@ class _Chunk:
 
     text: str
     start: int  # 0-based line index of its first line in the document
-    facts: _Facts
+    facts: Facts
 
     @classmethod
     def parse(cls, text: str, start: int) -> Optional[_Chunk]:

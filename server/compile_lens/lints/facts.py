@@ -31,39 +31,39 @@ class _Class:
     name: str
     qualname: str
     bases: list[str]  # dotted names as written ("nn.Module"); "" for other expressions
-    methods: dict[str, _Func] = field(default_factory=dict)
+    methods: dict[str, Func] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
-class _Func:
+class Func:
     node: _FuncNode
     name: str
     qualname: str
     cls: Optional[_Class]  # the class it is a method of
-    parent: Optional[_Func]  # the function it is nested in
-    facts: _Facts  # of the chunk it is in (for its line offset)
+    parent: Optional[Func]  # the function it is nested in
+    facts: Facts  # of the chunk it is in (for its line offset)
     decorators: list[str] = field(default_factory=list)  # dotted (a call's callee for `@f(...)`)
-    children: list[_Func] = field(default_factory=list)  # nested defs and lambdas
-    nested: dict[str, _Func] = field(default_factory=dict)  # nested defs by name
+    children: list[Func] = field(default_factory=list)  # nested defs and lambdas
+    nested: dict[str, Func] = field(default_factory=dict)  # nested defs by name
     name_calls: list[tuple[str, ast.Call]] = field(default_factory=list)  # f(...)
     self_calls: list[tuple[str, ast.Call]] = field(default_factory=list)  # self.f(...)
     candidates: list[tuple] = field(default_factory=list)  # raw CL1xx material, see _on_call
     bindings: dict[str, list[Kind]] = field(default_factory=dict)
 
 
-class _Site(NamedTuple):
+class Site(NamedTuple):
     """A call somewhere in the file, with where it sits."""
 
     call: ast.Call
     callee: Optional[str]  # the called name, dotted ("torch.compile"), when it is one
-    func: Optional[_Func]  # innermost enclosing function (None: module or class level)
+    func: Optional[Func]  # innermost enclosing function (None: module or class level)
     loops: tuple[_Loop, ...]  # enclosing loops inside that function, innermost last
     guarded: bool  # under an `if` inside that loop/function: likely a one-time or cached compile
-    facts: _Facts
+    facts: Facts
 
 
 class _Ctx(NamedTuple):
-    func: Optional[_Func]
+    func: Optional[Func]
     cls: Optional[_Class]  # set only directly in a class body
     loops: tuple[_Loop, ...]
     guarded: bool
@@ -73,22 +73,22 @@ _TOP = _Ctx(None, None, (), False)
 
 
 @dataclass(eq=False)
-class _Facts:
+class Facts:
     delta: int = 0  # add to the tree's line numbers: the chunk moved since it was parsed
     imports: list[tuple[str, str]] = field(default_factory=list)  # (local name, qualified name)
     module_calls: list[tuple[str, str]] = field(default_factory=list)  # `name = f(...)` at top level
     classes: list[_Class] = field(default_factory=list)
-    functions: list[_Func] = field(default_factory=list)  # module-level defs
-    all_funcs: list[_Func] = field(default_factory=list)  # every def, any depth
-    compile_decorated: list[_Func] = field(default_factory=list)  # `@<...>compile` defs
-    lambdas: dict[ast.Lambda, _Func] = field(default_factory=dict)
-    compile_calls: list[_Site] = field(default_factory=list)  # calls of a `*compile` callee
-    loop_calls: list[_Site] = field(default_factory=list)  # every call inside a loop
-    compiled_assigns: list[tuple[str, ast.Call, Optional[_Func]]] = field(default_factory=list)
+    functions: list[Func] = field(default_factory=list)  # module-level defs
+    all_funcs: list[Func] = field(default_factory=list)  # every def, any depth
+    compile_decorated: list[Func] = field(default_factory=list)  # `@<...>compile` defs
+    lambdas: dict[ast.Lambda, Func] = field(default_factory=dict)
+    compile_calls: list[Site] = field(default_factory=list)  # calls of a `*compile` callee
+    loop_calls: list[Site] = field(default_factory=list)  # every call inside a loop
+    compiled_assigns: list[tuple[str, ast.Call, Optional[Func]]] = field(default_factory=list)
     bindings: dict[str, list[Kind]] = field(default_factory=dict)  # module scope
 
 
-def _extract(tree: ast.Module) -> _Facts:
+def _extract(tree: ast.Module) -> Facts:
     """Everything the lints need from one chunk's tree; the tree itself is not kept."""
     return _Extractor(tree).facts
 
@@ -97,7 +97,7 @@ class _Extractor:
     """One iterative pass over a chunk: each node is handled with the context it sits in."""
 
     def __init__(self, tree: ast.Module):
-        self.facts = _Facts()
+        self.facts = Facts()
         self.stack: list[tuple[ast.AST, _Ctx]] = [(node, _TOP) for node in reversed(tree.body)]
         handlers = {
             ast.FunctionDef: self._on_def, ast.AsyncFunctionDef: self._on_def,
@@ -132,7 +132,7 @@ class _Extractor:
     def _on_def(self, node, ctx: _Ctx) -> None:
         owner = ctx.cls.qualname if ctx.cls else ctx.func.qualname if ctx.func else ""
         qualname = f"{owner}.{node.name}" if owner else node.name
-        func = _Func(node, node.name, qualname, ctx.cls, ctx.func, self.facts)
+        func = Func(node, node.name, qualname, ctx.cls, ctx.func, self.facts)
         for dec in node.decorator_list:
             callee = dec.func if isinstance(dec, ast.Call) else dec
             func.decorators.append(_dotted(callee) or "")
@@ -157,7 +157,7 @@ class _Extractor:
     def _on_lambda(self, node: ast.Lambda, ctx: _Ctx) -> None:
         owner = ctx.func.qualname if ctx.func else ctx.cls.qualname if ctx.cls else ""
         qualname = f"{owner}.<lambda>" if owner else "<lambda>"
-        func = _Func(node, "<lambda>", qualname, None, ctx.func, self.facts)
+        func = Func(node, "<lambda>", qualname, None, ctx.func, self.facts)
         self.facts.lambdas[node] = func
         if ctx.func is not None:
             ctx.func.children.append(func)
@@ -165,7 +165,7 @@ class _Extractor:
         self._push(node.args.defaults + [d for d in node.args.kw_defaults if d is not None], ctx)
         self._push([node.body], _Ctx(func, None, (), False))
 
-    def _bind_params(self, func: _Func, args: ast.arguments) -> None:
+    def _bind_params(self, func: Func, args: ast.arguments) -> None:
         positional = args.posonlyargs + args.args
         defaults: list[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults))
         defaults += args.defaults
@@ -253,9 +253,9 @@ class _Extractor:
                 if callee.attr in _TENSOR_TO_PYTHON:
                     func.candidates.append((callee.attr, node, None))
         if dotted is not None and dotted.endswith("compile"):
-            self.facts.compile_calls.append(_Site(node, dotted, func, ctx.loops, ctx.guarded, self.facts))
+            self.facts.compile_calls.append(Site(node, dotted, func, ctx.loops, ctx.guarded, self.facts))
         if ctx.loops:
-            self.facts.loop_calls.append(_Site(node, dotted, func, ctx.loops, ctx.guarded, self.facts))
+            self.facts.loop_calls.append(Site(node, dotted, func, ctx.loops, ctx.guarded, self.facts))
         self._push(_children(node), ctx)
 
     def _on_assign(self, node, ctx: _Ctx) -> None:

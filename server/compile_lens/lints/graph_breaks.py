@@ -9,16 +9,16 @@ import ast
 
 from .. import codes
 from ..protocol import Frame
-from .facts import _LOG_METHODS, _TENSOR_TO_PYTHON, _dotted, _Func
-from .index import _frame, _Index, _method_class, _with_nested
-from .output import _Output
+from .facts import _LOG_METHODS, _TENSOR_TO_PYTHON, Func, _dotted
+from .index import Index, _frame, _method_class, with_nested
+from .output import Output
 
 PREDICTED = " (predicted; a trace will confirm)"
 
 
-def _compiled_roots(index: _Index) -> list[_Func]:
+def _compiled_roots(index: Index) -> list[Func]:
     """Where tracing starts: forward of modules, @torch.compile defs, torch.compile(f) arguments."""
-    roots: list[_Func] = []
+    roots: list[Func] = []
     for cls in index.module_classes:
         forward = cls.methods.get("forward")
         if forward is not None:
@@ -32,11 +32,11 @@ def _compiled_roots(index: _Index) -> list[_Func]:
     return roots
 
 
-def _traced_functions(index: _Index) -> list[tuple[_Func, _Func, tuple[Frame, ...]]]:
+def _traced_functions(index: Index) -> list[tuple[Func, Func, tuple[Frame, ...]]]:
     """(function, the root it is traced from, the call chain to it) for the roots and every helper
     in this file they call, directly or through other helpers; each once, by its shortest chain."""
     out = []
-    seen: set[_Func] = set()
+    seen: set[Func] = set()
     queue = [(root, root, ()) for root in _compiled_roots(index)]
     while queue:
         func, root, chain = queue.pop(0)
@@ -44,7 +44,7 @@ def _traced_functions(index: _Index) -> list[tuple[_Func, _Func, tuple[Frame, ..
             continue
         seen.add(func)
         out.append((func, root, chain))
-        for inner in _with_nested(func):
+        for inner in with_nested(func):
             for name, call in inner.name_calls:
                 target = index.callee(name, inner)
                 if target is not None and target not in seen:
@@ -56,10 +56,10 @@ def _traced_functions(index: _Index) -> list[tuple[_Func, _Func, tuple[Frame, ..
     return out
 
 
-def _predicted_breaks(index: _Index, out: _Output) -> None:
+def _predicted_breaks(index: Index, out: Output) -> None:
     for func, root, chain in _traced_functions(index):
         lint = _Lint(index, out, func, root, chain)
-        for inner in _with_nested(func):
+        for inner in with_nested(func):
             lint.facts = inner.facts
             for kind, node, info in inner.candidates:
                 lint.candidate(kind, node, info)
@@ -71,7 +71,7 @@ def _predicted_breaks(index: _Index, out: _Output) -> None:
 class _Lint:
     """The CL1xx findings of one traced function (and the defs nested in it)."""
 
-    def __init__(self, index: _Index, out: _Output, func: _Func, root: _Func, chain: tuple):
+    def __init__(self, index: Index, out: Output, func: Func, root: Func, chain: tuple):
         self.index, self.out, self.chain = index, out, chain
         self.facts = func.facts
         self.context = {"function": func.qualname, "root": root.qualname}

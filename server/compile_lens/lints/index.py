@@ -8,7 +8,7 @@ import ast
 from typing import Optional
 
 from ..protocol import Frame
-from .facts import Kind, _Class, _dotted, _Facts, _Func, _Site
+from .facts import Facts, Func, Kind, Site, _Class, _dotted
 
 _MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.Sequential", "torch.nn.modules.module.Module",
                            "nn.Module", "nn.Sequential", "Module"})
@@ -24,20 +24,20 @@ _STATIC_TORCH_MODULES = frozenset({"cuda", "backends", "distributed", "jit", "co
                                    "_guards", "_utils", "utils", "testing", "hub"})
 
 
-class _Index:
+class Index:
     """Names across the whole file: imports, classes, functions, compile calls."""
 
-    def __init__(self, all_facts: list[_Facts]):
+    def __init__(self, all_facts: list[Facts]):
         self.aliases: dict[str, str] = {}
-        self.functions: dict[str, _Func] = {}  # module level, by name (the last def wins)
+        self.functions: dict[str, Func] = {}  # module level, by name (the last def wins)
         self.classes: dict[str, _Class] = {}
-        self.lambdas: dict[ast.Lambda, _Func] = {}
+        self.lambdas: dict[ast.Lambda, Func] = {}
         self.bindings: dict[str, list[Kind]] = {}  # module scope
-        self.all_funcs: list[_Func] = []
-        self.compile_decorated: list[_Func] = []
-        self.loop_calls: list[_Site] = []
-        self.compiled_assigns: list[tuple[str, ast.Call, Optional[_Func]]] = []
-        candidates: list[_Site] = []
+        self.all_funcs: list[Func] = []
+        self.compile_decorated: list[Func] = []
+        self.loop_calls: list[Site] = []
+        self.compiled_assigns: list[tuple[str, ast.Call, Optional[Func]]] = []
+        candidates: list[Site] = []
         module_calls: list[tuple[str, str]] = []
         for facts in all_facts:
             self.aliases.update(facts.imports)
@@ -69,7 +69,7 @@ class _Index:
     def is_torch_compile(self, dotted: Optional[str]) -> bool:
         return bool(dotted) and self.resolve(dotted) == "torch.compile"
 
-    def _module_classes(self, all_facts: list[_Facts]) -> set[_Class]:
+    def _module_classes(self, all_facts: list[Facts]) -> set[_Class]:
         """nn.Module subclasses, directly or through other classes of this file."""
         found: set[_Class] = set()
         names: set[str] = set()
@@ -90,7 +90,7 @@ class _Index:
         return (base in _MODULE_BASES or self.resolve(base) in _MODULE_BASES
                 or base in module_names or base.rsplit(".", 1)[-1] == "LightningModule")
 
-    def method(self, cls: Optional[_Class], name: str) -> Optional[_Func]:
+    def method(self, cls: Optional[_Class], name: str) -> Optional[Func]:
         """`self.name` seen from a method of `cls`: its own, else from its bases in this file."""
         seen: set[str] = set()
         queue = [cls] if cls is not None else []
@@ -104,7 +104,7 @@ class _Index:
             queue += [self.classes[b] for b in current.bases if b in self.classes]
         return None
 
-    def callee(self, name: str, scope: Optional[_Func]) -> Optional[_Func]:
+    def callee(self, name: str, scope: Optional[Func]) -> Optional[Func]:
         """What a call `name(...)` made in `scope` runs: a nested def visible there, else a
         module-level function."""
         while scope is not None:
@@ -113,7 +113,7 @@ class _Index:
             scope = scope.parent
         return self.functions.get(name)
 
-    def call_target(self, call: ast.Call, scope: Optional[_Func]) -> Optional[_Func]:
+    def call_target(self, call: ast.Call, scope: Optional[Func]) -> Optional[Func]:
         """The def in this file a call runs: `f(...)` or `self.f(...)`."""
         callee = call.func
         if isinstance(callee, ast.Name):
@@ -122,7 +122,7 @@ class _Index:
             return self.method(_method_class(scope), callee.attr)
         return None
 
-    def compiled_function(self, site: _Site) -> Optional[_Func]:
+    def compiled_function(self, site: Site) -> Optional[Func]:
         """The function a `torch.compile(f)` call compiles, when it is defined in this file."""
         arg = _compile_arg(site)
         if isinstance(arg, ast.Lambda):
@@ -134,7 +134,7 @@ class _Index:
             return self.method(_method_class(site.func), arg.attr)
         return None
 
-    def compile_decorator(self, func: _Func) -> Optional[ast.expr]:
+    def compile_decorator(self, func: Func) -> Optional[ast.expr]:
         """Its `@torch.compile` / `@torch.compile(...)` decorator, if it has one."""
         if func not in self.compile_decorated or isinstance(func.node, ast.Lambda):
             return None
@@ -143,7 +143,7 @@ class _Index:
                 return dec
         return None
 
-    def is_dynamo_disabled(self, func: _Func) -> bool:
+    def is_dynamo_disabled(self, func: Func) -> bool:
         return any(self.resolve(d) in _DYNAMO_DISABLE for d in func.decorators)
 
     def is_static_torch_call(self, resolved: str) -> bool:
@@ -155,7 +155,7 @@ class _Index:
                                          or last in _STATIC_TORCH_NAMES)
 
 
-def _compile_arg(site: _Site) -> Optional[ast.expr]:
+def _compile_arg(site: Site) -> Optional[ast.expr]:
     """What a torch.compile call compiles (None: `torch.compile(mode=...)`, a decorator)."""
     call = site.call
     if call.args:
@@ -163,7 +163,7 @@ def _compile_arg(site: _Site) -> Optional[ast.expr]:
     return next((k.value for k in call.keywords if k.arg == "model"), None)
 
 
-def _method_class(func: Optional[_Func]) -> Optional[_Class]:
+def _method_class(func: Optional[Func]) -> Optional[_Class]:
     """The class whose `self` a function sees (a method, or a def/lambda nested in one)."""
     while func is not None:
         if func.cls is not None:
@@ -172,7 +172,7 @@ def _method_class(func: Optional[_Func]) -> Optional[_Class]:
     return None
 
 
-def _with_nested(func: _Func) -> list[_Func]:
+def with_nested(func: Func) -> list[Func]:
     """A function and every def/lambda nested in it: all run when it is traced."""
     out, stack = [], [func]
     while stack:
@@ -182,6 +182,6 @@ def _with_nested(func: _Func) -> list[_Func]:
     return out
 
 
-def _frame(call: ast.AST, func: Optional[_Func], facts: _Facts) -> Frame:
+def _frame(call: ast.AST, func: Optional[Func], facts: Facts) -> Frame:
     """A caller's frame, for `related` (the path is filled in by _Output)."""
     return Frame("", call.lineno + facts.delta, func.qualname if func else "<module>")

@@ -7,13 +7,13 @@ from typing import Optional
 
 from .. import codes
 from ..protocol import Finding, Frame
-from .facts import _Facts
+from .facts import Facts
 
 # code -> (severity, title) of the static lints, from the one registry in codes.py.
 CODES: dict[str, tuple[str, str]] = {c: (codes.CODES[c].severity, codes.CODES[c].title) for c in codes.LINTS}
 
 
-class _Output:
+class Output:
     """Findings with document positions (1-based; columns in characters), once per place."""
 
     def __init__(self, path: str, lines: list[str]):
@@ -21,7 +21,7 @@ class _Output:
         self.lines = lines
         self.found: dict[tuple, Finding] = {}
 
-    def add(self, node: ast.AST, facts: _Facts, code: str, message: str, data: dict, chain=(),
+    def add(self, node: ast.AST, facts: Facts, code: str, message: str, data: dict, chain=(),
             predicted=False) -> None:
         line, column, end_line, end_column = self.range_of(node, facts)
         key = (code, line, column, end_line, end_column)
@@ -34,7 +34,7 @@ class _Output:
     def sorted(self) -> list[Finding]:
         return sorted(self.found.values(), key=lambda f: (f.line, f.column, f.code))
 
-    def range_of(self, node: ast.AST, facts: _Facts) -> tuple[int, int, int, int]:
+    def range_of(self, node: ast.AST, facts: Facts) -> tuple[int, int, int, int]:
         line = node.lineno + facts.delta  # type: ignore[attr-defined]
         end_line = (node.end_lineno or node.lineno) + facts.delta  # type: ignore[attr-defined]
         end_col = node.end_col_offset  # type: ignore[attr-defined]
@@ -53,7 +53,7 @@ class _Output:
     def line(self, number: int) -> str:
         return self.lines[number - 1] if 0 < number <= len(self.lines) else ""
 
-    def statement_of(self, call: ast.Call, facts: _Facts) -> Optional[list[int]]:
+    def statement_of(self, call: ast.Call, facts: Facts) -> Optional[list[int]]:
         """The call's range when it is a statement on its own line (a fix can delete or guard it)."""
         line, column, end_line, end_column = self.range_of(call, facts)
         before = self.line(line)[:column - 1]
@@ -62,7 +62,7 @@ class _Output:
             return None
         return [line, column, end_line, end_column]
 
-    def text_of(self, node: ast.AST, facts: _Facts) -> str:
+    def text_of(self, node: ast.AST, facts: Facts) -> str:
         line, column, end_line, end_column = self.range_of(node, facts)
         text = self.line(line)
         return text[column - 1:end_column - 1] if end_line == line else text[column - 1:] + " …"

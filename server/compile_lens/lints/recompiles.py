@@ -8,21 +8,21 @@ import ast
 from typing import Optional
 
 from .. import codes
-from .facts import Kind, _dotted, _Func, _Loop, _scalar_kind, _Site, _walk
-from .index import _CACHE_DECORATORS, _compile_arg, _frame, _Index, _with_nested
-from .output import _Output
+from .facts import Func, Kind, Site, _dotted, _Loop, _scalar_kind, _walk
+from .index import _CACHE_DECORATORS, Index, _compile_arg, _frame, with_nested
+from .output import Output
 
 
-def _recompile_hazards(index: _Index, out: _Output) -> None:
+def _recompile_hazards(index: Index, out: Output) -> None:
     in_functions = _repeated_compiles(index, out)
     _compiles_in_repeated_calls(index, out, in_functions)
     _varying_scalar_args(index, out)
 
 
-def _repeated_compiles(index: _Index, out: _Output) -> dict[_Func, list[_Site]]:
+def _repeated_compiles(index: Index, out: Output) -> dict[Func, list[Site]]:
     """CL201 (in a loop, or in forward) and CL202 (a fresh lambda/closure). Returns, per function,
     the compile calls not flagged yet: they are hazards if the function runs in a loop."""
-    in_functions: dict[_Func, list[_Site]] = {}
+    in_functions: dict[Func, list[Site]] = {}
     for site in index.compile_calls:
         if site.guarded or _compile_arg(site) is None:
             continue  # guarded: `if self._compiled is None: ...`, compiled once; no argument: a decorator
@@ -45,11 +45,11 @@ def _repeated_compiles(index: _Index, out: _Output) -> dict[_Func, list[_Site]]:
         decorator = index.compile_decorator(func)
         outer = func.parent
         if decorator is not None and func.cls is None and outer is not None and outer.name != "__init__":
-            _fresh_compile(out, _Site(decorator, None, outer, (), False, func.facts), func)
+            _fresh_compile(out, Site(decorator, None, outer, (), False, func.facts), func)
     return in_functions
 
 
-def _fresh_callable(index: _Index, site: _Site) -> Optional[_Func]:
+def _fresh_callable(index: Index, site: Site) -> Optional[Func]:
     """The lambda or nested def a torch.compile call compiles, when it is created anew each time."""
     arg = _compile_arg(site)
     if isinstance(arg, ast.Lambda):
@@ -58,7 +58,7 @@ def _fresh_callable(index: _Index, site: _Site) -> Optional[_Func]:
     return func if func is not None and func.parent is not None and isinstance(arg, ast.Name) else None
 
 
-def _fresh_compile(out: _Output, site: _Site, fresh: _Func) -> None:
+def _fresh_compile(out: Output, site: Site, fresh: Func) -> None:
     outer = site.func.qualname if site.func is not None else "the loop"
     runs = "on every iteration of the loop" if site.loops else f"each time `{outer}` runs"
     if fresh.name == "<lambda>":
@@ -78,7 +78,7 @@ def _compiles_loop_item(arg: Optional[ast.expr], loops: tuple[_Loop, ...]) -> bo
     return any(names & loop.targets for loop in loops)
 
 
-def _compiles_in_repeated_calls(index: _Index, out: _Output, sites: dict[_Func, list[_Site]]) -> None:
+def _compiles_in_repeated_calls(index: Index, out: Output, sites: dict[Func, list[Site]]) -> None:
     """CL201: a function that calls torch.compile (directly or through helpers) called in a loop."""
     if not sites:
         return
@@ -105,10 +105,10 @@ def _compiles_in_repeated_calls(index: _Index, out: _Output, sites: dict[_Func, 
                          "caller_line": caller_line}, via)
 
 
-def _calls_of(index: _Index, func: _Func) -> list[tuple[_Func, ast.Call, _Func]]:
+def _calls_of(index: Index, func: Func) -> list[tuple[Func, ast.Call, Func]]:
     """(callee, call, the def the call is in) for the calls a function makes to this file's defs."""
     out = []
-    for inner in _with_nested(func):
+    for inner in with_nested(func):
         for _, call in inner.name_calls + inner.self_calls:
             target = index.call_target(call, inner)
             if target is not None:
@@ -116,15 +116,15 @@ def _calls_of(index: _Index, func: _Func) -> list[tuple[_Func, ast.Call, _Func]]
     return out
 
 
-def _is_cached(func: _Func) -> bool:
+def _is_cached(func: Func) -> bool:
     return any(d.rsplit(".", 1)[-1] in _CACHE_DECORATORS for d in func.decorators)
 
 
-def _functions_reaching(index: _Index, targets: set[_Func]) -> set[_Func]:
+def _functions_reaching(index: Index, targets: set[Func]) -> set[Func]:
     """The functions that, when called, run one of `targets` (themselves included); a cached
     function (`@functools.cache`) runs its body once, so it stops the chain."""
     reaching = {f for f in targets if not _is_cached(f)}
-    callers: dict[str, list[tuple[_Func, ast.Call]]] = {}  # called name -> (caller, call)
+    callers: dict[str, list[tuple[Func, ast.Call]]] = {}  # called name -> (caller, call)
     for func in index.all_funcs:
         for name, call in func.name_calls + func.self_calls:
             callers.setdefault(name, []).append((func, call))
@@ -157,11 +157,11 @@ def _paths_to_sites(index, start, compiling, sites, chain):
     return out
 
 
-def _varying_scalar_args(index: _Index, out: _Output) -> None:
+def _varying_scalar_args(index: Index, out: Output) -> None:
     """CL203: `for lr in ...: step(x, lr)` where `step` is compiled: each new value may recompile."""
     compiled = _compiled_callables(index)
     module_scalars: Optional[set[str]] = None
-    scalars: dict[_Func, set[str]] = {}
+    scalars: dict[Func, set[str]] = {}
     for site in index.loop_calls:
         name = _compiled_callee_name(index, site, compiled)
         if name is None:
@@ -188,10 +188,10 @@ def _varying_scalar_args(index: _Index, out: _Output) -> None:
                                             "loop_line": loop_line})
 
 
-def _compiled_callables(index: _Index) -> dict[str, list[Optional[_Func]]]:
+def _compiled_callables(index: Index) -> dict[str, list[Optional[Func]]]:
     """Names bound to a compiled callable -> the scopes where the binding is visible (None: all).
     `dynamic=True` ones are left out: they do not recompile for new scalar values."""
-    compiled: dict[str, list[Optional[_Func]]] = {}
+    compiled: dict[str, list[Optional[Func]]] = {}
     for name, call, scope in index.compiled_assigns:
         if index.is_torch_compile(_dotted(call.func)) and not _is_dynamic(call):
             visible = None if scope is None or "." in name else scope
@@ -209,7 +209,7 @@ def _is_dynamic(call: ast.Call) -> bool:
                for k in call.keywords)
 
 
-def _compiled_callee_name(index: _Index, site: _Site, compiled) -> Optional[str]:
+def _compiled_callee_name(index: Index, site: Site, compiled) -> Optional[str]:
     """The name a call in a loop calls, when that is a compiled callable visible there."""
     callee = site.call.func
     if isinstance(callee, ast.Call):  # torch.compile(f)(x, lr)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..trial.summary import break_text, none_timed, step_times, untimed
+from ..trial.summary import step_times
 from .cards import format_bytes, money
 from .html_parts import _e, _finite, _Page, _s, _x, nice_ticks, y_grid
+from .trial_text import break_text, none_timed, untimed
 
 DAYS = 30
 

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..cli.common import python_files
+from ..config import python_files
 
 ENVIRONMENT_PARTS = ("site-packages", "dist-packages")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from ..worker.collector import CompileCollector
-from ..worker.graph_breaks import distinct_breaks
+from ..worker.breaks.collector import CompileCollector
+from ..worker.breaks.graph_breaks import distinct_breaks
 
 
 class RunEvents(CompileCollector):

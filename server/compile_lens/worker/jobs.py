@@ -9,14 +9,15 @@ from __future__ import annotations
 import os
 import platform
 import traceback
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
 from ..protocol import AnalyzeJob, Problem, TargetResult, TargetSpec, from_dict, with_phase
 from . import loader
-from .benchmark import cpu_name
-from .graph_breaks import trace_graph_breaks
+from .breaks.graph_breaks import trace_graph_breaks
+from .measure.devices import cpu_name
 from .torch_trace import torch_trace
 
 Send = Callable[[dict], None]
@@ -95,49 +96,9 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
         problem = _problem_from(exc, job, "import", f"importing {os.path.basename(job.path)} failed")
         send({"id": job.id, "event": "done", "error": _asdict(problem)})
         return
-    results = {spec.name: TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs) for spec in job.targets}
-    built: dict[str, loader.BuiltTarget] = {}
-
-    def step(spec: TargetSpec, phase: str, what: str,
-             work: Callable[[TargetResult, Callable[[str], None]], None]) -> None:
-        """Run one phase of one target. Its outcome is that phase's own: a failure marks the phase
-        (and, when the target cannot be built or called at all, the target), never the job."""
-        result = results[spec.name]
-        if phase in job.skip.get(spec.name, ()):
-            return  # settled by an earlier job (this one was re-sent after a worker died)
-        if result.status == "skipped":  # not an nn.Module after all: nothing to show
-            return
-        if result.status == "error":  # could not be built or called: nothing later can run
-            why = result.error.message if result.error else "the target could not be analysed"
-            _settle(result, phase, "not-run", Problem("skipped", f"not run: {why}"))
-            send({"id": job.id, "event": "target", "result": _asdict(result)})
-            return
-        progress(f"{what} {spec.name}", spec.name, phase)
-        try:
-            if spec.name not in built:
-                built[spec.name] = target = loader.build_target(module, spec, job.path)
-                result.inputs, result.left_out = target.spec.inputs, list(target.left_out)
-            work(result, lambda text, **kw: progress(text, spec.name, phase, **kw))
-            _settle(result, phase, "done")
-        except loader.NotATarget:
-            result.status = "skipped"  # not an nn.Module after all: dropped without a word
-            _settle(result, phase, "done")  # an answer about the code: cached, so no worker starts for it again
-        except BaseException as exc:  # noqa: BLE001 - user code: report, never crash the worker
-            if isinstance(exc, loader.TargetError):
-                problem = exc.problem
-            else:
-                traceback.print_exc()
-                # the first run of guessed inputs (the trace) failing is the guess's fault, not the
-                # code's; once traced, the inputs are known to fit and a later failure is the code's
-                guessed = result.inputs is not None and result.inputs.source == "inferred"
-                if guessed and phase == "trace" and not isinstance(exc, SystemExit):
-                    problem = loader.guess_problem(built[spec.name].spec if spec.name in built else spec, exc)
-                else:
-                    problem = _problem_from(exc, job, "call", f"calling `{spec.name}` failed")
-            if phase == "trace" or spec.name not in built:  # not built or not callable: nothing can run
-                result.status, result.error = "error", problem
-            _settle(result, phase, "failed", problem)
-        send({"id": job.id, "event": "target", "result": _asdict(result)})
+    targets = _Targets(job, module, send, progress,
+                       {spec.name: TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs) for spec in job.targets})
+    step, built = targets.step, targets.built
 
     # Stages in the order the editor needs them: every target's graph breaks first (fast), then
     # the recompile sweeps, then measurements. Each stage re-sends the target's growing result.
@@ -148,38 +109,95 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
         for spec in job.targets:
             step(spec, "sweep", "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
     if job.benchmark:
-        def measure(result: TargetResult, p: Callable[[str], None], target: loader.BuiltTarget) -> None:
-            result.benchmark = _benchmark(target, job, p)
-            send({"id": job.id, "event": "target", "result": _asdict(result)})  # figures first
-            # The deployment questions and the report's data: each on its own, after the
-            # benchmark; a failure in one is logged and never loses the benchmark.
-            from . import deployment
-
-            seen: dict[str, Any] = {}
-            # each of these compiles again (a fresh Inductor cache for the op list): allow what the
-            # cold compile took, twice, as the measurement's own phases do
-            cold = (result.benchmark.compile_s or {}).get("cold") or 0.0
-            limit_s = max(job.max_seconds, 2.0 * cold)
-            for what, run in (
-                ("checking torch.export…", lambda: _set(result, "export", deployment.check_export(
-                    target, root=job.root, device=job.device, progress=p))),
-                ("finding ops that fall back to eager…", lambda: seen.update(deployment.inspect_inductor(
-                    target, device=job.device, mode=job.mode, progress=p))),
-                ("measuring latency across batch sizes…", lambda: _set(result, "report", deployment.report_data(
-                    target, device=job.device, mode=job.mode, progress=p,
-                    max_seconds=deployment.report_budget(job.max_seconds), inductor=seen))),
-            ):
-                p(what, limit_s=limit_s)
-                try:
-                    run()
-                except Exception:  # noqa: BLE001 - user code or torch internals: log, keep going
-                    traceback.print_exc()
-                if "fallback_ops" in seen:
-                    result.fallback_ops = seen["fallback_ops"]
-
         for spec in job.targets:
-            step(spec, "measure", "measuring", lambda r, p, s=spec: measure(r, p, built[s.name]))
+            step(spec, "measure", "measuring", lambda r, p, s=spec: _measure_target(r, p, built[s.name], job, send))
     send({"id": job.id, "event": "done"})
+
+
+@dataclass
+class _Targets:
+    """One job's targets as its phases run: each built once, its result growing phase by phase."""
+
+    job: AnalyzeJob
+    module: Any
+    send: Send
+    progress: Callable[..., None]
+    results: dict[str, TargetResult]
+    built: dict[str, loader.BuiltTarget] = field(default_factory=dict)
+
+    def step(self, spec: TargetSpec, phase: str, what: str,
+             work: Callable[[TargetResult, Callable[[str], None]], None]) -> None:
+        """Run one phase of one target. Its outcome is that phase's own: a failure marks the phase
+        (and, when the target cannot be built or called at all, the target), never the job."""
+        job, result = self.job, self.results[spec.name]
+        if phase in job.skip.get(spec.name, ()):
+            return  # settled by an earlier job (this one was re-sent after a worker died)
+        if result.status == "skipped":  # not an nn.Module after all: nothing to show
+            return
+        if result.status == "error":  # could not be built or called: nothing later can run
+            why = result.error.message if result.error else "the target could not be analysed"
+            _settle(result, phase, "not-run", Problem("skipped", f"not run: {why}"))
+            self.send({"id": job.id, "event": "target", "result": _asdict(result)})
+            return
+        self.progress(f"{what} {spec.name}", spec.name, phase)
+        try:
+            if spec.name not in self.built:
+                self.built[spec.name] = target = loader.build_target(self.module, spec, job.path)
+                result.inputs, result.left_out = target.spec.inputs, list(target.left_out)
+            work(result, lambda text, **kw: self.progress(text, spec.name, phase, **kw))
+            _settle(result, phase, "done")
+        except loader.NotATarget:
+            result.status = "skipped"  # not an nn.Module after all: dropped without a word
+            _settle(result, phase, "done")  # an answer about the code: cached, so no worker starts for it again
+        except BaseException as exc:  # noqa: BLE001 - user code: report, never crash the worker
+            problem = self._problem(exc, spec, phase, result)
+            if phase == "trace" or spec.name not in self.built:  # not built or not callable: nothing can run
+                result.status, result.error = "error", problem
+            _settle(result, phase, "failed", problem)
+        self.send({"id": job.id, "event": "target", "result": _asdict(result)})
+
+    def _problem(self, exc: BaseException, spec: TargetSpec, phase: str, result: TargetResult) -> Problem:
+        if isinstance(exc, loader.TargetError):
+            return exc.problem
+        traceback.print_exc()
+        # the first run of guessed inputs (the trace) failing is the guess's fault, not the
+        # code's; once traced, the inputs are known to fit and a later failure is the code's
+        guessed = result.inputs is not None and result.inputs.source == "inferred"
+        if guessed and phase == "trace" and not isinstance(exc, SystemExit):
+            return loader.guess_problem(self.built[spec.name].spec if spec.name in self.built else spec, exc)
+        return _problem_from(exc, self.job, "call", f"calling `{spec.name}` failed")
+
+
+def _measure_target(result: TargetResult, p: Callable[..., None], target: loader.BuiltTarget, job: AnalyzeJob,
+             send: Send) -> None:
+    """The benchmark, sent as soon as it has figures, then the deployment questions and the report's data."""
+    result.benchmark = _benchmark(target, job, p)
+    send({"id": job.id, "event": "target", "result": _asdict(result)})  # figures first
+    # The deployment questions and the report's data: each on its own, after the
+    # benchmark; a failure in one is logged and never loses the benchmark.
+    from .measure import deployment
+
+    seen: dict[str, Any] = {}
+    # each of these compiles again (a fresh Inductor cache for the op list): allow what the
+    # cold compile took, twice, as the measurement's own phases do
+    cold = (result.benchmark.compile_s or {}).get("cold") or 0.0
+    limit_s = max(job.max_seconds, 2.0 * cold)
+    for what, run in (
+        ("checking torch.export…", lambda: _set(result, "export", deployment.check_export(
+            target, root=job.root, device=job.device, progress=p))),
+        ("finding ops that fall back to eager…", lambda: seen.update(deployment.inspect_inductor(
+            target, device=job.device, mode=job.mode, progress=p))),
+        ("measuring latency across batch sizes…", lambda: _set(result, "report", deployment.report_data(
+            target, device=job.device, mode=job.mode, progress=p,
+            max_seconds=deployment.report_budget(job.max_seconds), inductor=seen))),
+    ):
+        p(what, limit_s=limit_s)
+        try:
+            run()
+        except Exception:  # noqa: BLE001 - user code or torch internals: log, keep going
+            traceback.print_exc()
+        if "fallback_ops" in seen:
+            result.fallback_ops = seen["fallback_ops"]
 
 
 def _settle(result: TargetResult, phase: str, status: str, error: Problem | None = None) -> None:
@@ -196,7 +214,7 @@ def _set(result: TargetResult, name: str, value: Any) -> None:
 
 def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None]) -> list:
     try:
-        from .recompiles import sweep_recompiles
+        from .breaks.recompiles import sweep_recompiles
     except ImportError:
         return []
     inputs = built.spec.inputs
@@ -206,7 +224,7 @@ def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str],
 
 
 def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None]) -> Any:
-    from .benchmark import run_benchmark
+    from .measure.benchmark import run_benchmark
 
     # the requested device, not the resolved one: the benchmark notes a cuda → cpu fallback
     return run_benchmark(built, path=job.path, root=job.root, device=job.device, mode=job.mode,

@@ -12,8 +12,8 @@ from lsprotocol import types as lsp
 from ...discovery import compile_call_sites
 from ...protocol import TargetResult
 from ...render import cards
-from ...trial.feed import hover_line
 from ..state import SHOW_REPORT, CompileLensServer
+from ..trial_feed import hover_line
 
 
 def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[lsp.Hover]:

@@ -19,8 +19,9 @@ from typing import Any, Callable, Optional
 from ...positions import remap_result, same_file
 from ...protocol import FileReport, Finding, TargetResult
 from ...render.report_html import render_report
-from ...trial import feed, store
+from ...trial import store
 from ..state import CompileLensServer, DocState
+from ..trial_feed import bill_of, bill_settings
 from .diagnostics import findings_for
 
 log = logging.getLogger("compile_lens")
@@ -80,7 +81,7 @@ def _trial(ls: CompileLensServer, reports: list[FileReport]) -> tuple[Optional[d
     trial = store.read(root)
     if trial is None:
         return None, None
-    return trial, feed.bill_of(trial, feed.bill_settings(reports[0].path, root, ls.settings))
+    return trial, bill_of(trial, bill_settings(reports[0].path, root, ls.settings))
 
 
 def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional[FindingsOf] = None) -> dict[str, Any]:

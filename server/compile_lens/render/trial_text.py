@@ -1,0 +1,118 @@
+"""A trial's figures in words: the text `compile-lens trial` prints, and the phrases the report reuses.
+
+Pure, no torch; the figures come from `trial/summary.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .cards import format_bytes
+
+
+def break_text(b: dict) -> str:
+    """A break's type, and for a break in a loop what it costs (the whole frame runs eagerly)."""
+    if b.get("reason") == "graph break in loop" and b.get("explanation"):
+        return f"{b['reason']}: {b['explanation']}"
+    return b.get("reason") or ""
+
+
+def _ms(seconds: Optional[float]) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def untimed(figures: dict) -> str:
+    """What the warm-up time leaves out, if anything."""
+    left = figures.get("untimed_steps") or []
+    if not left:
+        return ""
+    return (f" (step{'s' if len(left) > 1 else ''} {', '.join(map(str, left))} not timed: the model was found "
+            "at its end)")
+
+
+def none_timed(figures: dict) -> bool:
+    """No warm-up step has a time: a library model's eager run, where step 0 is the only one."""
+    warm = figures.get("warmup_steps") or []
+    return bool(warm) and set(warm) <= set(figures.get("untimed_steps") or [])
+
+
+def _steady(figures: dict) -> str:
+    steady = figures.get("steady")
+    if not steady:
+        return "no steady-state steps"
+    w, h = steady["wall_s"], steady["hook_s"]
+    return (f"steady {_ms(w['median'])}/step wall (IQR {_ms(w['q1'])}–{_ms(w['q3'])}, n={w['n']}), "
+            f"{_ms(h['median'])} in model+backward+step")
+
+
+def render_text(summary: dict) -> str:
+    eager, compiled = summary["eager"], summary["compiled"]
+    lines = [f"compile-lens trial: {summary.get('command', '')}"]
+    for name, figures in (("eager", eager), ("compiled", compiled)):
+        if not figures["ran"]:
+            lines.append(f"  {name:8} did not run: {figures['failure']['message']}")
+            continue
+        warm = f"warm-up steps {figures['warmup_steps']} " + (
+            "not timed (the model was found at the end of step 0)" if none_timed(figures)
+            else f"took {_ms(figures['warmup_wall_s'])}{untimed(figures)}")
+        lines.append(f"  {name:8} {len(figures['steps'])} steps; {warm}; {_steady(figures)}")
+        memory = figures.get("peak_memory_bytes")
+        method = (figures.get("memory_method") or "method unknown").split(":")[0]  # the JSON has it whole
+        lines.append(f"  {'':8} peak memory: " + (f"{format_bytes(memory)} ({method})" if memory is not None
+                                                   else figures["memory_note"]))
+    if eager["ran"] and not eager["steps"] and not eager.get("failure"):
+        lines.append("  no step was seen: no optimizer.step() (or, with --step-on forward, no call of a module "
+                     "defined under the workspace root)")
+    if compiled["ran"] and not compiled.get("outermost_modules") and not summary.get("compile_time"):
+        lines.append("  nothing was compiled: no nn.Module defined under the workspace root was built, no module "
+                     "held the optimizer's parameters at the end of step 0, and the program compiles nothing "
+                     "itself (--root sets the workspace)")
+    elif compiled.get("outermost_found_late"):
+        how = ("timed from step 1, compiled by the program's own torch.compile" if compiled.get("compiled_by_program")
+               else "compiled and timed from step 1")
+        lines.append(f"  the model ({', '.join(compiled['outermost_modules'])}) is a library's: found at the end "
+                     f"of step 0 as the module holding the optimizer's parameters, {how}")
+    failure = compiled.get("failure")
+    if failure:
+        lines.append(f"  COMPILED RUN FAILED at step {failure.get('step')}: {failure.get('message')}"
+                     + (f" ({failure['where']})" if failure.get("where") else ""))
+    if eager.get("failure"):
+        f = eager["failure"]
+        lines.append(f"  eager run failed at step {f.get('step')}: {f.get('message')}")
+    ct = summary.get("compile_time")
+    if ct:
+        caches = "empty Inductor caches" if summary.get("cold") else "Inductor caches as this machine has them"
+        lines.append(f"  compile time in the run: {ct['total_s']:.1f} s over {ct['compiles']} frame compiles "
+                     f"(in steps {ct['steps']}; {caches})")
+    artifact = summary.get("artifact")
+    if artifact:
+        warm = artifact.get("compile_time")
+        if artifact.get("path") and warm:
+            lines.append(f"  compile time warm from the cache artifact: {warm['total_s']:.1f} s in a fresh process "
+                         f"({artifact['path']}, {artifact.get('bytes')} bytes: ship it with the job)")
+        else:
+            lines.append(f"  cache artifact: not measured: {artifact.get('note')}")
+    machine = summary.get("machine") or {}
+    cpus, load = machine.get("cpus") or 0, machine.get("load_before")
+    if cpus and load is not None and load > cpus:
+        lines.append(f"  note: the machine was busy before the trial (load {load:.1f} on {cpus} CPUs): "
+                     "step times are noisy; compare on a quiet machine before deciding")
+    ratio = (summary.get("speedup") or {}).get("wall")
+    if ratio:
+        why = f": {ratio['why']}" if ratio.get("why") else ""
+        lines.append(f"  speedup at steady state: {ratio['ratio']:.2f}x per step ({ratio['verdict']}{why})")
+    if summary.get("payback"):
+        lines.append(f"  payback: {summary['payback']['text']}")
+    lines.append(f"  loss: {summary['loss']['text']}")
+    breaks, recs = summary["graph_breaks"], summary["recompiles"]
+    lines.append(f"  graph breaks in the run: {len(breaks)}")
+    for b in breaks:
+        lines.append(f"    {b['where']}  {b['gb'] or ''} {break_text(b)}  (step {b['step']}, inputs {b['shapes']})")
+    lines.append(f"  recompiles in the run: {len(recs)}")
+    for r in recs:
+        at = f" at {r['where']}" if r["where"] else ""
+        lines.append(f"    {r['function']}{at}: {r['reason']}  (step {r['step']}, inputs {r['shapes']})")
+    cost = summary.get("cost")
+    if cost:
+        lines += ["  " + line for line in cost.get("lines", [])]
+    return "\n".join(lines)

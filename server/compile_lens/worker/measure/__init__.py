@@ -1,0 +1,1 @@
+"""Measuring a target: eager vs compiled timing, memory, accuracy, cold compile, deployment."""

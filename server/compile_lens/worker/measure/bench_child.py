@@ -1,0 +1,165 @@
+"""`python -m compile_lens.worker.measure.bench_child <job json>`: the cold compile, measured in a fresh
+process with an empty Inductor cache (see `benchmark.run_benchmark`, which starts it).
+
+The job names the user's file, the target spec, the device, the compile mode, the workloads
+("train" and/or "forward"; the first one is the one measured for memory) and the tasks, in order:
+
+- "compile": time the first compiled call of each workload. With the parent's empty Inductor
+  cache dir this is the cold compile. Before it, the import of Dynamo and Inductor is timed on
+  its own (`import_s`, part of the first figure): the parent adds it to the warm compile it
+  measures in its own process, where those modules are already loaded.
+- "memory_eager" / "memory_compiled": the allocator peak of one call of the first workload
+  (`worker/measure/memory.py`: profiler memory events on CPU, `max_memory_allocated` on CUDA). The parent
+  measures memory itself; these tasks remain for checking the method in a clean process.
+
+User code may print anything: the result travels only in the file named by `result_path`,
+written whole (rename) just before exit. An error becomes `{"error": Problem}` in that file.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from typing import Any, Callable
+
+from ...processes import watch_parent
+
+
+def _write(path: str, result: dict[str, Any]) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    os.replace(tmp, path)
+
+
+def run(job: dict[str, Any]) -> dict[str, Any]:
+    # torch and the package are imported here, not at the top: `main` watches its parent first
+    from ..loader import TargetError
+    from . import benchmark as bench
+    from . import memory as mem
+
+    device, workloads = job["device"], job["workloads"]
+    result: dict[str, Any] = {"compile_s": {}, "memory": {}, "notes": []}
+    where = {"stage": "importing"}
+    try:
+        eager, make_compiled = _build(job, where)
+        compiled: Any = None
+        memory: dict[str, Any] = {"eager": None, "compiled": None,
+                                  "method": mem.method(device, workloads[0])}
+        for task in job["tasks"]:
+            if task == "compile":
+                compiled = _compile(job, result, where, make_compiled, compiled)
+            elif task == "memory_eager":
+                where["stage"] = "measuring eager peak memory"
+                memory["eager"] = mem.peak_of(eager.run(workloads[0]), eager.zero_grad, device)
+            elif task == "memory_compiled":
+                where["stage"] = "measuring compiled peak memory"
+                compiled = compiled or make_compiled()
+                memory["compiled"] = mem.peak_of(compiled.run(workloads[0]), compiled.zero_grad, device)
+        result["memory"] = memory
+        if "compile" in job["tasks"]:
+            result["cache"] = bench.cache_counts()
+    except TargetError as exc:
+        result["error"] = asdict(exc.problem)
+    except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it
+        result["error"] = asdict(_problem(exc, job, where["stage"]))
+    return result
+
+
+def _build(job: dict[str, Any], where: dict[str, str]) -> tuple[Any, Callable[[], Any]]:
+    """The user's target, built and on the device: its eager Model, and how to compile it."""
+    import torch
+
+    from ...protocol import TargetSpec, from_dict
+    from ..loader import build_target, import_file
+    from . import benchmark as bench
+
+    path, device = job["path"], job["device"]
+    module = import_file(path, job["root"])
+    spec = from_dict(TargetSpec, job["spec"])
+    target = build_target(module, spec, path)
+    where["stage"] = "building the model"
+    obj = target.make()
+    is_module = isinstance(obj, torch.nn.Module)
+    if is_module and spec.kind != "module":
+        obj = copy.deepcopy(obj)  # the user's own instance stays untouched
+    if is_module:
+        obj = obj.to(device)
+    args = bench.to_device(target.args, device)
+    # One model only (no accuracy here): eager runs on it, then it is compiled. On CUDA the
+    # peak then counts one set of weights, as in the user's program.
+    eager = bench.Model(obj, obj if is_module else None, args, False)
+
+    def make_compiled() -> Any:
+        fn = torch.compile(obj, **bench.compile_kwargs(target, job["mode"]))
+        return bench.Model(fn, obj if is_module else None, args, bool(job.get("step_begin")))
+
+    return eager, make_compiled
+
+
+def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
+             make_compiled: Callable[[], Any], compiled: Any) -> Any:
+    """The cold compile of each workload, timed from Dynamo's and Inductor's import on; the compiled Model."""
+    import torch
+
+    device, workloads = job["device"], job["workloads"]
+
+    def sync() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize(device)
+
+    where["stage"] = "importing Dynamo and Inductor"
+    t0 = time.perf_counter()
+    import torch._dynamo  # noqa: F401 - what torch.compile's first call imports
+    import torch._inductor.compile_fx  # noqa: F401
+    result["import_s"] = time.perf_counter() - t0
+    for wl in workloads:
+        where["stage"] = f"compiling the {'train step' if wl == 'train' else 'forward'}"
+        sync()
+        t0 = time.perf_counter()
+        if compiled is None:  # the first workload's time includes torch.compile() itself
+            compiled = make_compiled()
+        compiled.run(wl)()
+        sync()
+        result["compile_s"][wl] = time.perf_counter() - t0 + (result["import_s"] if wl == workloads[0] else 0.0)
+    return compiled
+
+
+def _problem(exc: Exception, job: dict[str, Any], stage: str) -> Any:
+    """What went wrong, said for the stage it went wrong in."""
+    from ...protocol import Problem
+    from ..loader import describe
+    from . import benchmark as bench
+
+    path, device = job["path"], job["device"]
+    if bench.is_oom(exc):
+        return Problem("oom", f"out of memory on {device} while {stage}: {describe(exc)[:200]}",
+                       path, job["spec"].get("line"),
+                       "use smaller example inputs (a smaller batch), or measure on another device")
+    if stage == "importing":
+        return Problem("import", f"importing {os.path.basename(path)} failed: {describe(exc)[:300]}",
+                       path, None, "run the file with python to see the full error")
+    return Problem("call", f"{stage} of `{job['spec'].get('name')}` failed: {describe(exc)[:300]}",
+                   path, job["spec"].get("line"),
+                   "run the model under torch.compile in a plain script to see the full error")
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(argv[1])
+    watch_parent(exit_code=3)  # exit when the worker that started us goes away: no orphan compiles
+    # Protect nothing on stdout: the parent reads only the result file. Keep user prints flowing.
+    result = run(job)
+    _write(job["result_path"], result)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    # Skip interpreter teardown (Inductor's compile pools, atexit hooks): the result is written.
+    os._exit(code)

@@ -1,0 +1,138 @@
+"""The cold compile: `bench_child` in a fresh process with an empty Inductor cache folder (one per
+benchmark, swept when a killed worker left it behind), with heartbeats while it runs and a limit;
+and the limits of the later phases, from what the cold compile took."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Iterator, Optional
+
+import compile_lens
+
+from ...processes import kill_tree
+from ...protocol import Problem
+from ..loader import TargetError
+
+COLD_LIMIT_MIN_S, COLD_LIMIT_FACTOR = 300.0, 5.0  # the cold compile: a hang guard, nothing seen yet
+PHASE_LIMIT_MIN_S, PHASE_LIMIT_FACTOR = 60.0, 2.0  # later phases: from the cold compile's duration
+HEARTBEAT_S = 5.0  # progress while a child compiles: the pool's silence limit is for hangs only
+CHILD_MODULE = "compile_lens.worker.measure.bench_child"
+CACHE_PREFIX = "compile-lens-inductor-"  # one temp folder per benchmark: Inductor cache + child files
+STALE_S = 6 * 3600
+
+
+def _child_env(cache_dir: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
+    env["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton")
+    # the folder that holds the compile_lens package, wherever this module sits in it
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(compile_lens.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
+              progress: Callable[..., None] = lambda stage, **kw: None) -> dict[str, Any]:
+    """Run `bench_child` in a fresh process; its result comes back in a file, never on stdout.
+
+    While it runs, `progress` hears from it every HEARTBEAT_S (the worker is alive, only waiting);
+    `timeout` is this phase's own limit. The child's stdout and stderr (user prints included) go
+    to a log file whose tail is used only to explain a crash.
+    """
+    work = tempfile.mkdtemp(prefix="child-", dir=cache_dir)  # goes when the benchmark's folder goes
+    result_path = os.path.join(work, "result.json")
+    log_path = os.path.join(work, "child.log")
+    job = dict(job, result_path=result_path)
+    what = job.get("what", "compiling")
+    try:
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", CHILD_MODULE, json.dumps(job)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=_child_env(cache_dir), cwd=job.get("root") or None)
+            started = time.perf_counter()
+            code = None
+            while code is None:
+                elapsed = time.perf_counter() - started
+                try:
+                    code = proc.wait(timeout=max(0.01, min(HEARTBEAT_S, timeout - elapsed)))
+                except subprocess.TimeoutExpired:
+                    elapsed = time.perf_counter() - started
+                    if elapsed >= timeout:
+                        kill_tree(proc.pid)  # the child and Inductor's compile workers
+                        proc.wait()
+                        raise TargetError(Problem(
+                            "timeout", f"measuring stopped during {what} after {elapsed:.0f} s "
+                            f"(its limit: {timeout:.0f} s, {COLD_LIMIT_FACTOR:g}× benchmark.maxSeconds, at "
+                            f"least {COLD_LIMIT_MIN_S:.0f} s); nothing of the measurement was kept",
+                            job.get("path"), None,
+                            "raise compileLens.benchmark.maxSeconds, or use smaller example inputs")) from None
+                    progress(f"{what}: {elapsed:.0f} s…", limit_s=HEARTBEAT_S * 4)
+        if os.path.exists(result_path):
+            with open(result_path, encoding="utf-8") as f:
+                result = json.load(f)
+            if result.get("error"):
+                error = result["error"]
+                raise TargetError(Problem(**{k: error.get(k) for k in ("kind", "message", "path", "line", "hint")}))
+            return result
+        with open(log_path, "rb") as f:
+            tail = f.read()[-2000:].decode("utf-8", "replace").strip().splitlines()
+        last = next((row for row in reversed(tail) if row.strip()), "")
+        raise TargetError(Problem(
+            "crash", f"the benchmark process exited with code {code} before reporting"
+            + (f": {last.strip()[:200]}" if last else ""), job.get("path"), None,
+            "run the model once in a plain script to see the full error"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _sweep_stale() -> None:
+    """Remove benchmark folders left by a worker that was killed mid-benchmark (hours old)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(tempfile.gettempdir()):
+            if entry.name.startswith(CACHE_PREFIX) and entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_S:
+                        shutil.rmtree(entry.path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def inductor_cache(directory: str) -> Iterator[None]:
+    """Point Inductor (and Triton) at `directory` for the compiles in this block."""
+    saved = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(directory, "triton")
+    try:
+        from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
+        ctx: Any = temporary_cache_dir(directory)
+    except ImportError:  # older torch: the env var alone
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory
+        ctx = contextlib.nullcontext()
+    try:
+        with ctx:
+            yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def cold_limit(max_seconds: float) -> float:
+    """The cold compile's limit: nothing has been seen yet, so generous — a guard against a hang."""
+    return max(COLD_LIMIT_MIN_S, COLD_LIMIT_FACTOR * max_seconds)
+
+
+def phase_limit(cold_s: Optional[float], max_seconds: float) -> float:
+    """The limit of a later phase (a warm compile, the timing), from the cold compile seen: a warm
+    compile takes a fraction of it, and the timing stops itself near `max_seconds`."""
+    return max(PHASE_LIMIT_MIN_S, max_seconds, PHASE_LIMIT_FACTOR * (cold_s or 0.0))

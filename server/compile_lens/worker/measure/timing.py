@@ -1,0 +1,248 @@
+"""Eager vs compiled steady-state timing in paired rounds, with an interval that says when it
+does not know, and a measure of what else was running meanwhile.
+
+- **paired rounds**: each round times a block of eager calls and a block of compiled calls back
+  to back (the order alternates between rounds), with `torch.utils.benchmark.Timer.timeit` (it
+  sets the thread count, synchronises the accelerator, and warms up a few calls first). A slow
+  second on a shared machine hits one pair, not one side: the speedup is the median of the
+  per-round ratios eager/compiled.
+- **interval**: a percentile bootstrap of that median over the rounds (95%). The figure is
+  *conclusive* when the interval excludes 1.0 and is at most `MAX_CI_WIDTH` of the speedup wide;
+  rounds go on (at least `MIN_ROUNDS`, until the budget is spent) until it is.
+- **contention**: the CPU time other processes used while we timed, from psutil (all CPUs' busy
+  time minus our own process's), as a percentage of one CPU; on CUDA, other processes holding the
+  GPU (nvidia-smi). On two cores a small eager model runs its matmuls on two OpenMP threads that
+  wait for each other: one thread pre-empted by someone else stalls the call for a scheduler
+  slice, so load makes timings wrong by 100× here, not by 2×.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import psutil
+import torch
+import torch.utils.benchmark as tbench
+
+from ...processes import OthersCPU
+from ...protocol import Timing
+
+MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
+MAX_ROUNDS = 400
+TARGET_ROUNDS = 16  # the block length is chosen so that the budget holds about this many rounds
+MIN_BLOCK_S, MAX_BLOCK_S = 0.05, 0.5  # a round of 0.1 s still spans 20 ticks of the CPU clocks psutil reads
+SUB_BLOCK_S = 0.02  # a block is timed in pieces this long, checking the clock between them
+BLOCK_GUARD = 4.0  # a block that has run this many times its length stops with what it has
+MAX_CI_WIDTH = 0.2  # interval wider than this fraction of the speedup: inconclusive
+NO_DIFFERENCE_WIDTH = 0.04  # an interval this narrow around 1.0: "no measurable difference", stop
+RESAMPLES = 2000
+OVERRUN = 2.0  # stop here even before MIN_ROUNDS: on a machine this slow the figure is inconclusive anyway
+BUSY_MARGIN = 0.5  # CPUs' worth others may use beyond the cores our threads leave idle
+
+
+def busy_threshold(cpus: int, threads: int) -> float:
+    """Others' CPU use (% of one CPU) above which they must have taken time from our threads: the
+    cores our threads leave idle, plus half a core."""
+    return 100.0 * (BUSY_MARGIN + max(0, cpus - threads))
+
+
+@dataclass
+class Paired:
+    """Per-call seconds of each round, eager and compiled (same index: same round), and whether
+    other processes stayed off our cores during the round (None: not measured)."""
+
+    eager: list[float] = field(default_factory=list)
+    compiled: list[float] = field(default_factory=list)
+    quiet: list[Optional[bool]] = field(default_factory=list)
+
+    def quiet_rounds(self) -> Paired:
+        keep = [i for i, q in enumerate(self.quiet) if q is not False]
+        return Paired([self.eager[i] for i in keep], [self.compiled[i] for i in keep], [True] * len(keep))
+
+    @property
+    def ratios(self) -> list[float]:
+        return [e / c for e, c in zip(self.eager, self.compiled) if c > 0]
+
+
+def bootstrap_ci(values: list[float], *, level: float = 0.95, resamples: int = RESAMPLES,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the median of `values` (seeded: the same data give the
+    same interval)."""
+    if len(values) < 2:
+        return (float("nan"), float("nan"))
+    gen = torch.Generator().manual_seed(seed)
+    data = torch.tensor(values, dtype=torch.float64)
+    idx = torch.randint(len(values), (resamples, len(values)), generator=gen)
+    medians = data[idx].quantile(0.5, dim=1)
+    tail = (1 - level) / 2
+    lo, hi = medians.quantile(torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return (float(lo), float(hi))
+
+
+def is_conclusive(speedup: float, ci: Optional[list[float]]) -> bool:
+    if not ci or not all(math.isfinite(v) for v in ci) or not math.isfinite(speedup) or speedup <= 0:
+        return False
+    lo, hi = ci
+    return not (lo <= 1.0 <= hi) and (hi - lo) <= MAX_CI_WIDTH * speedup
+
+
+def timing_of(p: Paired) -> Timing:
+    """Medians, IQRs of the per-round times, the speedup (median ratio) and its interval — from the
+    quiet rounds when there are at least MIN_ROUNDS of them; otherwise from all, and inconclusive
+    (other processes took our cores: the figure is not the one an idle machine gives)."""
+    if p.quiet and any(q is False for q in p.quiet):
+        quiet = p.quiet_rounds()
+        if len(quiet.eager) >= MIN_ROUNDS:
+            return _timing(quiet)
+        t = _timing(Paired(p.eager, p.compiled))
+        t.conclusive = False
+        return t
+    return _timing(p)
+
+
+def _timing(p: Paired) -> Timing:
+    def q(values: list[float]) -> tuple[float, float, float]:
+        s = sorted(values)
+        return tuple(statistics.quantiles(s, n=4, method="inclusive")) if len(s) > 1 else (s[0], s[0], s[0])  # type: ignore[return-value]
+
+    e25, e50, e75 = q(p.eager)
+    c25, c50, c75 = q(p.compiled)
+    ratios = p.ratios
+    speedup = statistics.median(ratios) if ratios else float("nan")
+    ci = list(bootstrap_ci(ratios)) if len(ratios) >= 2 else None
+    return Timing(eager_ms=e50 * 1e3, compiled_ms=c50 * 1e3, speedup=speedup,
+                  eager_iqr_ms=max(0.0, e75 - e25) * 1e3, compiled_iqr_ms=max(0.0, c75 - c25) * 1e3,
+                  speedup_ci=ci, conclusive=is_conclusive(speedup, ci), rounds=len(ratios))
+
+
+# --- what else ran ---------------------------------------------------------------------------
+
+class Contention:
+    """Other processes' CPU use since `start()`, in % of one CPU (200% = two CPUs' worth)."""
+
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+        self._others = OthersCPU()
+        self.cpus = psutil.cpu_count() or os.cpu_count() or 1
+        self.gpu_others: Optional[int] = None
+        self.start(gpu=True)
+
+    def start(self, gpu: bool = False) -> None:
+        self._others.start()
+        if gpu and self.device.startswith("cuda"):
+            self.gpu_others = gpu_other_processes()
+
+    def other_cpu_percent(self) -> Optional[float]:
+        return self._others.percent()
+
+    def report(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"cpus": self.cpus, "threads": torch.get_num_threads()}
+        pct = self.other_cpu_percent()
+        if pct is not None:
+            found["other_cpu_percent"] = round(pct, 1)
+        if self.device.startswith("cuda"):
+            later = gpu_other_processes()
+            seen = [n for n in (self.gpu_others, later) if n is not None]
+            found["gpu_other_processes"] = max(seen) if seen else None
+        return found
+
+
+def gpu_other_processes() -> Optional[int]:
+    """Processes other than this one (and its children) with a context on a GPU; None: unknown."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-compute-apps=pid", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    mine = {os.getpid()} | {c.pid for c in psutil.Process().children(recursive=True)}
+    pids = {int(w) for w in out.split() if w.strip().isdigit()}
+    return len(pids - mine)
+
+
+def busy_words(contention: dict[str, Any]) -> Optional[str]:
+    """`machine busy: other processes used 180% CPU during timing` when they did."""
+    parts = []
+    pct = contention.get("other_cpu_percent")
+    threshold = busy_threshold(int(contention.get("cpus") or 1), int(contention.get("threads") or 1))
+    if pct is not None and pct > threshold:
+        parts.append(f"other processes used {pct:.0f}% CPU during timing "
+                     f"({contention.get('cpus', '?')} CPUs)")
+    gpu = contention.get("gpu_other_processes")
+    if gpu:
+        parts.append(f"{gpu} other process{'es' if gpu != 1 else ''} used the GPU")
+    return ("machine busy: " + " and ".join(parts)) if parts else None
+
+
+# --- the rounds ------------------------------------------------------------------------------
+
+def timer(stmt: str, env: dict[str, Any]) -> tbench.Timer:
+    # The process's own thread count: Timer's default of 1 thread is not what the user runs.
+    return tbench.Timer(stmt, globals=env, num_threads=torch.get_num_threads())
+
+
+def _block(t: Any, per_call: float, block_s: float) -> float:
+    """Mean seconds per call over about `block_s` of calls, run as short `timeit`s so that a block
+    whose calls turn 100× slower midway (another process took a core) ends near `block_s` anyway."""
+    step = max(1, int(SUB_BLOCK_S / per_call))
+    # Timer.timeit warms up 2 calls before each piece (3× the work for a slow model's single
+    # call); its inner `_timeit` times exactly `number` calls, with the same statement, timer
+    # (synchronising CUDA) and globals. The thread count it would set is the process's own.
+    raw = getattr(t, "_timeit", None)
+    spent, calls = 0.0, 0
+    started = time.perf_counter()
+    while spent < block_s:
+        spent += raw(step) if raw is not None else t.timeit(step).mean * step
+        calls += step
+        if time.perf_counter() - started > BLOCK_GUARD * block_s:
+            break
+    return spent / calls
+
+
+def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: float,
+                  on_round: Callable[[int, Paired], None] = lambda n, p: None,
+                  min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter,
+                  watch: Optional[Contention] = None) -> Paired:
+    """Rounds of (eager block, compiled block), until conclusive or `budget_s` is spent (at least
+    `min_rounds`). Each block runs about `budget_s / (2 * TARGET_ROUNDS)` seconds."""
+    started = clock()
+    timers = {"eager": eager, "compiled": compiled}
+    # per-call estimates (after the caller's warm-up), renewed every round: under load a call
+    # can take 100× longer, and a block sized from a quiet moment would then run for minutes
+    per_call = {side: max(t.timeit(3).mean, 1e-7) for side, t in timers.items()}
+    block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
+    p = Paired()
+    for r in range(MAX_ROUNDS):
+        order = ("eager", "compiled") if r % 2 == 0 else ("compiled", "eager")
+        got = {}
+        if watch is not None:
+            watch.start()
+        for side in order:
+            got[side] = _block(timers[side], per_call[side], block_s)
+            per_call[side] = max(got[side], 1e-7)
+        p.eager.append(got["eager"])
+        p.compiled.append(got["compiled"])
+        if watch is not None:  # a round during which others took our cores does not count
+            pct = watch.other_cpu_percent()
+            p.quiet.append(None if pct is None else pct <= busy_threshold(watch.cpus, torch.get_num_threads()))
+        on_round(r + 1, p)
+        spent = clock() - started
+        if spent >= OVERRUN * budget_s:
+            break  # minimum rounds or not: the budget is a promise
+        if r + 1 >= min_rounds:
+            if spent >= budget_s:
+                break
+            t = timing_of(p)
+            lo, hi = t.speedup_ci or (0.0, math.inf)
+            if t.conclusive or hi - lo <= NO_DIFFERENCE_WIDTH * t.speedup:
+                break  # a figure to stand behind, or an interval so narrow that more rounds add nothing
+    return p

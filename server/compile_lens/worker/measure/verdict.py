@@ -1,0 +1,140 @@
+"""From figures to words: the verdict, break-even, why a timing is inconclusive, the notes torch's
+metrics are worth, and pooled medians of unpaired times (the report's batch sweep)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+import torch
+import torch.utils.benchmark as tbench
+
+from ...protocol import Timing
+from .timing import MAX_CI_WIDTH, busy_words
+
+MIN_ROUND_S, MAX_ROUND_S = 0.05, 2.0  # min_run_time of one round, whatever the budget says
+SPEEDUP_REAL = 1.1  # below this (or inside the spread) a speedup is not worth a compile
+PAYBACK_REALISTIC = 10_000  # calls: more than this and compiling rarely pays back in one run
+FEW_BREAKS = 2
+NOISY_IQR = 0.5  # an IQR above this fraction of the median gets a note
+GUARD_SHARE = 0.1  # guard checks above this share of the compiled forward are worth saying
+
+
+def quantile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation, as numpy and torch.quantile do."""
+    if not sorted_values:
+        return float("nan")
+    pos = (len(sorted_values) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+class Stats:
+    """Per-call times (seconds) of one variant, merged over rounds."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def add(self, m: tbench.Measurement) -> None:
+        self.times.extend(m.times)
+
+    @property
+    def ms(self) -> tuple[float, float, float]:
+        s = sorted(self.times)
+        return quantile(s, 0.25) * 1e3, quantile(s, 0.5) * 1e3, quantile(s, 0.75) * 1e3
+
+
+def _timer(fn: Callable[[], Any], label: str) -> tbench.Timer:
+    # The process's own thread count: Timer's default of 1 thread is not what the user runs.
+    return tbench.Timer("fn()", globals={"fn": fn}, label=label, num_threads=torch.get_num_threads())
+
+
+def _timing(eager: Stats, compiled: Stats) -> Timing:
+    """Pooled medians of two unpaired sets of times (the report's batch sweep)."""
+    e25, e50, e75 = eager.ms
+    c25, c50, c75 = compiled.ms
+    return Timing(eager_ms=e50, compiled_ms=c50, speedup=e50 / c50 if c50 > 0 else float("nan"),
+                  eager_iqr_ms=max(0.0, e75 - e25), compiled_iqr_ms=max(0.0, c75 - c25))
+
+
+def _is_real(t: Timing) -> bool:
+    """Conclusively faster, by at least SPEEDUP_REAL at the low end of the interval."""
+    if t.speedup_ci:
+        return t.conclusive and t.speedup_ci[0] >= SPEEDUP_REAL
+    return (t.speedup >= SPEEDUP_REAL
+            and t.compiled_ms + t.compiled_iqr_ms / 2 < t.eager_ms - t.eager_iqr_ms / 2)
+
+
+def _metric_notes(guard_us: Optional[float], forward: Timing, cache: Optional[dict[str, int]]) -> list[str]:
+    """What torch's compilation metrics say that matters here: only then is it a note."""
+    notes = []
+    compiled_us = forward.compiled_ms * 1e3
+    # torch times the guard check once, when it builds the guards: a cold figure. Above the whole
+    # steady compiled call it is no per-call cost (the call includes its guards): then nothing is said.
+    if guard_us is not None and compiled_us > 0 and GUARD_SHARE * compiled_us < guard_us <= compiled_us:
+        notes.append(f"guards: torch timed its guard check at ≈ {guard_us:.0f} µs (once, when it built them), "
+                     f"{100 * guard_us / compiled_us:.0f}% of a compiled forward call ({forward.compiled_ms:.3g} ms); "
+                     "fewer graph breaks mean fewer guard sets to check")
+    if cache and cache.get("misses"):
+        notes.append(f"warm compile: Inductor's caches missed {cache['misses']} time(s) ({cache.get('hits', 0)} hits): "
+                     "the warm compile time includes compiling again")
+    return notes
+
+
+def break_even(compile_s: Optional[float], t: Timing) -> Optional[int]:
+    """Calls after which the compile time is paid back; None when compiled is not (conclusively) faster."""
+    saved_s = (t.eager_ms - t.compiled_ms) / 1000.0
+    if compile_s is None or not saved_s > 0 or (_timed_in_rounds(t) and not t.conclusive):
+        return None
+    return max(1, math.ceil(compile_s / saved_s))
+
+
+def _timed_in_rounds(t: Timing) -> bool:
+    """Measured in paired rounds: an interval, or a single round (no interval to judge it by)."""
+    return t.speedup_ci is not None or t.rounds == 1
+
+
+def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
+    """Why a timing is not a figure: the machine was busy, one round only, the rounds disagreed,
+    or there is no difference to measure."""
+    busy = busy_words(contention)
+    if busy:
+        return f"{busy} — re-measure when idle"
+    if t.speedup_ci is None and t.rounds == 1:  # a big model: the compile took the budget
+        return "one timing round fitted in the budget after the compile — raise compileLens.benchmark.maxSeconds"
+    if t.speedup_ci and t.speedup_ci[0] <= 1.0 <= t.speedup_ci[1] and (
+            t.speedup_ci[1] - t.speedup_ci[0]) <= MAX_CI_WIDTH * max(t.speedup, 1e-9):
+        return "no measurable difference (the 95% interval contains 1×)"
+    # no numbers here: this text heads the lens and hint, where a noisy bound would read as a figure
+    # (the hover's table shows the interval beside it)
+    return (f"the rounds disagreed too much (the 95% interval is wider than {MAX_CI_WIDTH:.0%} of the speedup)"
+            " — re-measure when idle")
+
+
+def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optional[float],
+            calls: Optional[int], breaks: int, accuracy_ok: bool,
+            contention: Optional[dict[str, Any]] = None) -> str:
+    t, what = (train, "train step") if train is not None else (forward, "forward")
+    extras = []
+    if breaks > FEW_BREAKS:
+        extras.append(f"{breaks} graph breaks")
+    elif breaks:
+        extras.append(f"{breaks} graph break{'s' if breaks > 1 else ''}")
+    if not accuracy_ok:
+        extras.append("outputs differ beyond tolerance — check accuracy first")
+    tail = ("; " + "; ".join(extras)) if extras else ""
+    if _timed_in_rounds(t) and not t.conclusive:
+        return f"inconclusive ({what} on {device}): {inconclusive_why(t, contention or {})}{tail}"
+    if t.speedup < 1.0:
+        return f"not worth it: compiled is {t.speedup:.2f}× (slower) on {device} ({what}){tail}"
+    if not _is_real(t):
+        return f"no clear gain: {t.speedup:.2f}× {what} on {device} is within the timing spread{tail}"
+    cold = f", compile {cold_s:.1f} s" if cold_s is not None else ""
+    if calls is not None and calls > PAYBACK_REALISTIC:
+        return (f"only for long runs: {t.speedup:.2f}× {what} on {device}{cold}, "
+                f"pays back after {calls:,} calls{tail}")
+    if breaks > FEW_BREAKS or not accuracy_ok:
+        return f"faster but check first: {t.speedup:.2f}× {what} on {device}{cold}{tail}"
+    payback = f", pays back after {calls:,} calls" if calls is not None else ""
+    return f"worth it: {t.speedup:.2f}× {what} on {device}{cold}{payback}{tail}"

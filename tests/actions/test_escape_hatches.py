@@ -1,0 +1,169 @@
+"""torch's newest escape hatches as code actions (`actions/hatches.py`), each applied through the
+real server and the file re-traced without that break: `@torch._dynamo.nonstrict_trace` on a
+helper Dynamo cannot trace, `leaf_function` (with the fake implementation torch requires) on a
+helper that returns None. Offered only where the worker's torch has them (its hello lists them).
+(`reorderable_logging_functions` for print: tests/test_code_actions.py `test_reorderable_print_fix`.)"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import shutil
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types as lsp
+
+from compile_lens import actions
+from lsp_support import change_file, open_file, start_server, stop_server
+from paths import FIXTURES
+
+FIXTURE = FIXTURES / "escape_hatches"
+in_server_loop = pytest.mark.asyncio(loop_scope="module")
+CAPABILITIES = lsp.ClientCapabilities(text_document=lsp.TextDocumentClientCapabilities(
+    code_action=lsp.CodeActionClientCapabilities(
+        resolve_support=lsp.ClientCodeActionResolveOptions(properties=["edit"]),
+        code_action_literal_support=lsp.ClientCodeActionLiteralOptions(
+            code_action_kind=lsp.ClientCodeActionKindOptions(value_set=["quickfix", "refactor.rewrite"])))))
+
+
+async def analysed(client, since: int, timeout: float = 240.0) -> None:
+    """Until the trace and recompile sweep of every target that started after status `since` end."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = client.statuses[since:]
+        swept = [i for i, s in enumerate(seen) if (s.detail or "").startswith("checking recompiles in")]
+        if swept and any(s.state == "idle" for s in seen[swept[0] + 1:]):
+            return
+        assert time.monotonic() < deadline, [(s.state, s.detail) for s in seen][-8:]
+        await asyncio.sleep(0.2)
+
+
+def breaks(client, uri: str, text: str) -> dict[str, str]:
+    """Traced graph breaks: the stripped text of their line → GB id."""
+    rows = text.splitlines()
+    return {rows[d.range.start.line].strip(): str(d.code) for d in client.diagnostics.get(uri, [])
+            if str(d.code).startswith("GB")}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hatches") / "ws"
+    shutil.copytree(FIXTURE, root)
+    client = await start_server(root, settings={"benchmark.onSave": False}, capabilities=CAPABILITIES)
+    path = root / "hatches.py"
+    since = len(client.statuses)
+    uri = open_file(client, path)
+    await analysed(client, since)
+    yield client, path, uri, [100]
+    await stop_server(client)
+
+
+async def apply(client, path: Path, uri: str, versions: list, needle: str, title: str) -> str:
+    """The action titled `title` on the break at `needle`, applied, saved and re-analysed; the new text."""
+    text = path.read_text()
+    rows = text.splitlines()
+    found = next(d for d in client.diagnostics[uri] if str(d.code).startswith("GB") and needle in rows[d.range.start.line])
+    result = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), range=found.range,
+        context=lsp.CodeActionContext(diagnostics=[found])))
+    chosen = [a for a in result or [] if isinstance(a, lsp.CodeAction) and a.title.startswith(title)]
+    assert len(chosen) == 1, [a.title for a in result or []]
+    resolved = await client.code_action_resolve_async(chosen[0])
+    new = actions.apply_edits(text, resolved.edit.changes[uri])
+    ast.parse(new)
+    versions[0] += 1
+    since = len(client.statuses)
+    change_file(client, path, new, versions[0], save=True)
+    await analysed(client, since)
+    return new
+
+
+@pytest.mark.slow
+@in_server_loop
+async def test_nonstrict_trace_on_a_helper_dynamo_cannot_trace(ws):
+    client, path, uri, versions = ws
+    before = breaks(client, uri, path.read_text())
+    assert before["torch._dynamo.graph_break()  # stands for Python that Dynamo cannot trace"] == "GB0025"
+    text = await apply(client, path, uri, versions, "torch._dynamo.graph_break()", "Trace `scaled` without Dynamo")
+    assert "@torch._dynamo.nonstrict_trace\ndef scaled(x):" in text
+    after = breaks(client, uri, text)
+    assert "torch._dynamo.graph_break()  # stands for Python that Dynamo cannot trace" not in after
+    assert {k: v for k, v in before.items() if "graph_break()" not in k} == after  # nothing else changed
+
+
+@pytest.mark.slow
+@in_server_loop
+async def test_leaf_function_on_a_helper_that_returns_none(ws):
+    client, path, uri, versions = ws
+    before = breaks(client, uri, path.read_text())
+    assert "if not torch.isfinite(x).all():" in before
+    text = await apply(client, path, uri, versions, "if not torch.isfinite(x).all():", "Run `check_finite` eagerly")
+    assert "@torch._dynamo.decorators.leaf_function\ndef check_finite(x):" in text
+    assert "@check_finite.register_fake\ndef _check_finite_fake(x):" in text
+    after = breaks(client, uri, text)
+    assert "if not torch.isfinite(x).all():" not in after
+    assert {k: v for k, v in before.items() if "isfinite" not in k} == after
+
+
+# --- the pure functions: offered only where they apply --------------------------------------------
+
+HELPERS = textwrap.dedent('''\
+    import torch
+
+
+    def returns_input(x, scale=2):
+        print("seen", x.shape)
+        return x
+
+
+    def changes_input(x):
+        x.add_(1)
+        return x
+
+
+    def returns_new(x):
+        return x * 2
+
+
+    def forward_like(x):
+        return returns_input(x) + returns_new(x)
+''')
+
+
+def _offered(source: str, function: str, line_text: str, gb: str, hatches=("nonstrict_trace", "leaf_function")):
+    line = next(i for i, row in enumerate(source.splitlines()) if line_text in row)
+    d = lsp.Diagnostic(range=lsp.Range(lsp.Position(line, 4), lsp.Position(line, 10)), message="break", code=gb,
+                       source="Compile Lens", data={"kind": "graph_break", "function": function,
+                                                    "target": "forward_like", "gb_id": gb})
+    return {a.title.split(" (")[0]: a for a in actions.code_actions(source, "file:///w/m.py", d.range, [d],
+                                                                      hatches=hatches)}
+
+
+def test_leaf_function_only_for_helpers_that_return_none_or_an_input_unchanged():
+    assert any(t.startswith("Run `returns_input` eagerly") for t in _offered(HELPERS, "returns_input", "print(", "GB0059"))
+    assert not any("eagerly as a leaf" in t for t in _offered(HELPERS, "changes_input", "x.add_(1)", "GB0059"))
+    assert not any("eagerly as a leaf" in t for t in _offered(HELPERS, "returns_new", "return x * 2", "GB0059"))
+
+
+def test_the_fake_implementation_returns_the_input_it_is_given():
+    [leaf] = [a for t, a in _offered(HELPERS, "returns_input", "print(", "GB0059").items() if "eagerly" in t]
+    text = actions.apply_edits(HELPERS, actions.resolve(leaf, HELPERS).edit.changes["file:///w/m.py"])
+    assert "@returns_input.register_fake\ndef _returns_input_fake(x, scale=2):" in text
+    assert "    return x\n" in text.split("_returns_input_fake")[1]
+    compile(text, "m.py", "exec")
+
+
+def test_nonstrict_trace_not_for_breaks_on_data_or_side_effects():
+    assert any(t.startswith("Trace `returns_input` without Dynamo") for t in
+               _offered(HELPERS, "returns_input", "print(", "GB0025"))
+    for gb in ("GB0059", "GB0124", "GB0170"):  # print runs once at trace time; data-dependent values
+        assert not any("without Dynamo" in t for t in _offered(HELPERS, "returns_input", "print(", gb))
+
+
+def test_nothing_offered_where_this_torch_lacks_the_hatch():
+    assert not any("without Dynamo" in t or "eagerly as a leaf" in t
+                   for t in _offered(HELPERS, "returns_input", "print(", "GB0025", hatches=()))

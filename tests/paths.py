@@ -1,0 +1,9 @@
+"""Where the tests' files are, for test modules at any depth under tests/."""
+
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+DATA = TESTS / "data"
+SERVER = REPO / "server"

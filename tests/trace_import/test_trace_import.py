@@ -1,0 +1,264 @@
+"""`compile-lens import`: torch's structured trace of a run made elsewhere, on the workspace's lines.
+
+The traces are real: the test programs (tests/data/trace_programs) run once per session with
+`TORCH_TRACE` (and torch's own `TORCH_LOGS=graph_breaks,recompiles` as the reference) from a
+"job" folder, and are imported onto a "workspace" copy at another path: the paths must be mapped.
+The torchrun run has 2 ranks on gloo, rank 1 alone getting a shorter batch at step 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as lsp
+
+from compile_lens.ranks import RankEvent, rank_divergence
+from compile_lens.trace_import.fold import fold
+from compile_lens.trace_import.paths import PathMap, parse_maps
+from compile_lens.trace_import.report import import_trace
+from lsp_support import open_file, start_server, stop_server
+from paths import DATA
+
+PROGRAMS = DATA / "trace_programs"
+BREAK_AT = re.compile(r"Graph break (?:\(user stack suppressed due to duplicate graph break\) )?in user code at (\S+):(\d+)")
+TLPARSE = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compile_lens.cli", "import", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONSAFEPATH": "1"})
+
+
+def _env(trace: Path) -> dict[str, str]:
+    return {**os.environ, "TORCH_TRACE": str(trace), "TORCH_LOGS": "graph_breaks,recompiles", "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> dict:
+    """`TORCH_TRACE=dir python train_tiny_lm.py` in a job folder; the workspace is a copy elsewhere."""
+    base = tmp_path_factory.mktemp("plain")
+    job, ws, trace = base / "job" / "repo", base / "ws", base / "trace"
+    for folder in (job, ws):
+        folder.mkdir(parents=True)
+        shutil.copy(PROGRAMS / "train_tiny_lm.py", folder / "train_tiny_lm.py")
+    done = subprocess.run([sys.executable, "train_tiny_lm.py", "--backend", "aot_eager"], cwd=job,
+                          capture_output=True, text=True, timeout=600, env=_env(trace))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {"ws": ws, "job": job, "trace": trace, "logs": done.stderr}
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory) -> dict:
+    """`TORCH_TRACE=dir torchrun --nproc-per-node 2 train_ddp_tiny.py` (gloo, CPU)."""
+    base = tmp_path_factory.mktemp("ddp")
+    job, ws, trace = base / "job", base / "ws", base / "trace"
+    for folder in (job, ws):
+        folder.mkdir()
+        shutil.copy(PROGRAMS / "train_ddp_tiny.py", folder / "train_ddp_tiny.py")
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    done = subprocess.run([*torchrun, "train_ddp_tiny.py"], cwd=job, capture_output=True, text=True, timeout=600,
+                          env=_env(trace))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {"ws": ws, "job": job, "trace": trace, "logs": done.stderr}
+
+
+def _torch_breaks(logs: str, name: str) -> set[int]:
+    return {int(m.group(2)) for m in BREAK_AT.finditer(logs) if m.group(1).endswith(name)}
+
+
+@pytest.mark.slow
+def test_import_gives_what_torch_logged_on_the_workspace_file(plain):
+    done = run_cli(str(plain["trace"]), "--root", str(plain["ws"]), "--format", "json", cwd=plain["ws"])
+    assert done.returncode == 1, done.stderr  # graph breaks are warnings, as in `check`
+    doc = json.loads(done.stdout)
+    entry = next(e for e in doc["files"] if e["path"] == str(plain["ws"] / "train_tiny_lm.py"))
+    assert entry["mapped"] is True
+    breaks = {g["line"] for t in entry["targets"] for g in t["graph_breaks"]}
+    assert breaks == _torch_breaks(plain["logs"], "train_tiny_lm.py") and breaks
+    recompiles = [r for t in entry["targets"] for r in t["recompiles"]]
+    assert len(recompiles) == plain["logs"].count("Recompiling function") >= 2
+    target = next(t for t in entry["targets"] if t["name"] == "forward")  # resume functions named as the user's
+    assert target["rank"] is None and target["inputs"] is None and target["benchmark"] is None
+    assert target["compile_s"] > 0 and set(target["cache"]) == {"hits", "misses"}
+    gb = [d for d in entry["diagnostics"] if d["code"].startswith("GB")]
+    assert {d["line"] for d in gb} == breaks
+    assert all(d["source"] == "Compile Lens (imported trace)" for d in entry["diagnostics"])
+    assert "compile 0/0" in gb[0]["message"]
+    assert doc["ranks"][0]["torch"].startswith("2.") and doc["rank_divergence"] == []
+
+
+@pytest.mark.slow
+def test_text_and_sarif(plain):
+    text = run_cli(str(plain["trace"]), "--root", str(plain["ws"]), cwd=plain["ws"])
+    assert "Imported torch trace: 1 log" in text.stdout
+    assert re.search(r"train_tiny_lm\.py:\d+:\d+: GB0124 ", text.stdout), text.stdout
+    sarif = json.loads(run_cli(str(plain["trace"]), "--root", str(plain["ws"]), "--format", "sarif",
+                               cwd=plain["ws"]).stdout)
+    results = sarif["runs"][0]["results"]
+    assert any(r["ruleId"] == "GB0124" for r in results)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(TLPARSE), reason="tlparse is not installed (pip install tlparse)")
+def test_tlparse_sees_the_same_compiles(plain, tmp_path):
+    """tlparse's machine-readable index: the compiles it files recompile reasons and break reasons
+    under are the compile ids `import` reports them at."""
+    log = next(plain["trace"].glob("*.log"))
+    out = tmp_path / "tl"
+    done = subprocess.run([TLPARSE, str(log), "-o", str(out), "--no-browser"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    directory = json.loads((out / "compile_directory.json").read_text())
+
+    def having(prefix: str) -> set[str]:
+        return {k.strip("[]") for k, v in directory.items() if any(a["name"].startswith(prefix) for a in v["artifacts"])}
+
+    with log.open() as stream:
+        trace = fold(stream, str(log))
+    assert having("recompile_reasons") == {r.compile_id for f in trace.functions for r in f.recompiles}
+    assert having("dynamo_graph_break_reason") == {c for f in trace.functions for b in f.graph_breaks for c in b.compile_ids}
+
+
+@pytest.mark.slow
+def test_torchrun_ranks_and_where_they_part(ranks):
+    done = run_cli(str(ranks["trace"]), "--root", str(ranks["ws"]), "--format", "json", cwd=ranks["ws"])
+    doc = json.loads(done.stdout)
+    assert done.returncode == 1
+    per_rank = {r["rank"]: r["recompiles"] for r in doc["ranks"]}
+    torch_says = {rank: len(re.findall(rf"^\[rank{rank}\]:.*Recompiling function", ranks["logs"], re.M)) for rank in (0, 1)}
+    assert per_rank == torch_says and torch_says[1] > torch_says[0] == 0
+    (parting,) = doc["rank_divergence"]
+    assert parting["ranks"] == [1] and parting["other_ranks"] == [0] and "size mismatch" in parting["guard"]
+    entry = next(e for e in doc["files"] if e["path"] == str(ranks["ws"] / "train_ddp_tiny.py"))
+    assert sorted(t["rank"] for t in entry["targets"]) == [0, 1]
+    assert any("rank 1, compile 4/1" in d["message"] or "rank 1" in d["message"] for d in entry["diagnostics"])
+    assert any(u["path"].endswith("contextlib.py") for u in doc["unmapped"])  # torch's own frames stay listed
+    # a break inside DDP's code is also shown where the program called the model
+    call = next(i for i, text in enumerate((ranks["ws"] / "train_ddp_tiny.py").read_text().splitlines(), 1)
+                if "loss = model(" in text)
+    assert any(d["line"] == call and d["data"].get("call_site") for d in entry["diagnostics"])
+    text = run_cli(str(ranks["trace"]), "--root", str(ranks["ws"]), cwd=ranks["ws"]).stdout
+    assert "error: ranks part at compile" in text
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+def test_not_a_trace(tmp_path):
+    (tmp_path / "notes.log").write_text("hello\nworld\n")
+    done = run_cli(str(tmp_path / "notes.log"), cwd=tmp_path)
+    assert done.returncode == 2 and "not a torch structured trace" in done.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = run_cli(str(empty), cwd=tmp_path)
+    assert done.returncode == 2 and "dedicated_log_torch_trace_" in done.stderr
+
+
+def test_bad_map_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="REMOTE_PREFIX=LOCAL_PREFIX"):
+        parse_maps(["/mnt/job"])
+
+
+@pytest.mark.slow
+def test_truncated_and_unknown_records(plain, tmp_path):
+    log = next(plain["trace"].glob("*.log"))
+    text = log.read_text()
+    whole = import_trace(str(log), str(plain["ws"]))
+    cut = tmp_path / "dedicated_log_torch_trace_cut.log"
+    cut.write_text(text[: int(len(text) * 0.97)])  # mid-record: a run killed while writing
+    half = import_trace(str(cut), str(plain["ws"]))
+    assert any("ends mid-record" in n for n in half.notes) or half.traces[0].stats.truncated
+    assert half.reports and half.reports[0].targets
+    newer = tmp_path / "dedicated_log_torch_trace_newer.log"
+    future = 'V1203 22:51:49.000000 1 torch/_dynamo/x.py:1] {"future_kind": {"x": 1}, "frame_id": 0, "frame_compile_id": 0, "has_payload": "0"}\n\t{\n\t"y": 2\n\t}\n'
+    newer.write_text(future + text + future)
+    read = import_trace(str(newer), str(plain["ws"]))
+    assert read.traces[0].stats.unknown_kinds == {"future_kind": 2}
+    assert read.traces[0].stats.not_records == 0  # its payload lines are skipped with it
+    assert any("future_kind ×2" in n for n in read.notes)
+    assert [len(t.graph_breaks) for r in read.reports for t in r.targets] == \
+        [len(t.graph_breaks) for r in whole.reports for t in r.targets]
+
+
+@pytest.mark.slow
+def test_memory_does_not_grow_with_the_log(plain, tmp_path):
+    text = next(plain["trace"].glob("*.log")).read_text()
+    small, big = tmp_path / "small.log", tmp_path / "big.log"
+    small.write_text(text * 2)
+    copies = max(2, 20_000_000 // len(text))
+    with big.open("w") as out:
+        for _ in range(copies):
+            out.write(text)
+    assert big.stat().st_size >= 19_000_000
+
+    def peak(path: Path) -> int:
+        tracemalloc.start()
+        with path.open() as stream:
+            fold(stream, str(path))
+        found = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return found
+
+    small_peak, big_peak = peak(small), peak(big)
+    assert big_peak < 2 * small_peak + 1_000_000, (small_peak, big_peak)  # the file is ≥ 10× larger
+
+
+# --- paths and ranks (pure) ---------------------------------------------------------------------
+
+def test_paths_by_unique_suffix_and_map(tmp_path):
+    for rel in ("model/net.py", "a/utils.py", "b/utils.py", "train.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    paths = PathMap(str(tmp_path), parse_maps([f"/cluster/x={tmp_path}/a"]))
+    assert paths.local("/mnt/job/repo/model/net.py") == str(tmp_path / "model" / "net.py")
+    assert paths.local("/mnt/job/repo/utils.py") is None  # two files end so: a tie stays unmapped
+    assert "2 workspace files" in paths.unmapped["/mnt/job/repo/utils.py"]
+    assert paths.local("/cluster/x/utils.py") == str(tmp_path / "a" / "utils.py")
+    assert paths.local("/usr/lib/python3.11/site-packages/train.py") is None  # a package's, not the workspace's
+    assert paths.local("/mnt/job/other.py") is None
+    assert paths.local("/opt/env/site-packages/x.py", listed=False) is None
+    assert "/opt/env/site-packages/x.py" not in paths.unmapped  # a traceback's frame: looked for, not listed
+
+
+def test_rank_divergence_shape():
+    same = [RankEvent("recompile f 0/1", 2, "recompile of `f`", "x size")]
+    assert rank_divergence({0: list(same), 1: list(same)}) == []
+    odd = [RankEvent("recompile f 0/1", 5, "recompile of `f`", "tensor 'x' size mismatch"),
+           RankEvent("recompile f 0/2", 7, "recompile of `f`", "B == 2")]
+    assert rank_divergence({0: [], 1: odd}) == [{"step": 5, "steps_apart": 3, "ranks": [1], "other_ranks": [0],
+                                                 "what": "recompile of `f`", "guard": "tensor 'x' size mismatch"}]
+
+
+# --- the editor ---------------------------------------------------------------------------------
+
+@pytest.mark.slow
+async def test_editor_import_and_clear(plain):
+    client = await start_server(plain["ws"], trusted=False)  # lints only: the live results stay cheap
+    try:
+        path = plain["ws"] / "train_tiny_lm.py"
+        uri = open_file(client, path)
+        await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        live = [d for d in client.diagnostics.get(uri, []) if d.source == "Compile Lens"]
+        answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+            "compileLens.importTrace", [str(plain["trace"])]))
+        assert answer["imported"] is True and answer["diagnostics"] > 0
+        # published before the command answers (one ordered stream): no wait
+        shown = client.diagnostics[uri]
+        imported = [d for d in shown if d.source == "Compile Lens (imported trace)"]
+        assert {d.code for d in imported} >= {"GB0124"} and any("compile 0/0" in d.message for d in imported)
+        assert [d for d in shown if d.source == "Compile Lens"] == live  # kept apart, nothing replaced
+        answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+            "compileLens.importTrace", [str(plain["ws"] / "train_tiny_lm.py")]))
+        assert answer["imported"] is False and "not a torch structured trace" in answer["reason"]
+        await client.workspace_execute_command_async(lsp.ExecuteCommandParams("compileLens.clearImportedTrace", []))
+        assert [d for d in client.diagnostics[uri] if d.source != "Compile Lens"] == []
+        assert [d for d in client.diagnostics[uri] if d.source == "Compile Lens"] == live
+    finally:
+        await stop_server(client)

@@ -1,0 +1,279 @@
+"""The deployment questions against real torch on CPU: torch.export, Inductor's eager fallbacks, the
+compile report's batch sweep and compile-time breakdown; and how the benchmark stage runs them.
+
+The Inductor compiles (marked slow) are shared through module fixtures: one compile per model."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from paths import SERVER  # noqa: E402
+
+try:
+    import compile_lens  # noqa: F401
+except ImportError:  # until the package is installed: run from the checkout
+    sys.path.insert(0, str(SERVER))
+
+import paths  # noqa: E402
+from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec, Timing  # noqa: E402
+from compile_lens.worker.loader import build_target, import_file  # noqa: E402
+from compile_lens.worker.measure import deployment as dep  # noqa: E402
+
+FIXTURES = paths.FIXTURES / "deployment"
+MODELS = str(FIXTURES / "deploy_models.py")
+ROOT = str(FIXTURES)
+SOURCE = Path(MODELS).read_text().splitlines()
+
+
+def line_with(text: str) -> int:
+    return next(i for i, row in enumerate(SOURCE, 1) if text in row)
+
+
+def def_line(name: str) -> int:
+    for node in ast.walk(ast.parse("\n".join(SOURCE))):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name == name:
+            return node.lineno
+    raise KeyError(name)
+
+
+@pytest.fixture(scope="module")
+def module():
+    return import_file(MODELS, ROOT)
+
+
+def built(module, name: str, inputs: str = "(torch.randn(8, 16),)"):
+    kind = "module" if name[0].isupper() else "function"
+    return build_target(module, TargetSpec(name, kind, def_line(name), inputs=InputRecipe("directive", inputs)), MODELS)
+
+
+# --- torch.export ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def exports(module):
+    names = ("Plain", "ItemBranch", "TensorBranch", "scale")
+    return {name: dep.check_export(built(module, name), root=ROOT) for name in names}
+
+
+def test_a_plain_model_exports_strict_and_non_strict(exports):
+    assert exports["Plain"] == {"ok": True, "strict": True, "line": None, "path": None, "message": None}
+    assert exports["scale"]["ok"] and exports["scale"]["strict"]  # a plain function, wrapped in a module
+
+
+def test_data_dependent_control_flow_does_not_export_and_says_where(exports):
+    item = exports["ItemBranch"]
+    assert (item["ok"], item["strict"]) == (False, False)
+    assert (item["path"], item["line"]) == (MODELS, line_with("if total > 0:"))
+    assert item["message"].startswith("GuardOnDataDependentSymNode: Could not guard on data-dependent expression")
+    assert "\n" not in item["message"] and len(item["message"]) <= dep.MESSAGE_CHARS
+    assert "Traceback" not in item["message"] and "File " not in item["message"]
+    branch = exports["TensorBranch"]
+    assert not branch["ok"] and (branch["path"], branch["line"]) == (MODELS, line_with("if x.sum() > 0:"))
+
+
+def test_location_from_torch_message_text():
+    """Strict export's errors name the user line only in their text (the User Stack)."""
+    text = ('Data-dependent branching\n  User Stack (most recent call last):\n'
+            '  File "/env/lib/python3.11/site-packages/torch/_dynamo/functional_export.py", line 232, in forward\n'
+            f'  File "{MODELS}", line 46, in forward\n    if x.sum() > 0:\n')
+    assert dep._location_in_text(text, ROOT, MODELS) == (MODELS, 46)
+    short = "Caused by: (yment/deploy_models.py:37 in forward)"  # torch truncates the path's start
+    assert dep._location_in_text(short, ROOT, MODELS) == (MODELS, 37)
+    assert dep._location_in_text("no location here", ROOT, MODELS) is None
+
+
+def test_short_message_is_the_first_paragraph():
+    exc = RuntimeError("first line\nsecond line\n\nFor more information, run with TORCH_LOGS=dynamic")
+    assert dep.short_message(exc) == "RuntimeError: first line second line"
+    assert dep.short_message(ValueError("")) == "ValueError"
+
+
+# --- what Inductor generated -------------------------------------------------------------------
+
+WRAPPER = '''
+from torch._inductor.select_algorithm import extern_kernels
+aten = torch.ops.aten
+cpp_fused_relu_0 = async_compile.cpp_pybinding(['float*'], r"""
+extern "C" void kernel(float* in_out_ptr0) { }
+""")
+
+class Runner:
+    def call(self, args):
+        arg0_1, arg1_1 = args
+        # Topologically Sorted Source Nodes: [linear], Original ATen: [aten.addmm]
+        extern_kernels.addmm(arg1_1, arg0_1, arg0_1, alpha=1, beta=1, out=buf0)
+        cpp_fused_relu_0(buf1)
+        buf2 = torch.ops.aten.sort.stable(buf1, stable=False, dim=1, descending=False)
+        assert_size_stride(buf3, (8, 16), (16, 1), 'torch.ops.aten.sort.default')
+        buf4 = torch.ops.mylib.shifted_sin.default(buf1)
+        buf5 = aten.nonzero.default(buf1)
+        buf6 = torch.ops.inductor._alloc_from_pool(buf0, 0, torch.float32, (8,), (1,))
+        buf7 = torch.ops.mkldnn._convolution_pointwise.default(buf1, arg0_1)
+        extern_kernels.addmm(arg1_1, buf1, arg0_1, alpha=1, beta=1, out=buf8)
+        return (buf2, buf4)
+'''
+
+
+def test_ops_in_code_counts_fallbacks_and_labels_library_calls():
+    ops, kernels = dep.ops_in_code([WRAPPER])
+    assert ops == [
+        {"op": "aten.nonzero", "count": 1, "kind": "fallback"},
+        {"op": "aten.sort", "count": 1, "kind": "fallback"},  # the assert's string is not a call
+        {"op": "mylib.shifted_sin", "count": 1, "kind": "fallback"},
+        {"op": "extern_kernels.addmm", "count": 2, "kind": "extern"},
+        {"op": "mkldnn._convolution_pointwise", "count": 1, "kind": "extern"},
+    ]
+    assert kernels == 1  # Inductor's own helpers (_alloc_from_pool) are neither
+
+
+def test_compile_breakdown_from_metrics():
+    frame = SimpleNamespace(co_name="forward", entire_frame_compile_time_s=2.0, backend_compile_time_s=1.5,
+                            inductor_compile_time_s=1.2, code_gen_time_s=1.0)
+    resumed = SimpleNamespace(co_name="torch_dynamo_resume_in_forward_at_9", entire_frame_compile_time_s=1.0,
+                              backend_compile_time_s=0.5, inductor_compile_time_s=0.4, code_gen_time_s=None)
+    backward = SimpleNamespace(co_name=None, entire_frame_compile_time_s=None)
+    got = dep.compile_breakdown([frame, resumed, backward])
+    assert got["graphs"] == 2
+    assert got["dynamo_s"] == pytest.approx(1.0) and got["aot_autograd_s"] == pytest.approx(0.4)
+    assert got["inductor_s"] == pytest.approx(0.6) and got["codegen_s"] == pytest.approx(1.0)
+    assert got["total_s"] == pytest.approx(3.0)
+    assert dep.compile_breakdown([backward]) is None
+
+
+@pytest.fixture(scope="module")
+def inductor(module):
+    return {name: dep.inspect_inductor(built(module, name)) for name in ("Plain", "Fallbacks")}
+
+
+@pytest.mark.slow
+def test_a_plain_mlp_shows_only_library_gemms(inductor):
+    plain = inductor["Plain"]
+    assert plain["fallback_ops"] == [{"op": "extern_kernels.addmm", "count": 2, "kind": "extern"}]
+    assert plain["kernels"] >= 1 and plain["graphs"] == 1
+
+
+@pytest.mark.slow
+def test_a_custom_op_and_sort_fall_back(inductor):
+    ops = {o["op"]: o for o in inductor["Fallbacks"]["fallback_ops"]}
+    assert ops["compile_lens_test.shifted_sin"] == {"op": "compile_lens_test.shifted_sin", "count": 1, "kind": "fallback"}
+    assert ops["aten.sort"]["kind"] == "fallback"
+    assert ops["extern_kernels.addmm"]["kind"] == "extern"
+    assert [o["kind"] for o in inductor["Fallbacks"]["fallback_ops"]][:2] == ["fallback", "fallback"]
+
+
+@pytest.mark.slow
+def test_the_same_compile_gives_the_breakdown(inductor):
+    b = inductor["Plain"]["breakdown"]
+    assert b["graphs"] == 1
+    for key in ("dynamo_s", "aot_autograd_s", "inductor_s", "codegen_s"):
+        assert b[key] >= 0
+    assert b["total_s"] == pytest.approx(b["dynamo_s"] + b["aot_autograd_s"] + b["inductor_s"] + b["codegen_s"])
+    assert b["codegen_s"] > 0  # a fresh cache: the kernel was really compiled
+
+
+# --- the batch sweep -----------------------------------------------------------------------------
+
+def test_sweep_sizes_around_the_example_batch():
+    assert dep.sweep_sizes(64, 512) == [16, 32, 64, 128, 256]
+    assert dep.sweep_sizes(8, 16) == [2, 4, 8, 16, 32]
+    assert dep.sweep_sizes(1, 16) == [2, 4, 8, 16, 32]  # 0 and 1 are specialised by Dynamo
+    assert dep.sweep_sizes(3, 16, points=4) == [3, 6, 12, 24]
+    big = dep.sweep_sizes(64, dep.SWEEP_MAX_ELEMENTS // 128)  # a huge row: capped at 128
+    assert big[-1] == 128 and len(big) <= 5
+
+
+def test_resize_batch_keeps_other_inputs_and_integer_indices():
+    x, idx, w = torch.randn(4, 3), torch.tensor([[1], [2], [3], [0]]), torch.randn(3, 3)
+    rx, ridx, rw, n = dep.resize_batch((x, idx, w, 7), 4, 6)
+    assert rx.shape == (6, 3) and torch.equal(rx[4], x[0])
+    assert ridx.dtype == torch.int64 and ridx.flatten().tolist() == [1, 2, 3, 0, 1, 2]
+    assert rw is w and n == 7
+
+
+@pytest.fixture(scope="module")
+def report(module, inductor):
+    plain = dep.report_data(built(module, "Plain"), device="cpu", max_seconds=3, inductor=inductor["Plain"])
+    flat = dep.report_data(built(module, "scale", "(torch.randn(16),)"), device="cpu", max_seconds=3,
+                           inductor={"breakdown": None, "kernels": None})
+    return plain, flat
+
+
+@pytest.mark.slow
+def test_report_sweeps_eager_and_compiled_across_batch_sizes(report):
+    plain, _ = report
+    sweep = plain["batch_sweep"]
+    assert sweep["sizes"] == [2, 4, 8, 16] and sweep["example_batch"] == 8  # 4 sizes: a 3 s budget
+    assert sweep["compiles"] == 1 and sweep["dynamic"] is True  # one dynamic-batch compile serves all
+    for p in sweep["points"]:
+        assert p["eager_ms"] > 0 and p["compiled_ms"] > 0
+        assert p["speedup"] == pytest.approx(p["eager_ms"] / p["compiled_ms"])
+    assert plain["compile_breakdown"]["graphs"] == 1 and plain["kernels"] >= 1
+    assert sweep["seconds"] < 30
+    assert plain["notes"] == []
+
+
+@pytest.mark.slow
+def test_inputs_without_a_batch_dimension_skip_the_sweep_with_a_note(report):
+    _, flat = report
+    assert flat["batch_sweep"] is None
+    assert any(n.startswith("batch sweep: the first input has fewer than 2 dimensions") for n in flat["notes"])
+    assert any(n.startswith("compile breakdown: not available") for n in flat["notes"])
+
+
+# --- the benchmark stage ---------------------------------------------------------------------------
+
+def _canned_benchmark() -> Benchmark:
+    t = Timing(1.0, 0.5, 2.0, 0.1, 0.1)
+    return Benchmark("cpu", "cpu", "default", t, None, {"cold": 9.0, "warm": 1.0}, 10, {}, {}, {}, "worth it")
+
+
+def test_the_benchmark_stage_fills_export_fallbacks_and_report_and_survives_their_failures(monkeypatch):
+    """Canned figures (no compile): a failing export check loses nothing else."""
+    from compile_lens.worker import jobs
+    from compile_lens.worker.measure import benchmark as bench
+
+    monkeypatch.setattr(bench, "run_benchmark", lambda *a, **k: _canned_benchmark())
+
+    def broken_export(*a, **k):
+        raise RuntimeError("export exploded")
+
+    monkeypatch.setattr(dep, "check_export", broken_export)
+    monkeypatch.setattr(dep, "inspect_inductor", lambda *a, **k: {
+        "fallback_ops": [{"op": "aten.sort", "count": 1, "kind": "fallback"}], "kernels": 2,
+        "breakdown": {"total_s": 1.0}, "graphs": 1})
+    seen_inductor = []
+
+    def fake_report(target, **k):
+        seen_inductor.append(k["inductor"])
+        return {"batch_sweep": None, "compile_breakdown": k["inductor"]["breakdown"], "kernels": 2, "notes": []}
+
+    monkeypatch.setattr(dep, "report_data", fake_report)
+    sent: list[dict] = []
+    spec = TargetSpec("Plain", "module", def_line("Plain"), inputs=InputRecipe("directive", "(torch.randn(8, 16),)"))
+    job = {"id": 7, "path": MODELS, "root": ROOT, "targets": [as_dict(spec)], "trace": False,
+           "recompiles": False, "benchmark": True, "max_seconds": 6.0}
+    jobs.run_job(job, sent.append)
+    stages = [m["stage"] for m in sent if m["event"] == "progress"]
+    assert "checking torch.export…" in stages and "finding ops that fall back to eager…" in stages
+    results = [m["result"] for m in sent if m["event"] == "target"]
+    assert len(results) == 2  # the figures as soon as they are measured, then with the rest
+    first, last = results
+    assert first["benchmark"]["verdict"] == "worth it" and first["export"] is None
+    assert last["benchmark"]["verdict"] == "worth it" and last["status"] == "ok"
+    assert last["export"] is None  # its check failed: logged, nothing else lost
+    assert last["fallback_ops"] == [{"op": "aten.sort", "count": 1, "kind": "fallback"}]
+    assert last["report"]["compile_breakdown"] == {"total_s": 1.0}
+    assert seen_inductor[0]["kernels"] == 2  # the report reuses the fallback compile
+    assert sent[-1]["event"] == "done"
+
+
+def as_dict(spec: TargetSpec) -> dict:
+    import dataclasses
+
+    return dataclasses.asdict(spec)
