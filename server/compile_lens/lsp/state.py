@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -18,6 +19,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..config import find_root
 from ..discovery import Discovery
+from ..discovery.statements import StatementParser
 from ..jobs.cache import ResultCache, cache_dir, torch_version
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
 from ..positions import position_map
@@ -71,6 +73,8 @@ class DocState:
     bench_tasks: list[asyncio.Task] = field(default_factory=list)  # sweeps and measurements, in order
     discovery_stale: bool = False  # the buffer changed and has not been re-parsed yet (big files)
     rediscover: Optional[asyncio.TimerHandle] = None
+    rediscovering: Optional[threading.Event] = None  # set: the running discovery is superseded
+    statements: Optional[StatementParser] = None  # a big file's chunks, parsed in the discovery thread
     last_stream_publish: float = 0.0
 
 
