@@ -78,9 +78,10 @@ class WireClient:
                 self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
 
     async def wait_published(self, uri: str, version: int, since: int = 0) -> tuple[float, int]:
+        """The first publish of this version or a newer one (a server may lint queued edits once)."""
         while True:
             for at, params in self.published[since:]:
-                if params["uri"] == uri and params["version"] == version:
+                if params["uri"] == uri and (params["version"] or 0) >= version:
                     return at, params["count"]
             await asyncio.sleep(0.0005)
 

@@ -28,14 +28,30 @@ from .state import CompileLensServer, DocState, Saved
 log = logging.getLogger("compile_lens")
 
 BIG_FILE_CHARS = 30_000  # ≈ 750 lines (≈ 15 ms to discover): above this, targets are found off the loop
+RELINT_AFTER_S = 0.01  # a big file's lints: long enough to read the keystrokes already queued
 REDISCOVER_AFTER_S = 0.05  # after the last keystroke
 # One thread for every document: discoveries queue behind each other, never beside the event loop twice.
 _DISCOVERY_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-lens-discovery")
 
 
 def relint(ls: CompileLensServer, uri: str) -> None:
-    """Lint the buffer and publish at once (no debounce)."""
+    """Lint the buffer and publish: at once for a small file; for a big one 10 ms later, so that
+    keystrokes queued behind a slow one (a busy machine) are linted once, as the newest buffer."""
     state = ls.doc(uri)
+    if state.relint is not None:
+        state.relint.cancel()
+        state.relint = None
+    if len(ls.buffer(uri)) < BIG_FILE_CHARS:
+        _relint_now(ls, uri)
+    else:
+        state.relint = asyncio.get_running_loop().call_later(RELINT_AFTER_S, _relint_now, ls, uri)
+
+
+def _relint_now(ls: CompileLensServer, uri: str) -> None:
+    state = ls.docs.get(uri)
+    if state is None:
+        return
+    state.relint = None
     source = ls.buffer(uri)
     lints = safe_lint(source, state.path)
     if lints is not None:  # None: mid-typing syntax error; keep what was shown
@@ -156,6 +172,8 @@ def close(ls: CompileLensServer, uri: str) -> None:
     if state is not None:
         state.open = False
         _stop_rediscovery(state)
+        if state.relint is not None:
+            state.relint.cancel()
         for task in [state.runner, *state.bench_tasks]:
             if task and not task.done():
                 task.cancel()

@@ -72,6 +72,7 @@ class DocState:
     runner: Optional[asyncio.Task] = None
     bench_tasks: list[asyncio.Task] = field(default_factory=list)  # sweeps and measurements, in order
     discovery_stale: bool = False  # the buffer changed and has not been re-parsed yet (big files)
+    relint: Optional[asyncio.TimerHandle] = None  # a big file's lints, due in a few ms
     rediscover: Optional[asyncio.TimerHandle] = None
     rediscovering: Optional[threading.Event] = None  # set: the running discovery is superseded
     statements: Optional[StatementParser] = None  # a big file's chunks, parsed in the discovery thread
