@@ -35,8 +35,9 @@ _DISCOVERY_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compil
 
 
 def relint(ls: CompileLensServer, uri: str) -> None:
-    """Lint the buffer and publish: at once for a small file; for a big one 10 ms later, so that
-    keystrokes queued behind a slow one (a busy machine) are linted once, as the newest buffer."""
+    """Lint the buffer and publish: at once for a small file; for a big one after 10 ms, and never
+    sooner after its last lint than that lint took (a busy machine), so that keystrokes queued
+    meanwhile are linted once, as the newest buffer, and hovers between them are answered."""
     state = ls.doc(uri)
     if state.relint is not None:
         state.relint.cancel()
@@ -44,7 +45,9 @@ def relint(ls: CompileLensServer, uri: str) -> None:
     if len(ls.buffer(uri)) < BIG_FILE_CHARS:
         _relint_now(ls, uri)
     else:
-        state.relint = asyncio.get_running_loop().call_later(RELINT_AFTER_S, _relint_now, ls, uri)
+        loop = asyncio.get_running_loop()
+        delay = min(max(RELINT_AFTER_S, state.relint_free_at - loop.time()), 0.5)
+        state.relint = loop.call_later(delay, _relint_now, ls, uri)
 
 
 def _relint_now(ls: CompileLensServer, uri: str) -> None:
@@ -52,6 +55,8 @@ def _relint_now(ls: CompileLensServer, uri: str) -> None:
     if state is None:
         return
     state.relint = None
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     source = ls.buffer(uri)
     lints = safe_lint(source, state.path)
     if lints is not None:  # None: mid-typing syntax error; keep what was shown
@@ -61,8 +66,9 @@ def _relint_now(ls: CompileLensServer, uri: str) -> None:
         state.discovery, state.discovery_stale = discover_targets(ls, state.path, source), False
     else:
         state.discovery_stale = True
-        state.rediscover = asyncio.get_running_loop().call_later(REDISCOVER_AFTER_S, _rediscover, ls, uri)
-    ls.emit("changed", uri)
+        state.rediscover = loop.call_later(REDISCOVER_AFTER_S, _rediscover, ls, uri)
+    ls.emit("changed", uri)  # publishes: with ~1,500 diagnostics as long as the lint itself
+    state.relint_free_at = 2 * loop.time() - started  # now + what this one took
 
 
 def _stop_rediscovery(state: DocState) -> None:

@@ -73,6 +73,7 @@ class DocState:
     bench_tasks: list[asyncio.Task] = field(default_factory=list)  # sweeps and measurements, in order
     discovery_stale: bool = False  # the buffer changed and has not been re-parsed yet (big files)
     relint: Optional[asyncio.TimerHandle] = None  # a big file's lints, due in a few ms
+    relint_free_at: float = 0.0  # loop time before which its next lint waits (as long as the last took)
     rediscover: Optional[asyncio.TimerHandle] = None
     rediscovering: Optional[threading.Event] = None  # set: the running discovery is superseded
     statements: Optional[StatementParser] = None  # a big file's chunks, parsed in the discovery thread
