@@ -41,6 +41,7 @@ test: lint pytest ts-test e2e
 
 bench: setup
 	$(PY) scripts/bench.py
+	$(PY) scripts/bench_typing.py --json build/bench_typing.json
 
 gpu-check: setup
 	scripts/gpu-check

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import Optional
+
+_COMPILE_NAMES = frozenset({"torch.compile", "torch.compiler.compile"})
 
 
 @dataclass
@@ -28,34 +31,52 @@ def _literal_keywords(call: ast.Call) -> dict:
     return options
 
 
+def dotted_name(node: ast.AST) -> Optional[str]:
+    """"a.b.c" for a chain of names and attributes, else None (cheaper than `ast.unparse`, which
+    a 5,000-line file would pay on every one of its ~7,000 calls)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
 def _is_torch_compile(func: ast.expr) -> bool:
-    return ast.unparse(func) in ("torch.compile", "torch.compiler.compile")
+    # `torch.compile` is an Attribute: skip the plain-name calls (most of a file) at once
+    return isinstance(func, ast.Attribute) and func.attr == "compile" and dotted_name(func) in _COMPILE_NAMES
 
 
 def compile_call_sites(tree: ast.Module, targets: set[str]) -> list[CallSite]:
-    sites: list[CallSite] = []
+    """One walk of the tree: what `model = Net(...)` built, then the compile calls and decorators."""
+    calls: list[ast.Call] = []
     built: dict[str, str] = {}  # variable -> target it was constructed from (model = Net(...))
+    sites: list[CallSite] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
-            if node.value.func.id in targets:
+        if isinstance(node, ast.Call):
+            if node.args and _is_torch_compile(node.func):
+                calls.append(node)
+        elif isinstance(node, ast.Assign):
+            value = node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in targets:
                 for tgt in node.targets:
                     if isinstance(tgt, ast.Name):
-                        built[tgt.id] = node.value.func.id
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _is_torch_compile(node.func) and node.args:
-            arg = node.args[0]
-            name = None
-            if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id in targets:
-                name = arg.func.id
-            elif isinstance(arg, ast.Name):
-                name = arg.id if arg.id in targets else built.get(arg.id)
-            if name:
-                sites.append(CallSite(name, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
-                                      (node.end_col_offset or 0) + 1, _literal_keywords(node)))
+                        built[tgt.id] = value.func.id
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in targets:
             for dec in node.decorator_list:
-                func = dec.func if isinstance(dec, ast.Call) else dec
-                if _is_torch_compile(func):
+                if _is_torch_compile(dec.func if isinstance(dec, ast.Call) else dec):
                     sites.append(CallSite(node.name, dec.lineno, dec.col_offset + 1, dec.end_lineno or dec.lineno,
                                           (dec.end_col_offset or 0) + 1))
+    for call in calls:  # after the walk: `built` may come from a line below, as before
+        arg = call.args[0]
+        name = None
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id in targets:
+            name = arg.func.id
+        elif isinstance(arg, ast.Name):
+            name = arg.id if arg.id in targets else built.get(arg.id)
+        if name:
+            sites.append(CallSite(name, call.lineno, call.col_offset + 1, call.end_lineno or call.lineno,
+                                  (call.end_col_offset or 0) + 1, _literal_keywords(call)))
     return sorted(sites, key=lambda s: (s.line, s.column))

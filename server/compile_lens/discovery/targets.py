@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..protocol import InputRecipe, TargetSpec
-from .call_sites import _literal_keywords, compile_call_sites
+from .call_sites import CallSite, _literal_keywords, compile_call_sites, dotted_name
 from .deps import fingerprint
 from .directives import (
     DirectiveError,
@@ -31,21 +31,26 @@ class Discovery:
     targets: list[TargetSpec] = field(default_factory=list)
     errors: list[DirectiveError] = field(default_factory=list)
     fingerprint: str = ""
+    call_sites: list[CallSite] = field(default_factory=list)  # `torch.compile(...)` of each target
 
 
-def discover(source: str) -> Optional[Discovery]:
-    """Targets of one file, or None when it does not parse (mid-typing)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+def discover(source: str, tree: Optional[ast.Module] = None, code_fingerprint: str = "") -> Optional[Discovery]:
+    """Targets of one file, or None when it does not parse (mid-typing). `tree` and its
+    `code_fingerprint`: already parsed (statement by statement, off the event loop)."""
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return None
     lines = source.splitlines()
-    found = Discovery(fingerprint=fingerprint(tree))
+    found = Discovery(fingerprint=code_fingerprint or fingerprint(tree))
     module_classes, maybe_modules = _module_classes(tree)
     constants = _module_constants(tree)
-    # `compiled = torch.compile(fn)`: a plain function compiled at a call site is a target too
+    # `compiled = torch.compile(fn)`: a plain function compiled at a call site is a target too.
+    # One walk for every candidate (functions and classes), filtered below.
     functions = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    compiled_at = {site.target: site.options for site in compile_call_sites(tree, functions)}
+    all_sites = compile_call_sites(tree, functions | module_classes | maybe_modules)
+    compiled_at = {site.target: site.options for site in all_sites if site.target in functions}
     used: set[int] = set()  # directive lines that belong to a target
     for node in tree.body:
         spec: Optional[TargetSpec] = None
@@ -79,7 +84,8 @@ def discover(source: str) -> Optional[Discovery]:
     found.errors += _stray_directives(tree, lines, used, module_classes | maybe_modules)
     # `model = torch.compile(Net(), dynamic=True)`: the module is compiled with those options
     by_name = {t.name: t for t in found.targets}
-    for site in compile_call_sites(tree, set(by_name)):
+    found.call_sites = [site for site in all_sites if site.target in by_name]
+    for site in found.call_sites:
         if by_name[site.target].kind == "module" and site.options:
             by_name[site.target].compile_options = {**site.options, **by_name[site.target].compile_options}
     return found
@@ -110,7 +116,7 @@ def _module_base(base: ast.expr, known: set[str], maybe: set[str], others: set[s
     name = _base_name(base)
     if not name:
         return None  # a call (`declarative_base()`): the worker decides
-    if isinstance(base, ast.Attribute) and ast.unparse(base.value) in ("nn", "torch.nn") and name[:1].isupper():
+    if isinstance(base, ast.Attribute) and dotted_name(base.value) in ("nn", "torch.nn") and name[:1].isupper():
         return True  # nn.Module, nn.Sequential, nn.ModuleList, ...
     if name in ("Module", "LightningModule") or name in known or name in aliases:
         return True
@@ -161,7 +167,7 @@ def _compile_decorator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Optional
     for dec in node.decorator_list:
         call = dec if isinstance(dec, ast.Call) else None
         func = call.func if call else dec
-        if ast.unparse(func) in ("torch.compile", "compile") and (call or isinstance(func, ast.Attribute)):
+        if dotted_name(func) in ("torch.compile", "compile") and (call or isinstance(func, ast.Attribute)):
             return _literal_keywords(call) if call else {}
     return None
 

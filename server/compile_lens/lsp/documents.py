@@ -1,9 +1,10 @@
 """Open documents: the buffer's lints and targets on every change, the saved file read for a trace.
 
-Lints are incremental and cheap, so they run on every keystroke. Finding the targets needs a full
-parse (≈ 40 ms per 5,000 lines here): small files get it at once; a big one publishes its lints
-first and is re-checked just after, its trace results hidden meanwhile unless the buffer is
-exactly the traced code.
+Lints are incremental and cheap, so they run on every keystroke. Finding the targets looks at the
+whole file: small files get it at once; a big one publishes its lints first and its targets are
+found in a thread (`discovery.statements` parses it chunk by chunk, so the thread never holds the
+event loop long), started 50 ms after the last keystroke and stopped by the next one. Its trace
+results stay hidden meanwhile unless the buffer is exactly the traced code.
 """
 
 from __future__ import annotations
@@ -11,54 +12,118 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from ..config import ProjectConfig, load_project_config
 from ..discovery import Discovery, dependency_fingerprint, discover
 from ..discovery.inputs import resolve_inputs
+from ..discovery.statements import StatementParser, Superseded
 from ..jobs.analysis import forget_lints, safe_lint
 from ..record import load_recorded
 from .state import CompileLensServer, DocState, Saved
 
 log = logging.getLogger("compile_lens")
 
-BIG_FILE_CHARS = 60_000  # ≈ 1,500 lines: above this, a keystroke does not wait for a full parse
+BIG_FILE_CHARS = 30_000  # ≈ 750 lines (≈ 15 ms to discover): above this, targets are found off the loop
+RELINT_AFTER_S = 0.01  # a big file's lints: long enough to read the keystrokes already queued
+REDISCOVER_AFTER_S = 0.05  # after the last keystroke
+# One thread for every document: discoveries queue behind each other, never beside the event loop twice.
+_DISCOVERY_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-lens-discovery")
 
 
 def relint(ls: CompileLensServer, uri: str) -> None:
-    """Lint the buffer and publish at once (no debounce)."""
+    """Lint the buffer and publish: at once for a small file; for a big one after 10 ms, and never
+    sooner after its last lint than that lint took (a busy machine), so that keystrokes queued
+    meanwhile are linted once, as the newest buffer, and hovers between them are answered."""
     state = ls.doc(uri)
+    if state.relint is not None:
+        state.relint.cancel()
+        state.relint = None
+    if len(ls.buffer(uri)) < BIG_FILE_CHARS:
+        _relint_now(ls, uri)
+    else:
+        loop = asyncio.get_running_loop()
+        delay = min(max(RELINT_AFTER_S, state.relint_free_at - loop.time()), 0.5)
+        state.relint = loop.call_later(delay, _relint_now, ls, uri)
+
+
+def _relint_now(ls: CompileLensServer, uri: str) -> None:
+    state = ls.docs.get(uri)
+    if state is None:
+        return
+    state.relint = None
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     source = ls.buffer(uri)
     lints = safe_lint(source, state.path)
     if lints is not None:  # None: mid-typing syntax error; keep what was shown
         state.lints = lints
-    if state.rediscover is not None:
-        state.rediscover.cancel()
-        state.rediscover = None
+    _stop_rediscovery(state)
     if len(source) < BIG_FILE_CHARS:
         state.discovery, state.discovery_stale = discover_targets(ls, state.path, source), False
     else:
         state.discovery_stale = True
-        state.rediscover = asyncio.get_running_loop().call_later(0.05, _rediscover, ls, uri)
-    ls.emit("changed", uri)
+        state.rediscover = loop.call_later(REDISCOVER_AFTER_S, _rediscover, ls, uri)
+    ls.emit("changed", uri)  # publishes: with ~1,500 diagnostics as long as the lint itself
+    state.relint_free_at = 2 * loop.time() - started  # now + what this one took
+
+
+def _stop_rediscovery(state: DocState) -> None:
+    """The buffer changed: a discovery waiting to start, or running, would describe older text."""
+    if state.rediscover is not None:
+        state.rediscover.cancel()
+        state.rediscover = None
+    if state.rediscovering is not None:
+        state.rediscovering.set()
+        state.rediscovering = None
 
 
 def _rediscover(ls: CompileLensServer, uri: str) -> None:
+    """Find the buffer's targets in the discovery thread; apply them if the buffer did not change."""
     state = ls.docs.get(uri)
     if state is None or not state.open:
         return
     state.rediscover = None
-    state.discovery, state.discovery_stale = discover_targets(ls, state.path, ls.buffer(uri)), False
-    ls.emit("changed", uri)
+    source = ls.buffer(uri)
+    cancelled = state.rediscovering = threading.Event()
+    parser = state.statements = state.statements or StatementParser()
+    sources = _input_sources(ls)  # read here: the cache of pyproject/recorded lives on the loop
+
+    def work() -> Optional[Discovery]:
+        parsed = parser.parse(source, cancelled.is_set)
+        if parsed is None:
+            return None
+        return discover_targets(ls, state.path, source, parsed, sources)
+
+    def done(future: asyncio.Future) -> None:
+        error = None if future.cancelled() else future.exception()
+        if error is not None and not isinstance(error, Superseded):
+            log.error("finding the targets of %s failed", state.path, exc_info=error)
+        if cancelled.is_set() or future.cancelled() or not state.open:
+            return  # superseded by a keystroke: that one scheduled its own discovery
+        state.rediscovering = None
+        if error is not None:
+            return
+        found = future.result()
+        if found is not None:  # None: mid-typing syntax error; keep the targets shown
+            state.discovery = found
+        state.discovery_stale = False
+        ls.emit("changed", uri)
+
+    asyncio.get_running_loop().run_in_executor(_DISCOVERY_THREAD, work).add_done_callback(done)
 
 
-def discover_targets(ls: CompileLensServer, path: str, source: str) -> Optional[Discovery]:
+def discover_targets(ls: CompileLensServer, path: str, source: str, parsed=None, sources=None
+                     ) -> Optional[Discovery]:
     """Targets of a file, each with its inputs from the best source: a directive, pyproject.toml,
-    a recorded run (`compile-lens record`), or the guess from its first layer."""
-    found = discover(source)
+    a recorded run (`compile-lens record`), or the guess from its first layer. `parsed`: (tree,
+    fingerprint) from a `StatementParser`; `sources`: `_input_sources` read on the event loop."""
+    found = discover(source, *parsed) if parsed else discover(source)
     if found is not None:
-        config, recorded, root_of = _input_sources(ls)
+        config, recorded, root_of = sources or _input_sources(ls)
         root = root_of(path)
         found.targets = resolve_inputs(path, root, found.targets, source=source,
                                        config=config(path), recorded=recorded(root))
@@ -131,6 +196,9 @@ def close(ls: CompileLensServer, uri: str) -> None:
     state = ls.docs.pop(uri, None)
     if state is not None:
         state.open = False
+        _stop_rediscovery(state)
+        if state.relint is not None:
+            state.relint.cancel()
         for task in [state.runner, *state.bench_tasks]:
             if task and not task.done():
                 task.cancel()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -18,6 +19,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..config import find_root
 from ..discovery import Discovery
+from ..discovery.statements import StatementParser
 from ..jobs.cache import ResultCache, cache_dir, torch_version
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
 from ..positions import PositionMap, position_map
@@ -74,7 +76,11 @@ class DocState:
     runner: Optional[asyncio.Task] = None
     bench_tasks: list[asyncio.Task] = field(default_factory=list)  # sweeps and measurements, in order
     discovery_stale: bool = False  # the buffer changed and has not been re-parsed yet (big files)
+    relint: Optional[asyncio.TimerHandle] = None  # a big file's lints, due in a few ms
+    relint_free_at: float = 0.0  # loop time before which its next lint waits (as long as the last took)
     rediscover: Optional[asyncio.TimerHandle] = None
+    rediscovering: Optional[threading.Event] = None  # set: the running discovery is superseded
+    statements: Optional[StatementParser] = None  # a big file's chunks, parsed in the discovery thread
     last_stream_publish: float = 0.0
     saved_version: Optional[int] = None  # the document's version at its last save
     saved_text: Optional[str] = None  # and its text then: the file read later may be newer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import time
 from typing import Any, Optional
 
@@ -137,10 +138,26 @@ def report_hint(path: str) -> str:
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
 
 
+_CODE_SPAN = re.compile(r"(`[^`]+`)")
+
+
 def _md(text: str, limit: int = 160) -> str:
+    """Plain text for the card: markdown's special characters escaped, except inside the text's own
+    `code spans`, which stay code (an escape inside a code span would show its backslash)."""
     text = " ".join(text.split())
     text = text if len(text) <= limit else text[: limit - 1] + "…"
-    return text.translate(_MD_SPECIAL)
+    parts = _CODE_SPAN.split(text)
+    return "".join(part if k % 2 else part.translate(_MD_SPECIAL) for k, part in enumerate(parts))
+
+
+def _code(text: str, limit: int = 160) -> str:
+    """A code span: backslash escapes would show literally inside one (CommonMark), so the text is
+    left as it is and fenced with more backticks than it holds."""
+    text = " ".join(text.split())
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _where(export: dict[str, Any]) -> str:
@@ -211,7 +228,7 @@ def trial_line(trial: Optional[dict[str, Any]], bill: Optional[dict[str, Any]] =
     figures = trial.get("figures") or {}
     compiled = figures.get("compiled") or {}
     steps = len(compiled.get("steps") or [])
-    head = f"- measured in your run (`{_md(trial.get('command') or 'compile-lens trial', 60)}`, {trial.get('at', '?')})"
+    head = f"- measured in your run ({_code(trial.get('command') or 'compile-lens trial', 60)}, {trial.get('at', '?')})"
     failure = compiled.get("failure")
     if failure:
         return f"{head}: ✗ the compiled run failed at step {failure.get('step')}: {_md(failure.get('message') or '', 120)}"
@@ -290,7 +307,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         f" ({b.peak_memory_bytes.get('method', 'method unknown')})",
         f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
         f"gradients {_err(b.max_abs_error.get('grad'))} abs",
-        f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode}`",
+        f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode or 'default'}`",
         f"- timing: {contention_line(b)}",
         f"- inputs: `{b.inputs or (result.inputs.text if result.inputs else '?')}`"
         + (guessed if guessed_inputs else ""),

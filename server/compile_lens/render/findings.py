@@ -139,10 +139,18 @@ def recompile_message(rc: Recompile, state_switch: bool = False, compile_s: Opti
         return (f"Recompiles once for {rc.variation}: {rc.reason} — one more compile{cost}, then both versions "
                 "are kept; expected if you switch this at run time")
     if rc.kind == "automatic-dynamic":
-        return f"Recompiles when `{rc.changed}` changes ({rc.variation}): {rc.reason} — one extra compile{cost}, then dynamic"
+        return f"Recompiles when {_what_changed(rc)} changes ({rc.variation}): {rc.reason} — one extra compile{cost}, then dynamic"
     if rc.kind == "limit":
         return f"Hits the recompile limit ({rc.variation}): {rc.reason} — later calls silently run eager"
-    return f"Recompiles for every new value of `{rc.changed}` ({rc.variation}): {rc.reason} — each costs a compile{cost}"
+    return f"Recompiles for every new value of {_what_changed(rc)} ({rc.variation}): {rc.reason} — each costs a compile{cost}"
+
+
+def _what_changed(rc: Recompile) -> str:
+    """A "batch N" variation resizes every input of that batch (`worker.variations`): the guard
+    names only the first input it checked, but what changed is the batch of them all."""
+    if rc.variation.startswith("batch "):
+        return f"the batch size of the inputs (first guard to fail: `{rc.changed}`)"
+    return f"`{rc.changed}`"
 
 
 def problem_finding(problem: Problem, path: str, line: int, code: str, severity: str = "warning") -> Finding:

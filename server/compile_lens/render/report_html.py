@@ -19,6 +19,7 @@ location, registry id (linked) and hints; recompiles; other findings; notes.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from typing import Any, Iterable, Optional
@@ -139,7 +140,7 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
     cells.append(f'<td class="{cls}" title="{_e(tip)}">{shown}</td>')
     text, cls, tip = fallback_cell(t.fallback_ops, t.report)
     cells.append(f'<td class="{cls}" title="{_e(tip)}">{_e(text)}</td>')
-    row = '<tr class="target">' + "".join(cells) + "</tr>"
+    row = '<tr class="target">' + "".join(_labelled(cells)) + "</tr>"
     if any(p.status == "failed" or (p.status == "not-run" and p.error) for p in states.values()):
         # which phases ran and which did not, and why: what is shown above is only what ran
         row += (f'<tr class="verdict"><td></td><td colspan="{len(COLUMNS) - 1}" class="warn">'
@@ -149,6 +150,17 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
     # the verdict gets a line of its own under the figures it sums up
     return (row + f'<tr class="verdict"><td></td><td colspan="{len(COLUMNS) - 1}" class="{_verdict_class(b.verdict)}">'
             f'<span class="label">Verdict</span> {_e(b.verdict)}</td></tr>')
+
+
+def _labelled(cells: list[str]) -> list[str]:
+    """Each cell with its column's name, shown before it when a narrow page stacks the cells."""
+    out, column = [], 0
+    for cell in cells:
+        label = COLUMNS[column] if column < len(COLUMNS) else ""
+        out.append(cell.replace("<td", f'<td data-label="{_e(label)}"', 1))
+        span = re.search(r'colspan="(\d+)"', cell.partition(">")[0])
+        column += int(span.group(1)) if span else 1
+    return out
 
 
 def _verdict_class(verdict: str) -> str:
@@ -162,7 +174,7 @@ def _verdict_class(verdict: str) -> str:
 COLUMNS = ["Target", "Graph breaks", "Recompiles", "Forward speedup", "Train-step speedup",
            "Compile cold / warm", "Break-even", "Peak memory eager → compiled", "Accuracy (max abs diff)",
            "torch.export", "Ops falling back to eager"]  # and a verdict line under each measured target
-TABLE_HEAD = "<tr>" + "".join(f"<th>{_e(c)}</th>" for c in COLUMNS) + "</tr>"
+TABLE_HEAD = '<tr class="head">' + "".join(f"<th>{_e(c)}</th>" for c in COLUMNS) + "</tr>"
 
 
 # --- sections -------------------------------------------------------------------------------
@@ -349,6 +361,15 @@ th { font-weight: 600; color: var(--muted); font-size: 0.85em; vertical-align: b
 table.targets th { max-width: 9em; }
 table.targets tr.target td { border-bottom: none; padding-bottom: 2px; }
 table.targets tr.verdict td { padding-top: 0; font-weight: 600; }
+@media (max-width: 640px) {  /* the editor's side panel: stack each target's cells, nothing runs past the edge */
+  table.targets tr.head { display: none; }
+  table.targets, table.targets tbody, table.targets tr, table.targets td { display: block; width: auto; }
+  table.targets td { padding: 2px 10px; border: none; overflow-wrap: anywhere; }
+  table.targets td:not(.name)[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 0.85em; }
+  table.targets td:empty { display: none; }
+  table.targets tr.verdict { border-bottom: 1px solid var(--border); padding-bottom: 6px; }
+  td { overflow-wrap: anywhere; }
+}
 tr.verdict .label { font-weight: normal; color: var(--muted); font-size: 0.85em; margin-right: 6px; }
 td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 td.name { white-space: nowrap; }

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import ast
 import os
 from typing import Optional
 
 from lsprotocol import types as lsp
 
-from ...discovery import compile_call_sites
 from ...protocol import TargetResult
 from ...render import cards
 from ..state import SHOW_REPORT, CompileLensServer
@@ -27,12 +25,8 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
         if spec.line == line and spec.column - 1 <= position.character <= spec.end_column - 1 \
                 and ls.confirmed(state, spec):
             name = spec.name
-    if name is None:
-        try:
-            tree = ast.parse(ls.buffer(uri))
-        except (SyntaxError, ValueError):
-            return None
-        for site in compile_call_sites(tree, {t.name for t in targets}):
+    if name is None and state.discovery is not None:  # the call sites found with the targets
+        for site in state.discovery.call_sites:
             if site.line <= line <= site.end_line:
                 name = site.target
     if name is None:

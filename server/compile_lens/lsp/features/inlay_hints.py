@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import ast
-
 from lsprotocol import types as lsp
 
-from ...discovery import compile_call_sites
 from ...render import cards
 from ..state import CompileLensServer
 
@@ -15,12 +12,8 @@ def inlay_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp.Inl
     state = ls.docs.get(uri)
     if state is None or not ls.is_current(state) or not state.benchmarks:
         return []
-    try:
-        tree = ast.parse(ls.buffer(uri))
-    except (SyntaxError, ValueError):
-        return []
     hints = []
-    for site in compile_call_sites(tree, {t.name for t in ls.targets_in_buffer(state)}):
+    for site in state.discovery.call_sites if state.discovery else []:  # found with the targets
         bench = state.benchmarks.get(site.target)
         if bench is None or not (rng.start.line <= site.end_line - 1 <= rng.end.line):
             continue

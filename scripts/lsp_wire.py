@@ -1,0 +1,106 @@
+"""A bare LSP client over stdio for benchmarks: JSON in, JSON out, nothing converted.
+
+pytest-lsp's client turns every published diagnostic into lsprotocol objects, which costs more
+than the server's work on a 1,500-diagnostic file; an editor (VS Code's JSON parser) does not.
+This client reads the raw messages, so what it times is the server and the pipe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+
+class WireClient:
+    def __init__(self, process: asyncio.subprocess.Process):
+        self.process = process
+        self.next_id = 0
+        self.answers: dict[int, asyncio.Future] = {}
+        self.published: list[tuple[float, dict]] = []  # (arrival time, params without diagnostics)
+        self.reader = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def start(cls, root: Path, trusted: bool = False) -> WireClient:
+        env = {**os.environ, "PYTHONSAFEPATH": "1",
+               "COMPILE_LENS_CACHE_DIR": tempfile.mkdtemp(prefix="compile-lens-wire-cache-")}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "compile_lens", stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env, limit=2**26)
+        client = cls(process)
+        await client.request("initialize", {
+            "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+            "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
+            "initializationOptions": {"settings": {}, "trusted": trusted}})
+        client.notify("initialized", {})
+        return client
+
+    def _send(self, message: dict) -> None:
+        body = json.dumps(message).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def notify(self, method: str, params: Any) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        future = self.answers[self.next_id] = asyncio.get_running_loop().create_future()
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return await future
+
+    async def _read(self) -> None:
+        stream = self.process.stdout
+        loop = asyncio.get_running_loop()
+        while True:
+            length = None
+            while True:
+                line = await stream.readline()
+                if not line:
+                    return
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+                elif line in (b"\r\n", b"\n"):
+                    break
+            message = json.loads(await stream.readexactly(length or 0))
+            if "id" in message and "method" not in message:
+                future = self.answers.pop(message["id"], None)
+                if future is not None and not future.done():
+                    future.set_result(message.get("result"))
+            elif message.get("method") == "textDocument/publishDiagnostics":
+                params = message["params"]
+                self.published.append((loop.time(), {"uri": params["uri"], "version": params.get("version"),
+                                                     "count": len(params["diagnostics"])}))
+            elif "id" in message:  # a request from the server (configuration, refresh): answer null
+                self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+
+    async def wait_published(self, uri: str, version: int, since: int = 0) -> tuple[float, int]:
+        """The first publish of this version or a newer one (a server may lint queued edits once)."""
+        while True:
+            for at, params in self.published[since:]:
+                if params["uri"] == uri and (params["version"] or 0) >= version:
+                    return at, params["count"]
+            await asyncio.sleep(0.0005)
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.request("shutdown", None), 30)
+            self.notify("exit", None)
+            await asyncio.wait_for(self.process.wait(), 30)
+        except (asyncio.TimeoutError, ConnectionError):
+            self.process.kill()
+        self.reader.cancel()
+
+
+def hover_params(uri: str, line: int, character: int) -> dict:
+    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+
+
+def change_params(uri: str, version: int, line: int, column: int, text: str, end: Optional[tuple] = None) -> dict:
+    end_line, end_column = end or (line, column)
+    return {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{
+        "range": {"start": {"line": line, "character": column}, "end": {"line": end_line, "character": end_column}},
+        "text": text}]}
