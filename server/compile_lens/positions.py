@@ -93,8 +93,11 @@ def remap_result(result: TargetResult, mapping: PositionMap, path: str) -> Targe
         if same_file(br.path, path):
             line, column, end_line, end_column = mapping.span(br.line, br.column, br.end_line, br.end_column)
             br = dataclasses.replace(br, line=line, column=column, end_line=end_line, end_column=end_column)
-        inner = remap_break(br.inner) if br.inner is not None else None
-        return dataclasses.replace(br, stack=remap_frames(br.stack, mapping, path), inner=inner)
+        loop = br.loop
+        if loop is not None and same_file(loop.path, path):
+            line, column, end_line, end_column = mapping.span(loop.line, loop.column, loop.end_line, loop.end_column)
+            loop = dataclasses.replace(loop, line=line, column=column, end_line=end_line, end_column=end_column)
+        return dataclasses.replace(br, stack=remap_frames(br.stack, mapping, path), loop=loop)
 
     breaks = [remap_break(br) for br in result.graph_breaks]
     recompiles = [dataclasses.replace(r, line=mapping.line(r.line)) if (r.path is None or same_file(r.path, path))

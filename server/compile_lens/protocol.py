@@ -90,6 +90,20 @@ class Frame:
 
 
 @dataclass
+class SkippedLoop:
+    """GB7000: a break inside a for/while loop makes torch skip the whole frame, which then runs
+    eagerly. The loop's header (in the skipped frame) and that frame's name."""
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    function: str  # the frame torch skips
+    gb_id: Optional[str]  # "GB7000"; None on a torch whose registry does not know it yet
+    url: Optional[str]
+
+
+@dataclass
 class GraphBreak:
     path: str
     line: int
@@ -103,8 +117,8 @@ class GraphBreak:
     url: Optional[str]
     reason: str  # torch's own text, untouched
     stack: list[Frame] = field(default_factory=list)  # outermost -> innermost (user frames)
-    # GB7000 (a break inside a loop: the whole frame runs eagerly): the break inside the loop
-    inner: Optional[GraphBreak] = None
+    # a break inside a loop: the loop whose frame torch then skips (GB7000); the break stays here
+    loop: Optional[SkippedLoop] = None
     compile_id: Optional[str] = None  # torch's id of the compile that broke here first ("1/0"), when logged
 
 

@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 # 2: results carry phases, loop-fallback inner breaks, recompile frames, timing intervals; an older
 # cache would render in the old shape, so it is dropped
-SCHEMA_VERSION = 2
+# 3: a break inside a loop is the break at its own line, with its loop (`GraphBreak.loop`)
+SCHEMA_VERSION = 3
 
 WORKER_FAILURES = ("crash", "timeout", "memory", "exit")  # not the code's answer: never cached
 

@@ -11,6 +11,7 @@ nothing that failed is ever silent.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Mapping
@@ -273,8 +274,8 @@ def _graph_break_json(g: GraphBreak) -> dict[str, Any]:
         "stack": [{"path": s.path, "line": s.line, "name": s.name} for s in g.stack],
         "reason": g.reason,
         "compile_id": g.compile_id,  # orders what happened: "frame/compile", as tlparse shows it
-        # GB7000 (the whole frame runs eagerly): the break inside the loop that caused it
-        "inner": _graph_break_json(g.inner) if g.inner is not None else None,
+        # a break inside a loop: the loop's header, and the frame torch skips for it (GB7000)
+        "loop": dataclasses.asdict(g.loop) if g.loop is not None else None,
     }
 
 

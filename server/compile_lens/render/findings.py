@@ -10,7 +10,7 @@ from typing import Iterable, Optional
 from .. import codes
 from ..comments import IGNORE_COMMENT
 from ..positions import same_file
-from ..protocol import Finding, Frame, Problem, Recompile, TargetResult, TargetSpec
+from ..protocol import Finding, Frame, GraphBreak, Problem, Recompile, TargetResult, TargetSpec
 
 # Codes of problems that are not graph breaks (CL1xx are predictions, CL2xx recompiles).
 CODE_TARGET, CODE_IMPORT, CODE_WORKER = codes.TARGET, codes.IMPORT, codes.WORKER
@@ -27,6 +27,8 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
     for br in result.graph_breaks:
         body = br.explanation or br.reason.splitlines()[0]
         message = f"{br.gb_type}: {body}" if br.gb_type and br.gb_type not in body else body
+        if br.loop is not None:
+            message += "\n" + loop_text(br)
         if br.hints:
             message += "\n" + "\n".join(f"Hint: {h}" for h in br.hints)
         if len(br.stack) > 1:
@@ -36,11 +38,12 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
         data = {"kind": "graph_break", "gb_id": br.gb_id, "gb_type": br.gb_type, "target": result.name,
                 "function": br.stack[-1].name if br.stack else None,
                 "break_at": [br.path, br.line]}  # its call-site copy is the same break (counted once)
-        if br.inner is not None:  # GB7000: the break inside the loop that made torch skip the frame
-            inner = br.inner
-            related.append(Frame(inner.path, inner.line, inner.stack[-1].name if inner.stack else "?",
-                                 note=f"the break inside the loop: {inner.gb_id or 'graph break'} {inner.gb_type}"))
-            data.update(inner_gb_id=inner.gb_id, inner_line=inner.line)
+        if br.loop is not None:  # GB7000: torch skips the frame the loop is in; the loop's header
+            loop = br.loop
+            related.append(Frame(loop.path, loop.line, loop.function,
+                                 note=f"{loop.gb_id or 'graph break in loop'}: the loop this break is in — torch "
+                                      f"skips the whole `{loop.function}`, which runs eagerly"))
+            data.update(loop_gb_id=loop.gb_id, loop_line=loop.line)
         found.append(Finding(
             path=br.path, line=br.line, column=br.column, end_line=br.end_line, end_column=br.end_column,
             severity="warning", code=br.gb_id or codes.GRAPH_BREAK, message=message, url=br.url,
@@ -57,6 +60,13 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
                     related=[f for f in br.stack if f is not site],
                     data={**found[-1].data, "call_site": True}))
     return found
+
+
+def loop_text(br: GraphBreak) -> str:
+    """What a break inside a loop costs: torch skips the frame the loop is in (GB7000)."""
+    loop = br.loop
+    where = f"line {loop.line}" if same_file(loop.path, br.path) else f"{os.path.basename(loop.path)}:{loop.line}"
+    return f"inside the loop at {where}: torch skips the whole `{loop.function}`, which runs eagerly"
 
 
 def break_count_text(breaks: int, graph_count: Optional[int]) -> str:

@@ -17,7 +17,7 @@ from ..stable_text import stable_text
 
 # the fields of `Finding.data` that say which finding this is (never a count, a figure or a text
 # made for reading); gb_type only stands in where torch gave no registry id
-IDENTITY_FIELDS = ("kind", "gb_id", "function", "call_site", "inner_gb_id", "target", "changed", "variation",
+IDENTITY_FIELDS = ("kind", "gb_id", "function", "call_site", "target", "changed", "variation",
                    "problem", "phase")
 
 

@@ -223,12 +223,12 @@ def _break_item(page: _Page, target: str, g: GraphBreak) -> str:
         parts.append(f'<p>{_e(g.explanation)}</p>')
     if g.hints:
         parts.append("<ul class=\"hints\">" + "".join(f"<li>{_e(h)}</li>" for h in g.hints) + "</ul>")
-    if g.inner is not None:  # GB7000: the break inside the loop that made torch skip the frame
-        inner = g.inner
-        inner_id = (f'<a class="gb" href="{_e(inner.url)}">{_e(inner.gb_id)}</a>' if inner.url and inner.gb_id
-                    else _e(inner.gb_id or "graph break"))
-        parts.append(f'<p>the break inside the loop: {inner_id} {page.loc(inner.path, inner.line, inner.column)} '
-                     f'{_e(inner.gb_type)}</p>')
+    if g.loop is not None:  # GB7000: torch skips the frame the loop is in
+        loop = g.loop
+        loop_id = (f'<a class="gb" href="{_e(loop.url)}">{_e(loop.gb_id)}</a>' if loop.url and loop.gb_id
+                   else _e(loop.gb_id or "graph break in loop"))
+        parts.append(f'<p>{loop_id} inside the loop at {page.loc(loop.path, loop.line, loop.column)}: torch skips '
+                     f'the whole <code>{_e(loop.function)}</code>, which runs eagerly</p>')
     if len(g.stack) > 1:
         chain = " → ".join(page.loc(f.path, f.line, label=f"{f.name} ({display_path(f.path, page.cwd)}:{f.line})")
                            for f in g.stack)

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Optional
 import torch
 import torch._dynamo
 
-from ...protocol import Frame, GraphBreak
+from ...protocol import Frame, GraphBreak, SkippedLoop
 from ...stable_text import stable_text
 from .. import dynamo
 from ..frames import frame_name, is_user_file, real
@@ -123,18 +123,20 @@ def _to_break(path: str, line: int, place: list[BreakSeen], group: list[BreakSee
     said_apart = next((s for s in place if s.in_loop), None)  # torch < 2.11: on the log's record only
     if said_apart is not None and not best.in_loop:
         best = dataclasses.replace(best, in_loop=True, skipped=said_apart.skipped)
-    return _loop_fallback(found, best) or found
+    loop = _skipped_loop(found, best)
+    if loop is None:
+        return found
+    return dataclasses.replace(found, loop=loop, hints=list(found.hints) + [h for h in _loop_hints(best)
+                                                                             if h not in found.hints])
 
 
-def _loop_fallback(inner: GraphBreak, seen: BreakSeen) -> GraphBreak | None:
-    """GB7000: a break inside a for/while loop makes Dynamo skip the whole frame. Said as that, at
-    the loop, with the break that caused it kept as `inner`; None when this is no such break.
+def _loop_hints(seen: BreakSeen) -> list[str]:
+    """torch's hints for the loop fallback (GB7000) chained after this break, if any."""
+    return [h for desc, _ in _chained(seen) if _is_loop(desc) for h in desc["hints"]]
 
-    torch 2.13 chains it after the inner break: "graph break in loop", with the exception's
-    `skip_frame` set by the translator of the frame it skips (the collector keeps that code
-    object). From text (another torch), the chained section's context names the frame:
-    "frame skipped: forward (/path/model.py line 15)".
-    """
+
+def _chained(seen: BreakSeen) -> list[tuple[dict[str, Any], str]]:
+    """The breaks torch chained after this one, each with its context text."""
     if seen.sections:
         chained = [(_described(f), f.context) for f in seen.sections[1:]]
     else:
@@ -143,34 +145,43 @@ def _loop_fallback(inner: GraphBreak, seen: BreakSeen) -> GraphBreak | None:
         known = LOOP_GB_ID if dynamo.registry().get(LOOP_GB_ID) else None
         chained.append(({"gb_id": known, "gb_type": "graph break in loop", "hints": [],
                          "url": dynamo.registry_url(known)}, ""))
-    for desc, context in chained:
-        if desc["gb_id"] != LOOP_GB_ID and desc["gb_type"] != "graph break in loop":
+    return chained
+
+
+def _is_loop(desc: dict[str, Any]) -> bool:
+    return desc["gb_id"] == LOOP_GB_ID or desc["gb_type"] == "graph break in loop"
+
+
+def _skipped_loop(found: GraphBreak, seen: BreakSeen) -> SkippedLoop | None:
+    """GB7000: a break inside a for/while loop makes Dynamo skip the whole frame. The break stays
+    where torch names it; this is the loop (its header) and the frame torch skips. None when torch
+    chained no such fallback after this break.
+
+    torch 2.13 chains it after the break: "graph break in loop", with the exception's `skip_frame`
+    set by the translator of the frame it skips (the collector keeps that code object). From text
+    (another torch), the chained section's context names the frame:
+    "frame skipped: forward (/path/model.py line 15)".
+    """
+    for desc, context in _chained(seen):
+        if not _is_loop(desc):
             continue
         skipped = seen.skipped or _skipped_from_text(context)
-        name = skipped.name if skipped else (inner.stack[-1].name if inner.stack else "function")
+        name = skipped.name if skipped else (found.stack[-1].name if found.stack else "function")
         # the skipped frame's own line on the chain: where the loop runs (the break may be in a callee)
-        in_frame = next((f for f in reversed(inner.stack) if skipped and f.name == name
+        in_frame = next((f for f in reversed(found.stack) if skipped and f.name == name
                          and f.path == skipped.path), None)
-        at = in_frame or Frame(inner.path, inner.line, name)
+        at = in_frame or Frame(found.path, found.line, name)
         first = skipped.line if skipped and skipped.path == at.path else 0
-        loop = _enclosing_loop(at.path, at.line, first)
-        if loop is not None:
-            line, column, end_line, end_column = loop
+        header = _enclosing_loop(at.path, at.line, first)
+        if header is not None:
+            line, column, end_line, end_column = header
         else:  # no loop found in today's source: the frame's def line
             line = first or at.line
             text = source_line(at.path, line)
             column, end_line, end_column = len(text) - len(text.lstrip()) + 1, line, len(text.rstrip()) + 1
-        chain = inner.stack[:inner.stack.index(in_frame)] if in_frame in inner.stack else []
-        what = inner.gb_type or inner.reason.splitlines()[0]
-        where = f"line {inner.line}" if inner.path == at.path else f"{os.path.basename(inner.path)}:{inner.line}"
-        return GraphBreak(
-            path=at.path, line=line, column=column, end_line=end_line, end_column=end_column,
-            gb_id=desc["gb_id"] or (None if seen.in_loop else LOOP_GB_ID), gb_type="graph break in loop",
-            explanation=f"the whole `{name}` runs eagerly (break inside a loop at {where}: {what})",
-            hints=list(inner.hints) + [h for h in desc["hints"] if h not in inner.hints],
-            url=desc["url"] or (None if seen.in_loop else dynamo.registry_url(LOOP_GB_ID)), reason=inner.reason,
-            stack=[*chain, Frame(at.path, line, name)], inner=inner, compile_id=inner.compile_id,
-        )
+        gb_id = desc["gb_id"] or (None if seen.in_loop else LOOP_GB_ID)
+        return SkippedLoop(path=at.path, line=line, column=column, end_line=end_line, end_column=end_column,
+                           function=name, gb_id=gb_id, url=desc["url"] or dynamo.registry_url(gb_id))
     return None
 
 

@@ -57,7 +57,7 @@ import torch.utils.benchmark as tbench
 
 from ...protocol import Benchmark, Problem, Timing
 from ..breaks.collector import collect as graph_break_log
-from ..breaks.graph_breaks import LOOP_GB_ID, distinct_breaks
+from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
 from . import memory as mem
 from .accuracy import _grad_accuracy, _grads, _output_accuracy
@@ -426,7 +426,7 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         named = "; ".join(f"{b.gb_id + ' ' if b.gb_id else ''}{_short_reason(b.gb_type)} at "
                           f"{os.path.basename(b.path)}:{b.line}" for b in breaks[:3])
         split = (f"{figures.frames} compiled frames with eager code between them" if figures.frames > 1
-                 else "the whole function runs eagerly" if any(b.gb_id == LOOP_GB_ID for b in breaks)
+                 else "the whole function runs eagerly" if any(b.loop is not None for b in breaks)
                  else "the code after a break runs eagerly")
         notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
     for text in figures.late + figures.timed:
