@@ -88,15 +88,18 @@ def test_break_inside_a_loop_says_the_frame_runs_eagerly(report, project):
     loop = _target(report, "loop.py")
     assert len(loop["graph_breaks"]) == 1
     gb = loop["graph_breaks"][0]
-    assert gb["gb_id"] == "GB7000" and gb["url"].endswith("/gb7000.html")
-    assert (gb["line"], gb["end_line"]) == (16, 16)  # the `for` header
-    assert gb["inner"]["gb_id"] == "GB0124" and gb["inner"]["line"] == 18
-    diagnostic = next(d for d in _file(report, "loop.py")["diagnostics"] if d["code"] == "GB7000")
-    assert ("graph break in loop: the whole `forward` runs eagerly (break inside a loop at line 18: "
-            "Unsupported Tensor.item() call") in diagnostic["message"]
-    assert "capture_scalar_outputs" in diagnostic["message"]  # the inner break's hint: what to do
-    inner = [r for r in diagnostic["related"] if r["line"] == 18]
-    assert inner and "GB0124" in inner[0]["note"]
+    # where torch points: the `.item()` inside the loop, with its own id; the loop torch skips beside it
+    assert gb["gb_id"] == "GB0124" and gb["url"].endswith("/gb0124.html")
+    assert (gb["line"], gb["end_line"]) == (18, 18)
+    assert (gb["loop"]["gb_id"], gb["loop"]["line"], gb["loop"]["function"]) == ("GB7000", 16, "forward")
+    assert gb["loop"]["url"].endswith("/gb7000.html")
+    [diagnostic] = [d for d in _file(report, "loop.py")["diagnostics"] if d["code"] in ("GB0124", "GB7000")]
+    assert (diagnostic["code"], diagnostic["line"]) == ("GB0124", 18)
+    assert "Unsupported Tensor.item() call" in diagnostic["message"]
+    assert "inside the loop at line 16: torch skips the whole `forward`, which runs eagerly" in diagnostic["message"]
+    assert "capture_scalar_outputs" in diagnostic["message"]  # the break's own hint: what to do
+    header = [r for r in diagnostic["related"] if r["line"] == 16]
+    assert header and header[0]["note"].startswith("GB7000: the loop this break is in")
     assert loop["graph_count"] == 0  # torch skipped the frame: nothing compiled
 
 
@@ -146,4 +149,5 @@ def test_measured_verdict_counts_breaks_as_the_trace_does(project):
     assert bench is not None, target["error"]
     assert bench["verdict"].endswith("; 1 graph break"), bench["verdict"]
     [note] = [n for n in bench["notes"] if n.startswith("graph breaks:")]
-    assert note.startswith("graph breaks: 1 — the whole function runs eagerly (GB7000 graph break in loop at loop.py:16)")
+    assert note.startswith("graph breaks: 1 — the whole function runs eagerly (GB0124 ")
+    assert note.endswith(" at loop.py:18)"), note

@@ -18,6 +18,7 @@ from lsp_support import (
     wait_for,
 )
 from paths import FIXTURES
+from torch_log import LOOP_TARGETS, lines_torch_names
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -188,23 +189,45 @@ async def truth(tmp_path_factory):
     await stop_server(client)
 
 
-async def test_break_inside_a_loop_is_a_frame_fallback_at_the_loop(truth):
+async def test_break_inside_a_loop_is_at_its_own_line_with_the_loop_beside_it(truth):
     root, client = truth
     path = root / "loop.py"
     uri = open_file(client, path)
     diagnostics = await wait_for(client, uri, _traced)
-    [d] = _gb(diagnostics)
-    loop_line, loop_col = locate(path, "for i, layer in enumerate(self.layers)")
-    assert d.code == "GB7000"
-    assert d.code_description and d.code_description.href.endswith("/gb7000.html")
-    assert (d.range.start.line, d.range.start.character) == (loop_line, loop_col)
-    assert d.range.end.line == loop_line and d.range.end.character > loop_col
-    inner_line, _ = locate(path, "x.norm().item()")
-    assert d.message.startswith(
-        f"graph break in loop: the whole `forward` runs eagerly (break inside a loop at line {inner_line + 1}: "
-        "Unsupported Tensor.item() call")
+    [d] = _gb(diagnostics)  # one break: the loop fallback is not a second warning
+    line, col = locate(path, "x.norm().item()")
+    loop_line, _ = locate(path, "for i, layer in enumerate(self.layers)")
+    assert d.code == "GB0124" and d.code_description.href.endswith("/gb0124.html")
+    assert (d.range.start.line, d.range.start.character) == (line, col)
+    assert d.message.startswith("Unsupported Tensor.item() call")
+    assert (f"\ninside the loop at line {loop_line + 1}: torch skips the whole `forward`, which runs eagerly\n"
+            in d.message), d.message
     related = [(r.location.range.start.line, r.message) for r in d.related_information or []]
-    assert [m for line, m in related if line == inner_line and "GB0124" in m], related
+    assert [m for at, m in related if at == loop_line and m.startswith("GB7000: the loop this break is in")], related
+    # the fixes act on the break's line: `.item()` is there, so capturing scalars is offered
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), range=d.range,
+        context=lsp.CodeActionContext(diagnostics=[d])))
+    titles = [a.title for a in actions or [] if isinstance(a, lsp.CodeAction)]
+    assert any(t.startswith("Capture .item() in the graph") for t in titles), titles
+
+
+async def test_each_line_torch_names_in_a_loop_has_its_warning(tmp_path_factory):
+    """Three loops shaped like real code, through the real server: a warning on each line torch's
+    own graph_breaks log names, and none on the loop headers."""
+    root = tmp_path_factory.mktemp("loops") / "ws"
+    shutil.copytree(FIXTURES / "loops", root)
+    named = lines_torch_names(root, LOOP_TARGETS)
+    client = await start_server(root)
+    try:
+        for file in LOOP_TARGETS:
+            uri = open_file(client, root / file)
+            diagnostics = await wait_for(client, uri, _traced)
+            assert named[file], file
+            assert {d.range.start.line + 1 for d in _gb(diagnostics)} == named[file], (file, diagnostics)
+            assert not [d for d in _gb(diagnostics) if d.code == "GB7000"], file
+    finally:
+        await stop_server(client)
 
 
 async def test_break_on_a_multi_line_call_spans_its_lines(truth):

@@ -154,7 +154,7 @@ def test_text_target_error_shown_once_when_a_finding_covers_it():
 TARGET_KEYS = {"name", "kind", "line", "inputs", "status", "error", "graph_count", "graph_breaks", "recompiles", "benchmark",
                "export", "fallback_ops", "left_out", "phases"}
 GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type", "explanation", "hints", "url", "stack",
-           "inner", "compile_id"}
+           "loop", "compile_id"}
 DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "source", "message"}
 BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile_s", "break_even_calls",
               "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes",

@@ -81,13 +81,13 @@ def test_breaks_are_the_same_from_data_and_from_text(path):
         data, text = _both(lambda b=built: trace_graph_breaks(b, root))
         from_data, from_text = ([dataclasses.asdict(b) for b in r[1]] for r in (data, text))
         for d, t in zip(from_data, from_text):
-            if d["inner"] and t["inner"] and d["inner"]["end_column"] != t["inner"]["end_column"]:
+            if d["loop"] and t["loop"] and d["end_column"] != t["end_column"]:
                 # known: the log's caret row under a loop's `.item()` is read one character long
                 # (`x.norm().item()` ends at 62, the text reader says 63); the data's byte columns
                 # are the expression's own
-                source = Path(d["inner"]["path"]).read_text().splitlines()[d["inner"]["line"] - 1]
-                assert source[d["inner"]["column"] - 1:d["inner"]["end_column"] - 1].endswith(".item()")
-                t["inner"]["end_column"] = d["inner"]["end_column"]
+                source = Path(d["path"]).read_text().splitlines()[d["line"] - 1]
+                assert source[d["column"] - 1:d["end_column"] - 1].endswith(".item()")
+                t["end_column"] = d["end_column"]
         assert from_data == from_text, spec.name
         assert data[0] == text[0]
         compared += 1
@@ -171,7 +171,7 @@ class Outer(nn.Module):
 
 def test_a_break_is_described_from_what_torch_formatted_it_from(tmp_path, monkeypatch):
     """Type, explanation, hints and the frame a loop's break skips come from torch's data: with the
-    text readers switched off the breaks are the same (GB7000 at the loop, the inner break kept)."""
+    text readers switched off the breaks are the same (each at its own line, the loop torch skips kept)."""
     from compile_lens.worker.breaks import graph_breaks
 
     helper = tmp_path / "helper_loop.py"
@@ -187,8 +187,6 @@ def test_a_break_is_described_from_what_torch_formatted_it_from(tmp_path, monkey
     def mine(traced):  # without this test's own frames, which the stacks torch reports include
         def strip(found):
             found["stack"] = [f for f in found["stack"] if f["path"] != __file__]
-            if found.get("inner"):
-                strip(found["inner"])
             return found
         return {name: [strip(dataclasses.asdict(b)) for b in found] for name, found in traced.items()}
 
@@ -201,12 +199,12 @@ def test_a_break_is_described_from_what_torch_formatted_it_from(tmp_path, monkey
     monkeypatch.setattr(graph_breaks, "_skipped_from_text", read_text)
     assert mine(trace_both()) == mine(traced)
     [loop] = traced["loop.py"]
-    assert (loop.gb_id, loop.line, loop.inner.gb_id, loop.inner.line) == ("GB7000", 16, "GB0124", 18)
-    assert loop.inner.hints and "capture_scalar_outputs" in loop.inner.hints[0]
+    assert (loop.gb_id, loop.line, loop.loop.gb_id, loop.loop.line) == ("GB0124", 18, "GB7000", 16)
+    assert loop.hints and "capture_scalar_outputs" in loop.hints[0]
     # the break in forward itself, then the loop in the helper it calls: `scale_steps` runs eagerly
-    in_helper = [b for b in traced["helper_loop.py"] if b.gb_id == "GB7000"]
-    assert [(b.line, b.explanation.split(" (")[0]) for b in in_helper] == [
-        (6, "the whole `scale_steps` runs eagerly")], traced["helper_loop.py"]
+    in_helper = [b for b in traced["helper_loop.py"] if b.loop is not None]
+    assert [(b.loop.line, b.loop.function, b.loop.gb_id) for b in in_helper] == [
+        (6, "scale_steps", "GB7000")], traced["helper_loop.py"]
 
 
 def test_a_compile_refused_by_the_recompile_limit_is_known_by_torchs_break_type(monkeypatch):

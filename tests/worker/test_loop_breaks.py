@@ -7,12 +7,6 @@ The lines torch names are read from torch's own `TORCH_LOGS=graph_breaks` output
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 from compile_lens.discovery import discover
@@ -22,15 +16,9 @@ from compile_lens.render.findings import graph_break_findings
 from compile_lens.worker.breaks.graph_breaks import trace_graph_breaks
 from compile_lens.worker.loader import build_target, import_file
 from paths import FIXTURES
+from torch_log import LOOP_TARGETS, lines_torch_names
 
 LOOPS = FIXTURES / "loops"
-# file -> (the target, its inputs as torch's run takes them)
-TARGETS = {
-    "layers.py": ("Stack", "(torch.randn(2, 4, 16),)"),
-    "decode.py": ("GreedyDecoder", "(torch.randint(0, 32, (1, 4)),)"),
-    "regulator.py": ("LengthRegulator", "(torch.randn(2, 3, 8), torch.ones(2, 3, dtype=torch.long))"),
-}
-_NAMED = re.compile(r"Graph break in user code at (?P<path>\S+):(?P<line>\d+)")
 
 
 def _line_of(name: str, text: str) -> int:
@@ -40,29 +28,14 @@ def _line_of(name: str, text: str) -> int:
 
 @pytest.fixture(scope="module")
 def torch_names() -> dict[str, set[int]]:
-    """file -> the lines torch's own graph_breaks log names in it, for a plain compiled run."""
-    runs = "\n".join(f"torch._dynamo.reset()\ntorch.compile({file[:-3]}.{cls}(), backend='eager')(*{args})"
-                     for file, (cls, args) in TARGETS.items())
-    script = textwrap.dedent(f"""\
-        import sys, torch
-        sys.path.insert(0, {str(LOOPS)!r})
-        import {", ".join(f[:-3] for f in TARGETS)}
-        """) + runs
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TORCH_LOGS": "graph_breaks"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    named: dict[str, set[int]] = {file: set() for file in TARGETS}
-    for m in _NAMED.finditer(done.stderr):
-        if os.path.dirname(m["path"]) == str(LOOPS):
-            named[os.path.basename(m["path"])].add(int(m["line"]))
-    return named
+    return lines_torch_names(LOOPS, LOOP_TARGETS)
 
 
 @pytest.fixture(scope="module")
 def traced() -> dict[str, tuple[int, list]]:
     """file -> (torch's graph count, the breaks) of its target, through the worker's tracer."""
     found = {}
-    for file, (cls, _) in TARGETS.items():
+    for file, (cls, _) in LOOP_TARGETS.items():
         path, root = LOOPS / file, str(LOOPS)
         [spec] = [s for s in resolve_inputs(str(path), root, list(discover(path.read_text()).targets))
                   if s.name == cls]
@@ -71,12 +44,12 @@ def traced() -> dict[str, tuple[int, list]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("file", sorted(TARGETS))
+@pytest.mark.parametrize("file", sorted(LOOP_TARGETS))
 def test_a_warning_sits_on_each_line_torch_names(file, torch_names, traced):
     graphs, breaks = traced[file]
     assert torch_names[file], "torch named no line: the fixture no longer breaks inside its loop"
     assert {b.line for b in breaks if b.path == str(LOOPS / file)} == torch_names[file]
-    result = TargetResult(name=TARGETS[file][0], kind="module", line=1, graph_breaks=breaks, graph_count=graphs)
+    result = TargetResult(name=LOOP_TARGETS[file][0], kind="module", line=1, graph_breaks=breaks, graph_count=graphs)
     findings = graph_break_findings(result, str(LOOPS / file))
     assert {f.line for f in findings} == torch_names[file]
     assert len(findings) == len(breaks) == 1  # one break, one count: the loop is not a second one
@@ -89,7 +62,7 @@ LOOP_HEADERS = {"layers.py": ("for i, block in enumerate(self.layers):", "x.norm
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("file", sorted(TARGETS))
+@pytest.mark.parametrize("file", sorted(LOOP_TARGETS))
 def test_the_break_keeps_its_id_and_says_the_loop_torch_skips(file, traced):
     header, broke = LOOP_HEADERS[file]
     [br] = traced[file][1]
@@ -99,7 +72,7 @@ def test_the_break_keeps_its_id_and_says_the_loop_torch_skips(file, traced):
     assert br.loop.url.endswith("/gb7000.html")
     row = (LOOPS / file).read_text().splitlines()[br.loop.line - 1]
     assert row[br.loop.column - 1:br.loop.end_column - 1] == header.rstrip(":").strip()
-    [finding] = graph_break_findings(TargetResult(name=TARGETS[file][0], kind="module", line=1,
+    [finding] = graph_break_findings(TargetResult(name=LOOP_TARGETS[file][0], kind="module", line=1,
                                                                   graph_breaks=[br]),
                                      str(LOOPS / file))
     assert (finding.code, finding.line, finding.data["gb_id"]) == ("GB0124", br.line, "GB0124")

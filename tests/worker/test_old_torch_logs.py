@@ -48,12 +48,12 @@ def test_old_torchs_breaks_are_where_todays_torch_finds_them(key):
         assert replayed == []
         return
     today = _today(key)
-    assert [(b.path, b.line, b.gb_type == "graph break in loop") for b in replayed] == \
-        [(b.path, b.line, b.gb_type == "graph break in loop") for b in today]
+    assert [(b.path, b.line, b.loop is not None) for b in replayed] == \
+        [(b.path, b.line, b.loop is not None) for b in today]
     for old, new in zip(replayed, today):
         assert old.reason and old.stack[-1].line == new.stack[-1].line
-        if new.inner is not None:  # a loop: the whole frame, the break inside it kept
-            assert (old.inner.line, old.explanation.split(" (")[0]) == (new.inner.line, new.explanation.split(" (")[0])
+        if new.loop is not None:  # a loop: the break at its line, the frame torch skips for it kept
+            assert (old.loop.line, old.loop.function) == (new.loop.line, new.loop.function)
 
 
 def test_old_torchs_recompile_records_read_as_recompiles():
