@@ -30,6 +30,7 @@ from compile_lens.protocol import (
     GraphBreak,
     Problem,
     Recompile,
+    SkippedLoop,
     TargetResult,
     Timing,
     with_phase,
@@ -208,3 +209,18 @@ def test_moved_keeps_positions_in_other_files(tmp_path, path):
     assert (after.line, after.stack[1].line) == (4, 4), "the helper file did not change"
     assert after.stack[0].line == line_of(COMMENTED, ".item()")
     assert moved(result, SOURCE, OTHER_CODE, path) is None
+
+
+def test_a_cached_break_inside_a_loop_moves_with_its_loop_header(cache, path):
+    """The loop torch skips (GB7000) is stored with the break and read at today's lines too."""
+    result = traced(path)
+    header = line_of(SOURCE, "B, T, C")  # stands in for a loop header: any line of the frame
+    br = dataclasses.replace(result.graph_breaks[0], loop=SkippedLoop(path, header, 9, header, 25, "forward",
+                                                                      "GB7000", None))
+    result = dataclasses.replace(result, graph_breaks=[br])
+    keys = keys_of(path, SOURCE)
+    assert write_trace(cache, keys, result, SOURCE)
+    [after] = read_trace(cache, keys, COMMENTED, path).graph_breaks
+    assert after.line == line_of(COMMENTED, ".item()")
+    assert (after.loop.line, after.loop.end_line, after.loop.column) == (header + 3, header + 3, 9)
+    assert after.loop.function == "forward" and after.loop.gb_id == "GB7000"

@@ -17,6 +17,7 @@ from compile_lens.protocol import (
     InputRecipe,
     Problem,
     Recompile,
+    SkippedLoop,
     TargetResult,
     Timing,
 )
@@ -314,3 +315,18 @@ def test_json_and_hover_card_carry_export_and_fallbacks():
     assert "- ops that fall back to eager: none · library calls" in card
     unmeasured = hover_card(reports[1].targets[2], None, guessed_inputs=False)
     assert "torch.export" not in unmeasured and unmeasured.endswith(REPORT_LINK)
+
+
+def test_a_break_inside_a_loop_is_listed_at_its_line_with_the_loop_torch_skips():
+    path = f"{ROOT}/models/decode.py"
+    loop = SkippedLoop(path, 18, 9, 18, 42, "forward", "GB7000", GB_URL.replace("gb0124", "gb7000"))
+    gb = GraphBreak(path=path, line=22, column=16, end_line=22, end_column=36, gb_id="GB0124", gb_type=GB_TYPE,
+                    explanation="", hints=[], url=GB_URL, reason="...", stack=[Frame(path, 22, "forward")], loop=loop)
+    target = TargetResult(name="GreedyDecoder", kind="module", line=7, graph_count=0, graph_breaks=[gb])
+    page = rh.render_report([FileReport(path, targets=[target])], title="t", torch_version="2.13.0",
+                            device="cpu", cwd=ROOT)
+    parse(page)
+    assert f'<a class="gb" href="{GB_URL}">GB0124</a>' in page and "models/decode.py:22:16" in page
+    assert f'<a class="gb" href="{loop.url}">GB7000</a> inside the loop at' in page
+    assert "models/decode.py:18:9" in page
+    assert "torch skips the whole <code>forward</code>, which runs eagerly" in page
