@@ -123,11 +123,20 @@ def _to_break(path: str, line: int, place: list[BreakSeen], group: list[BreakSee
     said_apart = next((s for s in place if s.in_loop), None)  # torch < 2.11: on the log's record only
     if said_apart is not None and not best.in_loop:
         best = dataclasses.replace(best, in_loop=True, skipped=said_apart.skipped)
-    loop = _skipped_loop(found, best)
+    # the same break seen by several compiles (a helper's own frame, compiled once its caller was
+    # skipped, breaks in its own loop too): the loop of the first compile, the outermost frame skipped
+    ordered = sorted(group, key=_compile_order)
+    loop = next((skip for s in ordered if (skip := _skipped_loop(found, s)) is not None), None) \
+        or _skipped_loop(found, best)
     if loop is None:
         return found
     return dataclasses.replace(found, loop=loop, hints=list(found.hints) + [h for h in _loop_hints(best)
                                                                              if h not in found.hints])
+
+
+def _compile_order(seen: BreakSeen) -> tuple[int, ...]:
+    """torch's compile id ("1/0": frame 1, its first compile) as a sort key; unlogged ones last."""
+    return tuple(int(n) for n in re.findall(r"\d+", seen.compile_id or "")) or (1 << 30,)
 
 
 def _loop_hints(seen: BreakSeen) -> list[str]:
