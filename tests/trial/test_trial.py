@@ -105,12 +105,13 @@ def test_warm_up_and_steady_state_are_apart(trained):
 def test_the_real_run_break_and_recompile_are_found(trained):
     _, figures = trained
     # `.item()` in clip_scale, called inside Net.forward's loop over its blocks: torch skips the whole
-    # forward (GB7000 at the loop), then compiles clip_scale as a frame of its own and breaks in it
-    loop, brk = sorted(figures["graph_breaks"], key=lambda b: b["gb"], reverse=True)
-    assert loop["where"].endswith("train.py:37") and loop["gb"] == "GB7000"
-    assert "the whole `forward` runs eagerly (break inside a loop at line 24" in loop["explanation"]
+    # forward (GB7000, the loop beside the break), then compiles clip_scale as a frame of its own and
+    # breaks in it again: one break, at the line torch names
+    [brk] = figures["graph_breaks"]
     assert brk["where"].endswith("train.py:24") and brk["gb"] == "GB0124" and ".item()" in brk["reason"]
-    assert brk["step"] == loop["step"] == 0 and brk["shapes"] == [[16, 12]]
+    assert brk["loop"]["where"].endswith("train.py:37") and brk["loop"]["gb"] == "GB7000"
+    assert brk["loop"]["skipped"] == "forward"
+    assert brk["step"] == 0 and brk["shapes"] == [[16, 12]]
     sizes = [r for r in figures["recompiles"] if "size mismatch" in r["reason"]]
     assert sizes and {r["step"] for r in sizes} == {6}
     assert all(r["shapes"] == [[4, 12]] and "expected 16, actual 4" in r["reason"] for r in sizes)
@@ -329,6 +330,7 @@ def test_the_report_has_the_trial_section(trained):
                       "--migration-days", "10", "--day-rate", "1000")
     # the real run's break and recompile, with their steps and inputs
     assert "train.py:24" in section and "GB0124" in section and ".item()" in section
+    assert "inside the loop at train.py:37: torch skips the whole `forward`, which runs eagerly" in section
     assert "expected 16, actual 4" in section and "(step 6, inputs [[4, 12]])" in section
     assert "losses match" in section and "compile time in the run" in section
     steady = figures["compiled"]["steady"]["wall_s"]

@@ -5,6 +5,7 @@ Pure, no torch; the figures come from `trial/summary.py`.
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from .cards import format_bytes
@@ -12,8 +13,10 @@ from .cards import format_bytes
 
 def break_text(b: dict) -> str:
     """A break's type, and for a break in a loop what it costs (the whole frame runs eagerly)."""
-    if b.get("reason") == "graph break in loop" and b.get("explanation"):
-        return f"{b['reason']}: {b['explanation']}"
+    loop = b.get("loop")
+    if loop:
+        return (f"{b.get('reason') or ''} — inside the loop at {os.path.basename(loop['where'])}: torch skips the whole "
+                f"`{loop['skipped']}`, which runs eagerly")
     return b.get("reason") or ""
 
 

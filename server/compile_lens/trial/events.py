@@ -27,7 +27,11 @@ class RunEvents(CompileCollector):
         step, shapes = self.now()
         for gb in distinct_breaks(self.breaks[breaks:]):
             self.events.append({"kind": "graph_break", "step": step, "shapes": shapes, "where": f"{gb.path}:{gb.line}",
-                                "reason": gb.gb_type, "gb": gb.gb_id, "explanation": gb.explanation})
+                                "reason": gb.gb_type, "gb": gb.gb_id, "explanation": gb.explanation,
+                                # a break inside a loop: the loop's header and the frame torch skips
+                                "loop": (None if gb.loop is None else
+                                         {"where": f"{gb.loop.path}:{gb.loop.line}", "skipped": gb.loop.function,
+                                          "gb": gb.loop.gb_id})})
         for entry in self.recompiles[recompiles:]:
             failure = entry.failures[entry.relevant] if entry.failures else None
             self.events.append({"kind": "recompile", "step": step, "shapes": shapes, "function": entry.frame,

@@ -197,7 +197,8 @@ def graph_breaks(run: Optional[dict]) -> list[dict]:
     for event in (run or {}).get("events", []):
         if event.get("kind") == "graph_break":
             found.setdefault((event.get("where"), event.get("reason")),
-                             {k: event.get(k) for k in ("where", "reason", "gb", "explanation", "step", "shapes")})
+                             {k: event.get(k) for k in ("where", "reason", "gb", "explanation", "loop", "step",
+                                                              "shapes")})
     return list(found.values())
 
 
