@@ -27,8 +27,8 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
     for br in result.graph_breaks:
         body = br.explanation or br.reason.splitlines()[0]
         message = f"{br.gb_type}: {body}" if br.gb_type and br.gb_type not in body else body
-        if br.loop is not None:
-            message += "\n" + loop_text(br)
+        if br.loop is not None:  # on the first line: the one a problems list or the CLI shows
+            message += " — " + loop_text(br)
         if br.hints:
             message += "\n" + "\n".join(f"Hint: {h}" for h in br.hints)
         if len(br.stack) > 1:
