@@ -9,6 +9,7 @@ import asyncio
 import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,7 +145,7 @@ def test_the_same_torch_changes_nothing(same_torch):
     release = same_torch["torch"].split("+")[0]
     assert diff["verdict"] == f"torch {release} → {release}: no change in 1 target"
     text = render_torch_diff_text(diff)
-    assert "examples/item_scale.py:ScaledNorm  1  " in text and text.endswith(diff["verdict"])
+    assert re.search(r"^item_scale\.py:ScaledNorm +1 +", text, re.M) and text.endswith(diff["verdict"]), text
 
 
 @pytest.mark.slow
@@ -166,3 +167,20 @@ def test_a_recorded_torch_2_14_1_against_this_torch_names_each_change():
     assert {(b["line"], b["id"]) for b in target["graph_breaks"]["added"]} == lines
     page = compare_section(diff)
     assert "2.14.1" in page and html.escape(diff["verdict"]) in page
+
+
+def test_a_break_one_torch_adds_is_named_at_its_line_in_the_verdict():
+    """The recorded 2.14.1 result against itself less its break: the pure diff names it."""
+    other, runtime = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
+    base, _ = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
+    [gb] = base[0].targets[0].graph_breaks
+    base[0].targets[0].graph_breaks = []
+    base[0].targets[0].recompiles = base[0].targets[0].recompiles[1:]
+    diff = compare(base, {"torch": "2.13.0+cpu"}, other, runtime, str(EXAMPLES))
+    moved = other[0].targets[0].recompiles[0].variation
+    assert diff["verdict"] == (f"torch 2.13.0 → 2.14.1: +1 graph break at item_scale.py:{gb.line} (ScaledNorm), "
+                               f"recompiles {len(base[0].targets[0].recompiles)} → {len(other[0].targets[0].recompiles)}"
+                               f" (+{moved}) (ScaledNorm)")
+    [added] = diff["targets"][0]["graph_breaks"]["added"]
+    assert (added["path"], added["line"], added["id"]) == ("item_scale.py", gb.line, gb.gb_id)
+    assert f"+ item_scale.py:{gb.line}: {gb.gb_id}" in render_torch_diff_text(diff)

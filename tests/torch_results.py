@@ -37,6 +37,7 @@ def load_recorded(path: os.PathLike, root: os.PathLike) -> tuple[list[FileReport
 def main() -> None:
     from compile_lens.cli.check import check
     from compile_lens.interpreters import probe
+    from compile_lens.jobs.cache import ResultCache, cache_dir
     from compile_lens.settings import Settings
 
     parser = argparse.ArgumentParser(description=__doc__)
@@ -44,12 +45,14 @@ def main() -> None:
     parser.add_argument("--python", required=True, help="the other interpreter")
     parser.add_argument("--root", default=None, help="default: the first file's folder")
     parser.add_argument("--benchmark", action="store_true")
+    parser.add_argument("--cache", action="store_true", help="read (and fill) the result cache, as `check` does")
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args()
     other = probe(args.python)
     root = os.path.abspath(args.root or os.path.dirname(args.files[0]))
     reports, runtime = asyncio.run(check([os.path.abspath(f) for f in args.files], Settings(),
-                                         benchmark=args.benchmark, quiet=False, root=root, python=other.python))
+                                         benchmark=args.benchmark, quiet=False, root=root, python=other.python,
+                                         cache=ResultCache(cache_dir()) if args.cache else None))
     runtime = {k: v for k, v in runtime.items() if k not in ("pid",)}
     doc = {"runtime": {**runtime, "python_path": other.python},
            "reports": _paths([dataclasses.asdict(r) for r in reports], lambda p: os.path.relpath(p, root))}

@@ -94,9 +94,17 @@ def _target(base: Optional[TargetResult], other: Optional[TargetResult], path: s
     if status["base"] != status["other"]:
         why = (other or base).error  # type: ignore[union-attr]
         changes.append(f"{status['base']} → {status['other']}" + (f" ({why.message})" if why else ""))
-    recompiles = {"base": len(base.recompiles) if base else None, "other": len(other.recompiles) if other else None}
-    if None not in recompiles.values() and recompiles["base"] != recompiles["other"]:
-        changes.append(f"recompiles {recompiles['base']} → {recompiles['other']}")
+    recompiles: dict[str, Any] = {"base": len(base.recompiles) if base else None,
+                                  "other": len(other.recompiles) if other else None}
+    if base and other:
+        # which input change recompiles, and how (a count alone would hide one that moved)
+        ours, theirs = (Counter((r.variation, r.kind) for r in x.recompiles) for x in (base, other))
+        recompiles["added"] = [{"variation": v, "kind": k} for (v, k) in sorted(theirs - ours)]
+        recompiles["removed"] = [{"variation": v, "kind": k} for (v, k) in sorted(ours - theirs)]
+        if recompiles["added"] or recompiles["removed"]:
+            moved = [f"+{r['variation']}" for r in recompiles["added"]] + [f"-{r['variation']}"
+                                                                          for r in recompiles["removed"]]
+            changes.append(f"recompiles {recompiles['base']} → {recompiles['other']} ({', '.join(moved)})")
     figures: dict[str, Any] = {}
     for key, which, label in (("forward", "forward", "forward"), ("train_step", "train_step", "train step")):
         a, b = _timing(base, which), _timing(other, which)
