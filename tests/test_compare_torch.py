@@ -173,6 +173,8 @@ def test_a_break_one_torch_adds_is_named_at_its_line_in_the_verdict():
     """The recorded 2.14.1 result against itself less its break: the pure diff names it."""
     other, runtime = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
     base, _ = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
+    for side in (base, other):
+        side[0].targets[0].benchmark = None  # breaks and recompiles only: figures have their own test
     [gb] = base[0].targets[0].graph_breaks
     base[0].targets[0].graph_breaks = []
     base[0].targets[0].recompiles = base[0].targets[0].recompiles[1:]
@@ -184,3 +186,21 @@ def test_a_break_one_torch_adds_is_named_at_its_line_in_the_verdict():
     [added] = diff["targets"][0]["graph_breaks"]["added"]
     assert (added["path"], added["line"], added["id"]) == ("item_scale.py", gb.line, gb.gb_id)
     assert f"+ item_scale.py:{gb.line}: {gb.gb_id}" in render_torch_diff_text(diff)
+
+
+def test_a_cold_compile_is_named_only_when_neither_side_was_measured_on_a_busy_machine():
+    other, runtime = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
+    base, _ = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
+    measured = other[0].targets[0].benchmark
+    assert measured is not None and measured.contention["other_cpu_percent"] > 100  # recorded on a busy machine
+    cold = measured.compile_s["cold"]
+    base[0].targets[0].benchmark.compile_s["cold"] = cold / 2
+    busy = compare(base, {"torch": "2.13.0"}, other, runtime, str(EXAMPLES))
+    assert busy["targets"][0]["changes"] == [] and busy["targets"][0]["busy"] == {"base": True, "other": True}
+    assert busy["verdict"].endswith("(1 measured while other processes used the machine: re-measure when idle to "
+                                    "compare speed)")
+    assert f"{cold / 2:.1f} s? → {cold:.1f} s?" in render_torch_diff_text(busy)
+    for side in (base, other):
+        side[0].targets[0].benchmark.contention = {"cpus": 2, "threads": 2, "other_cpu_percent": 12.0}
+    idle = compare(base, {"torch": "2.13.0"}, other, runtime, str(EXAMPLES))
+    assert idle["targets"][0]["changes"] == [f"cold compile {cold / 2:.1f} → {cold:.1f} s"]

@@ -3,9 +3,9 @@ comparison of two analyses of the same files, JSON-safe (its shape is `torch_dif
 
 No torch, no I/O: two lists of `FileReport` in, a dict out. A figure counts as changed only when
 it says so itself: speedups when both 95% intervals exist and do not overlap; a cold compile when
-it moved by more than `COMPILE_CHANGE` (one run each, no interval); guard µs per call when both
-are measured and their intervals are apart. Both figures are always listed; the verdict names only
-what changed.
+it moved by more than `COMPILE_CHANGE` (one run each, no interval) and neither side was measured on
+a busy machine; guard µs per call when both are measured and their intervals are apart. Both
+figures are always listed; the verdict names only what changed.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .protocol import FileReport, GraphBreak, TargetResult
 
 SCHEMA = 1
 COMPILE_CHANGE = 0.25  # a cold compile is one run: only a move beyond ±25% is named
+BUSY_MARGIN = 0.5  # as worker.timing.BUSY_MARGIN (that module imports torch; the server may not)
 
 
 def _release(version: Optional[str]) -> str:
@@ -68,6 +69,17 @@ def _cold(result: Optional[TargetResult]) -> Optional[float]:
     return bench.compile_s.get("cold") if bench else None
 
 
+def _busy(result: Optional[TargetResult]) -> Optional[bool]:
+    """Did other processes take our cores (or GPU) while this side was measured (the worker's own
+    `contention`, judged as `worker.timing.busy_words` does)? None: not measured."""
+    bench = result.benchmark if result else None
+    if bench is None:
+        return None
+    found = bench.contention or {}
+    idle = max(0, int(found.get("cpus") or 1) - int(found.get("threads") or 1))
+    return (found.get("other_cpu_percent") or 0) > 100.0 * (BUSY_MARGIN + idle) or bool(found.get("gpu_other_processes"))
+
+
 def _export(result: Optional[TargetResult]) -> Optional[str]:
     if result is None or not result.export:
         return None
@@ -113,7 +125,10 @@ def _target(base: Optional[TargetResult], other: Optional[TargetResult], path: s
             changes.append(f"{label} {a['speedup']:.2f}× → {b['speedup']:.2f}×")
     cold = {"base": _cold(base), "other": _cold(other)}
     figures["compile_cold_s"] = cold
-    if cold["base"] and cold["other"] and abs(cold["other"] / cold["base"] - 1) > COMPILE_CHANGE:
+    busy = {"base": _busy(base), "other": _busy(other)}
+    figures["busy"] = busy
+    if cold["base"] and cold["other"] and abs(cold["other"] / cold["base"] - 1) > COMPILE_CHANGE \
+            and busy["base"] is False and busy["other"] is False:
         changes.append(f"cold compile {cold['base']:.1f} → {cold['other']:.1f} s")
     guard = {"base": _guard(base), "other": _guard(other)}
     figures["guard_us_per_call"] = guard
@@ -145,7 +160,10 @@ def compare(base: list[FileReport], base_runtime: dict, other: list[FileReport],
         targets.append(_target(None, t, path, root))
     changed = [f"{c} ({t['name']})" for t in targets for c in t["changes"]]
     problems = [r for r in base + other if r.error]
+    busy = sum(1 for t in targets if any(t["busy"].values()))
     summary = ", ".join(changed) if changed else f"no change in {len(targets)} target{'s' if len(targets) != 1 else ''}"
+    if busy:  # an absent change there may be noise hiding one: said, so "no change" is not over-read
+        summary += f" ({busy} measured while other processes used the machine: re-measure when idle to compare speed)"
     return {
         "schema": SCHEMA,
         "base": {"python": base_runtime.get("python_path"), "torch": base_runtime.get("torch")},

@@ -31,7 +31,9 @@ def row(entry: dict) -> list[str]:
         _figure(entry, "recompiles", str),
         _pair(_speed(entry["forward"]["base"]), _speed(entry["forward"]["other"]), str),
         _pair(_speed(entry["train_step"]["base"]), _speed(entry["train_step"]["other"]), str),
-        _figure(entry, "compile_cold_s", lambda s: f"{s:.1f} s"),
+        _pair(*(None if entry["compile_cold_s"][side] is None else
+                f"{entry['compile_cold_s'][side]:.1f} s" + ("?" if entry["busy"][side] else "")
+                for side in ("base", "other")), str),
         _figure(entry, "guard_us_per_call", lambda g: f"{g['us']:.1f} µs"),
         _figure(entry, "export", str),
     ]
@@ -53,6 +55,7 @@ def render_torch_diff_text(diff: dict) -> str:
             lines.append(f"  {sign} {b['path']}:{b['line']}: {b['id']}: {b['type']} ({t['name']})")
     for e in diff["file_errors"]:
         lines.append(f"  {e['path']}: {e['message']}")
-    lines += ["", "? : the speedup's interval does not stand (inconclusive); – : not measured",
+    lines += ["", "? : inconclusive (a speedup's interval does not stand; a cold compile taken while other processes "
+                  "used the machine); – : not measured",
               f"verdict: {diff['verdict']}"]
     return "\n".join(lines)
