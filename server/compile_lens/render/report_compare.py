@@ -27,5 +27,6 @@ def compare_section(diff: dict[str, Any]) -> str:
         out.append("<ul>" + "".join(f"<li>{sign} {_e(b['path'])}:{b['line']} {_e(b['id'])}: {_e(b['type'])} "
                                     f"({_e(name)})</li>" for sign, b, name in moved) + "</ul>")
     out.append('<p class="muted">A speedup or guard cost counts as changed only when the two 95% intervals are '
-               "apart; a cold compile (one run each) when it moved by more than 25%. ? : inconclusive.</p>")
+               "apart; a cold compile (one run each) when it moved by more than 25% and neither side was taken while "
+               "other processes used the machine. ? : inconclusive, or measured on a busy machine.</p>")
     return "".join(out) + "</section>"
