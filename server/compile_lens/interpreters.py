@@ -19,6 +19,7 @@ from typing import Optional
 # The oldest torch the worker reads (README "How it works"; docs/torch-apis.md): each API newer
 # than this is feature-detected, older ones are assumed.
 MIN_TORCH = (2, 4)
+MIN_PYTHON = (3, 9)  # pyproject's requires-python: the worker's code runs there as it is
 
 _PROBE = """
 import json, platform
@@ -71,6 +72,9 @@ def probe(python: str, timeout_s: float = 30.0) -> Interpreter:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
         raise InterpreterError(f"{python}: not a Python 3 interpreter this tool can use ({tail[0]})") from None
     where = f"`{path} -m pip install"
+    if release(found.get("python") or "0") < MIN_PYTHON:
+        raise InterpreterError(f"{python} is Python {found.get('python')}; the worker needs Python "
+                               f"{'.'.join(map(str, MIN_PYTHON))} or newer")
     if not found.get("torch"):
         raise InterpreterError(f"{python} (Python {found.get('python')}) has no torch: install it with {where} torch`")
     if release(found["torch"]) < MIN_TORCH:
