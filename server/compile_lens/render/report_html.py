@@ -33,6 +33,7 @@ from .findings import break_count_text, recompile_findings
 from .html_parts import _e, _finite, _ms, _Page, _plural, _s, _sci, _slug, _x
 from .phases import phase_states
 from .report_charts import breakdown_chart, latency_chart
+from .report_compare import compare_section
 from .report_trial import trial_section
 
 RECOMPILE_CODES = set(_RECOMPILE_KINDS.values())
@@ -438,10 +439,12 @@ def _summary(reports: list[FileReport]) -> str:
 def render_report(reports: list[FileReport], *, title: str, torch_version: Optional[str], device: str,
                   cwd: str, for_webview: bool = False, nonce: Optional[str] = None,
                   generated_at: Optional[float] = None, banner: Optional[str] = None,
-                  trial: Optional[dict[str, Any]] = None, trial_bill: Optional[dict[str, Any]] = None) -> str:
+                  trial: Optional[dict[str, Any]] = None, trial_bill: Optional[dict[str, Any]] = None,
+                  torch_diff: Optional[dict[str, Any]] = None) -> str:
     """The whole page. `nonce` (webview only) is the script's CSP nonce; one is made when not given.
     `banner`: a line shown above everything (e.g. results hidden because the file changed).
-    `trial`: the workspace's saved `compile-lens trial` (trial.store) and `trial_bill` its bill."""
+    `trial`: the workspace's saved `compile-lens trial` (trial.store) and `trial_bill` its bill.
+    `torch_diff`: what another torch changes (`torch_diff.compare`, `report --compare-with`)."""
     page = _Page(cwd, for_webview)
     head = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">']
     if for_webview:
@@ -471,6 +474,8 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     charts = [c for c in charts if c]
     if charts:
         body.append("<section><h2>Speed and compile time</h2>" + "".join(charts) + "</section>")
+    if torch_diff:
+        body.append(compare_section(torch_diff))
     if trial:
 
         body.append(trial_section(page, trial, trial_bill))
