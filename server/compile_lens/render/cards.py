@@ -241,7 +241,12 @@ def trial_line(trial: Optional[dict[str, Any]], bill: Optional[dict[str, Any]] =
             text += f", the migration pays back in {months:.1f} months"
     elif bill and bill.get("gpu_hours_saved_per_month") is not None:
         text += f"; {abs(bill['gpu_hours_saved_per_month']):,.1f} GPU-hours {'saved' if bill['gpu_hours_saved_per_month'] >= 0 else 'added'} per month"
-    return text
+    if bill and bill.get("device") not in (None, "cuda") and (bill.get("gpu_hours_saved_per_month") is not None or saved is not None):
+        text += f" (measured on {bill['device']}, not a GPU)"
+    from ..trial.shapes import hover_line  # the trial's modules read this one's formatting
+
+    shapes = hover_line(figures.get("by_shape") or [])
+    return text + ("\n" + shapes if shapes else "")
 
 
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,

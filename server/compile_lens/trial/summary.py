@@ -272,9 +272,29 @@ def bill(figures: dict, inputs: CostInputs) -> dict:
     out = gpu_bill(inputs, eager_step_s=wall.get("eager_median_s"), compiled_step_s=wall.get("compiled_median_s"),
                    verdict=wall.get("verdict") if figures.get("speedup") else "missing (the compiled run failed)",
                    compile_s=restart_compile_s(figures))
+    device = (figures.get("compiled") or {}).get("device") or (figures.get("eager") or {}).get("device")
+    out["device"] = device
+    if device != "cuda" and out["lines"]:
+        out["lines"].insert(0, f"GPU bill: measured on {'the CPU' if device == 'cpu' else device or 'an unknown device'}, "
+                               "not a GPU: the figures below price a CPU run's step times and speedup in GPU-hours; "
+                               "run the trial on the GPU you train on for a GPU's")
     if not inputs.given():
         out["lines"] = []  # nothing asked: no bill in the text
     return out
+
+
+def shape_lines(summary: dict) -> list[str]:
+    """The per-shape table (`shapes.by_shape`) and what it shows, when the run saw more than one shape."""
+    rows = summary.get("by_shape") or []
+    if len(rows) < 2:
+        return [f"  input shapes: one, {rows[0]['signature']}, in all {rows[0]['step_count']} steps"] if rows else []
+    from .shapes import table
+
+    lines = table(rows)
+    for finding in summary.get("shape_findings") or []:
+        lines.append(f"  ! {finding['text']}")
+        lines += [f"      option: {o}" for o in finding.get("options") or []]
+    return lines
 
 
 # --- text ----------------------------------------------------------------------------------
@@ -373,7 +393,9 @@ def render_text(summary: dict) -> str:
     lines.append(f"  recompiles in the run: {len(recs)}")
     for r in recs:
         at = f" at {r['where']}" if r["where"] else ""
-        lines.append(f"    {r['function']}{at}: {r['reason']}  (step {r['step']}, inputs {r['shapes']})")
+        said = f"{r['meaning']} (torch's guard: {r['reason']})" if r.get("meaning") else r["reason"]
+        lines.append(f"    {r['function']}{at}: {said}  (step {r['step']}, inputs {r['shapes']})")
+    lines += shape_lines(summary)
     cost = summary.get("cost")
     if cost:
         lines += ["  " + line for line in cost.get("lines", [])]
