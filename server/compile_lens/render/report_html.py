@@ -225,6 +225,11 @@ def _break_item(page: _Page, target: str, g: GraphBreak) -> str:
     return "".join(parts)
 
 
+def _not_built(reports: list[FileReport]) -> list[tuple[FileReport, Finding]]:
+    """The modules and functions found but not traced (no inputs, constructor arguments), with why."""
+    return [(r, f) for r in reports for f in r.findings if f.code == codes.TARGET]
+
+
 def _breaks(page: _Page, reports: list[FileReport]) -> str:
     items = []
     for r in reports:
@@ -236,11 +241,16 @@ def _breaks(page: _Page, reports: list[FileReport]) -> str:
                          '<ul class="breaks">' + "".join(_break_item(page, t.name, g) for g in t.graph_breaks) + "</ul>")
     if not items:
         targets = [t for r in reports for t in r.targets]
+        if not targets and _not_built(reports):
+            return ('<section><h2>Graph breaks</h2><p class="warn">No target was traced, so no graph break can be '
+                    "ruled out: see Targets for which were not and why.</p></section>")
         untraced = [t for t in targets if phase_states(t)[0].status != "done"]
-        if not untraced:
+        missing = [f.data.get("target") or f.message.split("`")[1 if "`" in f.message else 0]
+                   for _, f in _not_built(reports)]  # found but never built: not traced either
+        if not untraced and not missing:
             return '<section><h2>Graph breaks</h2><p class="good">No graph breaks in the traced targets.</p></section>'
         traced = len(targets) - len(untraced)
-        names = ", ".join(t.name for t in untraced)
+        names = ", ".join([t.name for t in untraced] + missing)
         return (f'<section><h2>Graph breaks</h2><p class="warn">No graph breaks in the {_plural(traced, "traced target")}; '
                 f'not traced: {_e(names)} (see the table).</p></section>')
     return "<section><h2>Graph breaks</h2>" + "".join(items) + "</section>"
@@ -443,6 +453,9 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     body.append("<section><h2>Targets</h2>")
     if rows:
         body.append(f'<div class="scroll"><table class="targets">{TABLE_HEAD}{"".join(rows)}</table></div>')
+    elif _not_built(reports):
+        body.append('<p class="warn">No target was traced: ' + "; ".join(
+            f"{_e(display_path(r.path))}:{f.line}: {_e(f.message)}" for r, f in _not_built(reports)) + "</p>")
     else:
         body.append('<p class="muted">No targets: nothing in these files is compiled or an nn.Module.</p>')
     body.append("</section>")

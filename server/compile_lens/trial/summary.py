@@ -275,8 +275,8 @@ def bill(figures: dict, inputs: CostInputs) -> dict:
     device = (figures.get("compiled") or {}).get("device") or (figures.get("eager") or {}).get("device")
     out["device"] = device
     if device != "cuda" and out["lines"]:
-        out["lines"].insert(0, f"GPU bill: measured on {'the CPU' if device == 'cpu' else device or 'an unknown device'}, "
-                               "not a GPU: the figures below price a CPU run's step times and speedup in GPU-hours; "
+        out["lines"].append(f"GPU bill: measured on {'the CPU' if device == 'cpu' else device or 'an unknown device'}, "
+                               "not a GPU: these figures price a CPU run's step times and speedup in GPU-hours; "
                                "run the trial on the GPU you train on for a GPU's")
     if not inputs.given():
         out["lines"] = []  # nothing asked: no bill in the text

@@ -1,0 +1,78 @@
+"""The pieces of the trial's per-shape view that need no run: torch's CUDA-graph log records read
+(the messages taken from torch's own source, so a torch that words them otherwise fails here), and a
+guard said in the user's terms from a real file. A CUDA run with `--mode reduce-overhead` must still
+confirm that these records fire per new shape on a GPU (see README, trial section)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+from compile_lens.guard_words import meaning, say, value_read_at
+from compile_lens.trial import cudagraph_events, shapes
+
+CHARLM = Path(__file__).parent / "fixtures" / "trial" / "train_charlm.py"
+
+
+def _torch_format(fragment: str) -> str:
+    """The format string torch's cudagraph trees log containing `fragment`, from torch's source."""
+    trees = pytest.importorskip("torch._inductor.cudagraph_trees")
+    source = inspect.getsource(trees)
+    found = re.search(r'"(\[%s\] ' + re.escape(fragment) + r'[^"]*)"', source)
+    assert found, f"torch's cudagraph_trees no longer logs {fragment!r}"
+    return found.group(1)
+
+
+def _record(fmt: str, *args) -> logging.LogRecord:
+    return logging.LogRecord(cudagraph_events.LOGGER, logging.DEBUG, "cudagraph_trees.py", 1, fmt, args, None)
+
+
+def test_torch_cudagraph_records_become_events_with_their_step_and_shapes():
+    recording = _torch_format("Recording function=")
+    rerecording = _torch_format("Re-recording function=")
+    events: list = []
+    now = {"step": 0, "shapes": [[8, 16]]}
+    handler = cudagraph_events.CudagraphEvents(events, lambda: (now["step"], now["shapes"]))
+    handler.emit(_record(recording, "0/0", "FunctionID(id=0)", "FORWARD", 0, "[...]"))
+    now.update(step=9, shapes=[[5, 16]])
+    handler.emit(_record(recording, "0/1", "FunctionID(id=1)", "FORWARD", 1, "[...]"))
+    handler.emit(_record(rerecording, "0/1", "FunctionID(id=1)", "FORWARD", "static input data pointer changed"))
+    handler.emit(_record("[%s] Running warmup function=%s, mode=%s", "0/0", "f", "FORWARD"))  # no record
+    assert [(e["step"], e["shapes"], e["rerecord"]) for e in events] == [
+        (0, [[8, 16]], False), (9, [[5, 16]], False), (9, [[5, 16]], True)]
+    assert events[2]["reason"] == "static input data pointer changed" and events[0]["mode"] == "FORWARD"
+
+
+def test_cudagraph_records_are_counted_per_shape():
+    steps = [{"index": i, "wall_s": 0.01, "shapes": [[5, 16]] if i == 9 else [[8, 16]], "compiles": int(i in (0, 9))}
+             for i in range(12)]
+    run = {"steps": steps, "warmup_steps": [0, 9], "steady": None}
+    events = [{"kind": "cudagraph_record", "rerecord": r, "step": s, "shapes": sh}
+              for s, sh, r in ((0, [[8, 16]], False), (9, [[5, 16]], False), (9, [[5, 16]], True))]
+    rows = shapes.by_shape(run, run, {"events": events, "compiles": []}, [])
+    assert [(r["signature"], r["step_count"], r["cudagraph_records"], r["cudagraph_rerecords"]) for r in rows] == [
+        ("[8, 16]", 11, 1, 0), ("[5, 16]", 1, 2, 1)]
+    found = shapes.findings(rows, None, run, run)
+    assert [f["kind"] for f in found] == ["cudagraph-records"] and "3 times for 2 input shapes" in found[0]["text"]
+
+
+def test_a_stack_guard_in_a_resumed_frame_names_the_value_read_at_the_break():
+    line = next(i for i, text in enumerate(CHARLM.read_text().splitlines(), 1) if ".item()" in text and "x = x /" in text)
+    assert value_read_at(str(CHARLM), line) == "x.abs().max().item()"
+    said = say({"function": f"torch_dynamo_resume_in_forward_at_{line}", "where": f"{CHARLM}:{line}",
+                "reason": "___stack0 == 6.29358434677124", "step": 3, "shapes": [[8, 16], [8, 16]]})
+    assert said["function"] == "forward" and said["resumed_at_line"] == line
+    assert said["meaning"].startswith(f"the value of `x.abs().max().item()` at line {line} was baked in "
+                                      "(it was 6.29358434677124); a new value recompiles")
+
+
+def test_named_values_and_sizes_are_said_and_other_guards_are_left_as_torch_says_them():
+    assert meaning("L['n'] == 2", "forward", None) == "the value of `n` was baked in (it was 2); a new value recompiles"
+    assert meaning("tensor 'L['x']' size mismatch at index 0. expected 8, actual 5", "forward", None).startswith(
+        "dimension 0 of `x` was compiled for size 8; size 5 recompiles")
+    assert meaning("GLOBAL_STATE changed: grad_mode", "forward", None) is None
+    assert meaning("___stack0 == 1.5", "forward", None) is None  # not a resumed frame: no line to read
