@@ -455,7 +455,7 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
         body.append(f'<div class="scroll"><table class="targets">{TABLE_HEAD}{"".join(rows)}</table></div>')
     elif _not_built(reports):
         body.append('<p class="warn">No target was traced: ' + "; ".join(
-            f"{_e(display_path(r.path))}:{f.line}: {_e(f.message)}" for r, f in _not_built(reports)) + "</p>")
+            f"{page.loc(r.path, f.line)}: {_e(f.message)}" for r, f in _not_built(reports)) + "</p>")
     else:
         body.append('<p class="muted">No targets: nothing in these files is compiled or an nn.Module.</p>')
     body.append("</section>")
