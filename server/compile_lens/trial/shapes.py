@@ -146,35 +146,3 @@ def findings(rows: list[dict], whole: Optional[dict], compiled: dict, eager: dic
                               "reduce-overhead spends its time recording",
                     "options": list(OPTIONS)})
     return out
-
-
-def table(rows: list[dict]) -> list[str]:
-    """The text table, one line per shape."""
-    if not rows:
-        return []
-    graphs = any("cudagraph_records" in r for r in rows)
-    lines = ["  by input shape (steps, compiles, recompiles, eager / compiled steady median, speedup"
-             + (", CUDA-graph records" if graphs else "") + "):"]
-    for r in rows:
-        if r["note"]:
-            times = r["note"]
-        else:
-            times = (f"{r['eager_median_s'] * 1000:.1f} / {r['compiled_median_s'] * 1000:.1f} ms, "
-                     f"{r['speedup']:.2f}x ({r['verdict']})")
-        graph = f", {r.get('cudagraph_records', 0)} records" if graphs else ""
-        lines.append(f"    {r['signature']}: {r['step_count']} steps, {r['compiles']} compiles, "
-                     f"{r['recompiles']} recompiles; {times}{graph}")
-    return lines
-
-
-def hover_line(rows: list[dict]) -> Optional[str]:
-    """`- by input shape: [8, 16] 11 steps 1.4×; [5, 16] 1 step (warm-up only), 2 recompiles`."""
-    if len(rows) < 2:
-        return None
-    parts = []
-    for r in rows[:4]:
-        what = f"{r['speedup']:.2f}×" if r["speedup"] is not None else "warm-up only"
-        rec = f", {r['recompiles']} recompile{'s' if r['recompiles'] != 1 else ''}" if r["recompiles"] else ""
-        parts.append(f"`{r['signature']}` {r['step_count']} step{'s' if r['step_count'] != 1 else ''} {what}{rec}")
-    more = f"; {len(rows) - 4} more" if len(rows) > 4 else ""
-    return "- by input shape in your run: " + "; ".join(parts) + more
