@@ -76,3 +76,21 @@ def test_named_values_and_sizes_are_said_and_other_guards_are_left_as_torch_says
         "dimension 0 of `x` was compiled for size 8; size 5 recompiles")
     assert meaning("GLOBAL_STATE changed: grad_mode", "forward", None) is None
     assert meaning("___stack0 == 1.5", "forward", None) is None  # not a resumed frame: no line to read
+
+
+def test_checks_recompile_finding_says_a_stack_guard_in_the_users_terms():
+    from compile_lens.protocol import Frame, Recompile
+    from compile_lens.render.findings import recompile_message
+
+    line = next(i for i, text in enumerate(CHARLM.read_text().splitlines(), 1) if "x = x / x.abs().max().item()" in text)
+    reason = "___stack0 == 1.9921875"
+    rc = Recompile(line=line, variation="variant 1", kind="specialization", reason=reason, changed="___stack0",
+                   frame=Frame(str(CHARLM), line, "forward"),
+                   meaning=meaning(reason, f"torch_dynamo_resume_in_forward_at_{line}", str(CHARLM)))
+    message = recompile_message(rc)
+    assert message.startswith(f"Recompiles for every new value (variant 1): the value of `x.abs().max().item()` at "
+                              f"line {line} was baked in (it was 1.9921875)")
+    assert "torch's guard: ___stack0 == 1.9921875" in message and "new value of `___stack0`" not in message
+    named = Recompile(line=3, variation="2, 3", kind="specialization", reason="steps == 2", changed="steps",
+                      meaning=meaning("steps == 2", "forward", None))
+    assert recompile_message(named).startswith("Recompiles for every new value of `steps` (2, 3): steps == 2")

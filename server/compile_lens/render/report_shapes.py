@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .html_parts import _e, _s, _x
+from .html_parts import _e, _s, _x, code_spans
 
 
 def _ms(seconds: Any) -> str:
@@ -41,6 +41,6 @@ def shapes_part(figures: dict[str, Any]) -> str:
     out = [f"<h3>By input shape: {len(rows)} shapes</h3>",
            f'<div class="scroll"><table class="shapes">{head}{"".join(body)}</table></div>']
     for finding in figures.get("shape_findings") or []:
-        options = "".join(f"<li>{_e(o)}</li>" for o in finding.get("options") or [])
-        out.append(f'<p class="warn">{_e(finding["text"])}</p>' + (f"<ul>{options}</ul>" if options else ""))
+        options = "".join(f"<li>{code_spans(o)}</li>" for o in finding.get("options") or [])
+        out.append(f'<p class="warn">{code_spans(finding["text"])}</p>' + (f"<ul>{options}</ul>" if options else ""))
     return "".join(out)

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..trial.summary import break_text, none_timed, step_times, untimed
 from .cards import format_bytes, money
-from .html_parts import _e, _finite, _Page, _s, _x, nice_ticks, y_grid
+from .html_parts import _e, _finite, _Page, _s, _x, code_spans, nice_ticks, y_grid
 from .report_shapes import shapes_part
 
 DAYS = 30
@@ -141,7 +141,7 @@ def _events(page: _Page, figures: dict[str, Any]) -> str:
     if recs:
         out.append("<ul>" + "".join(
             f"<li><code>{_e(r.get('function'))}</code>{' at ' + _where(page, r['where']) if r.get('where') else ''}: "
-            + (f"{_e(r['meaning'])} <span class=\"sub\">(torch's guard: <code>{_e(r.get('reason'))}</code>)</span> "
+            + (f"{code_spans(r['meaning'])} <span class=\"sub\">(torch's guard: <code>{_e(r.get('reason'))}</code>)</span> "
                if r.get("meaning") else f"{_e(r.get('reason'))} ") +
             f"<span class=\"sub\">(step {_e(r.get('step'))}, inputs {_e(r.get('shapes'))})</span></li>" for r in recs) + "</ul>")
     return "".join(out)
