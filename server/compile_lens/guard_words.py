@@ -3,7 +3,9 @@
 torch states a recompile as its guard (`___stack0 == 6.29358434677124` in
 `torch_dynamo_resume_in_forward_at_63`). That names neither the function as written nor the value:
 a `___stackN` guard in a resumed frame is a value the frame received from the line it broke at
-(`x.abs().max().item()`), read here from the user's source. Stdlib only; no torch.
+(`x.abs().max().item()`), read here from the user's source. Stdlib only, imports nothing of the
+package (plain rules: the worker, the trial and the renderers use it); a resumed frame's name is
+read as `worker.frames.frame_name` reads it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ import ast
 import re
 from functools import lru_cache
 from typing import Optional
-
-from .worker.frames import frame_name
 
 _RESUMED = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 _STACK = re.compile(r"^___stack\d+ == (.+)$")
@@ -78,8 +78,8 @@ def say(recompile: dict) -> dict:
     raw = recompile.get("function") or ""
     where = recompile.get("where") or ""
     path = where.rpartition(":")[0] or None
-    out = {**recompile, "function": frame_name(raw)}
     resumed = _RESUMED.match(raw)
+    out = {**recompile, "function": resumed.group(1) if resumed else raw}  # as worker.frames.frame_name names it
     if resumed:
         out["resumed_at_line"] = int(resumed.group(2))
     out["meaning"] = meaning(recompile.get("reason") or "", raw, path)
