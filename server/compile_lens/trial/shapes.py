@@ -120,10 +120,14 @@ def findings(rows: list[dict], whole: Optional[dict], compiled: dict, eager: dic
                            for r in minority)
         est = " (an estimate: steady medians × steps; shapes seen only in warm-up counted at the main shape's gain)" \
             if estimated else " (steady medians × steps)"
+        if not any(r["verdict"] in ("faster", "slower") for r in rows):
+            est += "; the per-shape speedups are inconclusive, so the saving is uncertain"
+        gained = (f"more than the compiled steps saved over these {steps} steps: {saved:.2f} s" if saved > 0 else
+                  f"and the compiled steps saved nothing over these {steps} steps: they took {-saved:.2f} s more")
         out.append({"kind": "minority-shapes-cost", "estimate": estimated,
                     "figures": {"minority_compile_s": minority_compile, "saved_s": saved, "steps": steps},
                     "text": f"the minority shapes {shapes} cost {minority_compile:.1f} s of compiling (measured), "
-                            f"more than the compiled steps saved over these {steps} steps: {saved:.2f} s{est}",
+                            f"{gained}{est}",
                     "options": list(OPTIONS)})
     main_c = main.get("compiled_steady")
     whole_c = (compiled.get("steady") or {}).get("wall_s")
