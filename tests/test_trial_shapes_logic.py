@@ -94,3 +94,48 @@ def test_checks_recompile_finding_says_a_stack_guard_in_the_users_terms():
     named = Recompile(line=3, variation="2, 3", kind="specialization", reason="steps == 2", changed="steps",
                       meaning=meaning("steps == 2", "forward", None))
     assert recompile_message(named).startswith("Recompiles for every new value of `steps` (2, 3): steps == 2")
+
+
+def _runs(eager_walls: list, compiled_walls: list, short_at: tuple, compile_steps: dict):
+    """Both runs' figures as `summary.run_figures` makes them from the hook's steps."""
+    from compile_lens.trial.summary import run_figures
+
+    def record(walls, compiled):
+        steps = [{"index": i, "wall_s": w, "hook_s": w, "loss": None, "shapes": [[5, 16]] if i in short_at else [[8, 16]],
+                  "compiles": len(compile_steps.get(i, ())) if compiled else 0} for i, w in enumerate(walls)]
+        entries = [{"step": i, "co_name": "forward", "entire_frame_compile_time_s": t}
+                   for i, times in compile_steps.items() for t in times] if compiled else []
+        return {"steps": steps, "stopped_by_trial": True, "compiles": entries, "events": []}
+
+    e, c = record(eager_walls, False), record(compiled_walls, True)
+    return run_figures(e, 0), run_figures(c, 0), c
+
+
+def test_a_main_shape_whose_speedup_differs_from_the_whole_runs_is_said():
+    from compile_lens.trial.summary import speedup
+
+    # 20 main-shape steps at 2x; 10 short steps that run no faster compiled (e.g. a padded tail)
+    short = tuple(range(20, 30))
+    eager, compiled, record = _runs([1.0] * 30, [1.0] + [0.5] * 19 + [1.0] * 10, short, {0: [2.0], 20: [2.0]})
+    rows = shapes.by_shape(eager, compiled, record, [])
+    assert [(r["signature"], r["step_count"], r["compiles"]) for r in rows] == [("[8, 16]", 20, 1), ("[5, 16]", 10, 1)]
+    assert rows[0]["speedup"] == pytest.approx(2.0) and rows[0]["verdict"] == "faster"
+    found = {f["kind"]: f for f in shapes.findings(rows, speedup(eager, compiled), compiled, eager)}
+    differs = found["main-shape-speedup-differs"]
+    assert differs["figures"]["main"] == pytest.approx(2.0) and differs["figures"]["others"] == pytest.approx(1.0)
+    assert "the other shapes 1.00x" in differs["text"]
+    assert "mark_dynamic" in differs["options"][0]
+    # 2 s of compiling the short shape against 20 × 0.5 s saved on the main one: no cost statement
+    assert "minority-shapes-cost" not in found
+
+
+def test_minority_compiles_that_outweigh_the_saving_are_said_with_the_measured_figures():
+    eager, compiled, record = _runs([1.0] * 12, [1.0] + [0.9] * 11, (9,), {0: [2.0], 9: [5.0]})
+    rows = shapes.by_shape(eager, compiled, record, [])
+    short = rows[1]
+    assert short["steps"] == [9] and short["compiled_median_s"] is None and "only in warm-up" in short["note"]
+    found = shapes.findings(rows, None, compiled, eager)
+    cost = next(f for f in found if f["kind"] == "minority-shapes-cost")
+    # saved: 10 steady main steps at 0.1 s + the short step estimated at the main shape's gain
+    assert cost["figures"]["minority_compile_s"] == 5.0 and cost["figures"]["saved_s"] == pytest.approx(1.2)
+    assert cost["estimate"] is True and "an estimate" in cost["text"] and "cost 5.0 s of compiling (measured)" in cost["text"]

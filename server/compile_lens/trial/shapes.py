@@ -9,8 +9,8 @@ with the step), and eager/compiled steady medians over its steps that are no run
 (`summary.speedup`: quartile ranges apart).
 
 Two statements follow when the figures show them (`findings`): the minority shapes' compile time
-exceeds what the compiled steps saved in the run, and the main shape's speedup differs from the
-whole run's. With `--mode reduce-overhead` on CUDA, CUDA-graph records per shape come from torch's
+exceeds what the compiled steps saved in the run, and the main shape's per-step speedups are told
+apart from the other shapes' (which is what moves the whole run's from the main shape's). With `--mode reduce-overhead` on CUDA, CUDA-graph records per shape come from torch's
 `cudagraphs` log (`cudagraph_events`).
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from .summary import quartiles, speedup
+from .summary import MIN_STEADY, busy_during, quartiles, speedup
 
 OPTIONS = ("mark the varying dimension dynamic (`torch._dynamo.mark_dynamic(x, 0)` before the first call, "
            "or `--dynamic true` / `torch.compile(..., dynamic=True)`)",
@@ -98,6 +98,27 @@ def _apart(a: Optional[dict], b: Optional[dict]) -> bool:
     return bool(a and b and (a["q3"] < b["q1"] or b["q3"] < a["q1"]))
 
 
+def _ratios(steps: list[int], eager: dict, compiled: dict) -> list[float]:
+    """eager / compiled wall time of each step steady in both runs (the same step index: same data)."""
+    def steady(run: dict) -> dict:
+        warm = set(run.get("warmup_steps") or [])
+        return {s["index"]: s["wall_s"] for s in run.get("steps") or []
+                if s["index"] not in warm and not s.get("profiled") and s.get("wall_s")}
+
+    e, c = steady(eager), steady(compiled)
+    return [e[i] / c[i] for i in steps if i in e and i in c]
+
+
+def _speedups_apart(main: dict, others: list[dict], eager: dict, compiled: dict) -> Optional[dict]:
+    """The other shapes' per-step speedups (quartiles) when they and the main shape's are told apart by
+    the trial's rule: at least MIN_STEADY steps each, quartile ranges that do not overlap."""
+    a = quartiles(_ratios(main["steps"], eager, compiled))
+    b = quartiles(_ratios([i for r in others for i in r["steps"]], eager, compiled))
+    if not a or not b or a["n"] < MIN_STEADY or b["n"] < MIN_STEADY or busy_during(eager, compiled):
+        return None
+    return b if _apart(a, b) else None
+
+
 def findings(rows: list[dict], whole: Optional[dict], compiled: dict, eager: dict) -> list[dict]:
     """What the per-shape figures say about the run, each `{kind, text, estimate}` with the options."""
     if len(rows) < 2:
@@ -129,15 +150,14 @@ def findings(rows: list[dict], whole: Optional[dict], compiled: dict, eager: dic
                     "text": f"the minority shapes {shapes} cost {minority_compile:.1f} s of compiling (measured), "
                             f"{gained}{est}",
                     "options": list(OPTIONS)})
-    main_c = main.get("compiled_steady")
-    whole_c = (compiled.get("steady") or {}).get("wall_s")
-    main_e, whole_e = main.get("eager_steady"), (eager.get("steady") or {}).get("wall_s")
-    if whole and main["speedup"] is not None and (_apart(main_c, whole_c) or _apart(main_e, whole_e)):
+    differs = _speedups_apart(main, rows[1:], eager, compiled)
+    if whole and main["speedup"] is not None and differs:
         out.append({"kind": "main-shape-speedup-differs", "estimate": False,
-                    "figures": {"main": main["speedup"], "whole": whole["ratio"]},
+                    "figures": {"main": main["speedup"], "whole": whole["ratio"], "others": differs["median"]},
                     "text": f"the main shape {main['signature']} ({main['step_count']} of {steps} steps) runs "
-                            f"{main['speedup']:.2f}x per step, the whole run {whole['ratio']:.2f}x: their step "
-                            "times' quartile ranges are apart, so the other shapes change what compiling gives",
+                            f"{main['speedup']:.2f}x per step, the other shapes {differs['median']:.2f}x and the whole "
+                            f"run {whole['ratio']:.2f}x: the per-step speedups of the main shape and of the others "
+                            "have quartile ranges apart, so the other shapes change what compiling gives",
                     "options": list(OPTIONS)})
     rerecords = sum(r.get("cudagraph_rerecords", 0) for r in rows)
     records = sum(r.get("cudagraph_records", 0) for r in rows)
