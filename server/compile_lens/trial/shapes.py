@@ -10,8 +10,9 @@ with the step), and eager/compiled steady medians over its steps that are no run
 
 Two statements follow when the figures show them (`findings`): the minority shapes' compile time
 exceeds what the compiled steps saved in the run, and the main shape's per-step speedups are told
-apart from the other shapes' (which is what moves the whole run's from the main shape's). With `--mode reduce-overhead` on CUDA, CUDA-graph records per shape come from torch's
-`cudagraphs` log (`cudagraph_events`).
+apart from the other shapes' (which is what moves the whole run's from the main shape's). With
+`--mode reduce-overhead` on CUDA, CUDA-graph records per shape come from torch's `cudagraphs` log
+(`cudagraph_events`), and a third statement counts them.
 """
 
 from __future__ import annotations
