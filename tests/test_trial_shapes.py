@@ -10,6 +10,7 @@ trial leaves its record for.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lsprotocol import types as lsp
 
 from compile_lens.protocol import FileReport, Finding
 from compile_lens.render.cards import trial_line
@@ -26,6 +28,7 @@ from compile_lens.render.html_parts import _Page
 from compile_lens.render.report_html import render_report
 from compile_lens.render.report_trial import trial_section
 from compile_lens.trial import store
+from lsp_support import locate, open_file, start_server, stop_server
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trial"
 SERVER = str(Path(__file__).parent.parent / "server")
@@ -140,6 +143,30 @@ def test_after_the_trial_check_traces_the_programs_modules_with_the_trials_input
     targets = {t["name"]: t for f in result["files"] for t in f["targets"]}
     assert "CharLM" in targets, checked.stdout[-3000:]  # before the trial: "cannot guess inputs for `CharLM`"
     assert any(g["gb_id"] == "GB0124" for g in targets["CharLM"]["graph_breaks"])  # the trial's break, traced
+
+
+@pytest.mark.slow
+async def test_the_editors_hover_card_of_the_model_has_the_shape_line(charlm):
+    root, _, figures = charlm
+    client = await start_server(root, trusted=False)  # answered from the saved trial: no user code runs
+    card = None
+    try:
+        path = root / SCRIPT
+        uri = open_file(client, path)
+        line, col = locate(path, "class CharLM")
+        for _ in range(50):
+            hover = await client.text_document_hover_async(lsp.HoverParams(
+                lsp.TextDocumentIdentifier(uri), lsp.Position(line, col + len("class ") + 1)))
+            if hover is not None:
+                card = hover.contents.value
+                break
+            await asyncio.sleep(0.2)
+    finally:
+        await stop_server(client)
+    assert card is not None
+    main, short = figures["by_shape"]
+    assert (f"- by input shape in your run: `{main['signature']}` {main['step_count']} steps" in card
+            and f"`{short['signature']}` 1 step warm-up only" in card), card
 
 
 def test_the_report_names_the_targets_it_did_not_trace():
