@@ -31,6 +31,10 @@ def shape_table(rows: list[dict]) -> list[str]:
             times = (f"{r['eager_median_s'] * 1000:.1f} / {r['compiled_median_s'] * 1000:.1f} ms, "
                      f"{r['speedup']:.2f}x ({r['verdict']})")
         graph = f", {r.get('cudagraph_records', 0)} records" if graphs else ""
-        lines.append(f"    {r['signature']}: {r['step_count']} steps, {r['compiles']} compiles, "
-                     f"{r['recompiles']} recompiles; {times}{graph}")
+        lines.append(f"    {r['signature']}: {_n(r['step_count'], 'step')}, {_n(r['compiles'], 'compile')}, "
+                     f"{_n(r['recompiles'], 'recompile')}; {times}{graph}")
     return lines
+
+
+def _n(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
