@@ -16,11 +16,12 @@ import sys
 import tempfile
 from typing import Any, Optional
 
+from .. import guard_words
 from ..config import find_root, load_project_config
 from ..cost import BILL_FIELDS, CostInputs
 from ..render import trial_text
 from ..settings import Settings
-from ..trial import runner, store, summary
+from ..trial import keep_record, runner, shapes, store, summary
 from .common import add_program
 from .common import program as program_of
 
@@ -138,6 +139,7 @@ def run_trial(args: argparse.Namespace) -> int:
         _say("eager run")
         eager_code, eager = runner.run_once(program, mode="eager", scratch=scratch, steps=steps,
                                             seconds=args.seconds or 0.0, **common)
+        kept = keep_record.keep(scratch, root)
         if not steps:  # --seconds: the compiled run does as many steps as eager did
             steps = len((eager or {}).get("steps") or []) or 0
         repeat = None
@@ -154,6 +156,7 @@ def run_trial(args: argparse.Namespace) -> int:
             artifact = _artifact_run(program, args, root, scratch, options, compiled, common)
     figures = summary.summarize(eager, eager_code, compiled, compiled_code, rtol=args.rtol, atol=args.atol,
                                 repeat_run=repeat, command=shlex.join(program))
+    add_what_it_saw(figures, compiled, kept)
     figures["artifact"] = artifact
     figures["cold"] = args.cold
     figures["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": _load()}
@@ -167,6 +170,19 @@ def run_trial(args: argparse.Namespace) -> int:
             json.dump(figures, f, indent=1)
             f.write("\n")
     return eager_code if eager_code != 0 else compiled_code
+
+
+def add_what_it_saw(figures: dict, compiled_run: Optional[dict], kept: Optional[tuple[str, list[str]]]) -> None:
+    """The recompiles in the user's terms, the run per input shape, and the record kept for the editor."""
+    figures["recompiles"] = [guard_words.say(r) for r in figures.get("recompiles") or []]
+    rows = shapes.by_shape(figures["eager"], figures["compiled"], compiled_run, figures["recompiles"])
+    figures["by_shape"] = rows
+    whole = (figures.get("speedup") or {}).get("wall")
+    figures["shape_findings"] = shapes.findings(rows, whole, figures["compiled"], figures["eager"])
+    figures["recorded"] = {"path": kept[0], "targets": kept[1]} if kept else None
+    if kept:
+        _say(f"the eager run's record of {len(kept[1])} target{'s' if len(kept[1]) != 1 else ''} merged into "
+             f"{os.path.relpath(kept[0])} (check, report and the editor trace them with these inputs)")
 
 
 def _artifact_path(args: argparse.Namespace, root: str) -> str:

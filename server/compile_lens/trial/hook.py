@@ -250,7 +250,8 @@ def _save_artifacts(torch: Any) -> Optional[dict]:
 def _watch_logs(torch: Any) -> None:
     """Graph breaks and recompiles as torch logs them, without printing them to the program's stderr."""
     try:
-        torch._logging.set_logs(graph_breaks=True, recompiles=True)
+        graphs = {"cudagraphs": True} if _options.get("mode") == "reduce-overhead" else {}  # CUDA-graph records
+        torch._logging.set_logs(graph_breaks=True, recompiles=True, **graphs)
     except Exception as exc:  # noqa: BLE001
         _problems.append(f"set_logs: {type(exc).__name__}: {exc}")
         return
@@ -262,6 +263,10 @@ def _watch_logs(torch: Any) -> None:
         from .events import watch
 
         watch(_events, lambda: (len(_steps), _cur.get("shapes")))
+        if graphs:
+            from .cudagraph_events import watch as watch_cudagraphs
+
+            watch_cudagraphs(_events, lambda: (len(_steps), _cur.get("shapes")))
     except Exception as exc:  # noqa: BLE001 - never change what the program does
         _problems.append(f"watching torch's logs: {type(exc).__name__}: {exc}")
 
