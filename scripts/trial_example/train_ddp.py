@@ -6,8 +6,9 @@ A nanoGPT-shaped character model (config dataclass, `B, T, C = x.size()`, a hand
 Every rank reads its own shard; at step 5 rank 1's shard is short (a shorter sequence), so rank 1
 alone recompiles there: the two ranks then run different compiled code.
 
-Options (after the script): `--steps N` (default 20), `--own-compile` (the program compiles its
-DDP model itself: `torch.compile(DDP(model))`), `--crash-at STEP` (rank 1 raises there),
+Options (after the script): `--steps N` (default 20), `--compile BACKEND` (the model compiled as
+the trial compiles it, `model.compile(backend=...)`: run it with TORCH_LOGS=recompiles to compare),
+`--own-compile` (the program compiles its DDP model itself: `torch.compile(DDP(model))`), `--crash-at STEP` (rank 1 raises there),
 `--hang-at STEP` (rank 1 stops answering there: rank 0 waits in the next all-reduce).
 """
 
@@ -101,6 +102,7 @@ def batch(config: GPTConfig, rank: int, step: int, generator: torch.Generator):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--compile", metavar="BACKEND")
     parser.add_argument("--own-compile", action="store_true")
     parser.add_argument("--crash-at", type=int, default=-1)
     parser.add_argument("--hang-at", type=int, default=-1)
@@ -109,7 +111,10 @@ def main() -> None:
     rank = dist.get_rank()
     torch.manual_seed(0)  # the same initial weights on every rank
     config = GPTConfig()
-    model = DDP(GPT(config))
+    gpt = GPT(config)
+    if args.compile:
+        gpt.compile(backend=args.compile)
+    model = DDP(gpt)
     if args.own_compile:
         model = torch.compile(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
