@@ -169,3 +169,17 @@ def test_a_killed_ranks_step_log_is_its_record(tmp_path):
     assert [s["index"] for s in ranks[1]["steps"]] == [0, 1] and len(ranks[1]["events"]) == 1
     merged = rank_figures.merge(ranks)
     assert [s["wall_s"] for s in merged["steps"]] == [2.0]  # the steps every rank finished, at the slowest
+
+
+@pytest.mark.slow
+def test_the_reports_trial_section_shows_each_rank_and_the_divergence(ddp_trial, tmp_path):
+    from compile_lens.render import report_trial
+    from compile_lens.render.html_parts import _Page
+
+    _, figures = ddp_trial
+    html = report_trial.trial_section(_Page("/w", False), {"figures": figures, "command": figures["command"]}, None)
+    assert "<h3>Ranks: 2 (torchrun)</h3>" in html
+    assert re.search(r"<td>rank 1</td>.*?<td class=\"num\">1</td>", html)  # rank 1's one recompile
+    assert "Rank divergence (error) from step 5</b>: rank(s) 1 ran compiled code rank(s) 0 did not" in html
+    (Path(os.environ.get("COMPILE_LENS_SHOTS", tmp_path)) / "trial-ranks.html").write_text(
+        f"<html><body>{html}</body></html>")

@@ -15,6 +15,7 @@ from typing import Any, Optional
 from ..trial.summary import break_text, none_timed, step_times, untimed
 from .cards import format_bytes, money
 from .html_parts import _e, _finite, _Page, _s, _x, nice_ticks, y_grid
+from .report_ranks import ranks_part
 
 DAYS = 30
 
@@ -253,5 +254,6 @@ def trial_section(page: _Page, trial: dict[str, Any], bill: Optional[dict[str, A
         out.append(f'<div class="charts"><figure>{chart}<figcaption>{_e(caption)}</figcaption></figure></div>')
     out.append("<h3>The GPU bill</h3>" + _bill(bill))
     out.append(_events(page, figures))
+    out.append(ranks_part(page, figures))  # torchrun: rank by rank
     out.append("</section>")
     return "".join(out)
