@@ -183,3 +183,20 @@ def test_the_reports_trial_section_shows_each_rank_and_the_divergence(ddp_trial,
     assert "Rank divergence (error) from step 5</b>: rank(s) 1 ran compiled code rank(s) 0 did not" in html
     (Path(os.environ.get("COMPILE_LENS_SHOTS", tmp_path)) / "trial-ranks.html").write_text(
         f"<html><body>{html}</body></html>")
+
+
+@pytest.fixture(scope="module")
+def own_ddp_compile(tmp_path_factory):
+    return _trial(tmp_path_factory.mktemp("own"), "--steps", "3", script_args=("--own-compile", "--compile", "eager"))
+
+
+@pytest.mark.slow
+def test_a_program_compiling_its_ddp_model_keeps_its_compile_and_ddp_splits_are_named(own_ddp_compile):
+    done, figures = own_ddp_compile
+    assert done.returncode == 0, done.stderr[-3000:]
+    for rank in figures["ranks"]:
+        [split] = rank["ddp_splits"]  # one bucket for a model this small: DDPOptimizer still logs its split
+        assert split["step"] == 0 and split["buckets"] >= 1
+        assert rank["graph_breaks"] == []
+        assert rank["compile_time"]["compiles"] == 1  # the program's one compile of DDP's forward, none of GPT's
+    assert "at DDP's bucket boundaries" in done.stderr and "not a graph break in your code" in done.stderr

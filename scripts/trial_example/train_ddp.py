@@ -8,7 +8,8 @@ alone recompiles there: the two ranks then run different compiled code.
 
 Options (after the script): `--steps N` (default 20), `--compile BACKEND` (the model compiled as
 the trial compiles it, `model.compile(backend=...)`: run it with TORCH_LOGS=recompiles to compare),
-`--own-compile` (the program compiles its DDP model itself: `torch.compile(DDP(model))`), `--crash-at STEP` (rank 1 raises there),
+`--own-compile` (the program compiles its DDP model itself: `torch.compile(DDP(model))`, with
+`--compile`'s backend), `--crash-at STEP` (rank 1 raises there),
 `--hang-at STEP` (rank 1 stops answering there: rank 0 waits in the next all-reduce).
 """
 
@@ -112,11 +113,11 @@ def main() -> None:
     torch.manual_seed(0)  # the same initial weights on every rank
     config = GPTConfig()
     gpt = GPT(config)
-    if args.compile:
+    if args.compile and not args.own_compile:
         gpt.compile(backend=args.compile)
     model = DDP(gpt)
     if args.own_compile:
-        model = torch.compile(model)
+        model = torch.compile(model, backend=args.compile or "inductor")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(1 + rank)  # each rank its own data
     for step in range(args.steps):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..trial.rank_figures import ddp_text
 from .html_parts import _e, _Page, _x
 
 
@@ -46,6 +47,10 @@ def ranks_part(page: _Page, figures: dict[str, Any]) -> str:
            "in the all-reduce); its steady median is taken over those.</p>",
            '<div class="scroll"><table class="trial"><tr><th></th><th>eager</th><th>compiled</th><th>speedup</th>'
            "<th>recompiles</th><th>graph breaks</th><th>compile time</th></tr>" + "".join(rows) + "</table></div>"]
+    splits = [(rank["rank"], split) for rank in ranks for split in rank.get("ddp_splits") or []]
+    if splits:
+        out.append('<ul class="muted">' + "".join(f"<li>rank {_e(r)}: {_e(ddp_text(s))}</li>" for r, s in splits)
+                   + "</ul>")
     for d in figures.get("rank_divergence") or []:
         guard = f" The guard that failed: <code>{_e(d['guard'])}</code>." if d.get("guard") else ""
         out.append(f'<p class="bad"><b>Rank divergence (error) from step {_e(d["step"])}</b>: rank(s) '

@@ -309,12 +309,36 @@ def _watch_logs(torch: Any) -> None:
     for handler in list(logger.handlers):  # torch's own stderr handler: the program's stderr stays its own
         if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
             logger.removeHandler(handler)
+    _watch_ddp_splits()
     try:
         from .events import watch
 
         watch(_events, lambda: (len(_steps), _cur.get("shapes")))
     except Exception as exc:  # noqa: BLE001 - never change what the program does
         _problems.append(f"watching torch's logs: {type(exc).__name__}: {exc}")
+
+
+_DDP_SPLIT = re.compile(r"DDPOptimizer used bucket cap (\S+) and created (\d+) buckets")
+
+
+class _DDPSplits(logging.Handler):
+    """DDPOptimizer's split of a compiled DDP graph at its bucket boundaries: expected, not the user's break."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            found = _DDP_SPLIT.search(record.getMessage())
+            if found:
+                _events.append({"kind": "ddp_split", "step": len(_steps), "shapes": _cur.get("shapes"),
+                                "bucket_cap_bytes": found[1], "buckets": int(found[2])})
+        except Exception as exc:  # noqa: BLE001
+            _problems.append(f"DDPOptimizer log: {type(exc).__name__}: {exc}")
+
+
+def _watch_ddp_splits() -> None:
+    logger = logging.getLogger("torch._dynamo.backends.distributed")
+    logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
+    logger.propagate = False  # its INFO line is ours to read, not the program's stderr
+    logger.addHandler(_DDPSplits())
 
 
 # --- the outermost workspace modules ------------------------------------------------------------

@@ -89,10 +89,23 @@ def per_rank(eager_run: Optional[dict], compiled_run: Optional[dict]) -> list[di
         out.append({"rank": int(rank), "eager": ef, "compiled": cf,
                     "speedup": summary.speedup(ef, cf, "wall_s") if ok else None,
                     "graph_breaks": summary.graph_breaks(c), "recompiles": summary.recompiles(c),
+                    "ddp_splits": ddp_splits(c),
                     "compile_time": summary.compile_time(c),
                     "killed": {"eager": (e or {}).get("killed"), "compiled": (c or {}).get("killed")},
                     "finished": {"eager": (e or {}).get("finished"), "compiled": (c or {}).get("finished")}})
     return out
+
+
+def ddp_splits(run: Optional[dict]) -> list[dict]:
+    """The graphs DDPOptimizer split at DDP's bucket boundaries (a program compiling its DDP model)."""
+    return [{k: e.get(k) for k in ("step", "buckets", "bucket_cap_bytes")}
+            for e in (run or {}).get("events") or [] if e.get("kind") == "ddp_split"]
+
+
+def ddp_text(split: dict) -> str:
+    return (f"DDPOptimizer split the compiled graph into {split['buckets']} graphs at DDP's bucket boundaries "
+            f"(step {split['step']}; bucket cap {split['bucket_cap_bytes']} bytes): expected, so that each bucket's "
+            "all-reduce overlaps the backward; not a graph break in your code")
 
 
 def divergence(compiled_run: Optional[dict]) -> list[dict]:
@@ -167,6 +180,8 @@ def render_text(figures: dict) -> str:
                      + (f"; speedup {ratio['ratio']:.2f}x ({ratio['verdict']})" if ratio else "")
                      + f"; recompiles {len(r['recompiles'])}; graph breaks {len(r['graph_breaks'])}"
                      + (f"; compile time {ct['total_s']:.1f} s" if ct else ""))
+        for split in r.get("ddp_splits") or []:
+            lines.append(f"      {ddp_text(split)}")
     for d in figures.get("rank_divergence") or []:
         who = ", ".join(map(str, d["ranks"]))
         others = ", ".join(map(str, d.get("other_ranks") or []))
