@@ -120,7 +120,9 @@ def main() -> None:
         model = torch.compile(model, backend=args.compile or "inductor")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     generator = torch.Generator().manual_seed(1 + rank)  # each rank its own data
+    times = []
     for step in range(args.steps):
+        start = time.perf_counter()
         x, y = batch(config, rank, step, generator)
         if rank == 1 and step == args.crash_at:
             raise RuntimeError(f"rank 1 read a corrupt shard at step {step}")
@@ -130,8 +132,12 @@ def main() -> None:
         loss = model(x, y)
         loss.backward()
         optimizer.step()
+        times.append(time.perf_counter() - start)
         if rank == 0:
             print(f"step {step}: loss {loss.item():.4f}", flush=True)
+    steady = sorted(times[1:5] + times[6:]) or [0.0]  # step 0 and step 5 compile
+    print(f"rank {rank}: {len(times)} steps in {sum(times):.3f} s; steady median {steady[len(steady) // 2] * 1000:.1f} ms "
+          f"(its own clock)", flush=True)
     dist.destroy_process_group()
     if os.environ.get("LOCAL_RANK") == "0":
         print("done", flush=True)
