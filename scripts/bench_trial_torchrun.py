@@ -24,7 +24,7 @@ EXAMPLE = HERE / "trial_example" / "train_ddp.py"
 BIN = os.path.dirname(sys.executable)
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PATH": BIN + os.pathsep + os.environ["PATH"],
        "PYTHONPATH": str(HERE.parent / "server")}
-TORCHRUN = ["torchrun", "--nproc-per-node", "2", "--master-port", "0"]
+TORCHRUN = ["torchrun", "--standalone", "--nproc-per-node", "2"]
 
 
 def main() -> None:

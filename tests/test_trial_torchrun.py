@@ -22,7 +22,7 @@ EXAMPLE = Path(__file__).parent.parent / "scripts" / "trial_example" / "train_dd
 SERVER = str(Path(__file__).parent.parent / "server")
 BIN = os.path.dirname(sys.executable)  # the venv's torchrun
 ENV = {**os.environ, "PYTHONPATH": SERVER, "OMP_NUM_THREADS": "1", "PATH": BIN + os.pathsep + os.environ["PATH"]}
-TORCHRUN = ["torchrun", "--nproc-per-node", "2", "--master-port", "0"]
+TORCHRUN = ["torchrun", "--standalone", "--nproc-per-node", "2"]  # --standalone: a free port
 
 
 def _trial(root: Path, *flags: str, script_args: tuple = ()) -> tuple[subprocess.CompletedProcess, dict]:

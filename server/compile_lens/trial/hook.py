@@ -149,7 +149,7 @@ def _as_rank() -> None:
     _rank = int(os.environ["RANK"])
     _log = _torchrun.rank_log(_out, str(_rank))
     _out = _torchrun.rank_out(_out, str(_rank))
-    _log_line({"head": {"mode": _mode, "step_on": _step_on, "options": _options, "rank": _rank}})
+    _log_line({"head": {"mode": _mode, "step_on": _step_on, "options": _options, "rank": _rank, "pid": os.getpid()}})
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # the program's own handler stays
         signal.signal(signal.SIGTERM, _on_sigterm)
 

@@ -3,7 +3,8 @@
 Each rank (a process torchrun starts, with RANK in its environment) writes its own record,
 `<out>.rank<R>.json` at exit, and appends a line per step to `<out>.rank<R>.jsonl` as it goes, so a
 rank that is killed keeps its steps. The launcher itself runs no steps and writes nothing. The run
-is started as its own process group and ended as one: a run where no rank finishes a step for
+is started as its own process group and ended as one, with each rank's (torchrun starts every
+rank in a session of its own; a rank names its pid in its step log): a run where no rank finishes a step for
 `hang_timeout` seconds is stopped (SIGTERM to the group, SIGKILL after a grace period), and the
 ranks still running then are said to be stuck at the step they had reached.
 
@@ -80,12 +81,13 @@ def run_ranks(program: list[str], env: dict[str, str], out: str, hang_timeout: f
                 hung = {"after_s": hang_timeout}
                 print(f"{who}: no rank finished a step for {hang_timeout:g} s: ending the run (--hang-timeout)",
                       file=sys.stderr, flush=True)
-                code = _end_group(child)
+                code = _end_group(child, out)
                 break
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    _signal_group(child.pid, signal.SIGKILL)  # a rank the launcher left behind
+    for group in [child.pid, *_rank_pids(out)]:  # a rank the launcher left behind
+        _signal_group(group, signal.SIGKILL)
     ranks = read_ranks(out)
     if hung is not None:
         hung["ranks"] = {r: len(rec.get("steps") or []) for r, rec in ranks.items() if not rec.get("finished")}
@@ -99,13 +101,39 @@ def _signal_group(pid: int, signum: int) -> None:
         pass
 
 
-def _end_group(child: subprocess.Popen) -> int:
-    _signal_group(child.pid, signal.SIGTERM)
+def _end_group(child: subprocess.Popen, out: str) -> int:
+    """SIGTERM to the launcher's group and each rank's (a rank's handler writes its record), SIGKILL after GRACE_S."""
+    groups = [child.pid, *_rank_pids(out)]
+    for group in groups:
+        _signal_group(group, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_S
+    while time.monotonic() < deadline and any(_alive(g) for g in groups):
+        time.sleep(0.2)
+    for group in groups:
+        _signal_group(group, signal.SIGKILL)
+    return child.wait()
+
+
+def _alive(group: int) -> bool:
     try:
-        return child.wait(timeout=GRACE_S)
-    except subprocess.TimeoutExpired:
-        _signal_group(child.pid, signal.SIGKILL)
-        return child.wait()
+        os.killpg(group, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _rank_pids(out: str) -> list[int]:
+    """The ranks' pids, as each named its own in the first line of its step log."""
+    pids = []
+    for path in glob.glob(rank_log(out, "*")):
+        try:
+            with open(path, encoding="utf-8") as f:
+                pid = json.loads(f.readline()).get("head", {}).get("pid")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(pid, int) and pid > 1:
+            pids.append(pid)
+    return pids
 
 
 def read_ranks(out: str) -> dict[int, dict]:
