@@ -513,7 +513,8 @@ def _metric(entry: Any, step: int) -> dict:
 
 def _fail(kind: str, message: str, step: int, where: Optional[str] = None) -> None:
     global _failure
-    _failure = {"kind": kind, "message": message[:2000], "step": step, "where": where}
+    _failure = {"kind": kind, "message": message[:2000], "step": step, "where": where,
+                "at": time.time()}  # under torchrun, the first rank to fail is the cause: others fail in collectives after
     _log_line({"failure": _failure})
 
 

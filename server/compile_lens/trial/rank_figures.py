@@ -59,10 +59,11 @@ def _events(ranks: dict[int, dict]) -> list[dict]:
 
 
 def _failure(ranks: dict[int, dict], hung: Optional[dict]) -> Optional[dict]:
-    """The first rank's failure (by step), named with its rank; or the hang, with where each rank was."""
+    """The first rank's failure (by step, then by time: the others then fail in a collective with it),
+    named with its rank; or the hang, with where each rank was."""
     failed = [(r, rec["failure"]) for r, rec in sorted(ranks.items()) if rec.get("failure")]
     if failed:
-        rank, failure = min(failed, key=lambda f: f[1].get("step") or 0)
+        rank, failure = min(failed, key=lambda f: (f[1].get("step") or 0, f[1].get("at") or 0.0))
         return {**failure, "rank": rank, "message": f"rank {rank}: {failure.get('message')}"}
     if hung:
         stuck = hung.get("ranks") or {}
