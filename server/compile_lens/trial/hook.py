@@ -330,6 +330,8 @@ class _DDPSplits(logging.Handler):
             if found:
                 _events.append({"kind": "ddp_split", "step": len(_steps), "shapes": _cur.get("shapes"),
                                 "bucket_cap_bytes": found[1], "buckets": int(found[2])})
+            elif record.levelno >= logging.WARNING:  # torch's warnings reach the program's handlers as before
+                logging.getLogger("torch._dynamo.backends").handle(record)
         except Exception as exc:  # noqa: BLE001
             _problems.append(f"DDPOptimizer log: {type(exc).__name__}: {exc}")
 
@@ -337,7 +339,7 @@ class _DDPSplits(logging.Handler):
 def _watch_ddp_splits() -> None:
     logger = logging.getLogger("torch._dynamo.backends.distributed")
     logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
-    logger.propagate = False  # its INFO line is ours to read, not the program's stderr
+    logger.propagate = False  # its INFO line is ours to read, not the program's stderr (warnings are passed on)
     logger.addHandler(_DDPSplits())
 
 
