@@ -15,6 +15,7 @@ from typing import Any, Optional
 from ..trial.summary import step_times
 from .cards import format_bytes, money
 from .html_parts import _e, _finite, _Page, _s, _x, code_spans, nice_ticks, y_grid
+from .report_ranks import ranks_part
 from .report_shapes import shapes_part
 from .trial_text import break_text, none_timed, untimed
 
@@ -259,5 +260,6 @@ def trial_section(page: _Page, trial: dict[str, Any], bill: Optional[dict[str, A
     out.append("<h3>The GPU bill</h3>" + _bill(bill))
     out.append(_events(page, figures))
     out.append(shapes_part(figures))
+    out.append(ranks_part(page, figures))  # torchrun: rank by rank
     out.append("</section>")
     return "".join(out)
