@@ -19,6 +19,7 @@ export const CLEAR_IMPORTED_TRACE = 'compileLens.clearImportedTrace';
 export const RESTART_SERVER = 'compileLens.restartServer';
 export const SHOW_OUTPUT = 'compileLens.showOutput';
 export const SHOW_REPORT = 'compileLens.showReport';
+export const COMPARE_TORCH = 'compileLens.compareTorch';
 
 /**
  * The client's own commands that the server may put in lenses and hovers, sent as the

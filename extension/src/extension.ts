@@ -1,9 +1,10 @@
 // Wiring only: ids live in constants.ts; the interpreter in python.ts; settings in settings.ts; the
 // server's command line in bundled.ts and serverCommand.ts, its log in serverLog.ts, its commands'
 // client side in middleware.ts, its lifecycle in server.ts; the status item in status.ts; the
-// compile report in report.ts.
+// compile report in report.ts; the torch comparison in compare.ts.
 import * as vscode from 'vscode';
-import { RESTART_SERVER, SECTION, SHOW_OUTPUT, SHOW_REPORT } from './constants';
+import { compareTorch } from './compare';
+import { COMPARE_TORCH, RESTART_SERVER, SECTION, SHOW_OUTPUT, SHOW_REPORT } from './constants';
 import { onDidChangePythonInterpreter } from './python';
 import { ReportView } from './report';
 import { CompileLensServer } from './server';
@@ -38,6 +39,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(RESTART_SERVER, () => srv.restart('command')),
     vscode.commands.registerCommand(SHOW_OUTPUT, () => log.show()),
     vscode.commands.registerCommand(SHOW_REPORT, (uri?: unknown) => report.show(uri)),
+    vscode.commands.registerCommand(COMPARE_TORCH, () => compareTorch(() => srv.resolveCommand())),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration(`${SECTION}.interpreter`)) {
         restartSoon('compileLens.interpreter changed');

@@ -133,6 +133,7 @@ class Recompile:
     path: Optional[str] = None  # file of the guard's line when torch names one
     frame: Optional[Frame] = None  # the compiled frame (code object: file, first line, name) that recompiled
     compile_id: Optional[str] = None  # torch's id of the compile this caused ("0/1": frame 0, its 2nd compile)
+    meaning: Optional[str] = None  # the guard in the user's terms (`guard_words.meaning`), when it can be said
 
 
 @dataclass

@@ -22,6 +22,7 @@ from .. import __version__
 from ..config import find_root
 from ..discovery import Discovery, dependency_fingerprint, discover
 from ..discovery.inputs import resolve_inputs
+from ..interpreters import is_own
 from ..jobs.analysis import analyze_file, safe_lint
 from ..jobs.cache import (
     ResultCache,
@@ -38,10 +39,12 @@ from ..protocol import FileReport, Finding, Problem, TargetResult, TargetSpec
 from ..render import assembly, sarif_limits
 from ..render.cli_output import exit_code, render_json, render_text
 from ..render.sarif import render_sarif
+from ..render.torch_diff_text import render_torch_diff_text
 from ..settings import DEVICES, Settings
 from . import gate
 from .baseline import apply_baseline, write_baseline
 from .common import files_and_root, finish, open_cache, say, settings_for
+from .compare import add_compare_argument, label, other_interpreter, torch_diff
 from .gpu_wait import GpuWait, add_wait_gpu_argument
 from .shard import Shard, add_shard_argument, shard_files
 
@@ -75,8 +78,8 @@ def _picked(picks: Optional[list[TargetPick]], path: str, targets: list[TargetSp
 class _Workers:
     """One worker at a time, started in the root of the files it analyses, only when needed."""
 
-    def __init__(self, settings: Settings, cache: Optional[ResultCache]):
-        self.settings, self.cache = settings, cache
+    def __init__(self, settings: Settings, cache: Optional[ResultCache], python: Optional[str] = None):
+        self.settings, self.cache, self.python = settings, cache, python
         self.slot: Optional[WorkerSlot] = None
         self.root: Optional[str] = None
         self.runtime: dict = {}
@@ -85,13 +88,13 @@ class _Workers:
         if self.slot is not None and self.root != root:
             await self.stop()
         if self.slot is None:
-            self.slot, self.root = WorkerSlot("cli", default_python(), root, worker_env(cache_dir()),
+            self.slot, self.root = WorkerSlot("cli", self.python or default_python(), root, worker_env(cache_dir()),
                                               spare=False), root
             info = await self.slot.info(self.settings.timeout_s)
             if not self.runtime:
                 self.runtime = info
                 if self.cache is not None:
-                    self.cache.put(_runtime_key(), "runtime", info)
+                    self.cache.put(_runtime_key(self.python), "runtime", info)
         return self.slot
 
     async def stop(self) -> None:
@@ -100,18 +103,20 @@ class _Workers:
         self.slot = self.root = None
 
 
-def _runtime_key() -> str:
-    return cache_key("runtime", default_python(), torch_version())
+def _runtime_key(python: Optional[str] = None) -> str:
+    return cache_key("runtime", python or default_python(), torch_version(python))
 
 
 async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet: bool, recompiles: bool = True,
                 root: Optional[str] = None, targets: Optional[list[TargetPick]] = None,
                 cache: Optional[ResultCache] = None, trace_dir: Optional[str] = None,
-                wait_gpu: Optional[float] = None) -> tuple[list[FileReport], dict]:
+                wait_gpu: Optional[float] = None, python: Optional[str] = None) -> tuple[list[FileReport], dict]:
     """Analyse `files`; each in its own workspace root unless `root` is given. Results come from
-    `cache` when it has every part asked for (no worker starts when it has them all)."""
-    version = torch_version()
-    workers = _Workers(settings, cache)
+    `cache` when it has every part asked for (no worker starts when it has them all). `python`: the
+    workers' interpreter when not this one (`--compare-with`), already probed."""
+    python = None if is_own(python) else python
+    version = torch_version(python)
+    workers = _Workers(settings, cache, python)
     gpu_free = GpuWait(wait_gpu if benchmark else None, settings, quiet=quiet)
     reports: list[FileReport] = []
     try:
@@ -146,7 +151,8 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             keys: dict[str, TargetKeys] = {}
             if cache is not None:
                 deps, _ = dependency_fingerprint(path, source, file_root)
-                keys = {t.name: target_keys(version, path, discovery.fingerprint, deps, t, settings.device, settings.mode)
+                keys = {t.name: target_keys(version, path, discovery.fingerprint, deps, t, settings.device, settings.mode,
+                                           python)
                         for t in runnable}
                 for t in runnable:
                     hit = read_result(cache, keys[t.name], source, path, recompiles=recompiles, benchmark=benchmark)
@@ -176,7 +182,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             _fill(report, discovery, results, runnable, lints, statics, file_root)
         runtime = workers.runtime
         if not runtime and cache is not None:
-            hit = cache.get(_runtime_key())
+            hit = cache.get(_runtime_key(python))
             runtime = hit[0] if hit else {}
         return reports, runtime or {"torch": version}
     finally:
@@ -255,6 +261,7 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
     chk.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
                      help="budget of one target's measurement, compiles included (benchmark.maxSeconds)")
     add_wait_gpu_argument(chk)
+    add_compare_argument(chk)
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     chk.add_argument("--trace-dir", metavar="DIR",
@@ -279,6 +286,9 @@ def run_check(args: argparse.Namespace) -> int:
     if isinstance(found, int):
         return found
     files, root = found
+    other = other_interpreter(args)
+    if isinstance(other, int):
+        return other
     settings = settings_for(args, files, root)
     files = shard_files(args, files, root)
     if isinstance(files, int):
@@ -287,10 +297,18 @@ def run_check(args: argparse.Namespace) -> int:
     # a trace is of a run that happens now: results from the cache would write none
     cache = open_cache(args.no_cache or bool(args.trace_dir))
     trace_dir = os.path.abspath(args.trace_dir) if args.trace_dir else None  # the worker runs elsewhere
+    run = dict(benchmark=not args.no_benchmark, quiet=args.quiet, recompiles=not args.no_recompiles, root=args.root,
+               targets=picks, cache=cache, trace_dir=trace_dir, wait_gpu=args.wait_gpu)
+    theirs = None
     try:
-        reports, runtime = asyncio.run(check(files, settings, benchmark=not args.no_benchmark, quiet=args.quiet,
-                                             recompiles=not args.no_recompiles, root=args.root, targets=picks,
-                                             cache=cache, trace_dir=trace_dir, wait_gpu=args.wait_gpu))
+        if other and not args.quiet:
+            say(f"with {label(None)}")
+        reports, runtime = asyncio.run(check(files, settings, **run))  # type: ignore[arg-type]
+        if other:
+            if not args.quiet:
+                say(f"with {label(other)}")
+            theirs = asyncio.run(check(files, settings, python=other.python, **run))  # type: ignore[arg-type]
+            finish(theirs[0])
     except KeyboardInterrupt:
         return 2
     finally:
@@ -317,13 +335,18 @@ def run_check(args: argparse.Namespace) -> int:
             return 2
     not_run = tuple(what for what, skipped in (("recompile check (--no-recompiles)", args.no_recompiles),
                                                ("measurement (--no-benchmark)", args.no_benchmark)) if skipped)
+    diff = torch_diff((reports, runtime), theirs, other, root) if other and theirs else None
     if args.format == "text":
         text = render_text(reports, cwd=root, baselined=hidden, not_run=not_run)
+        if diff is not None:
+            text += "\n\n" + render_torch_diff_text(diff)
     elif args.format == "json":
         device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
         checks = {"graph_breaks": True, "recompiles": not args.no_recompiles, "benchmark": not args.no_benchmark}
-        text = json.dumps(render_json(reports, torch_version=runtime.get("torch"), device=device, checks=checks),
-                          indent=2)
+        doc = render_json(reports, torch_version=runtime.get("torch"), device=device, checks=checks)
+        if diff is not None:
+            doc["compare"] = diff
+        text = json.dumps(doc, indent=2)
     else:
         log = render_sarif(reports, tool_version=__version__, cwd=root,
                            shard=Shard.parse(args.shard).name if args.shard else None)
@@ -335,7 +358,7 @@ def run_check(args: argparse.Namespace) -> int:
             f.write(text + "\n")
     else:
         print(text)
-    if any(r.error and r.error.kind == "no-torch" for r in reports):
+    if any(r.error and r.error.kind == "no-torch" for r in reports + (theirs[0] if theirs else [])):
         return 2
     if args.write_baseline:
         return 0

@@ -21,7 +21,8 @@ from ..settings import DEVICES, MODES
 from ..trial import store as trial_store
 from ..trial import summary as trial_summary
 from .check import check
-from .common import files_and_root, finish, open_cache, settings_for
+from .common import files_and_root, finish, open_cache, say, settings_for
+from .compare import add_compare_argument, label, other_interpreter, torch_diff
 from .gpu_wait import add_wait_gpu_argument
 from .shard import add_shard_argument, shard_files
 from .trial import add_bill_arguments, bill_flag_error, bill_inputs
@@ -50,6 +51,7 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_wait_gpu_argument(rep)
     rep.add_argument("--title", default=None, help="the page's title (default: from the paths)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_compare_argument(rep)
     add_bill_arguments(rep)  # for the trial's section: .compile-lens/trial.json and its bill
     rep.set_defaults(run=run_report)
     return rep
@@ -71,30 +73,44 @@ def run_report(args: argparse.Namespace) -> int:
     if isinstance(found, int):
         return found
     files, root = found
+    other = other_interpreter(args)
+    if isinstance(other, int):
+        return other
     # [tool.compile-lens] in pyproject.toml gives the defaults, as for `check`; flags win
     settings = settings_for(args, files, root)
     files = shard_files(args, files, root)
     if isinstance(files, int):
         return files
     cache = open_cache(args.no_cache)
+    theirs = None
     try:
+        if other and not args.quiet:
+            say(f"with {label(None)}")
         reports, runtime = asyncio.run(check(files, settings, benchmark=True, quiet=args.quiet, root=args.root,
                                              cache=cache, wait_gpu=args.wait_gpu))
+        if other:
+            if not args.quiet:
+                say(f"with {label(other)}")
+            theirs = asyncio.run(check(files, settings, benchmark=True, quiet=args.quiet, root=args.root,
+                                       cache=cache, wait_gpu=args.wait_gpu, python=other.python))
+            finish(theirs[0])
     except KeyboardInterrupt:
         return 2
     finally:
         if cache is not None:
             cache.close()
     finish(reports)
-    if any(r.error and r.error.kind == "no-torch" for r in reports):
-        problem = next(r.error for r in reports if r.error and r.error.kind == "no-torch")
+    every = reports + (theirs[0] if theirs else [])
+    if any(r.error and r.error.kind == "no-torch" for r in every):
+        problem = next(r.error for r in every if r.error and r.error.kind == "no-torch")
         print(f"compile-lens: {problem.message}", file=sys.stderr)
         return 2
     device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
     trial = trial_store.read(root)
     trial_bill = trial_summary.bill(trial["figures"], bill_inputs(args, settings)) if trial else None
     page = render_report(reports, title=args.title or _title(args.paths), torch_version=runtime.get("torch"),
-                         device=device, cwd=root, trial=trial, trial_bill=trial_bill)
+                         device=device, cwd=root, trial=trial, trial_bill=trial_bill,
+                         torch_diff=torch_diff((reports, runtime), theirs, other, root) if other and theirs else None)
     try:
         directory = os.path.dirname(os.path.abspath(args.output))
         os.makedirs(directory, exist_ok=True)

@@ -16,11 +16,12 @@ import sys
 import tempfile
 from typing import Any, Optional
 
+from .. import guard_words
 from ..config import find_root, load_project_config
 from ..cost import BILL_FIELDS, CostInputs
 from ..render import trial_text
 from ..settings import Settings
-from ..trial import runner, store, summary
+from ..trial import keep_record, rank_figures, runner, shapes, store, summary, torchrun
 from .common import add_program
 from .common import program as program_of
 
@@ -57,6 +58,9 @@ def add_trial_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--atol", type=float, default=1e-5, help="loss tolerance, absolute (default 1e-5)")
     parser.add_argument("--root", help="workspace root: modules defined under it are compiled (default: this folder)")
     parser.add_argument("--json", metavar="FILE", help="write the figures as JSON here")
+    parser.add_argument("--hang-timeout", type=float, default=torchrun.DEFAULT_HANG_TIMEOUT, metavar="SECONDS",
+                        help="under torchrun: end the run when no rank finishes a step for this long "
+                             f"(default {torchrun.DEFAULT_HANG_TIMEOUT:g})")
     add_bill_arguments(parser)
     add_program(parser, run_trial)
     return parser
@@ -123,6 +127,9 @@ def run_trial(args: argparse.Namespace) -> int:
     if problem:
         print(f"compile-lens trial: {problem}", file=sys.stderr)
         return 2
+    if (problem := _torchrun_error(program, args)) is not None:
+        print(f"compile-lens trial: {problem}", file=sys.stderr)
+        return 2
     root = os.path.abspath(args.root or os.getcwd())
     steps = args.steps or (0 if args.seconds else DEFAULT_STEPS)
     options: dict = {}
@@ -132,12 +139,15 @@ def run_trial(args: argparse.Namespace) -> int:
         options["backend"] = args.backend
     if args.dynamic != "auto":
         options["dynamic"] = args.dynamic == "true"
-    common = {"root": root, "step_on": args.step_on}
+    common = {"root": root, "step_on": args.step_on, "hang_timeout": args.hang_timeout}
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="compile-lens-trial-") as scratch:
         _say("eager run")
         eager_code, eager = runner.run_once(program, mode="eager", scratch=scratch, steps=steps,
                                             seconds=args.seconds or 0.0, **common)
+        if eager_code in (126, 127) and eager is None:  # the command itself was not found or not runnable
+            return eager_code
+        kept = keep_record.keep(scratch, root)
         if not steps:  # --seconds: the compiled run does as many steps as eager did
             steps = len((eager or {}).get("steps") or []) or 0
         repeat = None
@@ -154,11 +164,16 @@ def run_trial(args: argparse.Namespace) -> int:
             artifact = _artifact_run(program, args, root, scratch, options, compiled, common)
     figures = summary.summarize(eager, eager_code, compiled, compiled_code, rtol=args.rtol, atol=args.atol,
                                 repeat_run=repeat, command=shlex.join(program))
+    add_what_it_saw(figures, compiled, kept)
     figures["artifact"] = artifact
+    figures["ranks"] = rank_figures.per_rank(eager, compiled)
+    figures["rank_divergence"] = rank_figures.divergence(compiled)
     figures["cold"] = args.cold
     figures["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": _load()}
     figures["cost"] = summary.bill(figures, bill_inputs(args, _settings(root, find_root(root))))
     print(trial_text.render_text(figures), file=sys.stderr)
+    if figures["ranks"]:
+        print(rank_figures.render_text(figures), file=sys.stderr)
     saved = store.write(find_root(root), figures, command=shlex.join(program), base=root)
     if saved:
         _say(f"figures saved in {os.path.relpath(saved)} (the report and the editor's hover card read them)")
@@ -167,6 +182,31 @@ def run_trial(args: argparse.Namespace) -> int:
             json.dump(figures, f, indent=1)
             f.write("\n")
     return eager_code if eager_code != 0 else compiled_code
+
+
+def add_what_it_saw(figures: dict, compiled_run: Optional[dict], kept: Optional[tuple[str, list[str]]]) -> None:
+    """The recompiles in the user's terms, the run per input shape, and the record kept for the editor."""
+    figures["recompiles"] = [guard_words.say(r) for r in figures.get("recompiles") or []]
+    rows = shapes.by_shape(figures["eager"], figures["compiled"], compiled_run, figures["recompiles"])
+    figures["by_shape"] = rows
+    whole = (figures.get("speedup") or {}).get("wall")
+    figures["shape_findings"] = shapes.findings(rows, whole, figures["compiled"], figures["eager"])
+    figures["recorded"] = {"path": kept[0], "targets": kept[1]} if kept else None
+    if kept:
+        _say(f"the eager run's record of {len(kept[1])} target{'s' if len(kept[1]) != 1 else ''} merged into "
+             f"{os.path.relpath(kept[0])} (check, report and the editor trace them with these inputs)")
+
+
+def _torchrun_error(program: list[str], args: argparse.Namespace) -> Optional[str]:
+    """What the trial cannot do with this torchrun run; None when it can (or it is no torchrun run)."""
+    if not torchrun.is_torchrun(program):
+        return None
+    if args.seconds is not None:
+        return ("--seconds cannot bound a torchrun run: each rank would stop at its own step and the others "
+                "would wait for it in a collective; give --steps N instead (every rank stops after step N)")
+    if args.hang_timeout <= 0:
+        return "--hang-timeout must be positive"
+    return None
 
 
 def _artifact_path(args: argparse.Namespace, root: str) -> str:

@@ -84,18 +84,30 @@ class TargetKeys:
 
 
 def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_fingerprint: str, spec: Any,
-                device: str, mode: str) -> TargetKeys:
-    """The keys of one target, built here only, so the editor and the CLI read each other's results."""
+                device: str, mode: str, python: Optional[str] = None) -> TargetKeys:
+    """The keys of one target, built here only, so the editor and the CLI read each other's results.
+    `python`: the workers' interpreter when it is not this process's own (`check --compare-with`):
+    two venvs with the same torch version may still hold different builds."""
     real = os.path.realpath(path)
+    other = () if python is None else (("python", python),)
 
     def key(kind: str, *extra: Any) -> str:
-        return target_key(kind, torch_version, real, fingerprint, deps_fingerprint, spec, *extra)
+        return target_key(kind, torch_version, real, fingerprint, deps_fingerprint, spec, *extra, *other)
 
     return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode))
 
 
-def torch_version() -> Optional[str]:
-    """torch's version from its metadata: part of every key, read without importing torch."""
+def torch_version(python: Optional[str] = None) -> Optional[str]:
+    """torch's version from its metadata: part of every key, read without importing torch. `python`:
+    the workers' interpreter when it is another one (probed: `interpreters.probe`)."""
+    if python is not None:
+        from ..interpreters import InterpreterError, is_own, probe
+
+        if not is_own(python):
+            try:
+                return probe(python).torch
+            except InterpreterError:
+                return None
     try:
         from importlib.metadata import version
 

@@ -258,7 +258,10 @@ def trial_line(trial: Optional[dict[str, Any]], bill: Optional[dict[str, Any]] =
             text += f", the migration pays back in {months:.1f} months"
     elif bill and bill.get("gpu_hours_saved_per_month") is not None:
         text += f"; {abs(bill['gpu_hours_saved_per_month']):,.1f} GPU-hours {'saved' if bill['gpu_hours_saved_per_month'] >= 0 else 'added'} per month"
-    return text
+    if bill and bill.get("device") not in (None, "cuda") and (bill.get("gpu_hours_saved_per_month") is not None or saved is not None):
+        text += f" (measured on {bill['device']}, not a GPU)"
+    shapes = shape_hover_line(figures.get("by_shape") or [])
+    return text + ("\n" + shapes if shapes else "")
 
 
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
@@ -345,3 +348,16 @@ def waiting_lens_title(busy: str) -> str:
 def report_line(client_shows_report: bool, relpath: str) -> str:
     """The hover's last line: a link where the client opens the report itself, else the CLI command."""
     return REPORT_LINK if client_shows_report else report_hint(relpath)
+
+
+def shape_hover_line(rows: list[dict[str, Any]]) -> Optional[str]:
+    """The trial per input shape (`trial.shapes.by_shape`): `- by input shape in your run: [8, 16] 11 steps 1.4×; [5, 16] 1 step (warm-up only), 2 recompiles`."""
+    if len(rows) < 2:
+        return None
+    parts = []
+    for r in rows[:4]:
+        what = f"{r['speedup']:.2f}×" if r["speedup"] is not None else "warm-up only"
+        rec = f", {r['recompiles']} recompile{'s' if r['recompiles'] != 1 else ''}" if r["recompiles"] else ""
+        parts.append(f"`{r['signature']}` {r['step_count']} step{'s' if r['step_count'] != 1 else ''} {what}{rec}")
+    more = f"; {len(rows) - 4} more" if len(rows) > 4 else ""
+    return "- by input shape in your run: " + "; ".join(parts) + more

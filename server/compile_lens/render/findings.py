@@ -145,6 +145,12 @@ def recompile_message(rc: Recompile, state_switch: bool = False, compile_s: Opti
     if cold:
         cost = f" (the first compile with Inductor took {cold:.1f} s cold" + (
             f", {warm:.1f} s with warm caches)" if warm else ")")
+    # torch's own name for the value (`___stack0`): say it in the user's terms, then torch's guard
+    if rc.meaning and rc.changed.startswith("___") and not state_switch and rc.kind in ("specialization", "limit"):
+        if rc.kind == "limit":
+            return (f"Hits the recompile limit ({rc.variation}): {rc.meaning} — torch's guard: {rc.reason} — "
+                    "later calls silently run eager")
+        return f"Recompiles for every new value ({rc.variation}): {rc.meaning} — torch's guard: {rc.reason} — each costs a compile{cost}"
     if state_switch:
         return (f"Recompiles once for {rc.variation}: {rc.reason} — one more compile{cost}, then both versions "
                 "are kept; expected if you switch this at run time")

@@ -14,6 +14,14 @@ def _e(text: Any) -> str:
     return html.escape("" if text is None else str(text), quote=True)
 
 
+def code_spans(text: Any) -> str:
+    """Escaped text with its `backticked` parts as <code> (the trial's sentences name code that way)."""
+    parts = _e(text).split("`")
+    if len(parts) % 2 == 0:  # an odd backtick: leave the text as it is
+        return _e(text)
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
 def _finite(x: Any) -> Optional[float]:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 

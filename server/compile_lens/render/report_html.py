@@ -33,6 +33,8 @@ from .findings import break_count_text, recompile_findings
 from .html_parts import _e, _finite, _ms, _Page, _plural, _s, _sci, _slug, _x
 from .phases import phase_states
 from .report_charts import breakdown_chart, latency_chart
+from .report_compare import compare_section
+from .report_style import SCRIPT, STANDALONE_PALETTE, STYLE, WEBVIEW_PALETTE
 from .report_trial import trial_section
 
 RECOMPILE_CODES = set(_RECOMPILE_KINDS.values())
@@ -237,6 +239,11 @@ def _break_item(page: _Page, target: str, g: GraphBreak) -> str:
     return "".join(parts)
 
 
+def _not_built(reports: list[FileReport]) -> list[tuple[FileReport, Finding]]:
+    """The modules and functions found but not traced (no inputs, constructor arguments), with why."""
+    return [(r, f) for r in reports for f in r.findings if f.code == codes.TARGET]
+
+
 def _breaks(page: _Page, reports: list[FileReport]) -> str:
     items = []
     for r in reports:
@@ -248,11 +255,16 @@ def _breaks(page: _Page, reports: list[FileReport]) -> str:
                          '<ul class="breaks">' + "".join(_break_item(page, t.name, g) for g in t.graph_breaks) + "</ul>")
     if not items:
         targets = [t for r in reports for t in r.targets]
+        if not targets and _not_built(reports):
+            return ('<section><h2>Graph breaks</h2><p class="warn">No target was traced, so no graph break can be '
+                    "ruled out: see Targets for which were not and why.</p></section>")
         untraced = [t for t in targets if phase_states(t)[0].status != "done"]
-        if not untraced:
+        missing = [f.data.get("target") or f.message.split("`")[1 if "`" in f.message else 0]
+                   for _, f in _not_built(reports)]  # found but never built: not traced either
+        if not untraced and not missing:
             return '<section><h2>Graph breaks</h2><p class="good">No graph breaks in the traced targets.</p></section>'
         traced = len(targets) - len(untraced)
-        names = ", ".join(t.name for t in untraced)
+        names = ", ".join([t.name for t in untraced] + missing)
         return (f'<section><h2>Graph breaks</h2><p class="warn">No graph breaks in the {_plural(traced, "traced target")}; '
                 f'not traced: {_e(names)} (see the table).</p></section>')
     return "<section><h2>Graph breaks</h2>" + "".join(items) + "</section>"
@@ -317,107 +329,6 @@ def _notes(reports: list[FileReport]) -> str:
 
 # --- the page -------------------------------------------------------------------------------
 
-STANDALONE_PALETTE = """
-:root { --bg: #ffffff; --fg: #1f2328; --muted: #59636e; --border: #d1d9e0; --code-bg: #f6f8fa;
-  --link: #0969da; --good: #1a7f37; --bad: #cf222e; --warn: #9a6700;
-  --c-eager: #d4731b; --c-compiled: #2f6fdb; --c1: #2f6fdb; --c2: #8250df; --c3: #1a7f37; --c4: #d4731b;
-  --c-total: #8c959f; --font: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
-  --mono: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; --size: 14px; }
-@media (prefers-color-scheme: dark) {
-  :root { --bg: #0d1117; --fg: #e6edf3; --muted: #9198a1; --border: #3d444d; --code-bg: #151b23;
-    --link: #4493f8; --good: #3fb950; --bad: #f85149; --warn: #d29922;
-    --c-eager: #f0883e; --c-compiled: #4493f8; --c1: #4493f8; --c2: #ab7df8; --c3: #3fb950; --c4: #f0883e;
-    --c-total: #6e7681; } }
-"""
-
-WEBVIEW_PALETTE = """
-:root { --bg: var(--vscode-editor-background); --fg: var(--vscode-editor-foreground);
-  --muted: var(--vscode-descriptionForeground); --border: var(--vscode-panel-border, var(--vscode-widget-border, rgba(128,128,128,.35)));
-  --code-bg: var(--vscode-textCodeBlock-background); --link: var(--vscode-textLink-foreground);
-  --good: var(--vscode-charts-green); --bad: var(--vscode-errorForeground); --warn: var(--vscode-editorWarning-foreground);
-  --c-eager: var(--vscode-charts-orange); --c-compiled: var(--vscode-charts-blue); --c1: var(--vscode-charts-blue);
-  --c2: var(--vscode-charts-purple); --c3: var(--vscode-charts-green); --c4: var(--vscode-charts-orange);
-  --c-total: var(--vscode-disabledForeground, #888); --font: var(--vscode-font-family);
-  --mono: var(--vscode-editor-font-family); --size: var(--vscode-font-size); }
-"""
-
-STYLE = """
-* { box-sizing: border-box; }
-body { margin: 0; padding: 20px 28px 40px; background: var(--bg); color: var(--fg); font-family: var(--font);
-  font-size: var(--size); line-height: 1.45; }
-h1 { font-size: 1.5em; margin: 0 0 4px; font-weight: 600; }
-h2 { font-size: 1.2em; margin: 28px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--border); font-weight: 600; }
-h3 { font-size: 1.05em; margin: 16px 0 6px; font-weight: 600; }
-a { color: var(--link); text-decoration: none; } a:hover { text-decoration: underline; }
-code, .loc { font-family: var(--mono); font-size: 0.92em; }
-code { background: var(--code-bg); padding: 1px 4px; border-radius: 3px; }
-.meta { color: var(--muted); margin: 0 0 4px; }
-.summary { margin: 10px 0 0; display: flex; flex-wrap: wrap; gap: 8px; }
-.pill { border: 1px solid var(--border); border-radius: 12px; padding: 2px 10px; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; vertical-align: top; padding: 6px 10px; border-bottom: 1px solid var(--border); }
-th { font-weight: 600; color: var(--muted); font-size: 0.85em; vertical-align: bottom; }
-table.targets th { max-width: 9em; }
-table.targets tr.target td { border-bottom: none; padding-bottom: 2px; }
-table.targets tr.verdict td { padding-top: 0; font-weight: 600; }
-@media (max-width: 640px) {  /* the editor's side panel: stack each target's cells, nothing runs past the edge */
-  table.targets tr.head { display: none; }
-  table.targets, table.targets tbody, table.targets tr, table.targets td { display: block; width: auto; }
-  table.targets td { padding: 2px 10px; border: none; overflow-wrap: anywhere; }
-  table.targets td:not(.name)[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 0.85em; }
-  table.targets td:empty { display: none; }
-  table.targets tr.verdict { border-bottom: 1px solid var(--border); padding-bottom: 6px; }
-  td { overflow-wrap: anywhere; }
-}
-tr.verdict .label { font-weight: normal; color: var(--muted); font-size: 0.85em; margin-right: 6px; }
-td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-td.name { white-space: nowrap; }
-.sub { color: var(--muted); font-weight: normal; font-size: 0.9em; }
-.muted { color: var(--muted); } .good { color: var(--good); } .bad { color: var(--bad); } .warn { color: var(--warn); }
-.card { border: 1px solid var(--border); border-radius: 6px; padding: 4px 16px 10px; margin: 12px 0; }
-.charts { display: flex; flex-wrap: wrap; gap: 16px 32px; }
-figure { margin: 6px 0; flex: 1 1 440px; max-width: 600px; }
-figure.empty { display: flex; align-items: center; }
-figcaption { color: var(--muted); font-size: 0.85em; margin-top: 2px; }
-svg.chart { width: 100%; height: auto; display: block; font-family: var(--font); }
-svg .title { font-size: 13px; font-weight: 600; fill: var(--fg); }
-svg .axis { font-size: 11px; fill: var(--muted); } svg .strong { font-weight: 700; fill: var(--fg); }
-svg .grid { stroke: var(--border); stroke-width: 1; }
-svg .line { fill: none; stroke-width: 2; }
-svg .whisker { stroke-width: 1.5; opacity: 0.6; }
-svg .s-eager { stroke: var(--c-eager); fill: var(--c-eager); } svg polyline.s-eager { fill: none; }
-svg .s-compiled { stroke: var(--c-compiled); fill: var(--c-compiled); } svg polyline.s-compiled { fill: none; }
-svg .bar { stroke: none; }
-svg .c1 { fill: var(--c1); } svg .c2 { fill: var(--c2); } svg .c3 { fill: var(--c3); } svg .c4 { fill: var(--c4); }
-svg .c-total { fill: var(--c-total); }
-svg .marker { stroke-dasharray: 4 3; }
-table.trial { width: auto; } table.trial td:first-child { white-space: nowrap; }
-ul.breaks { list-style: none; padding: 0; margin: 0; }
-li.break { border-left: 3px solid var(--warn); padding: 4px 12px; margin: 8px 0; }
-li.break .head { display: flex; flex-wrap: wrap; gap: 4px 10px; align-items: baseline; }
-li.break p { margin: 4px 0; }
-.gb { font-family: var(--mono); font-weight: 700; }
-ul.hints { margin: 4px 0; padding-left: 20px; color: var(--muted); }
-.chain { color: var(--muted); font-size: 0.9em; }
-.banner { border: 1px solid var(--warn); border-radius: 4px; padding: 6px 12px; margin: 12px 0 0; }
-footer { margin-top: 32px; color: var(--muted); font-size: 0.85em; }
-"""
-
-SCRIPT = """
-(function () {
-  const vscode = acquireVsCodeApi();
-  document.addEventListener('click', (event) => {
-    const link = event.target.closest('[data-path]');
-    if (!link) { return; }
-    event.preventDefault();
-    vscode.postMessage({ type: 'open', path: link.dataset.path,
-      line: Number(link.dataset.line) || 1, column: Number(link.dataset.column) || 1 });
-  });
-})();
-"""
-
-
 def _summary(reports: list[FileReport]) -> str:
     targets = [t for r in reports for t in r.targets]
     measured = [t for t in targets if t.benchmark is not None]
@@ -438,10 +349,12 @@ def _summary(reports: list[FileReport]) -> str:
 def render_report(reports: list[FileReport], *, title: str, torch_version: Optional[str], device: str,
                   cwd: str, for_webview: bool = False, nonce: Optional[str] = None,
                   generated_at: Optional[float] = None, banner: Optional[str] = None,
-                  trial: Optional[dict[str, Any]] = None, trial_bill: Optional[dict[str, Any]] = None) -> str:
+                  trial: Optional[dict[str, Any]] = None, trial_bill: Optional[dict[str, Any]] = None,
+                  torch_diff: Optional[dict[str, Any]] = None) -> str:
     """The whole page. `nonce` (webview only) is the script's CSP nonce; one is made when not given.
     `banner`: a line shown above everything (e.g. results hidden because the file changed).
-    `trial`: the workspace's saved `compile-lens trial` (trial.store) and `trial_bill` its bill."""
+    `trial`: the workspace's saved `compile-lens trial` (trial.store) and `trial_bill` its bill.
+    `torch_diff`: what another torch changes (`torch_diff.compare`, `report --compare-with`)."""
     page = _Page(cwd, for_webview)
     head = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">']
     if for_webview:
@@ -464,6 +377,9 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     body.append("<section><h2>Targets</h2>")
     if rows:
         body.append(f'<div class="scroll"><table class="targets">{TABLE_HEAD}{"".join(rows)}</table></div>')
+    elif _not_built(reports):
+        body.append('<p class="warn">No target was traced: ' + "; ".join(
+            f"{page.loc(r.path, f.line)}: {_e(f.message)}" for r, f in _not_built(reports)) + "</p>")
     else:
         body.append('<p class="muted">No targets: nothing in these files is compiled or an nn.Module.</p>')
     body.append("</section>")
@@ -471,6 +387,8 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     charts = [c for c in charts if c]
     if charts:
         body.append("<section><h2>Speed and compile time</h2>" + "".join(charts) + "</section>")
+    if torch_diff:
+        body.append(compare_section(torch_diff))
     if trial:
 
         body.append(trial_section(page, trial, trial_bill))

@@ -14,7 +14,9 @@ from typing import Any, Optional
 
 from ..trial.summary import step_times
 from .cards import format_bytes, money
-from .html_parts import _e, _finite, _Page, _s, _x, nice_ticks, y_grid
+from .html_parts import _e, _finite, _Page, _s, _x, code_spans, nice_ticks, y_grid
+from .report_ranks import ranks_part
+from .report_shapes import shapes_part
 from .trial_text import break_text, none_timed, untimed
 
 DAYS = 30
@@ -141,7 +143,8 @@ def _events(page: _Page, figures: dict[str, Any]) -> str:
     if recs:
         out.append("<ul>" + "".join(
             f"<li><code>{_e(r.get('function'))}</code>{' at ' + _where(page, r['where']) if r.get('where') else ''}: "
-            f"{_e(r.get('reason'))} "
+            + (f"{code_spans(r['meaning'])} <span class=\"sub\">(torch's guard: <code>{_e(r.get('reason'))}</code>)</span> "
+               if r.get("meaning") else f"{_e(r.get('reason'))} ") +
             f"<span class=\"sub\">(step {_e(r.get('step'))}, inputs {_e(r.get('shapes'))})</span></li>" for r in recs) + "</ul>")
     return "".join(out)
 
@@ -150,7 +153,9 @@ def _bill(bill: Optional[dict[str, Any]]) -> str:
     if not bill or not (bill.get("lines") or bill.get("money_saved_per_month") is not None):
         return ('<p class="muted">GPU bill: no price set (<code>--gpu-price</code>, '
                 "<code>bill.gpuPricePerHour</code> in [tool.compile-lens] or the editor's settings): no money shown.</p>")
-    return "<ul>" + "".join(f"<li>{_e(line.removeprefix('GPU bill: '))}</li>" for line in bill["lines"]) + "</ul>"
+    warn = ' class="warn"'  # the bill of a run measured off the GPU
+    return "<ul>" + "".join(f"<li{warn if 'not a GPU' in line else ''}>{_e(line.removeprefix('GPU bill: '))}</li>"
+                            for line in bill["lines"]) + "</ul>"
 
 
 # --- the chart ----------------------------------------------------------------------------------
@@ -254,5 +259,7 @@ def trial_section(page: _Page, trial: dict[str, Any], bill: Optional[dict[str, A
         out.append(f'<div class="charts"><figure>{chart}<figcaption>{_e(caption)}</figcaption></figure></div>')
     out.append("<h3>The GPU bill</h3>" + _bill(bill))
     out.append(_events(page, figures))
+    out.append(shapes_part(figures))
+    out.append(ranks_part(page, figures))  # torchrun: rank by rank
     out.append("</section>")
     return "".join(out)

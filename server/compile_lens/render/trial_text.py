@@ -9,6 +9,7 @@ import os
 from typing import Optional
 
 from .cards import format_bytes
+from .trial_shapes_text import shape_lines
 
 
 def break_text(b: dict) -> str:
@@ -114,7 +115,9 @@ def render_text(summary: dict) -> str:
     lines.append(f"  recompiles in the run: {len(recs)}")
     for r in recs:
         at = f" at {r['where']}" if r["where"] else ""
-        lines.append(f"    {r['function']}{at}: {r['reason']}  (step {r['step']}, inputs {r['shapes']})")
+        said = f"{r['meaning']} (torch's guard: {r['reason']})" if r.get("meaning") else r["reason"]
+        lines.append(f"    {r['function']}{at}: {said}  (step {r['step']}, inputs {r['shapes']})")
+    lines += shape_lines(summary)
     cost = summary.get("cost")
     if cost:
         lines += ["  " + line for line in cost.get("lines", [])]

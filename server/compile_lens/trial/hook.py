@@ -30,7 +30,13 @@ nothing), so the program's own compiled code runs eagerly too (Dynamo disabled a
 `fullgraph=True`).
 
 The record of the run is written as JSON to COMPILE_LENS_TRIAL_OUT at exit, by the process that
-installed the hook only. Stdlib only at import.
+installed the hook only. Under torchrun (COMPILE_LENS_TRIAL_RANKED, see `torchrun`) that process is
+each rank, never the launcher: each writes its own record, appends a line per step as it goes, and
+writes its record on SIGTERM too. Stdlib only at import.
+
+Over 500 lines: one process-global state machine (the step being timed, its events, the rank's
+log) patched into the user's process before their code runs; its parts share that state, so
+splitting it would pass the state around, not simplify it.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import logging
 import math
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -50,6 +57,7 @@ import weakref
 from typing import Any, Optional
 
 from . import step_memory
+from . import torchrun as _torchrun
 
 _USER_CODE = re.compile(r'from user code:\s*File "([^"]+)", line (\d+)')
 _mode = ""  # "eager" | "compiled"
@@ -82,6 +90,10 @@ _seen_metrics: set = set()
 _compiles: list = []  # compilation metrics entries, with their step
 _problems: list = []
 _artifact: Optional[dict] = None  # the cache artifact loaded at start (third run)
+_rank: Optional[int] = None  # under torchrun: this process's RANK
+_log = ""  # under torchrun: the step log this rank appends to
+_logged = [0, 0]  # events, compiles already in the step log
+_killed: Optional[dict] = None  # the signal that ended the run, and the step it was in
 
 
 def _new_step() -> dict:
@@ -91,6 +103,8 @@ def _new_step() -> dict:
 def install() -> None:
     """Add the trial to the record hook (installed already); idempotent; only in the first process."""
     global _mode, _steps_limit, _seconds_limit, _step_on, _options, _out, _pid, _record, _tracked, _cur
+    if os.environ.get("COMPILE_LENS_TRIAL_RANKED") and "RANK" not in os.environ:
+        return  # torchrun's launcher: the ranks are the runs
     owner = os.environ.get("COMPILE_LENS_TRIAL_OWNER")
     if _pid == os.getpid() or (owner and owner != str(os.getpid())):
         return  # a child process of the program (spawned workers): not a run of its own
@@ -129,6 +143,44 @@ def install() -> None:
         _patch_torch(sys.modules["torch"])
     sys.excepthook = _excepthook(sys.excepthook)
     atexit.register(_write)
+    if os.environ.get("COMPILE_LENS_TRIAL_RANKED"):
+        _as_rank()
+
+
+def _as_rank() -> None:
+    """Under torchrun: this rank's own record and step log, and its record kept on SIGTERM."""
+    global _rank, _out, _log
+    _rank = int(os.environ["RANK"])
+    _log = _torchrun.rank_log(_out, str(_rank))
+    _out = _torchrun.rank_out(_out, str(_rank))
+    _log_line({"head": {"mode": _mode, "step_on": _step_on, "options": _options, "rank": _rank, "pid": os.getpid()}})
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # the program's own handler stays
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    global _killed
+    _killed = {"signal": "SIGTERM", "step": len(_steps)}
+    _write()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _log_line(entry: dict) -> None:
+    if not _log:
+        return
+    try:
+        with open(_log, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+    except (OSError, TypeError, ValueError) as exc:
+        _problems.append(f"step log: {type(exc).__name__}: {exc}")
+
+
+def _log_step(step: dict) -> None:
+    """The step, and the events and compiles since the last line: a killed rank keeps them."""
+    events, compiles = _events[_logged[0]:], _compiles[_logged[1]:]
+    _logged[:] = [len(_events), len(_compiles)]
+    _log_line({"step": step, "events": events, "compiles": compiles})
 
 
 def _own_code() -> list:
@@ -185,6 +237,9 @@ def _patch_torch(torch: Any) -> None:
             return model if model is not None else (lambda fn: fn)
         if model is not None and _tracked is not None and model in _tracked:
             _tracked[model] = None  # the program compiles it itself: its call, its options
+        inner = getattr(model, "module", None)  # `torch.compile(DDP(model))`: DDP's compile holds the model's
+        if inner is not None and isinstance(model, torch.nn.parallel.DistributedDataParallel) and inner in _tracked:
+            _tracked[inner] = None
         return compile_(*args, **kwargs)
 
     torch.compile = compile
@@ -250,7 +305,8 @@ def _save_artifacts(torch: Any) -> Optional[dict]:
 def _watch_logs(torch: Any) -> None:
     """Graph breaks and recompiles as torch logs them, without printing them to the program's stderr."""
     try:
-        torch._logging.set_logs(graph_breaks=True, recompiles=True)
+        graphs = {"cudagraphs": True} if _options.get("mode") == "reduce-overhead" else {}  # CUDA-graph records
+        torch._logging.set_logs(graph_breaks=True, recompiles=True, **graphs)
     except Exception as exc:  # noqa: BLE001
         _problems.append(f"set_logs: {type(exc).__name__}: {exc}")
         return
@@ -258,12 +314,42 @@ def _watch_logs(torch: Any) -> None:
     for handler in list(logger.handlers):  # torch's own stderr handler: the program's stderr stays its own
         if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
             logger.removeHandler(handler)
+    _watch_ddp_splits()
     try:
         from .events import watch
 
         watch(_events, lambda: (len(_steps), _cur.get("shapes")))
+        if graphs:
+            from .cudagraph_events import watch as watch_cudagraphs
+
+            watch_cudagraphs(_events, lambda: (len(_steps), _cur.get("shapes")))
     except Exception as exc:  # noqa: BLE001 - never change what the program does
         _problems.append(f"watching torch's logs: {type(exc).__name__}: {exc}")
+
+
+_DDP_SPLIT = re.compile(r"DDPOptimizer used bucket cap (\S+) and created (\d+) buckets")
+
+
+class _DDPSplits(logging.Handler):
+    """DDPOptimizer's split of a compiled DDP graph at its bucket boundaries: expected, not the user's break."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            found = _DDP_SPLIT.search(record.getMessage())
+            if found:
+                _events.append({"kind": "ddp_split", "step": len(_steps), "shapes": _cur.get("shapes"),
+                                "bucket_cap_bytes": found[1], "buckets": int(found[2])})
+            elif record.levelno >= logging.WARNING:  # torch's warnings reach the program's handlers as before
+                logging.getLogger("torch._dynamo.backends").handle(record)
+        except Exception as exc:  # noqa: BLE001
+            _problems.append(f"DDPOptimizer log: {type(exc).__name__}: {exc}")
+
+
+def _watch_ddp_splits() -> None:
+    logger = logging.getLogger("torch._dynamo.backends.distributed")
+    logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
+    logger.propagate = False  # its INFO line is ours to read, not the program's stderr (warnings are passed on)
+    logger.addHandler(_DDPSplits())
 
 
 # --- the outermost workspace modules ------------------------------------------------------------
@@ -393,6 +479,9 @@ def _end_step(optimizer: Any = None) -> None:
     if step_memory.running():
         step_memory.end(step)
         now = time.perf_counter()  # the profiler's processing is no step's time
+    if _log:
+        _log_step(step)
+        now = time.perf_counter()  # the log's write is no step's time
     _last_end = now
     _cur = _new_step()
     if (_steps_limit and len(_steps) >= _steps_limit) or (_seconds_limit and now - _first_start >= _seconds_limit):
@@ -435,7 +524,9 @@ def _metric(entry: Any, step: int) -> dict:
 
 def _fail(kind: str, message: str, step: int, where: Optional[str] = None) -> None:
     global _failure
-    _failure = {"kind": kind, "message": message[:2000], "step": step, "where": where}
+    _failure = {"kind": kind, "message": message[:2000], "step": step, "where": where,
+                "at": time.time()}  # under torchrun, the first rank to fail is the cause: others fail in collectives after
+    _log_line({"failure": _failure})
 
 
 def _excepthook(previous: Any) -> Any:
@@ -455,6 +546,15 @@ def _excepthook(previous: Any) -> Any:
         previous(kind, value, tb)
 
     return excepthook
+
+
+def _levers() -> dict:
+    """torch's own levers against ranks compiling apart, as this torch has them."""
+    torch, config = _torch, sys.modules.get("torch._dynamo.config")
+    return {"torch.compiler.set_enable_guard_collectives":
+            hasattr(getattr(torch, "compiler", None), "set_enable_guard_collectives"),
+            "torch._dynamo.config.enable_compiler_collectives":
+            config is not None and hasattr(config, "enable_compiler_collectives")}
 
 
 def _write() -> None:
@@ -486,6 +586,8 @@ def _write() -> None:
     data["compiled_by_program"] = _compiled_by_program
     data["dropout_in"] = sorted(_with_dropout)
     data["outermost_targets"] = sorted(set(_tracked_targets))
+    if _rank is not None:
+        data.update(rank=_rank, killed=_killed, levers=_levers())
     try:
         with open(_out, "w", encoding="utf-8") as f:
             json.dump(data, f)

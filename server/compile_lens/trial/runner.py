@@ -15,11 +15,13 @@ from typing import Optional
 
 from ..processes import OthersCPU
 from ..record.launch import BOOT, LIB, run_program
+from . import torchrun
 
 
 def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: int = 0, seconds: float = 0.0,
              step_on: str = "optimizer", options: Optional[dict] = None, cold_cache: bool = False,
-             tag: str = "", save_artifact: str = "", load_artifact: str = "") -> tuple[int, Optional[dict]]:
+             tag: str = "", save_artifact: str = "", load_artifact: str = "",
+             hang_timeout: float = torchrun.DEFAULT_HANG_TIMEOUT) -> tuple[int, Optional[dict]]:
     """Run the program in `mode` ("eager" | "compiled"); its exit status and the hook's record (None if none),
     with `other_cpu_percent`: what other processes used meanwhile (the program's own children count as its)."""
     name = f"{mode}{tag}"
@@ -51,12 +53,28 @@ def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: i
     if cold_cache:
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, f"inductor-{name}")
     others = OthersCPU()
-    code = run_program(program, env)
+    if torchrun.is_torchrun(program):
+        return _run_ranks(program, env, out, hang_timeout, others)
+    code = run_program(program, env, who="compile-lens trial")
     busy = others.percent()
     try:
         with open(out, encoding="utf-8") as f:
             record = json.load(f)
     except (OSError, ValueError):
         return code, None
+    record["other_cpu_percent"] = None if busy is None else round(busy, 1)
+    return code, record
+
+
+def _run_ranks(program: list[str], env: dict, out: str, hang_timeout: float,
+               others: OthersCPU) -> tuple[int, Optional[dict]]:
+    """A torchrun run: one record for the run as a whole (see `rank_figures.merge`), each rank's inside it."""
+    from .rank_figures import merge
+
+    code, ranks, hung = torchrun.run_ranks(program, env, out, hang_timeout)
+    if not ranks:
+        return code, None
+    record = merge(ranks, hung)
+    busy = others.percent()
     record["other_cpu_percent"] = None if busy is None else round(busy, 1)
     return code, record

@@ -265,6 +265,12 @@ def bill(figures: dict, inputs: CostInputs) -> dict:
     out = gpu_bill(inputs, eager_step_s=wall.get("eager_median_s"), compiled_step_s=wall.get("compiled_median_s"),
                    verdict=wall.get("verdict") if figures.get("speedup") else "missing (the compiled run failed)",
                    compile_s=restart_compile_s(figures))
+    device = (figures.get("compiled") or {}).get("device") or (figures.get("eager") or {}).get("device")
+    out["device"] = device
+    if device != "cuda" and out["lines"]:
+        out["lines"].append(f"GPU bill: measured on {'the CPU' if device == 'cpu' else device or 'an unknown device'}, "
+                               "not a GPU: these figures price a CPU run's step times and speedup in GPU-hours; "
+                               "run the trial on the GPU you train on for a GPU's")
     if not inputs.given():
         out["lines"] = []  # nothing asked: no bill in the text
     return out

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...guard_words import meaning
 from ...protocol import Frame, Recompile
 from ...stable_text import stable_text
 from ..dynamo import recompile_limit
@@ -163,6 +164,7 @@ def classify(entries: list[RecompileEntry], target: BuiltTarget, path: str) -> l
             path=where[0] if where else None,
             frame=frame_of(row.entry),
             compile_id=row.entry.compile_id,
+            meaning=meaning(row.failure.text, row.entry.frame or "", row.entry.frame_file or None),
         ))
     return records
 
