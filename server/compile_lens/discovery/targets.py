@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..lints.facts import dotted_name
 from ..protocol import InputRecipe, TargetSpec
-from .call_sites import CallSite, _literal_keywords, compile_call_sites, dotted_name
+from .call_sites import CallSite, _literal_keywords, compile_call_sites
 from .deps import fingerprint
 from .directives import (
     DirectiveError,

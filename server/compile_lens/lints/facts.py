@@ -135,7 +135,7 @@ class _Extractor:
         func = Func(node, node.name, qualname, ctx.cls, ctx.func, self.facts)
         for dec in node.decorator_list:
             callee = dec.func if isinstance(dec, ast.Call) else dec
-            func.decorators.append(_dotted(callee) or "")
+            func.decorators.append(dotted_name(callee) or "")
         self.facts.all_funcs.append(func)
         if any(d.endswith("compile") for d in func.decorators):
             self.facts.compile_decorated.append(func)
@@ -178,7 +178,7 @@ class _Extractor:
 
     def _on_class(self, node: ast.ClassDef, ctx: _Ctx) -> None:
         owner = ctx.cls.qualname if ctx.cls else ctx.func.qualname if ctx.func else ""
-        bases = [_dotted(b) or "" for b in node.bases]
+        bases = [dotted_name(b) or "" for b in node.bases]
         cls = _Class(node, node.name, f"{owner}.{node.name}" if owner else node.name, bases)
         self.facts.classes.append(cls)
         self._bind(ctx, node.name, None)
@@ -234,7 +234,7 @@ class _Extractor:
 
     def _on_call(self, node: ast.Call, ctx: _Ctx) -> None:
         callee = node.func
-        dotted = _dotted(callee)
+        dotted = dotted_name(callee)
         func = ctx.func
         if func is not None:
             if isinstance(callee, ast.Name):
@@ -249,7 +249,7 @@ class _Extractor:
                     head, _, rest = dotted.partition(".")
                     func.candidates.append(("call", node, (dotted, head, rest.rpartition(".")[2])))
                 elif isinstance(value, ast.Call) and callee.attr in _LOG_METHODS:
-                    func.candidates.append(("logcall", node, _dotted(value.func)))
+                    func.candidates.append(("logcall", node, dotted_name(value.func)))
                 if callee.attr in _TENSOR_TO_PYTHON:
                     func.candidates.append((callee.attr, node, None))
         if dotted is not None and dotted.endswith("compile"):
@@ -265,8 +265,8 @@ class _Extractor:
             for name, kind in _assigned_kinds(target, value):
                 self._bind(ctx, name, kind)
             if isinstance(value, ast.Call):
-                name = _dotted(target)
-                callee = _dotted(value.func) or ""
+                name = dotted_name(target)
+                callee = dotted_name(value.func) or ""
                 if name is not None and callee.endswith("compile"):  # `fast = torch.compile(...)`
                     self.facts.compiled_assigns.append((name, value, ctx.func))
                 if name is not None and ctx.func is None and ctx.cls is None:
@@ -314,7 +314,7 @@ _STATIC_BUILTINS = frozenset({"len", "isinstance", "issubclass", "hasattr", "get
                               "type", "id", "str", "repr"})
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
+def dotted_name(node: ast.AST) -> Optional[str]:
     """"a.b.c" for a chain of names and attributes, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
@@ -349,7 +349,7 @@ def _condition_calls(test: ast.expr) -> tuple[list[ast.Call], list[tuple[str, as
                     continue
                 if callee.attr in _REDUCERS:
                     reducers.append(node)
-                dotted = _dotted(callee)
+                dotted = dotted_name(callee)
                 if dotted is not None:
                     calls.append((dotted, node))
         stack.extend(_children(node))
@@ -383,7 +383,7 @@ def _scalar_kind(node: ast.AST, depth: int = 0) -> Kind:
         if isinstance(callee, ast.Attribute):
             if callee.attr == "item" and not node.args:
                 return SCALAR
-            dotted = _dotted(callee)
+            dotted = dotted_name(callee)
             if dotted is not None and dotted.startswith("math."):
                 return SCALAR
     return None
@@ -427,7 +427,7 @@ _SCALAR_ITERATORS = frozenset({"range", "count"})  # not torch.arange: it yields
 def _loop_target_kinds(target: ast.AST, iterable: ast.expr) -> list[tuple[str, Kind]]:
     """The names a `for` binds, and whether each value is a Python scalar (`range`, `enumerate`'s
     index, a literal list of numbers)."""
-    callee = _dotted(iterable.func) if isinstance(iterable, ast.Call) else None
+    callee = dotted_name(iterable.func) if isinstance(iterable, ast.Call) else None
     last = callee.rsplit(".", 1)[-1] if callee else None
     if isinstance(target, ast.Name):
         literal = isinstance(iterable, (ast.List, ast.Tuple, ast.Set)) and iterable.elts and all(

@@ -9,7 +9,7 @@ import ast
 
 from .. import codes
 from ..protocol import Frame
-from .facts import _LOG_METHODS, _TENSOR_TO_PYTHON, Func, _dotted
+from .facts import _LOG_METHODS, _TENSOR_TO_PYTHON, Func, dotted_name
 from .index import Index, _frame, _method_class, with_nested
 from .output import Output
 
@@ -103,7 +103,7 @@ class _Lint:
 
     def branch(self, test: ast.expr, keyword: str, reducers: list, calls: list) -> None:
         index = self.index
-        reduces = any(index.resolve(_dotted(r.func.value)).split(".")[0] not in ("numpy", "math")
+        reduces = any(index.resolve(dotted_name(r.func.value)).split(".")[0] not in ("numpy", "math")
                       for r in reducers)
         torch_call = any(index.resolve(d).startswith("torch.")
                          and not index.is_static_torch_call(index.resolve(d)) for d, _ in calls)

@@ -8,7 +8,7 @@ import ast
 from typing import Optional
 
 from ..protocol import Frame
-from .facts import Facts, Func, Kind, Site, _Class, _dotted
+from .facts import Facts, Func, Kind, Site, _Class, dotted_name
 
 _MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.Sequential", "torch.nn.modules.module.Module",
                            "nn.Module", "nn.Sequential", "Module"})
@@ -139,7 +139,7 @@ class Index:
         if func not in self.compile_decorated or isinstance(func.node, ast.Lambda):
             return None
         for dec in func.node.decorator_list:
-            if self.is_torch_compile(_dotted(dec.func if isinstance(dec, ast.Call) else dec)):
+            if self.is_torch_compile(dotted_name(dec.func if isinstance(dec, ast.Call) else dec)):
                 return dec
         return None
 

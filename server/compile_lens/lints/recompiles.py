@@ -8,7 +8,7 @@ import ast
 from typing import Optional
 
 from .. import codes
-from .facts import Func, Kind, Site, _dotted, _Loop, _scalar_kind, _walk
+from .facts import Func, Kind, Site, _Loop, _scalar_kind, _walk, dotted_name
 from .index import _CACHE_DECORATORS, Index, _compile_arg, _frame, with_nested
 from .output import Output
 
@@ -193,7 +193,7 @@ def _compiled_callables(index: Index) -> dict[str, list[Optional[Func]]]:
     `dynamic=True` ones are left out: they do not recompile for new scalar values."""
     compiled: dict[str, list[Optional[Func]]] = {}
     for name, call, scope in index.compiled_assigns:
-        if index.is_torch_compile(_dotted(call.func)) and not _is_dynamic(call):
+        if index.is_torch_compile(dotted_name(call.func)) and not _is_dynamic(call):
             visible = None if scope is None or "." in name else scope
             compiled.setdefault(name, []).append(visible)
     for func in index.compile_decorated:
@@ -213,7 +213,7 @@ def _compiled_callee_name(index: Index, site: Site, compiled) -> Optional[str]:
     """The name a call in a loop calls, when that is a compiled callable visible there."""
     callee = site.call.func
     if isinstance(callee, ast.Call):  # torch.compile(f)(x, lr)
-        if index.is_torch_compile(_dotted(callee.func)) and not _is_dynamic(callee):
+        if index.is_torch_compile(dotted_name(callee.func)) and not _is_dynamic(callee):
             return "torch.compile(...)"
         return None
     visible = compiled.get(site.callee or "")
