@@ -14,13 +14,12 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from lsprotocol import types as lsp
 
-from lsp_support import open_file, start_server, stop_server
+from lsp_support import open_file, start_server, stop_server, wait_status
 from paths import FIXTURES
 
 TRAIN = FIXTURES / "gpu_busy" / "train.py"
@@ -35,26 +34,6 @@ def write(path: Path, utilization: float, pids: list[int]) -> None:
 
 async def command(client, name: str, *args):
     return await client.workspace_execute_command_async(lsp.ExecuteCommandParams(name, list(args)))
-
-
-async def wait_status(client, predicate, timeout: float = 300.0):
-    """The first status notification (from the start) that satisfies `predicate`."""
-    deadline = time.monotonic() + timeout
-    seen = 0
-    while True:
-        for params in client.statuses[seen:]:
-            if predicate(params):
-                return params
-        seen = len(client.statuses)
-        left = deadline - time.monotonic()
-        assert left > 0, f"no such status; last: {[(s.state, s.detail) for s in client.statuses[-5:]]}"
-        try:
-            await asyncio.wait_for(client.wait_for_notification("compileLens/status"), min(left, 1.0))
-        except asyncio.TimeoutError:
-            futures = client.protocol._notification_futures
-            pending = futures.get("compileLens/status")
-            if pending is not None and pending.done():
-                futures.pop("compileLens/status", None)
 
 
 def waiting(params) -> bool:
@@ -84,7 +63,7 @@ async def test_a_busy_gpu_holds_the_measurement_until_measure_anyway(workspace, 
         assert await command(client, "compileLens.measureAnyway") == {
             "started": False, "reason": "no measurement is waiting for the GPU"}
         uri = open_file(client, workspace / "tiny.py")
-        status = await wait_status(client, waiting)
+        status = await wait_status(client, waiting, timeout=300)
         assert status.detail == "GPU busy (python train.py, 92%)"
         # the lens says so too, and is the way out
         [lens] = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
@@ -109,7 +88,7 @@ async def test_our_own_worker_on_the_gpu_lets_the_measurement_run(workspace, tmp
     client = await start_server(workspace, settings=SETTINGS, env={"COMPILE_LENS_GPU_READINGS": str(readings)})
     try:
         open_file(client, workspace / "tiny.py")
-        await wait_status(client, waiting)
+        await wait_status(client, waiting, timeout=300)
         write(readings, 99, await command(client, "compileLens.workerPids"))
         await wait_status(client, lambda s: s.state == "benchmarking", timeout=60)
         assert (await command(client, "compileLens.stats"))["benchmarks"] == 1
