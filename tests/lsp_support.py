@@ -27,7 +27,6 @@ async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: 
     )
     client = await config.start()
     client.statuses = []  # type: ignore[attr-defined]
-    client.published = []  # type: ignore[attr-defined]  # every publishDiagnostics, in order
     client.analyzed = []  # type: ignore[attr-defined]  # every compileLens/analyzed, in order
     client.analyzed_event = asyncio.Event()  # type: ignore[attr-defined]  # set on each one
     client.status_event = asyncio.Event()  # type: ignore[attr-defined]  # set on each compileLens/status
@@ -42,15 +41,7 @@ async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: 
         client.analyzed.append(params)  # type: ignore[attr-defined]
         client.analyzed_event.set()  # type: ignore[attr-defined]
 
-    # pytest-lsp keeps only the latest diagnostics per uri; keep the whole history too
-    features = client.protocol.fm._features
-    keep_latest = features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
-
-    def on_diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
-        keep_latest(params)
-        client.published.append(params)  # type: ignore[attr-defined]
-
-    features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_diagnostics
+    keep_published(client)
 
     options: dict[str, Any] = {"settings": settings or {}}
     if trusted is not None:
@@ -63,6 +54,25 @@ async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: 
         initialization_options=options,
     ))
     return client
+
+
+def keep_published(client: LanguageClient) -> asyncio.Event:
+    """Keep every publishDiagnostics in `client.published` (pytest-lsp keeps only the latest per uri)
+    and set `client.published_event` on each; idempotent, so clients started elsewhere can use it."""
+    if hasattr(client, "published_event"):
+        return client.published_event  # type: ignore[attr-defined]
+    client.published = []  # type: ignore[attr-defined]
+    client.published_event = asyncio.Event()  # type: ignore[attr-defined]
+    features = client.protocol.fm._features
+    keep_latest = features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def on_diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
+        keep_latest(params)
+        client.published.append(params)  # type: ignore[attr-defined]
+        client.published_event.set()  # type: ignore[attr-defined]
+
+    features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_diagnostics
+    return client.published_event  # type: ignore[attr-defined]
 
 
 async def stop_server(client: LanguageClient) -> None:
@@ -95,24 +105,16 @@ def change_file(client: LanguageClient, path: Path, text: str, version: int, *, 
 async def wait_for(client: LanguageClient, uri: str, predicate: Callable[[Diagnostics], bool],
                    timeout: float = 90.0) -> Diagnostics:
     """The first published diagnostics for `uri` that satisfy `predicate`."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def found() -> list[Diagnostics]:
         current = client.diagnostics.get(uri)
-        if current is not None and predicate(current):
-            return current
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"timed out waiting for diagnostics on {uri}; last: "
-                                 f"{[(d.code, d.range.start.line, d.message[:80]) for d in current or []]}")
-        try:
-            await asyncio.wait_for(client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS),
-                                   min(remaining, 1.0))
-        except asyncio.TimeoutError:
-            # pytest-lsp keeps the cancelled future: the next publish would then fail in the client
-            futures = client.protocol._notification_futures
-            pending = futures.get(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-            if pending is not None and pending.done():
-                futures.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
+        return [current] if current is not None and predicate(current) else []
+
+    def seen() -> str:
+        last = client.diagnostics.get(uri) or []
+        return f"diagnostics on {uri}; last: {[(d.code, d.range.start.line, d.message[:80]) for d in last]}"
+
+    await _until(keep_published(client), found, timeout, seen)
+    return found()[0]
 
 
 def analyzed(client: LanguageClient, uri: str, phase: str, since: int = 0) -> list[Any]:

@@ -22,7 +22,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from lsp_support import locate, open_file, stop_server, wait_for
+from lsp_support import keep_published, locate, open_file, stop_server, wait_for
 
 pytestmark = [pytest.mark.slow]
 
@@ -56,6 +56,7 @@ async def start_generic(root: Path, options: object = None) -> LanguageClient:
                     "COMPILE_LENS_CACHE_DIR": tempfile.mkdtemp(prefix="compile-lens-generic-")},
     )
     client = await config.start()
+    keep_published(client)
     client.init_result = await client.initialize_session(lsp.InitializeParams(  # type: ignore[attr-defined]
         capabilities=lsp.ClientCapabilities(), process_id=os.getpid(), root_uri=root.as_uri(),
         initialization_options=options))

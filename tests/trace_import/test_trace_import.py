@@ -24,7 +24,7 @@ from compile_lens.ranks import RankEvent, rank_divergence
 from compile_lens.trace_import.fold import fold
 from compile_lens.trace_import.paths import PathMap, parse_maps
 from compile_lens.trace_import.report import import_trace
-from lsp_support import open_file, start_server, stop_server
+from lsp_support import open_file, start_server, stop_server, wait_for
 from paths import DATA
 
 PROGRAMS = DATA / "trace_programs"
@@ -244,7 +244,7 @@ async def test_editor_import_and_clear(plain):
     try:
         path = plain["ws"] / "train_tiny_lm.py"
         uri = open_file(client, path)
-        await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        await wait_for(client, uri, lambda _: True)  # the lints of the open
         live = [d for d in client.diagnostics.get(uri, []) if d.source == "Compile Lens"]
         answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
             "compileLens.importTrace", [str(plain["trace"])]))
