@@ -39,8 +39,8 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
                 "function": br.stack[-1].name if br.stack else None,
                 "break_at": [br.path, br.line],  # its call-site copy is the same break (counted once)
                 # user frames above the line's own: 0 where it is in the function torch compiles (a
-                # reordered print or log runs there; inlined deeper, torch 2.13 drops it)
-                "depth": max(len(br.stack) - 1, 0)}
+                # reordered print or log runs there; inlined deeper, torch 2.13 drops it); None: unknown
+                "depth": len(br.stack) - 1 if br.stack else None}
         if br.loop is not None:  # GB7000: torch skips the frame the loop is in; the loop's header
             loop = br.loop
             related.append(Frame(loop.path, loop.line, loop.function,
