@@ -229,6 +229,7 @@ LOGGING = textwrap.dedent('''\
             logging.warning("net sees %d tokens", 3)
             warnings.warn(f"deprecated: {T}")
             logging.warning("shape %s", x.shape)
+            warnings.warn("two calls"); logging.info("on one line")
             logger.warning("a logger method")
             return self.norm(x)
 ''')
@@ -257,6 +258,11 @@ def test_reorder_offered_for_logging_functions_in_the_compiled_frame_only():
     assert not [t for t in _break(LOGGING, "shape %s", "GB4841", **at_call) if "after the graph" in t]
     assert not [t for t in _break(LOGGING, "a logger method", "GB0291") if "after the graph" in t]
     assert not [t for t in _break(LOGGING, "net sees", "GB0124") if "after the graph" in t]
+    # two calls on one line: the break says which one (the call-site copy's function, or GB0007)
+    two = [t for t in _break(LOGGING, "two calls", "GB4841", call_site=True, function="info") if "after the graph" in t]
+    assert len(two) == 1 and two[0].startswith("Log after the graph runs: `logging.info()`")
+    two = [t for t in _break(LOGGING, "two calls", "GB0007") if "after the graph" in t]
+    assert len(two) == 1 and two[0].startswith("Warn after the graph runs: `warnings.warn()`")
     line = next(i for i, row in enumerate(LOGGING.splitlines()) if "net sees" in row)
     d = lsp.Diagnostic(range=lsp.Range(lsp.Position(line, 8), lsp.Position(line, 20)), message="b", code="GB4841",
                        data={"kind": "graph_break", "depth": 0, **at_call})

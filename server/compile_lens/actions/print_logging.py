@@ -162,14 +162,16 @@ def _log_reorder_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int, gb: Op
     data = d.data if isinstance(d.data, dict) else {}
     if "reorderable_logging_functions" not in hatches or data.get("kind") != "graph_break" or not _outermost(d):
         return []
-    calls = calls_on_line(src, line, _reorderable_call)
+    if data.get("call_site"):  # the break is inside the logging function the line calls
+        wanted = f"logging.{data.get('function')}"
+    elif gb == codes.GB_SKIPPED:  # torch skipped the C `_warnings.warn` the line calls
+        wanted = "warnings.warn"
+    else:
+        return []  # another kind of break: reordering a logging call on the line would not clear it
+    calls = [c for c in calls_on_line(src, line, _reorderable_call) if dotted(c.func) == wanted]
     if len(calls) != 1:
         return []
-    call = calls[0]
-    assert isinstance(call.func, ast.Attribute)
-    target = f"{dotted(call.func.value)}.{call.func.attr}"
-    if not (data.get("call_site") and data.get("function") == call.func.attr) and gb != codes.GB_SKIPPED:
-        return []  # the break is another call's on this line, or not of this call's kind
+    call, target = calls[0], wanted
     if not _print_reorderable(src, call):
         return []  # torch reorders only tensors, constants and format strings: it would break again
     present = {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}
