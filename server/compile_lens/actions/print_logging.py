@@ -140,7 +140,7 @@ def _logging_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int) -> list[ls
     return [_action(f"Skip `{shown}()` in compiled code (torch._dynamo.config.ignore_logging_functions)",
                     QUICKFIX, {"fix": "config", "uri": uri, "modules": ["torch", "logging"],
                                "config": [f"{CONFIG}.ignore_logging_functions.add({target})"]}, d,
-                    preferred=True)]
+                    preferred=receiver != "logging")]  # a `logging` function's preferred fix is its reorder
 
 
 def _reorderable_call(call: ast.Call) -> bool:
