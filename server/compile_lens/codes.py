@@ -38,6 +38,7 @@ ACCURACY = "CL301"
 # TorchDynamo's codes that Compile Lens knows by id.
 GRAPH_BREAK = "graph-break"  # a break torch gives no registry id for
 LOOP_BREAK = "GB7000"  # a break inside a loop: torch skips the whole frame
+GB_SKIPPED = "GB0007"  # a call to a function Dynamo marks as skipped (the C `_warnings.warn`, …)
 GB_PRINT = "GB0059"  # print() (builtin) in compiled code
 GB_ITEM = "GB0124"  # Tensor.item() without capture_scalar_outputs
 GB_LOGGER = "GB0291"  # a logging.Logger method

@@ -28,6 +28,16 @@ def _own_cpu_s(proc: psutil.Process) -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+BUSY_MARGIN = 0.5  # CPUs' worth others may use beyond the cores our threads leave idle
+
+
+def busy_threshold(cpus: int, threads: int) -> float:
+    """Others' CPU use (% of one CPU) above which they must have taken time from our threads: the
+    cores our threads leave idle, plus half a core. (The worker's timing and `torch_diff`, which
+    judges a side measured elsewhere, read it here: the server may not import the worker.)"""
+    return 100.0 * (BUSY_MARGIN + max(0, cpus - threads))
+
+
 class OthersCPU:
     """Other processes' CPU use since `start()`, in % of one CPU (200% = two CPUs' worth): the
     machine's busy time less this process's and its waited-for children's."""

@@ -15,11 +15,11 @@ import os
 from collections import Counter
 from typing import Any, Optional
 
+from .processes import busy_threshold
 from .protocol import FileReport, GraphBreak, TargetResult
 
 SCHEMA = 1
 COMPILE_CHANGE = 0.25  # a cold compile is one run: only a move beyond ±25% is named
-BUSY_MARGIN = 0.5  # as worker.timing.BUSY_MARGIN (that module imports torch; the server may not)
 
 
 def _release(version: Optional[str]) -> str:
@@ -71,13 +71,13 @@ def _cold(result: Optional[TargetResult]) -> Optional[float]:
 
 def _busy(result: Optional[TargetResult]) -> Optional[bool]:
     """Did other processes take our cores (or GPU) while this side was measured (the worker's own
-    `contention`, judged as `worker.timing.busy_words` does)? None: not measured."""
+    `contention`, judged by `processes.busy_threshold` as the worker's timing does)? None: not measured."""
     bench = result.benchmark if result else None
     if bench is None:
         return None
     found = bench.contention or {}
-    idle = max(0, int(found.get("cpus") or 1) - int(found.get("threads") or 1))
-    return (found.get("other_cpu_percent") or 0) > 100.0 * (BUSY_MARGIN + idle) or bool(found.get("gpu_other_processes"))
+    threshold = busy_threshold(int(found.get("cpus") or 1), int(found.get("threads") or 1))
+    return (found.get("other_cpu_percent") or 0) > threshold or bool(found.get("gpu_other_processes"))
 
 
 def _export(result: Optional[TargetResult]) -> Optional[str]:

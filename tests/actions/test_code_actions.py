@@ -184,7 +184,8 @@ class Net(nn.Module):
 
 
 def _gb(gb_id: str, function: str = "forward", **extra) -> dict:
-    return {"kind": "graph_break", "gb_id": gb_id, "gb_type": "", "target": "Net", "function": function, **extra}
+    return {"kind": "graph_break", "gb_id": gb_id, "gb_type": "", "target": "Net", "function": function, "depth": 0,
+            **extra}
 
 
 def test_capture_scalar_outputs_only_where_it_removes_the_break():
@@ -201,7 +202,12 @@ def test_print_fix_reorders_when_torch_can_else_skips():
     printing = ITEM.replace("        s = y.sum().item()\n        return y * s\n", '        print("y", y)\n        return y\n')
     d = diag(printing, 'print("y", y)', "GB0059", _gb("GB0059"))
     fixes = [a for a in offered(printing, "print(", [d]) if "print()" in a.title or "graph runs" in a.title]
-    assert titles(fixes) == ["Print after the graph runs (torch._dynamo.config.reorderable_logging_functions)"]
+    assert titles(fixes) == ["Print after the graph runs (torch._dynamo.config.reorderable_logging_functions; "
+                             "not run where a compiled caller inlines this code)"]
+    # in a module or helper the compiled function inlines, torch 2.13 drops a reordered print: skip it, said so
+    inlined = diag(printing, 'print("y", y)', "GB0059", _gb("GB0059", depth=1))
+    fixes = [a for a in offered(printing, "print(", [inlined]) if "print()" in a.title or "graph runs" in a.title]
+    assert titles(fixes) == ["Skip print() in compiled code (torch._dynamo.config.ignore_logging_functions)"]
     shape = printing.replace('print("y", y)', 'print("y", y.shape)')
     d = diag(shape, 'print("y", y.shape)', "GB0059", _gb("GB0059"))
     fixes = [a for a in offered(shape, "print(", [d]) if "print()" in a.title or "graph runs" in a.title]

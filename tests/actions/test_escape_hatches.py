@@ -1,13 +1,16 @@
 """torch's newest escape hatches as code actions (`actions/hatches.py`), each applied through the
 real server and the file re-traced without that break: `@torch._dynamo.nonstrict_trace` on a
 helper Dynamo cannot trace, `leaf_function` (with the fake implementation torch requires) on a
-helper that returns None. Offered only where the worker's torch has them (its hello lists them).
-(`reorderable_logging_functions` for print: tests/test_code_actions.py `test_reorderable_print_fix`.)"""
+helper that returns None, `reorderable_logging_functions` for `logging.warning()`/`warnings.warn()`
+(never for a `logging.Logger` method: torch 2.13 does not reorder those). Offered only where the
+worker's torch has them (its hello lists them). (`reorderable_logging_functions` for print:
+tests/lsp/test_lsp_code_actions.py `test_reorderable_print_fix`.)"""
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import logging
 import shutil
 import textwrap
 import time
@@ -18,6 +21,7 @@ import pytest_asyncio
 from lsprotocol import types as lsp
 
 from compile_lens import actions
+from compile_lens.worker.jobs import escape_hatches
 from lsp_support import change_file, open_file, start_server, stop_server
 from paths import FIXTURES
 
@@ -109,6 +113,34 @@ async def test_leaf_function_on_a_helper_that_returns_none(ws):
     assert {k: v for k, v in before.items() if "isfinite" not in k} == after
 
 
+@pytest.mark.slow
+@in_server_loop
+async def test_reorder_logging_warning_and_warnings_warn_not_a_logger_method(ws):
+    client, path, uri, versions = ws
+    before = breaks(client, uri, path.read_text())
+    slow = 'logging.warning("Attention: using slow attention, flash needs PyTorch >= 2.0")'
+    assert before[slow] == "GB4841"  # the break is inside the logging module, shown at the call
+    assert before['warnings.warn("Deprecated is deprecated: use Scaled")'] == "GB0007"
+    assert before['logger.info("Logged: forward done")'] == "GB0291"
+    text = await apply(client, path, uri, versions, "logging.warning(", "Log after the graph runs: `logging.warning()`")
+    assert ("import torch\nfrom torch import nn\n\ntorch._dynamo.config.reorderable_logging_functions.add("
+            "logging.warning)  # torch._dynamo.config: applies to the whole process") in text
+    after = breaks(client, uri, text)
+    assert slow not in after
+    assert {k: v for k, v in before.items() if k != slow} == after  # nothing else changed
+    text = await apply(client, path, uri, versions, "warnings.warn(", "Warn after the graph runs: `warnings.warn()`")
+    assert "torch._dynamo.config.reorderable_logging_functions.add(warnings.warn)" in text
+    assert {k: v for k, v in before.items() if k != slow and "warnings.warn" not in k} == breaks(client, uri, text)
+    # a logging.Logger method: torch 2.13 does not reorder it, so only the skip is offered
+    rows = text.splitlines()
+    found = next(d for d in client.diagnostics[uri] if "logger.info(" in rows[d.range.start.line])
+    offered = [a.title for a in await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), range=found.range,
+        context=lsp.CodeActionContext(diagnostics=[found]))) or []]
+    assert not [t for t in offered if "after the graph runs" in t], offered
+    assert "Skip `logger.info()` in compiled code (torch._dynamo.config.ignore_logging_functions)" in offered
+
+
 # --- the pure functions: offered only where they apply --------------------------------------------
 
 HELPERS = textwrap.dedent('''\
@@ -167,3 +199,127 @@ def test_nonstrict_trace_not_for_breaks_on_data_or_side_effects():
 def test_nothing_offered_where_this_torch_lacks_the_hatch():
     assert not any("without Dynamo" in t or "eagerly as a leaf" in t
                    for t in _offered(HELPERS, "returns_input", "print(", "GB0025", hatches=()))
+
+
+# --- reordering a logging call: where torch 2.13 replays it (the action's title says this) --------
+
+LOGGING = textwrap.dedent('''\
+    import logging
+    import warnings
+
+    import torch
+    from torch import nn
+
+    logger = logging.getLogger(__name__)
+
+
+    class Norm(nn.Module):
+        def forward(self, x):
+            logging.warning("norm in fp32")
+            return x / x.norm()
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = Norm()
+
+        def forward(self, x):
+            B, T, C = x.size()
+            logging.warning("net sees %d tokens", 3)
+            warnings.warn(f"deprecated: {T}")
+            logging.warning("shape %s", x.shape)
+            warnings.warn("two calls"); logging.info("on one line")
+            logger.warning("a logger method")
+            return self.norm(x)
+''')
+
+
+def _break(source: str, line_text: str, gb: str, **data):
+    line = next(i for i, row in enumerate(source.splitlines()) if line_text in row)
+    d = lsp.Diagnostic(range=lsp.Range(lsp.Position(line, 8), lsp.Position(line, 20)), message="break", code=gb,
+                       source="Compile Lens", data={"kind": "graph_break", "gb_id": gb, "target": "Net",
+                                                    "function": "forward", "depth": 0, **data})
+    return [a.title for a in actions.code_actions(source, "file:///w/m.py", d.range, [d],
+                                                  hatches=("reorderable_logging_functions",))]
+
+
+def test_reorder_offered_for_logging_functions_in_the_compiled_frame_only():
+    at_call = dict(call_site=True, function="warning")
+    assert any(t.startswith("Log after the graph runs: `logging.warning()`")
+               for t in _break(LOGGING, "net sees", "GB4841", **at_call))
+    assert any(t.startswith("Warn after the graph runs: `warnings.warn()`")
+               for t in _break(LOGGING, "warnings.warn(", "GB0007"))
+    # inlined into the compiled function (depth 1): torch drops a reordered call there
+    inlined = _break(LOGGING, "norm in fp32", "GB4841", **{**at_call, "depth": 1})
+    assert not [t for t in inlined if "after the graph" in t] and any(t.startswith("Skip `logging.warning()`")
+                                                                       for t in inlined)
+    # arguments torch cannot reorder (`x.shape`), a logger method, a break of another kind
+    assert not [t for t in _break(LOGGING, "shape %s", "GB4841", **at_call) if "after the graph" in t]
+    assert not [t for t in _break(LOGGING, "a logger method", "GB0291") if "after the graph" in t]
+    assert not [t for t in _break(LOGGING, "net sees", "GB0124") if "after the graph" in t]
+    # two calls on one line: the break says which one (the call-site copy's function, or GB0007)
+    two = [t for t in _break(LOGGING, "two calls", "GB4841", call_site=True, function="info") if "after the graph" in t]
+    assert len(two) == 1 and two[0].startswith("Log after the graph runs: `logging.info()`")
+    two = [t for t in _break(LOGGING, "two calls", "GB0007") if "after the graph" in t]
+    assert len(two) == 1 and two[0].startswith("Warn after the graph runs: `warnings.warn()`")
+    line = next(i for i, row in enumerate(LOGGING.splitlines()) if "net sees" in row)
+    d = lsp.Diagnostic(range=lsp.Range(lsp.Position(line, 8), lsp.Position(line, 20)), message="b", code="GB4841",
+                       data={"kind": "graph_break", "depth": 0, **at_call})
+    assert not [a for a in actions.code_actions(LOGGING, "file:///w/m.py", d.range, [d], hatches=())
+                if "after the graph" in a.title]  # this torch lacks reorderable_logging_functions
+
+
+def test_this_torch_has_reorderable_logging_functions():
+    assert "reorderable_logging_functions" in escape_hatches()
+
+
+def test_torch_runs_a_reordered_call_after_the_graph_only_in_the_compiled_frame():
+    """What the titles say, on this torch: a reordered `logging.warning` in the compiled `forward`
+    is logged after the graph; in a submodule's `forward` (inlined) it is not logged at all; a
+    `logging.Logger` method put in `reorderable_logging_functions` still breaks the graph."""
+    import torch
+    import torch._dynamo
+    from torch import nn
+
+    logged = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            logged.append(record.getMessage())
+
+    class Inner(nn.Module):
+        def forward(self, x):
+            logging.warning("inner forward")
+            return x * 2
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def forward(self, x):
+            logging.warning("outer forward")
+            return self.inner(x) + 1
+
+    log = logging.getLogger("compile_lens.test")
+
+    class UsesLogger(nn.Module):
+        def forward(self, x):
+            log.warning("a logger method")
+            return x + 1
+
+    handler = Keep()
+    logging.getLogger().addHandler(handler)
+    config = torch._dynamo.config
+    try:
+        with config.patch(reorderable_logging_functions={logging.warning, logging.Logger.warning}):
+            torch._dynamo.reset()
+            torch.compile(Outer(), backend="eager", fullgraph=True)(torch.ones(2))
+            assert logged == ["outer forward"]
+            torch._dynamo.reset()
+            with pytest.raises(torch._dynamo.exc.Unsupported, match="logging.Logger method"):
+                torch.compile(UsesLogger(), backend="eager", fullgraph=True)(torch.ones(2))
+    finally:
+        torch._dynamo.reset()
+        logging.getLogger().removeHandler(handler)

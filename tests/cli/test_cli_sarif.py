@@ -28,10 +28,13 @@ def run_cli(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def examples_sarif(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("sarif-cache")
-    done = run_cli("check", "examples", "--no-benchmark", "--no-recompiles", "--format", "sarif", "-q", cwd=ROOT,
+def examples_sarif(examples_traced):
+    """examples/ as SARIF, from the session's traced cache (conftest: traced once for these and the
+    shard tests)."""
+    _, cache = examples_traced
+    done = run_cli("check", "examples", "--no-benchmark", "--no-recompiles", "--format", "sarif", cwd=ROOT,
                    cache=cache)
+    assert "tracing" not in done.stderr, done.stderr  # read from the cache
     return json.loads(done.stdout), cache
 
 

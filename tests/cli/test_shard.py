@@ -30,12 +30,10 @@ def targets(doc: dict) -> set[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def whole(tmp_path_factory):
-    """examples/ checked whole once (traces only); the shards then come from the cache."""
-    cache = tmp_path_factory.mktemp("shard-cache")
-    done = run_cli("check", "examples", "--no-benchmark", "--no-recompiles", "--format", "json", "-q", cwd=ROOT,
-                   cache=cache)
-    return json.loads(done.stdout), cache
+def whole(examples_traced):
+    """examples/ checked whole once (traces only; conftest, shared with the SARIF tests); the shards
+    then come from the cache."""
+    return examples_traced
 
 
 def test_two_shards_are_disjoint_and_together_the_whole_run(whole):

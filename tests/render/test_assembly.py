@@ -60,6 +60,24 @@ def test_breaks_land_in_this_file_a_workspace_helper_and_never_a_library(tmp_pat
     assert not assembly.in_workspace("/elsewhere/model.py", str(tmp_path))
 
 
+
+def test_a_break_says_how_many_frames_inline_the_one_it_is_in(tmp_path):
+    """`depth`: 0 in the function torch compiles (a reordered print or log runs there), n under n
+    inlining frames (torch 2.13 drops it there); a call-site copy's is its call's."""
+    model, helper, library = _workspace(tmp_path)
+    result = TargetResult("Block", "module", 5, graph_breaks=[
+        _break(model, ITEM_LINE),
+        _break(model, ITEM_LINE + 1, [Frame(str(model), ITEM_LINE + 1, "forward")]),
+        _break(helper, 2, [Frame(str(model), 13, "forward"), Frame(str(helper), 2, "scale")]),
+        _break(library, 2, [Frame(str(model), 13, "forward"), Frame(str(library), 2, "op")]),
+    ])
+    here, elsewhere = assembly.traced_findings([result], str(model), str(tmp_path))
+    depth = {(f.line, bool(f.data.get("call_site"))): f.data["depth"] for f in here}
+    assert depth[(ITEM_LINE, False)] is None  # no stack: not known
+    assert depth[(ITEM_LINE + 1, False)] == 0
+    assert depth[(13, True)] == 0  # the call sites in forward of the helper's and the library's breaks
+    assert [f.data["depth"] for f in elsewhere[str(helper)]] == [1]
+
 def test_a_trace_settles_the_lints_it_confirms_or_clears(tmp_path):
     model, _, _ = _workspace(tmp_path)
     lints = lint_source(MODEL, str(model))

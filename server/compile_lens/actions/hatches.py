@@ -8,12 +8,12 @@
   (a check, a log line): it runs eagerly at run time, opaque to the graph. torch 2.13 refuses a
   leaf function without a fake implementation, even then, so the edit writes the one such a helper
   needs (returning None, or that input) right after it;
-- `reorderable_logging_functions` is offered for `print` only (`print_logging`, its line says it
-  applies to the whole process). Measured on torch 2.13 for a `logging` call: a `logger.warning`
-  method is not reorderable (only `ignore_logging_functions` removes that break); with
-  `logging.warning` added, the target's own frame is one graph (fullgraph passes), but when the
-  reordered call runs Dynamo compiles the logging module's own frames, which break (GB0291 and
-  others, reported at the call's line): the edit would not clear what the editor shows.
+- `reorderable_logging_functions` for `print`, `logging.<function>()` and `warnings.warn()` lives
+  in `print_logging` (one line after the imports, saying it applies to the whole process). Measured
+  on torch 2.13 (`scripts/logging_levers.py`, BENCHMARKS.md "Logging breaks"): a `logging.Logger`
+  method is never reordered (the bound method, `logging.Logger.warning`: the break stays; only
+  `ignore_logging_functions`, alias `ignore_logger_methods`, clears it); a reordered call runs after
+  the graph in the compiled frame itself, and is dropped where that frame inlines it.
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def _import_position(src: Source, h: _Header, module: str) -> int:
     same = [s for s in plain if _imports_module(s, module)]
     if same:
         return same[0].lineno - 1
-    if module in ("logging",) and plain:
+    if module in ("logging", "warnings") and plain:
         return plain[0].lineno - 1
     return h.end or 0
 

@@ -1,5 +1,13 @@
 """`print` (GB0059, GB0296, CL101) and logger calls (GB0291, CL107) in compiled code: reorder or
 ignore them through `torch._dynamo.config`.
+
+Measured on torch 2.13 (README "Code actions", BENCHMARKS.md "Logging breaks"): a reordered call
+runs after the graph only where it is in the function torch compiles itself; in a module or helper
+that function inlines, torch drops it (only the outermost frame's reordered calls are replayed).
+So reordering is offered only for a break in the outermost traced frame (`depth` 0), and its title
+says what happens where compiled code inlines the call. `logger.<method>()` on a `logging.Logger`
+is never reordered by torch 2.13 (its methods go to `ignore_logging_functions` only);
+`logging.<function>()` and `warnings.warn()` are.
 """
 
 from __future__ import annotations
@@ -17,6 +25,18 @@ from .source import QUICKFIX, Source, _action, calls_on_line, dotted
 _NOT_REORDERABLE = {"shape", "dtype", "device", "size", "tolist", "item", "numpy", "names", "layout"}
 
 _LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
+
+# what a reordered call does where compiled code inlines the function it is in (torch 2.13)
+_INLINED = "not run where a compiled caller inlines this code"
+
+
+def _outermost(d: lsp.Diagnostic) -> bool:
+    """The call is in the function torch compiles, not in one it inlines: a traced break's `depth`
+    (user frames above the line's own), or a lint's function being its compiled root."""
+    data = d.data if isinstance(d.data, dict) else {}
+    if data.get("kind") == "graph_break":
+        return data.get("depth") == 0
+    return bool(data.get("function")) and data.get("function") == data.get("root")
 
 
 def _is_print(call: ast.Call) -> bool:
@@ -84,8 +104,8 @@ def _print_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optional
         return []  # torch checks `reorderable` first: adding `ignore` now would change nothing
     reorderable = src.memo("prints-reorderable", lambda: all(
         _print_reorderable(src, p) for p in src.calls() if _is_print(p)))
-    if gb != codes.GB_PRINT_ARGS and reorderable:
-        return [_action("Print after the graph runs (torch._dynamo.config.reorderable_logging_functions)",
+    if gb != codes.GB_PRINT_ARGS and reorderable and _outermost(d):
+        return [_action(f"Print after the graph runs (torch._dynamo.config.reorderable_logging_functions; {_INLINED})",
                         QUICKFIX, {"fix": "config", "uri": uri, "config": [said], "modules": ["torch"]}, d,
                         preferred=True)]
     return [_action("Skip print() in compiled code (torch._dynamo.config.ignore_logging_functions)", QUICKFIX,
@@ -105,14 +125,14 @@ def _logging_call(call: ast.Call) -> bool:
 
 def _logging_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int) -> list[lsp.CodeAction]:
     data = d.data if isinstance(d.data, dict) else {}
-    if data.get("call_site"):
-        return []  # the logging call is in another file (often a library's): this line has none
     calls = calls_on_line(src, line, _logging_call)  # not the first call on the line: the logging one
     if len(calls) != 1:
         return []
     call = calls[0]
     assert isinstance(call.func, ast.Attribute)
     receiver, method = dotted(call.func.value), call.func.attr
+    if data.get("call_site") and not (receiver == "logging" and data.get("function") == method):
+        return []  # the break is in another file (often a library's), not in this line's logging call
     if receiver == "logging":
         target, shown = f"logging.{method}", f"logging.{method}"
     else:
@@ -120,4 +140,47 @@ def _logging_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int) -> list[ls
     return [_action(f"Skip `{shown}()` in compiled code (torch._dynamo.config.ignore_logging_functions)",
                     QUICKFIX, {"fix": "config", "uri": uri, "modules": ["torch", "logging"],
                                "config": [f"{CONFIG}.ignore_logging_functions.add({target})"]}, d,
+                    preferred=receiver != "logging")]  # a `logging` function's preferred fix is its reorder
+
+
+def _reorderable_call(call: ast.Call) -> bool:
+    """`logging.warning(...)` (a `logging` module function) or `warnings.warn(...)`: plain functions
+    torch's `reorderable_logging_functions` accepts (a `logging.Logger` method it does not)."""
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    receiver, name = dotted(call.func.value), call.func.attr
+    if receiver == "warnings":
+        return name == "warn"
+    return receiver == "logging" and name in _LOGGING_METHODS and callable(getattr(logging, name, None))
+
+
+def _log_reorder_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optional[str],
+                     hatches: frozenset[str]) -> list[lsp.CodeAction]:
+    """Run `logging.warning(...)`/`warnings.warn(...)` after the graph instead of breaking it. The
+    break is inside that function (its call-site copy: `logging.warning` breaks in the logging
+    module) or torch skipped it (GB0007, the C `_warnings.warn`)."""
+    data = d.data if isinstance(d.data, dict) else {}
+    if "reorderable_logging_functions" not in hatches or data.get("kind") != "graph_break" or not _outermost(d):
+        return []
+    if data.get("call_site"):  # the break is inside the logging function the line calls
+        wanted = f"logging.{data.get('function')}"
+    elif gb == codes.GB_SKIPPED:  # torch skipped the C `_warnings.warn` the line calls
+        wanted = "warnings.warn"
+    else:
+        return []  # another kind of break: reordering a logging call on the line would not clear it
+    calls = [c for c in calls_on_line(src, line, _reorderable_call) if dotted(c.func) == wanted]
+    if len(calls) != 1:
+        return []
+    call, target = calls[0], wanted
+    if not _print_reorderable(src, call):
+        return []  # torch reorders only tensors, constants and format strings: it would break again
+    present = {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}
+    reorder = f"{CONFIG}.reorderable_logging_functions.add({target})"
+    if reorder in present or f"{CONFIG}.ignore_logging_functions.add({target})" in present:
+        return []
+    said = f"{reorder}  # torch._dynamo.config: applies to the whole process, every compiled {target}"
+    verb = "Warn" if target == "warnings.warn" else "Log"
+    return [_action(f"{verb} after the graph runs: `{target}()` (torch._dynamo.config.reorderable_logging_functions, "
+                    f"whole process; {_INLINED})", QUICKFIX,
+                    {"fix": "config", "uri": uri, "config": [said], "modules": ["torch", target.split(".")[0]]}, d,
                     preferred=True)]

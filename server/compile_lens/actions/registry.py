@@ -15,7 +15,7 @@ from .dynamic import _recompile_fixes, _resolve_dynamic, _resolve_mark_dynamic
 from .hatches import _hatch_fixes, _resolve_leaf, _resolve_nonstrict
 from .header import _resolve_config
 from .ignore import _ignore, _resolve_ignore
-from .print_logging import _logging_fix, _print_fix
+from .print_logging import _log_reorder_fix, _logging_fix, _print_fix
 from .scalars import _capture_scalar
 from .source import QUICKFIX, REWRITE, Edit, Source, _action
 from .wrap import _resolve_wrap, _wrap_candidates
@@ -31,8 +31,10 @@ def _fixes_for(src: Source, uri: str, d: lsp.Diagnostic, hatches: frozenset[str]
         found += _capture_scalar(src, uri, d, line)
     if gb in (codes.GB_PRINT, codes.GB_PRINT_ARGS) or code == codes.PRINT:
         found += _print_fix(src, uri, d, line, gb)
-    if gb == codes.GB_LOGGER or code == codes.LOGGING:
+    if gb == codes.GB_LOGGER or code == codes.LOGGING or data.get("call_site"):  # `logging.warning` breaks inside it
         found += _logging_fix(src, uri, d, line)
+    if hatches and data.get("kind") == "graph_break":
+        found += _log_reorder_fix(src, uri, d, line, gb, hatches)
     found += _disable_helper(src, uri, d, data, code)
     if hatches and data.get("kind") == "graph_break":
         found += _hatch_fixes(src, uri, d, data, gb, hatches)

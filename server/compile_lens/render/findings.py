@@ -37,7 +37,10 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
         related = list(br.stack[:-1])
         data = {"kind": "graph_break", "gb_id": br.gb_id, "gb_type": br.gb_type, "target": result.name,
                 "function": br.stack[-1].name if br.stack else None,
-                "break_at": [br.path, br.line]}  # its call-site copy is the same break (counted once)
+                "break_at": [br.path, br.line],  # its call-site copy is the same break (counted once)
+                # user frames above the line's own: 0 where it is in the function torch compiles (a
+                # reordered print or log runs there; inlined deeper, torch 2.13 drops it); None: unknown
+                "depth": len(br.stack) - 1 if br.stack else None}
         if br.loop is not None:  # GB7000: torch skips the frame the loop is in; the loop's header
             loop = br.loop
             related.append(Frame(loop.path, loop.line, loop.function,
@@ -58,7 +61,7 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
                     found[-1], path=path, line=site.line, column=1, end_line=site.line, end_column=1,
                     message=f"graph break inside `{inner.name}` ({os.path.basename(inner.path)}:{inner.line}): {message}",
                     related=[f for f in br.stack if f is not site],
-                    data={**found[-1].data, "call_site": True}))
+                    data={**found[-1].data, "call_site": True, "depth": br.stack.index(site)}))
     return found
 
 

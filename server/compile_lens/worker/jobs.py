@@ -47,6 +47,8 @@ def escape_hatches() -> list[str]:
     leaf = getattr(decorators, "leaf_function", None)
     if callable(leaf):
         found.append("leaf_function")
+    if isinstance(getattr(torch._dynamo.config, "reorderable_logging_functions", None), set):
+        found.append("reorderable_logging_functions")
     return found
 
 

@@ -31,7 +31,7 @@ import psutil
 import torch
 import torch.utils.benchmark as tbench
 
-from ...processes import OthersCPU
+from ...processes import OthersCPU, busy_threshold
 from ...protocol import Timing
 
 MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
@@ -44,13 +44,6 @@ MAX_CI_WIDTH = 0.2  # interval wider than this fraction of the speedup: inconclu
 NO_DIFFERENCE_WIDTH = 0.04  # an interval this narrow around 1.0: "no measurable difference", stop
 RESAMPLES = 2000
 OVERRUN = 2.0  # stop here even before MIN_ROUNDS: on a machine this slow the figure is inconclusive anyway
-BUSY_MARGIN = 0.5  # CPUs' worth others may use beyond the cores our threads leave idle
-
-
-def busy_threshold(cpus: int, threads: int) -> float:
-    """Others' CPU use (% of one CPU) above which they must have taken time from our threads: the
-    cores our threads leave idle, plus half a core."""
-    return 100.0 * (BUSY_MARGIN + max(0, cpus - threads))
 
 
 @dataclass
