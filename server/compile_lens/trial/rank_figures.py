@@ -91,10 +91,19 @@ def per_rank(eager_run: Optional[dict], compiled_run: Optional[dict]) -> list[di
                     "speedup": summary.speedup(ef, cf, "wall_s") if ok else None,
                     "graph_breaks": summary.graph_breaks(c), "recompiles": summary.recompiles(c),
                     "ddp_splits": ddp_splits(c),
-                    "compile_time": summary.compile_time(c),
+                    "compile_time": summary.compile_time(c), "frames_compiled": frames_compiled(c),
                     "killed": {"eager": (e or {}).get("killed"), "compiled": (c or {}).get("killed")},
                     "finished": {"eager": (e or {}).get("finished"), "compiled": (c or {}).get("finished")}})
     return out
+
+
+def frames_compiled(run: Optional[dict]) -> list[dict]:
+    """Each frame the rank compiled, as torch's compilation metrics name it (its compile id, function,
+    file and first line, step): the rank's compiled programs, comparable with TORCH_LOGS=dynamo's
+    "start tracing" lines (a program's own `torch.compile(DDP(model))` compiles `model.forward` once)."""
+    return [{"compile_id": e.get("compile_id"), "function": e.get("co_name"), "step": e.get("step"),
+             "where": f"{e.get('co_filename')}:{e.get('co_firstlineno')}"}
+            for e in (run or {}).get("compiles") or [] if e.get("co_name")]
 
 
 def ddp_splits(run: Optional[dict]) -> list[dict]:
