@@ -25,6 +25,7 @@ class RunEvents(CompileCollector):
         self.now = now  # (step index, input shapes) at this moment of the program
         self.root = root  # the workspace: the program's files
         self.torch_breaks = root is not None  # breaks inside torch too, placed at the program's line
+        self.placed: dict = {}  # torch's location of a break -> where it was placed from its full stack
 
     def _read(self, record: logging.LogRecord) -> None:
         breaks, recompiles = len(self.breaks), len(self.recompiles)
@@ -32,7 +33,7 @@ class RunEvents(CompileCollector):
         step, shapes = self.now()
         live = program_caller(self.root) if self.root and len(self.breaks) > breaks else None
         for gb in distinct_breaks(self.breaks[breaks:]):
-            placed = place(gb.path, gb.line, gb.stack, self.root, live) if self.root else None
+            placed = self._place(gb, live) if self.root else None
             where = placed["where"] if placed else f"{gb.path}:{gb.line}"
             self.events.append({"kind": "graph_break", "step": step, "shapes": shapes, "where": where,
                                 "inside": placed["inside"] if placed else None,
@@ -46,6 +47,18 @@ class RunEvents(CompileCollector):
             self.events.append({"kind": "recompile", "step": step, "shapes": shapes, "function": entry.frame,
                                 "where": f"{entry.frame_file}:{entry.frame_line}",
                                 "reason": failure.text if failure else "", "compile_id": entry.compile_id})
+
+
+    def _place(self, gb: Any, live: Any) -> Optional[dict]:
+        """`library_breaks.place`; a repeat (torch logs a break it saw before without its stack) where
+        its first sighting was placed: the live stack then lacks the frame being compiled."""
+        key = (gb.path, gb.line)
+        if len(gb.stack) <= 1 and key in self.placed:
+            return self.placed[key]
+        placed = place(gb.path, gb.line, gb.stack, self.root, live)
+        if len(gb.stack) > 1:
+            self.placed.setdefault(key, placed)
+        return placed
 
 
 def watch(events: list, now: Callable[[], tuple[int, Any]], root: Optional[str] = None) -> RunEvents:
