@@ -252,6 +252,7 @@ def test_breaks_inside_ddp_forward_are_shown_at_the_line_that_called_the_model(o
             assert b["inside"]["function"] == "DistributedDataParallel.forward", b
             assert b["inside"]["shown"].startswith("torch/nn/parallel/distributed.py:"), b
             assert re.fullmatch(r"GB\d{4}", b["gb"] or ""), b
+            assert b["step"] == 0 and b["shapes"] == [[4, 16], [4, 16]], b  # the step's inputs, though DDP broke first
         # torch's own places, kept beside ours: the same set torch's TORCH_LOGS=graph_breaks reports
         assert {b["inside"]["reported"] for b in breaks} == torch_own_compile_logs[rank["rank"]]["breaks"]
         assert any(b["inside"]["reported_shown"].startswith("torch/nn/parallel/distributed.py:") for b in breaks)

@@ -485,6 +485,11 @@ def _end_step(optimizer: Any = None) -> None:
     if _cur["start"] is None and _last_end is None:
         step["timed"] = False  # no model call was seen before it ended: nothing to time it from
     _steps.append(step)
+    for event in reversed(_events):  # logged before the step's first model call (inside DDP's forward): its inputs
+        if event.get("step") != step["index"]:
+            break
+        if event.get("shapes") is None:
+            event["shapes"] = step["shapes"]
     if optimizer is not None and step["index"] == 0 and not _tracked_names:
         _track_library_model(optimizer)
     if not _cur["loss_finite"] and _failure is None:
