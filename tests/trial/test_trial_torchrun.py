@@ -192,6 +192,32 @@ def own_ddp_compile(tmp_path_factory):
     return _trial(tmp_path_factory.mktemp("own"), "--steps", "3", script_args=("--own-compile", "--compile", "eager"))
 
 
+@pytest.fixture(scope="module")
+def torch_own_compile_logs(tmp_path_factory):
+    """The same program, `torch.compile(DDP(model))` its own, with torch's per-rank TORCH_LOGS=dynamo,graph_breaks:
+    each rank's frames compiled (compile id, function, file:first line) and the places torch reports breaks at."""
+    root = tmp_path_factory.mktemp("ddp-own-torch")
+    shutil.copy(EXAMPLE, root / "train_ddp.py")
+    logs = root / "logs"
+    subprocess.run([*TORCHRUN, "--log-dir", str(logs), "--redirects", "2", "train_ddp.py", "--steps", "3",
+                    "--own-compile", "--compile", "eager"], cwd=root, env={**ENV, "TORCH_LOGS": "dynamo,graph_breaks"},
+                   capture_output=True, text=True, timeout=600, check=True)
+    out = {}
+    for path in logs.rglob("stderr.log"):
+        text = path.read_text()
+        frames = [(cid, name, f"{os.path.basename(file)}:{line}") for cid, name, file, line in
+                  re.findall(r"\[(\d+/\d+)\] Step 1: torchdynamo start tracing (\S+) (\S+):(\d+)", text)]
+        breaks = {f"{os.path.realpath(file)}:{line}" for file, line in
+                  re.findall(r"Graph break (?:\(user stack suppressed due to duplicate graph break\) )?in user code "
+                             r"at (\S+):(\d+)", text)}
+        out[int(path.parent.name)] = {"frames": frames, "breaks": breaks}
+    return out
+
+
+def _line_of(text: str) -> int:
+    return EXAMPLE.read_text().splitlines().index(text) + 1
+
+
 @pytest.mark.slow
 def test_a_program_compiling_its_ddp_model_keeps_its_compile_and_ddp_splits_are_named(own_ddp_compile):
     done, figures = own_ddp_compile
@@ -199,6 +225,36 @@ def test_a_program_compiling_its_ddp_model_keeps_its_compile_and_ddp_splits_are_
     for rank in figures["ranks"]:
         [split] = rank["ddp_splits"]  # one bucket for a model this small: DDPOptimizer still logs its split
         assert split["step"] == 0 and split["buckets"] >= 1
-        # DDP's own forward breaks under Dynamo (torch's TORCH_LOGS=graph_breaks shows it too): in torch's files
-        assert all("train_ddp.py" not in (b["where"] or "") for b in rank["graph_breaks"])
     assert "at DDP's bucket boundaries" in done.stderr and "not a graph break in your code" in done.stderr
+
+
+@pytest.mark.slow
+def test_its_model_forward_is_compiled_once_per_rank_as_torchs_own_logs_say(own_ddp_compile, torch_own_compile_logs):
+    _, figures = own_ddp_compile
+    forward = f"train_ddp.py:{_line_of('    def forward(self, idx, targets):')}"  # GPT.forward
+    assert sorted(torch_own_compile_logs) == [0, 1]
+    for rank in figures["ranks"]:
+        ours = [(f["compile_id"], f["function"], os.path.basename(f["where"])) for f in rank["frames_compiled"]]
+        torchs = torch_own_compile_logs[rank["rank"]]["frames"]
+        assert ours == torchs, rank["rank"]  # the same frames, the same compile ids: nothing of the trial's own
+        assert sum(f[1:] == ("forward", forward) for f in ours) == 1  # its own compile, not a second of the trial's
+
+
+@pytest.mark.slow
+def test_breaks_inside_ddp_forward_are_shown_at_the_line_that_called_the_model(own_ddp_compile, torch_own_compile_logs):
+    done, figures = own_ddp_compile
+    call = f"train_ddp.py:{_line_of('        loss = model(x, y)')}"
+    for rank in figures["ranks"]:
+        breaks = rank["graph_breaks"]
+        assert breaks, rank["rank"]  # DDP's forward breaks under Dynamo: torch's own log says so too
+        for b in breaks:
+            assert b["where"].endswith("/" + call), b
+            assert b["inside"]["function"] == "DistributedDataParallel.forward", b
+            assert b["inside"]["shown"].startswith("torch/nn/parallel/distributed.py:"), b
+            assert re.fullmatch(r"GB\d{4}", b["gb"] or ""), b
+            assert b["step"] == 0 and b["shapes"] == [[4, 16], [4, 16]], b  # the step's inputs, though DDP broke first
+        # torch's own places, kept beside ours: the same set torch's TORCH_LOGS=graph_breaks reports
+        assert {b["inside"]["reported"] for b in breaks} == torch_own_compile_logs[rank["rank"]]["breaks"]
+        assert any(b["inside"]["reported_shown"].startswith("torch/nn/parallel/distributed.py:") for b in breaks)
+    assert re.search(r"inside `DistributedDataParallel.forward` \(torch/nn/parallel/distributed.py:\d+; torch reports "
+                     rf"it at [^)]+\), called from {call}", done.stderr)

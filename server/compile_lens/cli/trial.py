@@ -19,7 +19,7 @@ from typing import Any, Optional
 from .. import guard_words
 from ..config import find_root, load_project_config
 from ..cost import BILL_FIELDS, CostInputs
-from ..render import trial_text
+from ..render import trial_ranks_text, trial_text
 from ..settings import Settings
 from ..trial import keep_record, rank_figures, runner, shapes, store, summary, torchrun
 from .common import add_program
@@ -173,7 +173,7 @@ def run_trial(args: argparse.Namespace) -> int:
     figures["cost"] = summary.bill(figures, bill_inputs(args, _settings(root, find_root(root))))
     print(trial_text.render_text(figures), file=sys.stderr)
     if figures["ranks"]:
-        print(rank_figures.render_text(figures), file=sys.stderr)
+        print(trial_ranks_text.render_text(figures), file=sys.stderr)
     saved = store.write(find_root(root), figures, command=shlex.join(program), base=root)
     if saved:
         _say(f"figures saved in {os.path.relpath(saved)} (the report and the editor's hover card read them)")

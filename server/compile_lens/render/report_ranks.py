@@ -1,13 +1,14 @@
 """The report's part for a torchrun trial: each rank's figures, and where the ranks compiled apart
-(`trial.rank_figures`). Pure; no torch. Empty for a one-process trial.
+(`trial.rank_figures`; the DDPOptimizer sentence is `trial_ranks_text`'s). Pure; no torch. Empty for a
+one-process trial.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..trial.rank_figures import ddp_text
 from .html_parts import _e, _Page, _x
+from .trial_ranks_text import ddp_text
 
 
 def _ms(seconds: Any) -> str:

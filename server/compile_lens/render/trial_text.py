@@ -13,12 +13,20 @@ from .trial_shapes_text import shape_lines
 
 
 def break_text(b: dict) -> str:
-    """A break's type, and for a break in a loop what it costs (the whole frame runs eagerly)."""
+    """A break's type; for a break torch reported inside a library, where (the break itself is at the
+    program's line that called it); for a break in a loop, what it costs (the whole frame runs eagerly)."""
+    text = b.get("reason") or ""
+    inside = b.get("inside")
+    if inside:
+        reported = ("" if inside["reported"] == inside["where"] else
+                    f"; torch reports it at {inside['reported_shown']}")
+        text += (f" — inside `{inside['function']}` ({inside['shown']}{reported}), called from "
+                 f"{os.path.basename(b['where'].rpartition(':')[0])}:{b['where'].rpartition(':')[2]}")
     loop = b.get("loop")
     if loop:
-        return (f"{b.get('reason') or ''} — inside the loop at {os.path.basename(loop['where'])}: torch skips the whole "
-                f"`{loop['skipped']}`, which runs eagerly")
-    return b.get("reason") or ""
+        text += (f" — inside the loop at {os.path.basename(loop['where'])}: torch skips the whole "
+                 f"`{loop['skipped']}`, which runs eagerly")
+    return text
 
 
 def _ms(seconds: Optional[float]) -> str:

@@ -71,7 +71,11 @@ _record: Any = None  # compile_lens.record.hook
 _torch: Any = None
 _compile_below: Any = None  # torch.compile under our patch (the record hook's)
 
-_tracked: Any = None  # WeakKeyDictionary: outermost module -> its compiled call, or None (eager / the program's own)
+# id(outermost module) -> (weak reference, its compiled call or None: eager / the program's own). A plain dict,
+# read only in this module's functions (Dynamo skips them): a WeakKeyDictionary's Python methods, called
+# from a module's call in the program's own compiled region (`torch.compile(DDP(model))`), were compiled
+# as frames of their own, two frames the program alone does not compile
+_tracked: dict = {}
 _tracked_names: list = []  # their classes, for the record (the modules are gone at exit)
 _tracked_targets: list = []  # the same as recorded.json names them ("train.py:Net"), for the hover card
 _with_dropout: set = set()  # tracked classes holding dropout layers with p > 0: compiled masks differ
@@ -102,7 +106,7 @@ def _new_step() -> dict:
 
 def install() -> None:
     """Add the trial to the record hook (installed already); idempotent; only in the first process."""
-    global _mode, _steps_limit, _seconds_limit, _step_on, _options, _out, _pid, _record, _tracked, _cur
+    global _mode, _steps_limit, _seconds_limit, _step_on, _options, _out, _pid, _record, _cur
     if os.environ.get("COMPILE_LENS_TRIAL_RANKED") and "RANK" not in os.environ:
         return  # torchrun's launcher: the ranks are the runs
     owner = os.environ.get("COMPILE_LENS_TRIAL_OWNER")
@@ -116,7 +120,6 @@ def install() -> None:
     _step_on = os.environ.get("COMPILE_LENS_TRIAL_STEP_ON", "optimizer")
     _options = json.loads(os.environ.get("COMPILE_LENS_TRIAL_OPTIONS") or "{}")
     _out = os.environ.get("COMPILE_LENS_TRIAL_OUT", "")
-    _tracked = weakref.WeakKeyDictionary()
     _cur = _new_step()
     from compile_lens.record import hook as record
 
@@ -235,11 +238,11 @@ def _patch_torch(torch: Any) -> None:
         model = args[0] if args else kwargs.get("model")
         if _mode == "eager":  # the baseline runs the program's own compiled code eagerly
             return model if model is not None else (lambda fn: fn)
-        if model is not None and _tracked is not None and model in _tracked:
-            _tracked[model] = None  # the program compiles it itself: its call, its options
+        if model is not None and _is_tracked(model):
+            _set_tracked(model, None)  # the program compiles it itself: its call, its options
         inner = getattr(model, "module", None)  # `torch.compile(DDP(model))`: DDP's compile holds the model's
-        if inner is not None and isinstance(model, torch.nn.parallel.DistributedDataParallel) and inner in _tracked:
-            _tracked[inner] = None
+        if inner is not None and isinstance(model, torch.nn.parallel.DistributedDataParallel) and _is_tracked(inner):
+            _set_tracked(inner, None)
         return compile_(*args, **kwargs)
 
     torch.compile = compile
@@ -248,8 +251,8 @@ def _patch_torch(torch: Any) -> None:
     def module_compile_(self: Any, *args: Any, **kwargs: Any) -> None:
         if _mode == "eager":
             return None
-        if self in _tracked:
-            _tracked[self] = None
+        if _is_tracked(self):
+            _set_tracked(self, None)
         return module_compile(self, *args, **kwargs)
 
     torch.nn.Module.compile = module_compile_
@@ -318,7 +321,7 @@ def _watch_logs(torch: Any) -> None:
     try:
         from .events import watch
 
-        watch(_events, lambda: (len(_steps), _cur.get("shapes")))
+        watch(_events, lambda: (len(_steps), _cur.get("shapes")), _record._root or None)
         if graphs:
             from .cudagraph_events import watch as watch_cudagraphs
 
@@ -354,6 +357,16 @@ def _watch_ddp_splits() -> None:
 
 # --- the outermost workspace modules ------------------------------------------------------------
 
+def _is_tracked(module: Any) -> bool:
+    entry = _tracked.get(id(module))
+    return entry is not None and entry[0]() is module
+
+
+def _set_tracked(module: Any, compiled: Any) -> None:
+    key = id(module)
+    _tracked[key] = (weakref.ref(module, lambda _ref: _tracked.pop(key, None)), compiled)
+
+
 def _adopt(cls: type) -> None:
     init = cls.__dict__.get("__init__")
     if isinstance(init, types.FunctionType) and not getattr(init, "_compile_lens_trial", False):
@@ -368,7 +381,7 @@ def _wrap_init(original: Any) -> Any:
             original(self, *args, **kwargs)
         finally:
             _init_depth -= 1
-        if _init_depth == 0 and self not in _tracked:
+        if _init_depth == 0 and not _is_tracked(self):
             try:
                 _track(self)
             except Exception as exc:  # noqa: BLE001
@@ -390,7 +403,7 @@ def _track(module: Any, whole: bool = False) -> None:
     own = type(module).__name__ == "OptimizedModule"  # the program's `torch.compile(model)`: its options
     if _mode == "compiled" and module._compiled_call_impl is None and not own:
         compiled = _compile_below(module if whole else module._call_impl, **_options)
-    _tracked[module] = compiled
+    _set_tracked(module, compiled)
     _compiled_by_program = _compiled_by_program or own
     shown = type(getattr(module, "_orig_mod", None) if own else module).__qualname__  # the model, not torch's wrapper
     _tracked_names.append(shown)
@@ -408,9 +421,9 @@ def _track(module: Any, whole: bool = False) -> None:
 def _timed_call(original: Any) -> Any:
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
         global _call_depth
-        if _compiling() or self not in _tracked:
+        if _compiling() or not _is_tracked(self):
             return original(self, *args, **kwargs)
-        compiled = _tracked.get(self)
+        compiled = _tracked[id(self)][1]
         if _call_depth == 0:
             _stop_if_done()
         if _call_depth == 0 and _cur["start"] is None:
@@ -443,7 +456,7 @@ def _track_library_model(optimizer: Any) -> None:
         modules = [o for o in gc.get_objects() if issubclass(type(o), _torch.nn.Module)]
         inner = {id(child) for m in modules for child in m.children()}
         for module in modules:
-            if id(module) not in inner and module not in _tracked and any(id(p) in params for p in module.parameters()):
+            if id(module) not in inner and not _is_tracked(module) and any(id(p) in params for p in module.parameters()):
                 _track(module, whole=True)
                 _found_late = True
     except Exception as exc:  # noqa: BLE001 - never change what the program does
@@ -472,6 +485,11 @@ def _end_step(optimizer: Any = None) -> None:
     if _cur["start"] is None and _last_end is None:
         step["timed"] = False  # no model call was seen before it ended: nothing to time it from
     _steps.append(step)
+    for event in reversed(_events):  # logged before the step's first model call (inside DDP's forward): its inputs
+        if event.get("step") != step["index"]:
+            break
+        if event.get("shapes") is None:
+            event["shapes"] = step["shapes"]
     if optimizer is not None and step["index"] == 0 and not _tracked_names:
         _track_library_model(optimizer)
     if not _cur["loss_finite"] and _failure is None:

@@ -91,22 +91,25 @@ def per_rank(eager_run: Optional[dict], compiled_run: Optional[dict]) -> list[di
                     "speedup": summary.speedup(ef, cf, "wall_s") if ok else None,
                     "graph_breaks": summary.graph_breaks(c), "recompiles": summary.recompiles(c),
                     "ddp_splits": ddp_splits(c),
-                    "compile_time": summary.compile_time(c),
+                    "compile_time": summary.compile_time(c), "frames_compiled": frames_compiled(c),
                     "killed": {"eager": (e or {}).get("killed"), "compiled": (c or {}).get("killed")},
                     "finished": {"eager": (e or {}).get("finished"), "compiled": (c or {}).get("finished")}})
     return out
+
+
+def frames_compiled(run: Optional[dict]) -> list[dict]:
+    """Each frame the rank compiled, as torch's compilation metrics name it (its compile id, function,
+    file and first line, step): the rank's compiled programs, comparable with TORCH_LOGS=dynamo's
+    "start tracing" lines (a program's own `torch.compile(DDP(model))` compiles `model.forward` once)."""
+    return [{"compile_id": e.get("compile_id"), "function": e.get("co_name"), "step": e.get("step"),
+             "where": f"{e.get('co_filename')}:{e.get('co_firstlineno')}"}
+            for e in (run or {}).get("compiles") or [] if e.get("co_name")]
 
 
 def ddp_splits(run: Optional[dict]) -> list[dict]:
     """The graphs DDPOptimizer split at DDP's bucket boundaries (a program compiling its DDP model)."""
     return [{k: e.get(k) for k in ("step", "buckets", "bucket_cap_bytes")}
             for e in (run or {}).get("events") or [] if e.get("kind") == "ddp_split"]
-
-
-def ddp_text(split: dict) -> str:
-    return (f"DDPOptimizer split the compiled graph into {split['buckets']} graphs at DDP's bucket boundaries "
-            f"(step {split['step']}; bucket cap {split['bucket_cap_bytes']} bytes): expected, so that each bucket's "
-            "all-reduce overlaps the backward; not a graph break in your code")
 
 
 def divergence(compiled_run: Optional[dict]) -> list[dict]:
@@ -156,45 +159,3 @@ def _levers(found: dict) -> list[str]:
     out.append("in the program: mark the varying dimension dynamic (torch._dynamo.mark_dynamic(x, dim)), or give "
                "every rank shards of the same size")
     return out
-
-
-def render_text(figures: dict) -> str:
-    """The rank lines of the trial's text ("" for a one-process run)."""
-    ranks = figures.get("ranks") or []
-    if not ranks:
-        return ""
-    lines = [f"  ranks: {len(ranks)} (torchrun); the run's step time above is, per step, the slowest rank's"]
-    for r in ranks:
-        parts = []
-        for name in ("eager", "compiled"):
-            f = r[name]
-            steady = (f.get("steady") or {}).get("wall_s")
-            state = f"{len(f['steps'])} steps" + (f", steady {_ms(steady['median'])}/step" if steady else "")
-            if f.get("failure"):
-                state += f", failed at step {f['failure'].get('step')}: {f['failure'].get('message')}"
-            elif (r.get("killed") or {}).get(name):
-                state += f", killed at step {r['killed'][name].get('step')}"
-            parts.append(f"{name} {state}")
-        ratio = r.get("speedup")
-        ct = r.get("compile_time") or {}
-        lines.append(f"    rank {r['rank']}: {'; '.join(parts)}"
-                     + (f"; speedup {ratio['ratio']:.2f}x ({ratio['verdict']})" if ratio else "")
-                     + f"; recompiles {len(r['recompiles'])}; graph breaks {len(r['graph_breaks'])}"
-                     + (f"; compile time {ct['total_s']:.1f} s" if ct else ""))
-        for split in r.get("ddp_splits") or []:
-            lines.append(f"      {ddp_text(split)}")
-    for d in figures.get("rank_divergence") or []:
-        who = ", ".join(map(str, d["ranks"]))
-        others = ", ".join(map(str, d.get("other_ranks") or []))
-        guard = f" (guard: {d['guard']})" if d.get("guard") else ""
-        lines.append(f"  RANK DIVERGENCE (error): from step {d['step']}, rank{'s' if len(d['ranks']) > 1 else ''} "
-                     f"{who} ran compiled code rank{'s' if len(d.get('other_ranks') or []) > 1 else ''} {others} "
-                     f"did not: {d['what']}{guard}; {d['steps_apart']} step(s) with compiles only they made")
-        lines.append(f"    why it matters: {d['why']}")
-        for lever in d.get("levers") or []:
-            lines.append(f"    lever: {lever}")
-    return "\n".join(lines)
-
-
-def _ms(seconds: Optional[float]) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.1f} ms"

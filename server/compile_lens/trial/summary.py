@@ -192,13 +192,14 @@ def losses(eager: dict, compiled: dict, rtol: float, atol: float, repeat: Option
 
 
 def graph_breaks(run: Optional[dict]) -> list[dict]:
-    """Distinct breaks the compiled run hit, where, why, in which step, with which input shapes."""
+    """Distinct breaks the compiled run hit, where, why, in which step, with which input shapes; a break
+    torch reported inside a library is at the program's line that called it, torch's place in `inside`."""
     found: dict = {}
     for event in (run or {}).get("events", []):
         if event.get("kind") == "graph_break":
-            found.setdefault((event.get("where"), event.get("reason")),
-                             {k: event.get(k) for k in ("where", "reason", "gb", "explanation", "loop", "step",
-                                                              "shapes")})
+            found.setdefault((event.get("where"), event.get("reason"), (event.get("inside") or {}).get("reported")),
+                             {k: event.get(k) for k in ("where", "inside", "reason", "gb", "explanation", "loop",
+                                                        "step", "shapes")})
     return list(found.values())
 
 

@@ -45,7 +45,7 @@ import torch
 
 from ...protocol import Frame
 from ..dynamo import current_compile_id
-from ..frames import frame_name, is_user_file, real
+from ..frames import frame_name, is_user_file, real, torch_dir
 from . import log_text
 from .records import BreakFields, BreakSeen, RecompileEntry
 from .spans import span
@@ -67,6 +67,9 @@ class CompileCollector(logging.Handler):
         self.variation = ""
         self.formatted: dict[str, BreakFields] = {}  # torch's break messages by their text
         self.sources: dict[str, int] = {"data": 0, "text": 0}  # how each record was read
+        # True (the trial): a break torch reports inside its own files (DDP's forward) is kept, at
+        # torch's line, with torch's frames on its stack, for the reader to place at the program's line
+        self.torch_breaks = False
 
     @property
     def messages(self) -> list[BreakSeen]:
@@ -124,7 +127,7 @@ class CompileCollector(logging.Handler):
 
     def _breaks_from_data(self, record: logging.LogRecord) -> Optional[list[BreakSeen]]:
         """The break of one `graph_breaks` record from torch's data; None when it is not there."""
-        found = _breaks_from_data(record)
+        found = _breaks_from_data(record, self.torch_breaks)
         if not found:
             return found
         seen = found[0]
@@ -265,13 +268,18 @@ def _logging_frame(record: logging.LogRecord) -> Optional[FrameType]:
     return None
 
 
-def _breaks_from_data(record: logging.LogRecord) -> Optional[list[BreakSeen]]:
-    """The break of one `graph_breaks` record from torch's data; None when it is not there."""
+def _breaks_from_data(record: logging.LogRecord, torch_breaks: bool = False) -> Optional[list[BreakSeen]]:
+    """The break of one `graph_breaks` record from torch's data; None when it is not there.
+    `torch_breaks`: torch's own files count as the user's (see `CompileCollector.torch_breaks`)."""
+
+    def kept(path: str) -> bool:
+        return is_user_file(path, libraries=True) or (torch_breaks and real(path).startswith(torch_dir()))
+
     args = record.args
     if isinstance(args, tuple) and len(args) == 3 and isinstance(args[2], str):
         # a repeat: torch logs (file, line, reason) and suppresses the stack
         path, line = real(str(args[0])), int(args[1])
-        if not is_user_file(path, libraries=True):
+        if not kept(path):
             return []
         return [BreakSeen(path=path, line=line, reason=args[2].strip(), stack=[Frame(path, line, "?")])]
     frame = _logging_frame(record)
@@ -285,9 +293,9 @@ def _breaks_from_data(record: logging.LogRecord) -> Optional[list[BreakSeen]]:
         # reader does not take either) or another torch: the text
         return None
     path, line = real(str(where[0])), int(where[1])
-    if not is_user_file(path, libraries=True):
+    if not kept(path):
         return []
-    user = [f for f in stack if is_user_file(f.filename, libraries=True)]
+    user = [f for f in stack if kept(f.filename)]
     frames = [Frame(real(f.filename), f.lineno, frame_name(f.name)) for f in user]
     columns, end_line = None, None
     inner = user[-1] if user else None
