@@ -36,8 +36,8 @@ def project(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def report(project) -> dict:
-    done = run_cli("check", "wrapper.py", "loop.py", "multi.py", "--format", "json", "--no-benchmark",
-                   cwd=project)
+    done = run_cli("check", "wrapper.py", "loop.py", "multi.py", "logged.py", "--format", "json",
+                   "--no-benchmark", cwd=project)
     assert done.returncode == 1, done.stderr
     return json.loads(done.stdout)
 
@@ -67,6 +67,21 @@ def test_same_function_name_in_two_files_is_two_frames(report, project):
     assert first["code"] == "CL210" and first["line"] == 8
     assert re.search(r"\(\d compiled frames recompile", first["message"])
     assert "`labels`" in first["message"]
+
+
+def test_a_library_function_broken_from_two_lines_is_two_breaks(report, project):
+    """torch breaks inside `logging.warning` for each of the two calls and names one place (its
+    log even drops the second's stack): each call line is a warning, and the count says two."""
+    logged = _file(report, "logged.py")
+    lines = [i for i, text in enumerate((project / "logged.py").read_text().splitlines(), 1)
+             if "logging.warning(" in text]
+    shown = sorted(d["line"] for d in logged["diagnostics"] if d["data"].get("kind") == "graph_break")
+    assert shown == lines, logged["diagnostics"]
+    breaks = logged["targets"][0]["graph_breaks"]
+    assert len(breaks) == 2 and len({(b["path"], b["line"]) for b in breaks}) == 1
+    # the text's count is of these two, not of torch's one place
+    done = run_cli("check", "logged.py", "--no-benchmark", "--no-recompiles", cwd=project)
+    assert "(2 graph breaks (torch: " in done.stdout, done.stdout
 
 
 def test_one_break_counted_once_everywhere(report, project):

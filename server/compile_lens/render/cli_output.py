@@ -204,7 +204,7 @@ def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0, not_
     of recompiles is then no answer. Paths are relative to `cwd` (the workspace root) when under it."""
     rows: list[tuple[str, int, int, int, str]] = []  # (path, line, column, order, text)
     levels: dict[str, dict[str, int]] = {"error": {}, "warning": {}, "information": {}}
-    breaks: dict[str, set[tuple[str, int, str]]] = {}  # per level: distinct breaks at distinct locations
+    breaks: dict[str, set[tuple]] = {}  # per level: distinct breaks at distinct locations
     for report in reports:
         for f in _shown(report.findings):
             path = display_path(f.path, cwd)
@@ -213,7 +213,7 @@ def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0, not_
             level = "information" if f.severity in ("information", "hint") else f.severity
             if is_break_finding(f) and not f.predicted:  # a call-site copy is the same break
                 where = f.data.get("break_at") or (f.path, f.line)
-                breaks.setdefault(level, set()).add((os.path.realpath(where[0]), where[1], f.code))
+                breaks.setdefault(level, set()).add((os.path.realpath(where[0]), *where[1:], f.code))
                 continue
             levels[level][_kind(f)] = levels[level].get(_kind(f), 0) + 1
         for ppath, pline, problem in report_problems(report):

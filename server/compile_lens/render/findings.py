@@ -35,9 +35,12 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
             chain = " → ".join(f.name for f in br.stack)
             message += f"\nCall chain: {chain} (traced from `{result.name}`)"
         related = list(br.stack[:-1])
+        calls = [] if same_file(br.path, path) else [f for f in br.stack if same_file(f.path, path)]
         data = {"kind": "graph_break", "gb_id": br.gb_id, "gb_type": br.gb_type, "target": result.name,
                 "function": br.stack[-1].name if br.stack else None,
-                "break_at": [br.path, br.line],  # its call-site copy is the same break (counted once)
+                # its call-site copy is the same break (counted once); a helper or library function
+                # broken from two lines of this file broke twice
+                "break_at": [br.path, br.line] + ([calls[-1].line] if calls else []),
                 # user frames above the line's own: 0 where it is in the function torch compiles (a
                 # reordered print or log runs there; inlined deeper, torch 2.13 drops it); None: unknown
                 "depth": len(br.stack) - 1 if br.stack else None}
@@ -52,16 +55,14 @@ def graph_break_findings(result: TargetResult, path: str) -> list[Finding]:
             severity="warning", code=br.gb_id or codes.GRAPH_BREAK, message=message, url=br.url,
             related=related, data=data,
         ))
-        if not same_file(br.path, path):
-            calls = [f for f in br.stack if same_file(f.path, path)]
-            if calls:
-                site = calls[-1]
-                inner = br.stack[-1]
-                found.append(dataclasses.replace(
-                    found[-1], path=path, line=site.line, column=1, end_line=site.line, end_column=1,
-                    message=f"graph break inside `{inner.name}` ({os.path.basename(inner.path)}:{inner.line}): {message}",
-                    related=[f for f in br.stack if f is not site],
-                    data={**found[-1].data, "call_site": True, "depth": br.stack.index(site)}))
+        if calls:
+            site = calls[-1]
+            inner = br.stack[-1]
+            found.append(dataclasses.replace(
+                found[-1], path=path, line=site.line, column=1, end_line=site.line, end_column=1,
+                message=f"graph break inside `{inner.name}` ({os.path.basename(inner.path)}:{inner.line}): {message}",
+                related=[f for f in br.stack if f is not site],
+                data={**found[-1].data, "call_site": True, "depth": br.stack.index(site)}))
     return found
 
 

@@ -22,7 +22,7 @@ import torch._dynamo
 from ...protocol import Frame, GraphBreak, SkippedLoop
 from ...stable_text import stable_text
 from .. import dynamo
-from ..frames import frame_name, is_user_file, real
+from ..frames import frame_name, is_environment_file, is_user_file, real
 from ..loader import BuiltTarget
 from .collector import collect
 from .records import BreakFields, BreakSeen
@@ -85,12 +85,23 @@ def _fold_steps(seen: list[BreakSeen]) -> list[BreakSeen]:
 
 
 def _merge(seen: list[BreakSeen]) -> list[GraphBreak]:
-    """One break per location (file, line, registry id); the most informative text wins."""
-    by_place: dict[tuple[str, int], list[BreakSeen]] = {}
+    """One break per location (file, line, registry id); the most informative text wins. A break
+    inside an installed library (`logging.warning`) is one break per line of the program that called
+    it: two calls are two breaks, though torch names one place."""
+    by_place: dict[tuple[str, int, Optional[tuple[str, int]]], list[BreakSeen]] = {}
     for item in _fold_steps(seen):
-        by_place.setdefault((item.path, item.line), []).append(item)
+        by_place.setdefault((item.path, item.line, _caller_in_program(item)), []).append(item)
+    for path, line, site in [k for k in by_place if k[2] is None]:
+        # torch logs a repeat without its stack: it belongs to a sighting with one (of its compile
+        # when explain saw that), when there is one
+        sighted = [k for k in by_place if k[:2] == (path, line) and k[2] is not None]
+        if sighted:
+            repeats = by_place.pop((path, line, site))
+            ids = {s.compile_id for s in repeats} - {None}
+            same = [k for k in sighted if ids & {s.compile_id for s in by_place[k]}]
+            by_place[(same or sighted)[0]].extend(repeats)
     breaks: list[GraphBreak] = []
-    for (path, line), items in by_place.items():
+    for (path, line, _), items in by_place.items():
         kinds: dict[str, list[BreakSeen]] = {}
         for item in items:
             kinds.setdefault(_describe(item)["key"], []).append(item)
@@ -101,6 +112,13 @@ def _merge(seen: list[BreakSeen]) -> list[GraphBreak]:
             breaks.append(_to_break(path, line, items, group))
     breaks.sort(key=lambda b: (b.path, b.line, b.column))
     return breaks
+
+
+def _caller_in_program(item: BreakSeen) -> Optional[tuple[str, int]]:
+    """For a break inside an installed library, the innermost program line on its stack."""
+    if not is_environment_file(item.path):
+        return None
+    return next(((f.path, f.line) for f in reversed(item.stack) if not is_environment_file(f.path)), None)
 
 
 def _to_break(path: str, line: int, place: list[BreakSeen], group: list[BreakSeen]) -> GraphBreak:
