@@ -43,7 +43,7 @@ from ..render.torch_diff_text import render_torch_diff_text
 from ..settings import DEVICES, Settings
 from . import gate
 from .baseline import apply_baseline, write_baseline
-from .common import files_and_root, finish, open_cache, say, settings_for
+from .common import add_remote_cache_argument, files_and_root, finish, open_cache, say, settings_for
 from .compare import add_compare_argument, label, other_interpreter, torch_diff
 from .gpu_wait import GpuWait, add_wait_gpu_argument
 from .shard import Shard, add_shard_argument, shard_files
@@ -262,6 +262,7 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="budget of one target's measurement, compiles included (benchmark.maxSeconds)")
     add_wait_gpu_argument(chk)
     add_compare_argument(chk)
+    add_remote_cache_argument(chk)
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     chk.add_argument("--trace-dir", metavar="DIR",

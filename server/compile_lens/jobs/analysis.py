@@ -151,7 +151,7 @@ async def analyze_file(
         job = AnalyzeJob(
             id=next(_job_ids), path=path, root=root, targets=pending, trace="trace" in wanted,
             recompiles="sweep" in wanted, benchmark="measure" in wanted, device=settings.device,
-            mode=settings.mode, max_seconds=settings.max_seconds,
+            mode=settings.mode, max_seconds=settings.max_seconds, remote_cache=settings.remote_cache,
             skip=skip,
             trace_dir=trace_dir,
         )

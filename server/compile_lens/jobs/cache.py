@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 # 2: results carry phases, loop-fallback inner breaks, recompile frames, timing intervals; an older
 # cache would render in the old shape, so it is dropped
 # 3: a break inside a loop is the break at its own line, with its loop (`GraphBreak.loop`)
-SCHEMA_VERSION = 3
+# 4: warm_remote, warm_cache.remote, the forward's measured guard cost (guard_us_per_call, its interval, share)
+SCHEMA_VERSION = 4
 
 WORKER_FAILURES = ("crash", "timeout", "memory", "exit")  # not the code's answer: never cached
 

@@ -41,6 +41,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     from ..loader import TargetError
     from . import benchmark as bench
     from . import memory as mem
+    from .dynamo_watch import _metrics
+    from .warm_remote import remote_counts
 
     device, workloads = job["device"], job["workloads"]
     result: dict[str, Any] = {"compile_s": {}, "memory": {}, "notes": []}
@@ -63,6 +65,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         result["memory"] = memory
         if "compile" in job["tasks"]:
             result["cache"] = bench.cache_counts()
+            result["remote_cache"] = remote_counts(_metrics(), device)
     except TargetError as exc:
         result["error"] = asdict(exc.problem)
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it

@@ -1,0 +1,66 @@
+"""The warm-remote compile: what a fresh machine served by the team's Redis cache pays.
+
+After the cold compile (remote caches off), one fill compile with the remote cache on (torch has no
+write-only mode: it reads first, then writes what it missed), then the measured compile: a fresh
+process with an empty local cache folder, served by the remote cache alone. Both children count
+in the measurement's time budget like the cold one.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from ...remote_cache import Remote
+from .cold_compile import run_child
+
+
+@dataclass
+class WarmRemote:
+    compile_s: Optional[float] = None  # the served compile of the first workload, imports included
+    counts: Optional[dict[str, Any]] = None  # remote_cache.remote_counts of the served compile
+    notes: list[str] = field(default_factory=list)
+
+
+def measure(child_job: dict[str, Any], *, cache_dir: str, remote: Remote, timeout: float,
+            progress: Callable[..., None]) -> WarmRemote:
+    """Fill `remote` from a fresh process, then time a fresh process with an empty local cache
+    that only `remote` can serve. Each child gets its own empty folder under `cache_dir`."""
+    first = child_job["workloads"][0]
+    progress(f"filling the remote cache {remote.url} (fresh process)…", limit_s=timeout)
+    run_child(dict(child_job, tasks=["compile"], what="the remote cache's fill compile"),
+              cache_dir=tempfile.mkdtemp(prefix="fill-", dir=cache_dir), timeout=timeout,
+              progress=progress, remote=remote)
+    progress(f"compiling with the remote cache {remote.url} and an empty local cache (fresh process)…",
+             limit_s=timeout)
+    served = run_child(dict(child_job, tasks=["compile"], what="the warm-remote compile"),
+                       cache_dir=tempfile.mkdtemp(prefix="served-", dir=cache_dir), timeout=timeout,
+                       progress=progress, remote=remote)
+    found = WarmRemote(served["compile_s"].get(first), served.get("remote_cache"))
+    hits = sum(c.get("hits", 0) for c in (found.counts or {}).values() if isinstance(c, dict))
+    if found.counts is not None and not hits:
+        found.notes.append(f"remote cache: {remote.url} served no hits to a fresh process; its warm-remote "
+                           "compile is a cold compile (is torch's `redis` client installed in this environment?)")
+    return found
+
+
+# compilation-metrics fields per cache (torch 2.13); autotune's remote hits are not recorded there
+_REMOTE_FIELDS = {"fx_graph": "inductor_fx_remote_cache", "aot_autograd": "aotautograd_remote_cache"}
+
+
+def remote_counts(entries: list[Any], device: str) -> Optional[dict[str, Any]]:
+    """{fx_graph: {hits, misses}, aot_autograd: {…}, autotune: …} of the compiles in `entries`
+    (torch's compilation metrics), None when this torch records none of them. Autotune runs only
+    for GPU kernels: "n/a" on the CPU (not 0), None (not recorded) on a GPU."""
+    counts: dict[str, Any] = {}
+    for cache, prefix in _REMOTE_FIELDS.items():
+        hits = [getattr(e, f"{prefix}_hit_count", None) for e in entries]
+        misses = [getattr(e, f"{prefix}_miss_count", None) for e in entries]
+        if any(isinstance(v, int) for v in hits + misses):
+            counts[cache] = {"hits": sum(v for v in hits if isinstance(v, int)),
+                             "misses": sum(v for v in misses if isinstance(v, int))}
+    if not counts:
+        return None
+    counts["autotune"] = "n/a" if device == "cpu" else None
+    return counts

@@ -1,0 +1,108 @@
+"""Inductor's remote cache (Redis), with a real `redis-server` (tests/redis_server.py): the cold
+compile stays cold whatever the user's environment says, and the warm-remote compile is served
+by the cache. One measurement of a small MLP is shared by the tests of its figures."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import asdict
+
+import pytest
+
+from compile_lens import remote_cache as rc
+from compile_lens.protocol import InputRecipe, TargetSpec
+from compile_lens.settings import Settings
+from compile_lens.worker.measure.cold_compile import _child_env, run_child
+from paths import FIXTURES
+from redis_server import free_port, key_count, redis_server
+
+ROOT = FIXTURES / "remote"
+MODEL = str(ROOT / "mlp.py")
+SPEC = TargetSpec("MLP", "module", 14, inputs=InputRecipe("directive", "(torch.randn(16, 32),)"))
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    with redis_server(str(tmp_path_factory.mktemp("redis"))) as url:
+        yield url
+
+
+def test_the_cold_child_has_remote_caches_and_pgo_off_whatever_the_user_set(monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE", "1")
+    monkeypatch.setenv("TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE", "1")
+    monkeypatch.setenv("TORCHINDUCTOR_REDIS_URL", "redis://cache.lan:6379")
+    monkeypatch.setenv("TORCH_DYNAMO_AUTOMATIC_DYNAMIC_REMOTE_PGO", "1")
+    env = _child_env("/tmp/x")
+    assert {k: env[k] for k in rc.REMOTE_SWITCHES + rc.PGO_SWITCHES} == dict.fromkeys(rc.REMOTE_SWITCHES + rc.PGO_SWITCHES, "0")
+    assert "TORCHINDUCTOR_REDIS_URL" not in env
+    served = _child_env("/tmp/x", rc.Remote("127.0.0.1", 7000, "setting"))
+    assert served["TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE"] == "1" and served["TORCHINDUCTOR_REDIS_PORT"] == "7000"
+    assert served["TORCH_DYNAMO_AUTOMATIC_DYNAMIC_REMOTE_PGO"] == "0"
+
+
+def test_an_address_that_does_not_answer_is_measured_without_and_said():
+    port = free_port()
+    started = time.perf_counter()
+    remote, note = rc.resolve(f"redis://127.0.0.1:{port}", {})
+    assert remote is None and f"redis://127.0.0.1:{port}" in note and "measured without the remote cache" in note
+    assert time.perf_counter() - started < 2 * rc.CONNECT_S
+    remote, note = rc.resolve("http://cache.lan", {})
+    assert remote is None and "redis://HOST:PORT" in note
+
+
+def test_the_environment_names_the_cache_when_no_setting_does():
+    env = {"TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE": "1", "TORCHINDUCTOR_REDIS_HOST": "cache.lan",
+           "TORCHINDUCTOR_REDIS_PORT": "6380"}
+    assert rc.from_environment(env) == rc.Remote("cache.lan", 6380, "environment")
+    assert rc.from_environment({"TORCHINDUCTOR_REDIS_HOST": "cache.lan"}) is None  # no cache switched on
+
+
+def test_the_setting_is_checked_where_it_is_read():
+    settings, problems = Settings.from_client({"compileLens.remoteCache": "redis://cache.lan:6380"})
+    assert settings.remote_cache == "redis://cache.lan:6380" and not problems
+    settings, problems = Settings.from_client({"compileLens.remoteCache": "cache.lan"})
+    assert settings.remote_cache is None and "redis://HOST:PORT" in problems[0]
+
+
+def _cold_child(cache_dir: str) -> dict:
+    job = {"path": MODEL, "root": str(ROOT), "spec": asdict(SPEC), "device": "cpu", "mode": "default",
+           "workloads": ["train", "forward"], "step_begin": False, "tasks": ["compile"], "what": "cold"}
+    return run_child(job, cache_dir=cache_dir, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def measured(redis_url):
+    from compile_lens.worker.loader import build_target, import_file
+    from compile_lens.worker.measure.benchmark import run_benchmark
+
+    target = build_target(import_file(MODEL, str(ROOT)), SPEC, MODEL)
+    result = run_benchmark(target, path=MODEL, root=str(ROOT), device="cpu", max_seconds=5,
+                           remote_cache=redis_url)
+    return result
+
+
+@pytest.mark.slow
+def test_warm_remote_is_served_by_redis_and_below_the_cold_compile(measured, redis_url):
+    warm_remote, cold = measured.compile_s["warm_remote"], measured.compile_s["cold"]
+    remote = measured.warm_cache["remote"]
+    assert key_count(redis_url) > 0  # the fill compile wrote to the real server
+    assert remote["fx_graph"]["hits"] > 0 and remote["aot_autograd"]["hits"] > 0, remote
+    assert remote["autotune"] == "n/a"  # GPU kernels only: not 0 on the CPU
+    assert warm_remote < cold, measured.compile_s
+    assert not [n for n in measured.notes if n.startswith("remote cache:")], measured.notes
+
+
+@pytest.mark.slow
+def test_the_cold_compile_stays_cold_with_a_warm_redis_in_the_users_environment(measured, redis_url, monkeypatch):
+    port = redis_url.rsplit(":", 1)[1]
+    for name in rc.REMOTE_SWITCHES:
+        monkeypatch.setenv(name, "1")
+    monkeypatch.setenv("TORCHINDUCTOR_REDIS_HOST", "127.0.0.1")
+    monkeypatch.setenv("TORCHINDUCTOR_REDIS_PORT", port)
+    with tempfile.TemporaryDirectory(prefix="compile-lens-inductor-") as cache_dir:
+        cold = _cold_child(cache_dir)
+    assert cold["remote_cache"]["fx_graph"] == {"hits": 0, "misses": 0}  # never asked the warm Redis
+    assert cold["cache"]["hits"] == 0
+    ratio = cold["compile_s"]["train"] / measured.compile_s["cold"]
+    print(f"cold with a warm Redis in the environment / cold with an empty one: {ratio:.2f}")
