@@ -19,8 +19,11 @@ from urllib.parse import urlsplit
 REMOTE_SWITCHES = ("TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE", "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE",
                    "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE", "TORCHINDUCTOR_BUNDLED_AUTOTUNE_REMOTE_CACHE")
 REDIS_ADDRESS = ("TORCHINDUCTOR_REDIS_URL", "TORCHINDUCTOR_REDIS_HOST", "TORCHINDUCTOR_REDIS_PORT")
-# profile-guided dynamic shapes: a profile from an earlier run changes what the cold compile compiles
-PGO_SWITCHES = ("TORCH_DYNAMO_AUTOMATIC_DYNAMIC_LOCAL_PGO", "TORCH_DYNAMO_AUTOMATIC_DYNAMIC_REMOTE_PGO")
+# profile-guided dynamic shapes: a profile from an earlier run changes what the cold compile compiles;
+# torch keeps no profile without a job id (outside Meta's cluster), so without these there is none
+PGO_SWITCHES = ("TORCH_DYNAMO_AUTOMATIC_DYNAMIC_LOCAL_PGO", "TORCH_DYNAMO_AUTOMATIC_DYNAMIC_REMOTE_PGO",
+                "TORCH_COMPILE_JOB_ID", "TORCH_COMPILE_STICKY_PGO_KEY", "TORCH_COMPILE_STICKY_PGO_READ",
+                "TORCH_COMPILE_STICKY_PGO_WRITE")
 CONNECT_S = 1.0  # torch's Redis client sets no timeout: an address that does not answer is checked first
 DEFAULT_PORT = 6379
 
@@ -94,10 +97,14 @@ def unreachable(remote: Remote, timeout: float = CONNECT_S) -> Optional[str]:
 
 
 def cold_env(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` with every remote cache and PGO profile off, whatever the user set: a cold compile."""
-    out = {k: v for k, v in env.items() if k not in REDIS_ADDRESS}
-    out.update({name: "0" for name in REMOTE_SWITCHES + PGO_SWITCHES})
-    return out
+    """`env` with every remote cache and PGO profile off, whatever the user set: a cold compile.
+
+    Removed rather than set to "0": torch hashes some of these configs into its cache keys
+    (`bundled_autotune_remote_cache` into the FX graph's, functorch's whole config into
+    AOTAutograd's), and None ≠ False, so a "0" here would make the warm compile in the worker
+    (whose environment `lanes.worker_env` cleans the same way) miss everything the cold one wrote.
+    Unset, torch's default is off outside Meta's own builds."""
+    return {k: v for k, v in env.items() if k not in REMOTE_SWITCHES + PGO_SWITCHES + REDIS_ADDRESS}
 
 
 # the caches the warm-remote compile uses; the bundled autotune cache stays off: on the CPU torch
