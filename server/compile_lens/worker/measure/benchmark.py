@@ -66,6 +66,7 @@ from ...remote_cache import resolve as resolve_remote
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
+from . import cache_keys
 from . import memory as mem
 from .accuracy import _grad_accuracy, _grads, _output_accuracy
 from .cold_compile import (
@@ -212,6 +213,7 @@ class _Cold:
     import_s: float  # Dynamo and Inductor's import in that process
     limit: float  # how long a later stage may be silent
     child_job: dict[str, Any]  # what the fresh process was asked, for the warm-remote ones
+    fx_keys: list[dict[str, Any]]  # its FX-graph cache lookups (`cache_keys`): why a later compile missed
 
 
 @dataclass
@@ -229,6 +231,7 @@ class _Figures:
     busy_seen: dict[str, Any] = field(default_factory=dict)
     guard_us: Optional[float] = None
     warm_cache: Optional[dict[str, int]] = None
+    miss_why: list[str] = field(default_factory=list)  # what differed in the keys the warm compile missed
     served: Optional[WarmRemote] = None  # the warm-remote compile, when a remote cache answered
 
 
@@ -316,7 +319,8 @@ def _cold_compile(job: _Job, workloads: list[str]) -> _Cold:
     job.phases["cold_child"] = time.perf_counter() - t_child
     cold_s = cold["compile_s"].get(workloads[0])
     job.notes.extend(n for n in cold.get("notes", []) if n not in job.notes)
-    return _Cold(cold_s, float(cold.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds), child_job)
+    return _Cold(cold_s, float(cold.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds), child_job,
+                 cold.get("fx_keys") or [])
 
 
 def _warm_remote(job: _Job, cold: _Cold) -> Optional[WarmRemote]:
@@ -374,10 +378,11 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
     t0 = time.perf_counter()
     fn = torch.compile(compiled_obj, **compile_kwargs(job.target, job.mode))
     compiled = Model(fn, compiled_obj if eager.is_module else None, eager.args, job.step_begin)
-    if wl == "forward":
-        first = seeded(compiled.forward)  # the first compiled call: the compile
-    else:
-        first = _grads(compiled, 0)
+    with cache_keys.recorded() as looked_up:
+        if wl == "forward":
+            first = seeded(compiled.forward)  # the first compiled call: the compile
+        else:
+            first = _grads(compiled, 0)
     sync(job.device)
     compile_s = time.perf_counter() - t0
     job.phases["warm_compiles"] = job.phases.get("warm_compiles", 0.0) + compile_s
@@ -385,6 +390,7 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
         # what a new process pays: the imports it does on the first call, then this
         figures.warm_s = cold.import_s + compile_s
         figures.warm_cache = cache_counts()  # did it read what the cold compile wrote? (metrics cleared by the watch)
+        figures.miss_why = cache_keys.reasons(cold.fx_keys, looked_up)
     t_acc = time.perf_counter()
     if wl == "forward":
         _output_accuracy(eager.model, compiled, figures.errors, job.notes, first)
@@ -462,7 +468,7 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
     for text in figures.late + figures.timed:
         notes.append(f"recompiles: {text}")
-    notes.extend(_metric_notes(forward, figures.warm_cache))
+    notes.extend(_metric_notes(forward, figures.warm_cache, cache_keys.reason_words(figures.miss_why)))
     errors, device, served = figures.errors, job.device, figures.served
     accuracy_ok = not errors["exceeds"]
     return Benchmark(

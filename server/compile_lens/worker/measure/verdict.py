@@ -67,7 +67,7 @@ def _is_real(t: Timing) -> bool:
             and t.compiled_ms + t.compiled_iqr_ms / 2 < t.eager_ms - t.eager_iqr_ms / 2)
 
 
-def _metric_notes(forward: Timing, cache: Optional[dict[str, Any]]) -> list[str]:
+def _metric_notes(forward: Timing, cache: Optional[dict[str, Any]], miss_why: str = "") -> list[str]:
     """What the guard timing and torch's compilation metrics say that matters here: only then is it
     a note. Guards: the steady-state cost per call measured in the paired rounds (`guard_cost`)."""
     notes = []
@@ -76,7 +76,7 @@ def _metric_notes(forward: Timing, cache: Optional[dict[str, Any]]) -> list[str]
         notes.append(said)
     if cache and cache.get("misses"):
         notes.append(f"warm compile: Inductor's caches missed {cache['misses']} time(s) ({cache.get('hits', 0)} hits): "
-                     "the warm compile time includes compiling again")
+                     "the warm compile time includes compiling again" + miss_why)
     return notes
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from ...remote_cache import Remote
+from .cache_keys import reason_words, reasons
 from .cold_compile import run_child
 
 
@@ -29,19 +30,24 @@ def measure(child_job: dict[str, Any], *, cache_dir: str, remote: Remote, timeou
     that only `remote` can serve. Each child gets its own empty folder under `cache_dir`."""
     first = child_job["workloads"][0]
     progress(f"filling the remote cache {remote.url} (fresh process)…", limit_s=timeout)
-    run_child(dict(child_job, tasks=["compile"], what="the remote cache's fill compile"),
-              cache_dir=tempfile.mkdtemp(prefix="fill-", dir=cache_dir), timeout=timeout,
-              progress=progress, remote=remote)
+    fill = run_child(dict(child_job, tasks=["compile"], what="the remote cache's fill compile"),
+                     cache_dir=tempfile.mkdtemp(prefix="fill-", dir=cache_dir), timeout=timeout,
+                     progress=progress, remote=remote)
     progress(f"compiling with the remote cache {remote.url} and an empty local cache (fresh process)…",
              limit_s=timeout)
     served = run_child(dict(child_job, tasks=["compile"], what="the warm-remote compile"),
                        cache_dir=tempfile.mkdtemp(prefix="served-", dir=cache_dir), timeout=timeout,
                        progress=progress, remote=remote)
     found = WarmRemote(served["compile_s"].get(first), served.get("remote_cache"))
-    hits = sum(c.get("hits", 0) for c in (found.counts or {}).values() if isinstance(c, dict))
+    counts = [c for c in (found.counts or {}).values() if isinstance(c, dict)]
+    hits, misses = sum(c.get("hits", 0) for c in counts), sum(c.get("misses", 0) for c in counts)
+    why = reason_words(reasons(fill.get("fx_keys") or [], served.get("fx_keys") or []))
     if found.counts is not None and not hits:
         found.notes.append(f"remote cache: {remote.url} served no hits to a fresh process; its warm-remote "
-                           "compile is a cold compile (is torch's `redis` client installed in this environment?)")
+                           "compile is a cold compile" + (why or " (is torch's `redis` client installed in this "
+                                                                 "environment?)"))
+    elif misses:
+        found.notes.append(f"remote cache: the warm-remote compile missed {misses} time(s) ({hits} hits){why}")
     return found
 
 
