@@ -584,6 +584,7 @@ def test_guard_latency_and_warm_cache_come_from_torch_metrics(measured):
     assert b.warm_cache["hits"] > 0  # the warm compile really read Inductor's/AOTAutograd's caches
     # the steady-state guard cost, from the forward's own paired rounds (guard_cost.py)
     f = b.forward
+    assert f.rounds >= 2, "the forward needs two paired rounds for a guard figure (raise max_seconds)"
     lo, hi = f.guard_us_ci
     assert lo <= f.guard_us_per_call <= hi
     assert (f.guard_share is None) == (lo <= 0 <= hi)
