@@ -4,6 +4,10 @@ by the cache. One measurement of a small MLP is shared by the tests of its figur
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict
@@ -109,3 +113,16 @@ def test_the_cold_compile_stays_cold_with_a_warm_redis_in_the_users_environment(
     assert cold["cache"]["hits"] == 0
     ratio = cold["compile_s"]["train"] / measured.compile_s["cold"]
     print(f"cold with a warm Redis in the environment / cold with an empty one: {ratio:.2f}")
+
+
+@pytest.mark.slow
+def test_check_with_remote_cache_reports_warm_remote_in_json(redis_url, tmp_path):
+    """The flag's whole path: settings → job → worker → JSON (its own result cache: nothing reused)."""
+    env = dict(os.environ, COMPILE_LENS_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-m", "compile_lens.cli", "check", MODEL, "--format", "json", "--no-recompiles",
+                           "--max-seconds", "5", "--remote-cache", redis_url, "-q"],
+                          cwd=str(ROOT), capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    [target] = [t for f in json.loads(done.stdout)["files"] for t in f["targets"] if t["name"] == "MLP"]
+    bench = target["benchmark"]
+    assert bench["compile_s"]["warm_remote"] > 0 and bench["warm_cache"]["remote"]["fx_graph"]["hits"] > 0, bench
