@@ -66,6 +66,15 @@ def from_environment(env: Mapping[str, str]) -> Optional[Remote]:
                   "environment")
 
 
+def in_use(setting: Optional[str], env: Mapping[str, str]) -> Optional[str]:
+    """The address measurements use, as the job and the result-cache key carry it: the setting or
+    flag, else the one `env` turns on (the worker's own environment never has it: `cold_env`)."""
+    if setting:
+        return setting
+    found = from_environment(env)
+    return found.url if found else None
+
+
 def resolve(setting: Optional[str], env: Mapping[str, str]) -> tuple[Optional[Remote], Optional[str]]:
     """The remote cache to measure with (the setting or flag first, else the environment) and a
     note when one was asked for but cannot be used."""

@@ -36,6 +36,7 @@ from ..jobs.cache import (
 )
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
 from ..protocol import FileReport, Finding, Problem, TargetResult, TargetSpec
+from ..remote_cache import in_use as remote_cache_in_use
 from ..render import assembly, sarif_limits
 from ..render.cli_output import exit_code, render_json, render_text
 from ..render.sarif import render_sarif
@@ -152,7 +153,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             if cache is not None:
                 deps, _ = dependency_fingerprint(path, source, file_root)
                 keys = {t.name: target_keys(version, path, discovery.fingerprint, deps, t, settings.device, settings.mode,
-                                           python)
+                                           python, remote_cache_in_use(settings.remote_cache, os.environ))
                         for t in runnable}
                 for t in runnable:
                     hit = read_result(cache, keys[t.name], source, path, recompiles=recompiles, benchmark=benchmark)

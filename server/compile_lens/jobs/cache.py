@@ -85,17 +85,19 @@ class TargetKeys:
 
 
 def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_fingerprint: str, spec: Any,
-                device: str, mode: str, python: Optional[str] = None) -> TargetKeys:
+                device: str, mode: str, python: Optional[str] = None, remote: Optional[str] = None) -> TargetKeys:
     """The keys of one target, built here only, so the editor and the CLI read each other's results.
     `python`: the workers' interpreter when it is not this process's own (`check --compare-with`):
-    two venvs with the same torch version may still hold different builds."""
+    two venvs with the same torch version may still hold different builds. `remote`: the remote
+    cache the measurement uses (`remote_cache.in_use`): turning one on measures again."""
     real = os.path.realpath(path)
     other = () if python is None else (("python", python),)
 
     def key(kind: str, *extra: Any) -> str:
         return target_key(kind, torch_version, real, fingerprint, deps_fingerprint, spec, *extra, *other)
 
-    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode))
+    served = () if remote is None else (("remote_cache", remote),)
+    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served))
 
 
 def torch_version(python: Optional[str] = None) -> Optional[str]:
