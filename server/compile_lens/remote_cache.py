@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 from urllib.parse import urlsplit
 
 # torch's switches (tristate env: "1" on, "0" off, unset: torch's default, which is off outside fbcode)
@@ -128,3 +128,29 @@ def remote_env(env: Mapping[str, str], remote: Remote) -> dict[str, str]:
     out.update({name: "1" for name in SERVED_SWITCHES})
     out.update(TORCHINDUCTOR_REDIS_HOST=remote.host, TORCHINDUCTOR_REDIS_PORT=str(remote.port))
     return out
+
+
+# torch's compilation-metrics fields per remote cache (2.13): `<prefix>_hit_count`, `_miss_count`;
+# autotune's remote hits are not recorded there
+REMOTE_COUNT_FIELDS = {"fx_graph": "inductor_fx_remote_cache", "aot_autograd": "aotautograd_remote_cache"}
+
+
+def remote_counts(entries: list[Any], device: str) -> Optional[dict[str, Any]]:
+    """{fx_graph: {hits, misses}, aot_autograd: {…}, autotune: …} of the compiles in `entries`
+    (torch's compilation metrics, or the trial hook's dicts of them), None when none of them
+    records a count. Autotune runs only for GPU kernels: "n/a" on the CPU (not 0), None (not
+    recorded) on a GPU."""
+    def field(entry: Any, name: str) -> Any:
+        return entry.get(name) if isinstance(entry, dict) else getattr(entry, name, None)
+
+    counts: dict[str, Any] = {}
+    for cache, prefix in REMOTE_COUNT_FIELDS.items():
+        hits = [field(e, f"{prefix}_hit_count") for e in entries]
+        misses = [field(e, f"{prefix}_miss_count") for e in entries]
+        if any(isinstance(v, int) for v in hits + misses):
+            counts[cache] = {"hits": sum(v for v in hits if isinstance(v, int)),
+                             "misses": sum(v for v in misses if isinstance(v, int))}
+    if not counts:
+        return None
+    counts["autotune"] = "n/a" if device == "cpu" else None
+    return counts

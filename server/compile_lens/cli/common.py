@@ -58,15 +58,17 @@ FLAG_SETTINGS = {"device": "device", "mode": "mode", "timeout": "timeout_s", "ma
                  "memory_limit": "memory_limit_mb", "remote_cache": "remote_cache"}
 
 
+def remote_address(text: str) -> str:
+    """`--remote-cache`'s value: `redis://HOST:PORT`, else argparse's error with what to write."""
+    try:
+        return parse_remote(text).url
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_remote_cache_argument(parser: argparse.ArgumentParser) -> None:
     """`--remote-cache redis://HOST:PORT`: also measure a compile served by the team's Inductor cache."""
-    def address(text: str) -> str:
-        try:
-            return parse_remote(text).url
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parser.add_argument("--remote-cache", type=address, default=None, metavar="redis://HOST:PORT",
+    parser.add_argument("--remote-cache", type=remote_address, default=None, metavar="redis://HOST:PORT",
                         help="the team's Inductor remote cache (Redis): also measure a fresh process's compile "
                              "served by it (remoteCache; default: the environment's TORCHINDUCTOR_*REMOTE_CACHE)")
 

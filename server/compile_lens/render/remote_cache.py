@@ -30,3 +30,17 @@ def warm_remote_words(b: Benchmark) -> Optional[str]:
         return None
     hits = hits_words((b.warm_cache or {}).get("remote"))
     return f"{_seconds(s)} from the remote cache" + (f" ({hits})" if hits else "")
+
+
+def trial_remote_words(served: Optional[dict[str, Any]]) -> Optional[str]:
+    """The trial's `--remote-cache` run in words (text and report), None when it was not asked for."""
+    if not served:
+        return None
+    ct = served.get("compile_time")
+    if served.get("served") and ct:
+        hits = hits_words(served.get("remote"))
+        return (f"compile time served by the remote cache {served['url']}, fresh process with an empty local cache: "
+                f"{ct['total_s']:.1f} s" + (f" ({hits})" if hits else ""))
+    if ct and not served.get("note"):
+        return f"compile time with the remote cache {served['url']}: {ct['total_s']:.1f} s"
+    return f"remote cache {served.get('url')}: no served figure: {served.get('note') or 'the run recorded no compile'}"

@@ -38,11 +38,11 @@ def _write(path: str, result: dict[str, Any]) -> None:
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
     # torch and the package are imported here, not at the top: `main` watches its parent first
+    from ...remote_cache import remote_counts
     from ..loader import TargetError
     from . import benchmark as bench
     from . import memory as mem
     from .dynamo_watch import _metrics
-    from .warm_remote import remote_counts
 
     device, workloads = job["device"], job["workloads"]
     result: dict[str, Any] = {"compile_s": {}, "memory": {}, "notes": []}

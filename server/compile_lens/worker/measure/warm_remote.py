@@ -49,24 +49,3 @@ def measure(child_job: dict[str, Any], *, cache_dir: str, remote: Remote, timeou
     elif misses:
         found.notes.append(f"remote cache: the warm-remote compile missed {misses} time(s) ({hits} hits){why}")
     return found
-
-
-# compilation-metrics fields per cache (torch 2.13); autotune's remote hits are not recorded there
-_REMOTE_FIELDS = {"fx_graph": "inductor_fx_remote_cache", "aot_autograd": "aotautograd_remote_cache"}
-
-
-def remote_counts(entries: list[Any], device: str) -> Optional[dict[str, Any]]:
-    """{fx_graph: {hits, misses}, aot_autograd: {…}, autotune: …} of the compiles in `entries`
-    (torch's compilation metrics), None when this torch records none of them. Autotune runs only
-    for GPU kernels: "n/a" on the CPU (not 0), None (not recorded) on a GPU."""
-    counts: dict[str, Any] = {}
-    for cache, prefix in _REMOTE_FIELDS.items():
-        hits = [getattr(e, f"{prefix}_hit_count", None) for e in entries]
-        misses = [getattr(e, f"{prefix}_miss_count", None) for e in entries]
-        if any(isinstance(v, int) for v in hits + misses):
-            counts[cache] = {"hits": sum(v for v in hits if isinstance(v, int)),
-                             "misses": sum(v for v in misses if isinstance(v, int))}
-    if not counts:
-        return None
-    counts["autotune"] = "n/a" if device == "cpu" else None
-    return counts
