@@ -1,15 +1,11 @@
-"""Inductor's remote cache (Redis), with a real `redis-server` (tests/redis_server.py): the cold
-compile stays cold whatever the user's environment says, and the warm-remote compile is served
-by the cache. One measurement of a small MLP is shared by the tests of its figures."""
+"""Inductor's remote cache (Redis) in the measurement, with a real `redis-server` (the `redis_url`
+fixture of conftest.py): the cold compile stays cold whatever the user's environment says, and the
+warm-remote compile is served by the cache. One measurement of a small MLP is shared by the tests of
+its figures."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import tempfile
-import time
 from dataclasses import asdict
 
 import pytest
@@ -17,20 +13,13 @@ import pytest
 from compile_lens import remote_cache as rc
 from compile_lens.jobs.lanes import worker_env
 from compile_lens.protocol import InputRecipe, TargetSpec
-from compile_lens.settings import Settings
 from compile_lens.worker.measure.cold_compile import _child_env, run_child
 from paths import FIXTURES
-from redis_server import free_port, key_count, redis_server
+from redis_server import key_count
 
 ROOT = FIXTURES / "remote"
 MODEL = str(ROOT / "mlp.py")
 SPEC = TargetSpec("MLP", "module", 14, inputs=InputRecipe("directive", "(torch.randn(16, 32),)"))
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    with redis_server(str(tmp_path_factory.mktemp("redis"))) as url:
-        yield url
 
 
 def test_the_cold_child_has_remote_caches_and_pgo_off_whatever_the_user_set(monkeypatch):
@@ -46,30 +35,6 @@ def test_the_cold_child_has_remote_caches_and_pgo_off_whatever_the_user_set(monk
     served = _child_env("/tmp/x", rc.Remote("127.0.0.1", 7000, "setting"))
     assert served["TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE"] == "1" and served["TORCHINDUCTOR_REDIS_PORT"] == "7000"
     assert "TORCHINDUCTOR_BUNDLED_AUTOTUNE_REMOTE_CACHE" not in served and "TORCH_COMPILE_JOB_ID" not in served
-
-
-def test_an_address_that_does_not_answer_is_measured_without_and_said():
-    port = free_port()
-    started = time.perf_counter()
-    remote, note = rc.resolve(f"redis://127.0.0.1:{port}", {})
-    assert remote is None and f"redis://127.0.0.1:{port}" in note and "measured without the remote cache" in note
-    assert time.perf_counter() - started < 2 * rc.CONNECT_S
-    remote, note = rc.resolve("http://cache.lan", {})
-    assert remote is None and "redis://HOST:PORT" in note
-
-
-def test_the_environment_names_the_cache_when_no_setting_does():
-    env = {"TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE": "1", "TORCHINDUCTOR_REDIS_HOST": "cache.lan",
-           "TORCHINDUCTOR_REDIS_PORT": "6380"}
-    assert rc.from_environment(env) == rc.Remote("cache.lan", 6380, "environment")
-    assert rc.from_environment({"TORCHINDUCTOR_REDIS_HOST": "cache.lan"}) is None  # no cache switched on
-
-
-def test_the_setting_is_checked_where_it_is_read():
-    settings, problems = Settings.from_client({"compileLens.remoteCache": "redis://cache.lan:6380"})
-    assert settings.remote_cache == "redis://cache.lan:6380" and not problems
-    settings, problems = Settings.from_client({"compileLens.remoteCache": "cache.lan"})
-    assert settings.remote_cache is None and "redis://HOST:PORT" in problems[0]
 
 
 def _cold_child(cache_dir: str) -> dict:
@@ -113,16 +78,3 @@ def test_the_cold_compile_stays_cold_with_a_warm_redis_in_the_users_environment(
     assert cold["cache"]["hits"] == 0
     ratio = cold["compile_s"]["train"] / measured.compile_s["cold"]
     print(f"cold with a warm Redis in the environment / cold with an empty one: {ratio:.2f}")
-
-
-@pytest.mark.slow
-def test_check_with_remote_cache_reports_warm_remote_in_json(redis_url, tmp_path):
-    """The flag's whole path: settings → job → worker → JSON (its own result cache: nothing reused)."""
-    env = dict(os.environ, COMPILE_LENS_CACHE_DIR=str(tmp_path / "cache"))
-    done = subprocess.run([sys.executable, "-m", "compile_lens.cli", "check", MODEL, "--format", "json", "--no-recompiles",
-                           "--max-seconds", "5", "--remote-cache", redis_url, "-q"],
-                          cwd=str(ROOT), capture_output=True, text=True, timeout=900, env=env)
-    assert done.returncode in (0, 1), done.stderr[-2000:]
-    [target] = [t for f in json.loads(done.stdout)["files"] for t in f["targets"] if t["name"] == "MLP"]
-    bench = target["benchmark"]
-    assert bench["compile_s"]["warm_remote"] > 0 and bench["warm_cache"]["remote"]["fx_graph"]["hits"] > 0, bench
