@@ -17,11 +17,13 @@ $(STAMP): pyproject.toml requirements-dev.txt
 $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
-# Redis for the remote-cache tests (a real server): CI runs as root on Debian
+# Redis for the remote-cache tests (a real server, started and stopped by tests/conftest.py's
+# redis_url): apt-get when missing (CI runs as root on Debian); elsewhere, say what to run
 REDIS := $(shell command -v redis-server)
 redis-server:
 ifeq ($(REDIS),)
-	apt-get update -q && apt-get install -y -q redis-server
+	@if [ "$$(id -u)" != 0 ]; then echo "redis-server is missing (the remote-cache tests start a real one): run sudo apt-get install redis-server, then make setup" >&2; exit 1; fi
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends redis-server
 endif
 
 setup: $(STAMP) redis-server
