@@ -148,7 +148,7 @@ class Timing:
     # the interval excludes 1.0 and is narrow enough to stand behind; False: show "inconclusive"
     conclusive: bool = False
     rounds: int = 0  # eager/compiled pairs timed
-    # the forward only (worker/guard_cost.py): guard evaluation per compiled call, median of the
+    # the forward only (worker/measure/guard_cost.py): guard evaluation per compiled call, median of the
     # rounds' (compiled − guards skipped), its 95% interval, and its share of the compiled call
     # (None: not measurable, the interval contains 0); all None: not measured on this torch
     guard_us_per_call: Optional[float] = None

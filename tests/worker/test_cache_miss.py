@@ -1,4 +1,4 @@
-"""Why a cache missed, from torch's own FX-graph cache-key details (worker/cache_keys.py): two
+"""Why a cache missed, from torch's own FX-graph cache-key details (worker/measure/cache_keys.py): two
 fresh processes against the same Inductor cache folder, one Inductor config option changed between
 them, and the miss named by that option."""
 

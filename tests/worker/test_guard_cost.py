@@ -1,4 +1,4 @@
-"""Guard evaluation per compiled call (worker/guard_cost.py): the figure from paired rounds, when it
+"""Guard evaluation per compiled call (worker/measure/guard_cost.py): the figure from paired rounds, when it
 is a figure, and where it is said. The measurement on a real forward is in test_benchmark.py
 (`test_guard_latency_and_warm_cache_come_from_torch_metrics`, shared measurement)."""
 
