@@ -244,3 +244,8 @@ def test_turning_a_remote_cache_on_measures_again_and_keeps_the_trace(cache, pat
     assert remote_cache_in_use(None, {"TORCHINDUCTOR_REDIS_HOST": "cache.lan"}) is None  # no cache switched on
     assert write_bench(cache, plain, measured(traced(path)))
     assert read_bench(cache, plain) is not None and read_bench(cache, served) is None
+    # measured without it (it did not answer): not kept under its key, so the next run measures again
+    assert not write_bench(cache, served, measured(traced(path)))
+    with_remote = measured(traced(path))
+    with_remote.benchmark.compile_s["warm_remote"] = 2.0
+    assert write_bench(cache, served, with_remote) and read_bench(cache, served).compile_s["warm_remote"] == 2.0

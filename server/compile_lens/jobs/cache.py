@@ -78,6 +78,7 @@ class TargetKeys:
     trace: str
     sweep: str
     bench: str
+    remote: Optional[str] = None  # the remote cache the figures are to be measured with
 
     @property
     def deploy(self) -> str:
@@ -97,7 +98,7 @@ def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_
         return target_key(kind, torch_version, real, fingerprint, deps_fingerprint, spec, *extra, *other)
 
     served = () if remote is None else (("remote_cache", remote),)
-    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served))
+    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served), remote)
 
 
 def torch_version(python: Optional[str] = None) -> Optional[str]:
@@ -293,8 +294,11 @@ def write_sweep(cache: ResultCache, keys: TargetKeys, result: TargetResult, sour
 
 
 def write_bench(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> bool:
-    """Store the figures of `result`, once they are in; True if stored."""
+    """Store the figures of `result`, once they are in; True if stored. Figures measured without the
+    remote cache they were asked with (it did not answer) are not: once it answers, they are measured again."""
     if result.benchmark is None or result.status != "ok":
+        return False
+    if keys.remote is not None and result.benchmark.compile_s.get("warm_remote") is None:
         return False
     cache.put(keys.bench, "bench", dataclasses.asdict(result.benchmark))
     return True
