@@ -150,7 +150,7 @@ class Timing:
     rounds: int = 0  # eager/compiled pairs timed
     # the forward only (worker/measure/guard_cost.py): guard evaluation per compiled call, median of the
     # rounds' (compiled − guards skipped), its 95% interval, and its share of the compiled call
-    # (None: not measurable, the interval contains 0); all None: not measured on this torch
+    # (None: not measurable, the interval is not wholly above 0); all None: not measured on this torch
     guard_us_per_call: Optional[float] = None
     guard_us_ci: Optional[list[float]] = None
     guard_share: Optional[float] = None

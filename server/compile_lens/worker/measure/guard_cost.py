@@ -56,7 +56,7 @@ class SkippingGuards:
 
 def guard_cost(p: Paired) -> dict[str, Any]:
     """{guard_us_per_call, guard_us_ci, guard_share} of the rounds in `p` (guard_share None when
-    the interval contains 0: not measurable). From the rounds the speedup used: the quiet ones
+    the interval is not wholly above 0: not measurable). From the rounds the speedup used: the quiet ones
     when some were busy and enough were quiet (`timing.timing_of`)."""
     if p.quiet and any(q is False for q in p.quiet) and len(p.quiet_rounds().eager) >= MIN_ROUNDS:
         p = p.quiet_rounds()
@@ -67,7 +67,9 @@ def guard_cost(p: Paired) -> dict[str, Any]:
     median = statistics.median(diffs)
     lo, hi = bootstrap_ci(diffs)
     compiled_us = statistics.median(p.compiled) * 1e6
-    measurable = not (lo <= 0.0 <= hi) and compiled_us > 0
+    # only an interval wholly above 0 is a cost: one wholly below (skipping guards made the call
+    # slower) is the machine's noise, not a negative cost, and is no figure either
+    measurable = lo > 0.0 and compiled_us > 0
     return {"guard_us_per_call": round(median, 2), "guard_us_ci": [round(lo, 2), round(hi, 2)],
             "guard_share": round(median / compiled_us, 4) if measurable else None}
 
