@@ -120,8 +120,9 @@ def run_benchmark(
     silent (see `jobs.lanes.Worker.run`).
     Raises TargetError for a target that cannot run, runs out of memory, whose compile fails,
     or a phase that goes past its limit.
-    `remote_cache` (`redis://HOST:PORT`, else the user's environment's) adds the warm-remote
-    compile (`warm_remote`); one that does not answer is left out, and a note says so.
+    `remote_cache` (`redis://HOST:PORT`: the setting, flag or environment the server read,
+    `remote_cache.in_use`; the worker's own environment has none) adds the warm-remote compile
+    (`warm_remote`); one that does not answer is left out, and a note says so.
     """
     device, device_note = resolve_device(device)
     progress = with_limits(progress)
