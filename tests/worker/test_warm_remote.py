@@ -55,13 +55,16 @@ def measured(redis_url):
 
 
 @pytest.mark.slow
-def test_warm_remote_is_served_by_redis_and_below_the_cold_compile(measured, redis_url):
-    warm_remote, cold = measured.compile_s["warm_remote"], measured.compile_s["cold"]
+def test_warm_remote_is_served_by_redis_alone(measured, redis_url):
+    # Served, not faster: how much it saves is a figure (scripts/bench_remote_cache.py, BENCHMARKS.md),
+    # and on two loaded cores a single fresh-process compile swings by more than the saving.
     remote = measured.warm_cache["remote"]
+    assert measured.compile_s["warm_remote"] > 0 and measured.compile_s["cold"] > 0
     assert key_count(redis_url) > 0  # the fill compile wrote to the real server
-    assert remote["fx_graph"]["hits"] > 0 and remote["aot_autograd"]["hits"] > 0, remote
+    # every FX-graph and AOTAutograd lookup of the fresh process (empty local folder) hit Redis
+    assert remote["fx_graph"]["hits"] > 0 and remote["fx_graph"]["misses"] == 0, remote
+    assert remote["aot_autograd"]["hits"] > 0 and remote["aot_autograd"]["misses"] == 0, remote
     assert remote["autotune"] == "n/a"  # GPU kernels only: not 0 on the CPU
-    assert warm_remote < cold, measured.compile_s
     assert not [n for n in measured.notes if n.startswith("remote cache:")], measured.notes
 
 
