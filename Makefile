@@ -3,7 +3,7 @@ PY        := .venv/bin/python
 STAMP     := .venv/.installed
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: demo test setup pytest lint bench vsix e2e ts-test gpu-check clean
+.PHONY: demo test setup redis-server pytest lint bench vsix e2e ts-test gpu-check clean
 
 # Set-up: a venv with the project (editable), the test tools and torch pinned to the CPU build on
 # this disk; requirements-dev.txt doubles as the constraints file so pip never picks a newer torch.
@@ -17,7 +17,16 @@ $(STAMP): pyproject.toml requirements-dev.txt
 $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
-setup: $(STAMP)
+# Redis for the remote-cache tests (a real server, started and stopped by tests/conftest.py's
+# redis_url): apt-get when missing (CI runs as root on Debian); elsewhere, say what to run
+REDIS := $(shell command -v redis-server)
+redis-server:
+ifeq ($(REDIS),)
+	@if [ "$$(id -u)" != 0 ]; then echo "redis-server is missing (the remote-cache tests start a real one): run sudo apt-get install redis-server, then make setup" >&2; exit 1; fi
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends redis-server
+endif
+
+setup: $(STAMP) redis-server
 
 demo: setup
 	.venv/bin/compile-lens check examples/; test $$? -le 1

@@ -22,3 +22,12 @@ def workspace(tmp_path: Path):
         return target
 
     return make
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A real `redis-server` on 127.0.0.1 (tests/redis_server.py), its `redis://127.0.0.1:PORT`; stopped after the module."""
+    from redis_server import redis_server
+
+    with redis_server(str(tmp_path_factory.mktemp("redis"))) as url:
+        yield url

@@ -10,7 +10,9 @@ conclusive, compile seconds per process start). Definitions:
   when runs per month is not known);
 - GPU-hours saved per month: `(H − compiled hours) × gpus` (every GPU waits while one compiles);
 - money saved: GPU-hours saved × price per GPU-hour;
-- compile cost per restart: `compile_s / 3600 × gpus × price`;
+- compile cost per restart: `compile_s / 3600 × gpus × price`, where `compile_s` is what a process
+  start pays as measured (`compile_from`, said in the output: "warm-remote" — a fresh process served
+  by the team's remote cache —, "artifact" — warmed by a cache artifact —, or "compiled run");
 - payback of the migration: `migration_days × day_rate / money saved per month`, in months.
 
 No figure comes from an inconclusive speedup; no money figure without a price.
@@ -22,6 +24,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
 DAYS_PER_MONTH = 30.0
+# where a restart's compile seconds come from (`gpu_bill(compile_from=...)`), in the bill's words
+COMPILE_SOURCES = {"warm-remote": "a fresh process served by the team's remote cache",
+                   "artifact": "a fresh process warmed by the cache artifact",
+                   "compiled run": "the compiled run's own compile"}
 
 
 @dataclass(frozen=True)
@@ -84,11 +90,12 @@ class CostInputs:
 
 
 def gpu_bill(inputs: CostInputs, *, eager_step_s: Optional[float], compiled_step_s: Optional[float],
-             verdict: Optional[str], compile_s: Optional[float]) -> dict:
+             verdict: Optional[str], compile_s: Optional[float], compile_from: Optional[str] = None) -> dict:
     """The figures, each None when its inputs are missing, and `lines` that say what was left out and why."""
     out: dict = {"inputs": asdict(inputs), "eager_hours_per_month": None, "compiled_hours_per_month": None,
                  "compile_hours_per_month": None, "gpu_hours_saved_per_month": None, "money_saved_per_month": None,
                  "compile_cost_per_restart": None, "compile_gpu_hours_per_restart": None,
+                 "compile_source": compile_from if compile_s is not None else None,
                  "migration_cost": None, "payback_months": None, "lines": []}
     lines = out["lines"]
     price, gpus = inputs.price_per_gpu_hour, max(1, int(inputs.gpus))
@@ -126,7 +133,8 @@ def gpu_bill(inputs: CostInputs, *, eager_step_s: Optional[float], compiled_step
     out["money_saved_per_month"] = money
     lines.append(text + f" = {abs(money):,.2f} {what} per month")
     if out["compile_cost_per_restart"] is not None:
-        lines.append(f"GPU bill: each start compiles for {compile_s:.1f} s on {gpus} GPUs = "
+        source = f" ({COMPILE_SOURCES[compile_from]})" if compile_from in COMPILE_SOURCES else ""
+        lines.append(f"GPU bill: each start compiles for {compile_s:.1f} s{source} on {gpus} GPUs = "
                      f"{out['compile_cost_per_restart']:,.2f}")
     if out["migration_cost"] is not None:
         if money > 0:

@@ -148,6 +148,12 @@ class Timing:
     # the interval excludes 1.0 and is narrow enough to stand behind; False: show "inconclusive"
     conclusive: bool = False
     rounds: int = 0  # eager/compiled pairs timed
+    # the forward only (worker/measure/guard_cost.py): guard evaluation per compiled call, median of the
+    # rounds' (compiled − guards skipped), its 95% interval, and its share of the compiled call
+    # (None: not measurable, the interval is not wholly above 0); all None: not measured on this torch
+    guard_us_per_call: Optional[float] = None
+    guard_us_ci: Optional[list[float]] = None
+    guard_share: Optional[float] = None
 
 
 @dataclass
@@ -157,7 +163,7 @@ class Benchmark:
     mode: str
     forward: Timing
     train_step: Optional[Timing]
-    compile_s: dict[str, Optional[float]]  # {"cold": .., "warm": ..}
+    compile_s: dict[str, Optional[float]]  # {"cold": .., "warm": .., "warm_remote": .. (with a remote cache)}
     break_even_calls: Optional[int]
     peak_memory_bytes: dict[str, Any]  # {"eager": .., "compiled": .., "method": ".."}
     max_abs_error: dict[str, Optional[float]]  # {"output": .., "grad": ..}
@@ -175,7 +181,9 @@ class Benchmark:
     phases_s: dict[str, float] = field(default_factory=dict)
     # from torch's compilation metrics, where this torch records them (None: not recorded)
     guard_latency_us: Optional[float] = None  # torch's one timing of the compiled forward's guard check (all frames), at build
-    warm_cache: Optional[dict[str, int]] = None  # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"}
+    # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"}; with a remote cache also
+    # "remote": {"fx_graph": {"hits", "misses"}, "aot_autograd": {..}, "autotune": ("n/a" on the CPU)}
+    warm_cache: Optional[dict[str, Any]] = None
 
 
 @dataclass
@@ -279,6 +287,7 @@ class AnalyzeJob:
     device: str = "cpu"
     mode: str = "default"
     max_seconds: float = 60.0
+    remote_cache: Optional[str] = None  # redis://HOST:PORT: also measure the warm-remote compile
     # phases already settled per target (a job re-sent after a worker died): not run again
     skip: dict[str, list[str]] = field(default_factory=dict)
     trace_dir: Optional[str] = None  # write torch's structured trace (TORCH_TRACE) here, for tlparse

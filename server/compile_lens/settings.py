@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 from .cost import BILL_FIELDS
+from .remote_cache import parse as parse_remote
 
 # setting key -> dataclass field
 _KEYS = {
@@ -16,12 +17,13 @@ _KEYS = {
     "benchmark.mode": "mode",
     "benchmark.maxSeconds": "max_seconds",
     "gpuBusyThreshold": "gpu_busy_threshold",
+    "remoteCache": "remote_cache",
     # the GPU bill (compile_lens/cost.py): the team's own figures; unset (null) means not known
     **{f.key: f.setting for f in BILL_FIELDS},
 }
 # What each bill key must be, said in the words a rejected value is answered with
 _BILL_WORDS = {f.setting: f.words for f in BILL_FIELDS}
-_OPTIONAL = {"memory_limit_mb": int} | {f.setting: f.kind for f in BILL_FIELDS if f.optional}
+_OPTIONAL = {"memory_limit_mb": int} | {f.setting: f.kind for f in BILL_FIELDS if f.optional} | {"remote_cache": str}
 DEVICES = ("auto", "cpu", "cuda")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -37,6 +39,7 @@ class Settings:
     # percent: background measurements wait while others use the GPU above it (gpu/); a training run
     # keeps a GPU at 80-100 %, an idle notebook at 0
     gpu_busy_threshold: float = 50.0
+    remote_cache: Optional[str] = None  # redis://HOST:PORT of the team's Inductor cache; None: the environment's
     gpu_price: Optional[float] = None  # no money figure until it is set
     gpus: int = 1
     hours_per_month: Optional[float] = None
@@ -68,6 +71,12 @@ class Settings:
                 problems.append(f"setting {key}={value!r} " + (f"must be {_BILL_WORDS[name]}; it is not used"
                                 if name in _BILL_WORDS else f"is not a {_OPTIONAL.get(name, type(default)).__name__}; using {default!r}"))
                 continue
+            if name == "remote_cache":
+                try:
+                    value = parse_remote(value).url if value.strip() else None
+                except ValueError as exc:
+                    problems.append(f"setting {key}: {exc}; measuring without a remote cache")
+                    continue
             lowest_ok = name in ("restarts_per_run", "gpu_busy_threshold") and value == 0
             if (name == "device" and value not in DEVICES) or (name == "mode" and value not in MODES) or (
                     name == "gpu_busy_threshold" and value > 100) or (

@@ -20,6 +20,7 @@ from compile_lens.jobs.cache import (
     read_sweep,
     read_trace,
     target_keys,
+    write_bench,
     write_sweep,
     write_trace,
 )
@@ -35,6 +36,7 @@ from compile_lens.protocol import (
     Timing,
     with_phase,
 )
+from compile_lens.remote_cache import in_use as remote_cache_in_use
 
 SOURCE = '''import torch
 import torch.nn as nn
@@ -224,3 +226,26 @@ def test_a_cached_break_inside_a_loop_moves_with_its_loop_header(cache, path):
     assert after.line == line_of(COMMENTED, ".item()")
     assert (after.loop.line, after.loop.end_line, after.loop.column) == (header + 3, header + 3, 9)
     assert after.loop.function == "forward" and after.loop.gb_id == "GB7000"
+
+
+def test_turning_a_remote_cache_on_measures_again_and_keeps_the_trace(cache, path):
+    """The figures' key carries the remote cache in use (the setting, else the environment's):
+    with one on, the figures measured without it are not served; the trace and sweep still are."""
+    found = discover(SOURCE)
+    assert found is not None
+    spec = next(t for t in found.targets if t.name == "CausalSelfAttention")
+    plain = keys_of(path, SOURCE)
+    env = {"TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE": "1", "TORCHINDUCTOR_REDIS_HOST": "cache.lan"}
+    served_by = remote_cache_in_use(None, env)
+    assert served_by == "redis://cache.lan:6379"
+    served = target_keys("2.13.0", path, found.fingerprint, "", spec, "cpu", "default", remote=served_by)
+    assert served.bench != plain.bench and (served.trace, served.sweep) == (plain.trace, plain.sweep)
+    assert remote_cache_in_use("redis://other:7000", env) == "redis://other:7000"  # the setting first
+    assert remote_cache_in_use(None, {"TORCHINDUCTOR_REDIS_HOST": "cache.lan"}) is None  # no cache switched on
+    assert write_bench(cache, plain, measured(traced(path)))
+    assert read_bench(cache, plain) is not None and read_bench(cache, served) is None
+    # measured without it (it did not answer): not kept under its key, so the next run measures again
+    assert not write_bench(cache, served, measured(traced(path)))
+    with_remote = measured(traced(path))
+    with_remote.benchmark.compile_s["warm_remote"] = 2.0
+    assert write_bench(cache, served, with_remote) and read_bench(cache, served).compile_s["warm_remote"] == 2.0

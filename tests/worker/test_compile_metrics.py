@@ -40,22 +40,23 @@ def test_each_recompile_names_the_compile_it_caused(module):
     assert len(frame_ids) == 1 and numbers == sorted(numbers) and numbers[0] >= 1
 
 
-def _timing(compiled_ms: float) -> Timing:
+def _timing(compiled_ms: float, guard_us: float | None = None, ci: list[float] | None = None) -> Timing:
+    share = None if guard_us is None or ci is None or ci[0] <= 0 <= ci[1] else guard_us / (compiled_ms * 1e3)
     return Timing(eager_ms=1.0, compiled_ms=compiled_ms, speedup=1.0 / compiled_ms, eager_iqr_ms=0.0,
-                  compiled_iqr_ms=0.0)
+                  compiled_iqr_ms=0.0, guard_us_per_call=guard_us, guard_us_ci=ci, guard_share=share)
 
 
 def test_guard_cost_is_said_only_when_it_is_a_real_share_of_the_call():
-    assert verdict._metric_notes(50.0, _timing(2.0), {"hits": 3, "misses": 0}) == []  # 2.5 %: not worth a word
-    [note] = verdict._metric_notes(400.0, _timing(2.0), None)  # 20 % of a 2 ms forward
-    assert note.startswith("guards:") and "400 µs" in note and "20%" in note
-    assert verdict._metric_notes(None, _timing(0.01), None) == []  # not recorded: nothing said
-    # torch's one cold timing above the whole steady call is no per-call cost (seen: 97 µs vs 39 µs)
-    assert verdict._metric_notes(97.0, _timing(0.0393), None) == []
+    assert verdict._metric_notes(_timing(2.0, 50.0, [40.0, 60.0]), {"hits": 3, "misses": 0}) == []  # 2.5 %
+    [note] = verdict._metric_notes(_timing(2.0, 400.0, [380.0, 420.0]), None)  # 20 % of a 2 ms forward
+    assert note.startswith("guards:") and "400.0 µs" in note and "20%" in note and "380.0–420.0" in note
+    assert verdict._metric_notes(_timing(0.01), None) == []  # not measured: nothing said
+    # an interval that contains 0 is no figure, however large the median
+    assert verdict._metric_notes(_timing(0.04, 20.0, [-3.0, 30.0]), None) == []
 
 
 def test_a_warm_compile_that_missed_the_caches_says_so():
-    [note] = verdict._metric_notes(None, _timing(1.0), {"hits": 1, "misses": 2})
+    [note] = verdict._metric_notes(_timing(1.0), {"hits": 1, "misses": 2})
     assert note.startswith("warm compile:") and "missed 2" in note
 
 

@@ -36,6 +36,7 @@ from ..jobs.cache import (
 )
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
 from ..protocol import FileReport, Finding, Problem, TargetResult, TargetSpec
+from ..remote_cache import in_use as remote_cache_in_use
 from ..render import assembly, sarif_limits
 from ..render.cli_output import exit_code, render_json, render_text
 from ..render.sarif import render_sarif
@@ -43,7 +44,7 @@ from ..render.torch_diff_text import render_torch_diff_text
 from ..settings import DEVICES, Settings
 from . import gate
 from .baseline import apply_baseline, write_baseline
-from .common import files_and_root, finish, open_cache, say, settings_for
+from .common import add_remote_cache_argument, files_and_root, finish, open_cache, say, settings_for
 from .compare import add_compare_argument, label, other_interpreter, torch_diff
 from .gpu_wait import GpuWait, add_wait_gpu_argument
 from .shard import Shard, add_shard_argument, shard_files
@@ -152,7 +153,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             if cache is not None:
                 deps, _ = dependency_fingerprint(path, source, file_root)
                 keys = {t.name: target_keys(version, path, discovery.fingerprint, deps, t, settings.device, settings.mode,
-                                           python)
+                                           python, remote_cache_in_use(settings.remote_cache, os.environ))
                         for t in runnable}
                 for t in runnable:
                     hit = read_result(cache, keys[t.name], source, path, recompiles=recompiles, benchmark=benchmark)
@@ -262,6 +263,7 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="budget of one target's measurement, compiles included (benchmark.maxSeconds)")
     add_wait_gpu_argument(chk)
     add_compare_argument(chk)
+    add_remote_cache_argument(chk)
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     chk.add_argument("--trace-dir", metavar="DIR",

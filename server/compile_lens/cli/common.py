@@ -12,6 +12,7 @@ from typing import Callable, Optional, Union
 from ..config import find_root, load_project_config, python_files
 from ..jobs.cache import ResultCache, cache_dir
 from ..protocol import Benchmark, FileReport, Problem
+from ..remote_cache import parse as parse_remote
 from ..render import findings as fnd
 from ..render.cli_output import cli_words
 from ..settings import Settings
@@ -54,7 +55,22 @@ def project_settings(files: list[str], root: str) -> Settings:
 
 # flag (argparse dest) -> the setting it overrides; a subcommand without the flag leaves it be
 FLAG_SETTINGS = {"device": "device", "mode": "mode", "timeout": "timeout_s", "max_seconds": "max_seconds",
-                 "memory_limit": "memory_limit_mb"}
+                 "memory_limit": "memory_limit_mb", "remote_cache": "remote_cache"}
+
+
+def remote_address(text: str) -> str:
+    """`--remote-cache`'s value: `redis://HOST:PORT`, else argparse's error with what to write."""
+    try:
+        return parse_remote(text).url
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_remote_cache_argument(parser: argparse.ArgumentParser) -> None:
+    """`--remote-cache redis://HOST:PORT`: also measure a compile served by the team's Inductor cache."""
+    parser.add_argument("--remote-cache", type=remote_address, default=None, metavar="redis://HOST:PORT",
+                        help="the team's Inductor remote cache (Redis): also measure a fresh process's compile "
+                             "served by it (remoteCache; default: the environment's TORCHINDUCTOR_*REMOTE_CACHE)")
 
 
 def settings_for(args: argparse.Namespace, files: list[str], root: str) -> Settings:

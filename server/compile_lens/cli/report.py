@@ -21,7 +21,7 @@ from ..settings import DEVICES, MODES
 from ..trial import store as trial_store
 from ..trial import summary as trial_summary
 from .check import check
-from .common import files_and_root, finish, open_cache, say, settings_for
+from .common import add_remote_cache_argument, files_and_root, finish, open_cache, say, settings_for
 from .compare import add_compare_argument, label, other_interpreter, torch_diff
 from .gpu_wait import add_wait_gpu_argument
 from .shard import add_shard_argument, shard_files
@@ -49,6 +49,7 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
     rep.add_argument("--no-cache", action="store_true", help="measure again even when the result cache has figures")
     add_shard_argument(rep)
     add_wait_gpu_argument(rep)
+    add_remote_cache_argument(rep)
     rep.add_argument("--title", default=None, help="the page's title (default: from the paths)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_compare_argument(rep)

@@ -19,10 +19,12 @@ from typing import Any, Optional
 from .. import guard_words
 from ..config import find_root, load_project_config
 from ..cost import BILL_FIELDS, CostInputs
+from ..remote_cache import parse as parse_remote
+from ..remote_cache import remote_counts, unreachable
 from ..render import trial_ranks_text, trial_text
 from ..settings import Settings
 from ..trial import keep_record, rank_figures, runner, shapes, store, summary, torchrun
-from .common import add_program
+from .common import add_program, remote_address
 from .common import program as program_of
 
 DEFAULT_STEPS = 30
@@ -52,6 +54,9 @@ def add_trial_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--cache-artifact", nargs="?", const="", default=None, metavar="FILE",
                         help="save torch's compile cache artifact after the compiled run (default file: "
                              "ROOT/.compile-lens/compile-cache.bin) and time a third, fresh run warmed by it only")
+    parser.add_argument("--remote-cache", type=remote_address, default=None, metavar="redis://HOST:PORT",
+                        help="time one more fresh compiled run with an empty local Inductor cache, served by the "
+                             "team's Inductor remote cache (Redis) only: what a restart on a new machine pays")
     parser.add_argument("--repeat-eager", action="store_true",
                         help="run eager twice to tell whether the program is deterministic")
     parser.add_argument("--rtol", type=float, default=1e-3, help="loss tolerance, relative (default 1e-3)")
@@ -162,10 +167,14 @@ def run_trial(args: argparse.Namespace) -> int:
         artifact = None
         if args.cache_artifact is not None:
             artifact = _artifact_run(program, args, root, scratch, options, compiled, common)
+        served = None
+        if args.remote_cache is not None:
+            served = _remote_run(program, args.remote_cache, scratch, options, compiled, common)
     figures = summary.summarize(eager, eager_code, compiled, compiled_code, rtol=args.rtol, atol=args.atol,
                                 repeat_run=repeat, command=shlex.join(program))
     add_what_it_saw(figures, compiled, kept)
     figures["artifact"] = artifact
+    figures["remote_cache"] = served
     figures["ranks"] = rank_figures.per_rank(eager, compiled)
     figures["rank_divergence"] = rank_figures.divergence(compiled)
     figures["cold"] = args.cold
@@ -231,6 +240,31 @@ def _artifact_run(program: list[str], args: argparse.Namespace, root: str, scrat
     loaded = (run or {}).get("artifact_loaded") or {}
     return {"path": saved["saved"], "bytes": saved.get("bytes"), "steps": steps, "exit_code": code,
             "loaded": bool(loaded.get("loaded")), "note": loaded.get("error"),
+            "compile_time": summary.compile_time(run)}
+
+
+def _remote_run(program: list[str], url: str, scratch: str, options: dict, compiled: Any, common: dict) -> dict:
+    """A fresh process with an empty local Inductor cache, served by the team's remote cache only, up to
+    the last compile step. torch's Redis client has no timeout: an address that does not answer
+    within 1 s is not run against, and the figures say so."""
+    remote = parse_remote(url)
+    problem = unreachable(remote)
+    if problem:
+        _say(f"remote cache {url} {problem}: no remote-cache run")
+        return {"url": url, "note": f"{url} {problem}; check the address, or that the Redis server runs"}
+    compile_steps = (summary.compile_time(compiled) or {}).get("steps") or []
+    steps = max(compile_steps) + 1 if compile_steps else 1
+    _say(f"compiled run served by the remote cache {url}, empty local cache ({steps} steps)")
+    code, run = runner.run_once(program, mode="compiled", scratch=scratch, steps=steps, options=options,
+                                cold_cache=True, remote=remote, tag="-remote", **common)
+    counts = remote_counts((run or {}).get("compiles") or [], (run or {}).get("device") or "cpu")
+    hits = sum(c["hits"] for c in (counts or {}).values() if isinstance(c, dict))
+    note = None
+    if counts is None:
+        note = "torch recorded no remote-cache lookup (is the `redis` package installed in the program's environment?)"
+    elif not hits:
+        note = "the remote cache held none of this program's compiles: this run filled it; a next trial is served by it"
+    return {"url": url, "steps": steps, "exit_code": code, "remote": counts, "served": bool(hits), "note": note,
             "compile_time": summary.compile_time(run)}
 
 

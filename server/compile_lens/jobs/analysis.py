@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Optional
 
@@ -27,6 +28,7 @@ from ..protocol import (
     phase_of,
     with_phase,
 )
+from ..remote_cache import in_use as remote_cache_in_use
 from ..settings import Settings
 from .lanes import Limits, WorkerGone, WorkerSlot
 
@@ -151,7 +153,7 @@ async def analyze_file(
         job = AnalyzeJob(
             id=next(_job_ids), path=path, root=root, targets=pending, trace="trace" in wanted,
             recompiles="sweep" in wanted, benchmark="measure" in wanted, device=settings.device,
-            mode=settings.mode, max_seconds=settings.max_seconds,
+            mode=settings.mode, max_seconds=settings.max_seconds, remote_cache=remote_cache_in_use(settings.remote_cache, os.environ),
             skip=skip,
             trace_dir=trace_dir,
         )

@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 # 2: results carry phases, loop-fallback inner breaks, recompile frames, timing intervals; an older
 # cache would render in the old shape, so it is dropped
 # 3: a break inside a loop is the break at its own line, with its loop (`GraphBreak.loop`)
-SCHEMA_VERSION = 3
+# 4: warm_remote, warm_cache.remote, the forward's measured guard cost (guard_us_per_call, its interval, share)
+SCHEMA_VERSION = 4
 
 WORKER_FAILURES = ("crash", "timeout", "memory", "exit")  # not the code's answer: never cached
 
@@ -77,6 +78,7 @@ class TargetKeys:
     trace: str
     sweep: str
     bench: str
+    remote: Optional[str] = None  # the remote cache the figures are to be measured with
 
     @property
     def deploy(self) -> str:
@@ -84,17 +86,19 @@ class TargetKeys:
 
 
 def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_fingerprint: str, spec: Any,
-                device: str, mode: str, python: Optional[str] = None) -> TargetKeys:
+                device: str, mode: str, python: Optional[str] = None, remote: Optional[str] = None) -> TargetKeys:
     """The keys of one target, built here only, so the editor and the CLI read each other's results.
     `python`: the workers' interpreter when it is not this process's own (`check --compare-with`):
-    two venvs with the same torch version may still hold different builds."""
+    two venvs with the same torch version may still hold different builds. `remote`: the remote
+    cache the measurement uses (`remote_cache.in_use`): turning one on measures again."""
     real = os.path.realpath(path)
     other = () if python is None else (("python", python),)
 
     def key(kind: str, *extra: Any) -> str:
         return target_key(kind, torch_version, real, fingerprint, deps_fingerprint, spec, *extra, *other)
 
-    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode))
+    served = () if remote is None else (("remote_cache", remote),)
+    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served), remote)
 
 
 def torch_version(python: Optional[str] = None) -> Optional[str]:
@@ -290,8 +294,11 @@ def write_sweep(cache: ResultCache, keys: TargetKeys, result: TargetResult, sour
 
 
 def write_bench(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> bool:
-    """Store the figures of `result`, once they are in; True if stored."""
+    """Store the figures of `result`, once they are in; True if stored. Figures measured without the
+    remote cache they were asked with (it did not answer) are not: once it answers, they are measured again."""
     if result.benchmark is None or result.status != "ok":
+        return False
+    if keys.remote is not None and result.benchmark.compile_s.get("warm_remote") is None:
         return False
     cache.put(keys.bench, "bench", dataclasses.asdict(result.benchmark))
     return True

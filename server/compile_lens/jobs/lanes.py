@@ -22,6 +22,7 @@ import psutil
 
 from ..processes import kill_tree
 from ..protocol import AnalyzeJob, Problem, WorkerEvent, from_dict
+from ..remote_cache import cold_env
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,9 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 
 
 def worker_env(cache_dir: Optional[str]) -> dict[str, str]:
-    env = dict(os.environ)
+    # No remote cache or PGO profile in the worker either: its warm compile reads what the cold
+    # compile (`worker/measure/cold_compile`, the same environment) wrote, with the same cache keys
+    env = cold_env(os.environ)
     # The worker must import this same compile_lens, whatever the user's cwd holds.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     env["PYTHONSAFEPATH"] = "1"

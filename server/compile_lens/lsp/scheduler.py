@@ -43,6 +43,7 @@ from ..positions import moved
 from ..protocol import Benchmark, Problem, TargetResult, TargetSpec
 from ..protocol import phase_of as phase
 from ..protocol import with_phase as set_phase
+from ..remote_cache import in_use as remote_cache_in_use
 from ..render import cards
 from .documents import read_saved, version_on_disk
 from .state import CompileLensServer, DocState, Saved, same_code
@@ -111,7 +112,7 @@ def _all_settled(found: Iterable[TargetResult], phase_name: str) -> bool:
 
 def _keys(ls: CompileLensServer, saved: Saved, spec: TargetSpec) -> TargetKeys:
     return target_keys(ls.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint, spec,
-                       ls.settings.device, ls.settings.mode)
+                       ls.settings.device, ls.settings.mode, remote=remote_cache_in_use(ls.settings.remote_cache, os.environ))
 
 
 async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> None:

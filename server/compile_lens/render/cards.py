@@ -12,6 +12,7 @@ from typing import Any, Optional
 from ..protocol import Benchmark, TargetResult, Timing
 from .findings import break_count_text, recompile_findings
 from .phases import phase_states
+from .remote_cache import warm_remote_words
 
 
 def _x(speedup: float) -> str:
@@ -302,7 +303,8 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         _row("forward", b.forward),
         _row("train step", b.train_step),
         "",
-        f"- compile: {_seconds(b.compile_s.get('cold'))} cold, {_seconds(b.compile_s.get('warm'))} with warm caches",
+        f"- compile: {_seconds(b.compile_s.get('cold'))} cold, {_seconds(b.compile_s.get('warm'))} with warm caches"
+        + (f", {remote} on a fresh machine" if (remote := warm_remote_words(b)) else ""),
         (f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
          else "- never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
          else "- pays back: unknown until the timing is conclusive"),

@@ -164,6 +164,8 @@ def benchmark_summary(b: Benchmark) -> str:
         parts.append(f"train step {_speed(b.train_step)}")
     cold, warm = b.compile_s.get("cold"), b.compile_s.get("warm")
     compile_parts = [f"{_seconds(v)} {label}" for label, v in (("cold", cold), ("warm", warm)) if v is not None]
+    if b.compile_s.get("warm_remote") is not None:
+        compile_parts.append(f"{_seconds(b.compile_s['warm_remote'])} warm-remote")
     if compile_parts:
         parts.append("compile " + " / ".join(compile_parts))
     main = b.train_step or b.forward
@@ -291,6 +293,10 @@ def _timing_json(t: Timing | None) -> dict[str, Any] | None:
     found["speedup_ci"] = [_finite(v) for v in t.speedup_ci] if t.speedup_ci else None
     found["conclusive"] = bool(t.conclusive)
     found["rounds"] = t.rounds
+    if t.guard_us_per_call is not None:  # the forward, on a torch that can skip guards
+        found["guard_us_per_call"] = _finite(t.guard_us_per_call)
+        found["guard_us_ci"] = [_finite(v) for v in t.guard_us_ci] if t.guard_us_ci else None
+        found["guard_share"] = _finite(t.guard_share)
     return found
 
 
@@ -304,7 +310,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
     return {
         "device": b.device, "device_name": b.device_name, "mode": b.mode,
         "forward": _timing_json(b.forward), "train_step": _timing_json(b.train_step),
-        "compile_s": _pick(b.compile_s, ("cold", "warm")),
+        "compile_s": _pick(b.compile_s, ("cold", "warm", *(("warm_remote",) if "warm_remote" in b.compile_s else ()))),
         "break_even_calls": b.break_even_calls,
         "peak_memory_bytes": _pick(b.peak_memory_bytes, ("eager", "compiled", "method")),
         "max_abs_error": _pick(b.max_abs_error, ("output", "grad")),

@@ -32,6 +32,7 @@ from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
 from .findings import break_count_text, recompile_findings
 from .html_parts import _e, _finite, _ms, _Page, _plural, _s, _sci, _slug, _x
 from .phases import phase_states
+from .remote_cache import warm_remote_words
 from .report_charts import breakdown_chart, latency_chart
 from .report_compare import compare_section
 from .report_style import SCRIPT, STANDALONE_PALETTE, STYLE, WEBVIEW_PALETTE
@@ -127,7 +128,8 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
         cells += [
             _speed_cell(b.forward),
             _speed_cell(b.train_step),
-            f'<td class="num">{_s(b.compile_s.get("cold"))} / {_s(b.compile_s.get("warm"))}</td>',
+            f'<td class="num" title="{_e(warm_remote_words(b) or "")}">{_s(b.compile_s.get("cold"))} / {_s(b.compile_s.get("warm"))}'
+            + (f' / {_s(b.compile_s["warm_remote"])} remote' if b.compile_s.get("warm_remote") is not None else "") + '</td>',
             f'<td class="num">{calls}</td>',
             f'<td class="num" title="{_e(b.peak_memory_bytes.get("method"))}">{memory}</td>',
             f'<td class="num {acc_cls}">{_e(acc)}</td>',

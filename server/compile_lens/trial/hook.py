@@ -56,6 +56,7 @@ import types
 import weakref
 from typing import Any, Optional
 
+from ..remote_cache import REMOTE_COUNT_FIELDS
 from . import step_memory
 from . import torchrun as _torchrun
 
@@ -534,7 +535,8 @@ def _metric(entry: Any, step: int) -> dict:
     out: dict = {"step": step}
     for name in ("compile_id", "co_name", "co_filename", "co_firstlineno", "recompile_reason", "num_graph_breaks",
                  "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s",
-                 "fail_type", "fail_reason"):
+                 "fail_type", "fail_reason",
+                 *(f"{p}_{n}_count" for p in REMOTE_COUNT_FIELDS.values() for n in ("hit", "miss"))):
         value = getattr(entry, name, None)
         out[name] = value if value is None or isinstance(value, (int, float, str, bool)) else str(value)
     return out

@@ -15,18 +15,20 @@ from typing import Optional
 
 from ..processes import OthersCPU
 from ..record.launch import BOOT, LIB, run_program
+from ..remote_cache import Remote, remote_env
 from . import torchrun
 
 
 def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: int = 0, seconds: float = 0.0,
              step_on: str = "optimizer", options: Optional[dict] = None, cold_cache: bool = False,
-             tag: str = "", save_artifact: str = "", load_artifact: str = "",
+             tag: str = "", save_artifact: str = "", load_artifact: str = "", remote: Optional[Remote] = None,
              hang_timeout: float = torchrun.DEFAULT_HANG_TIMEOUT) -> tuple[int, Optional[dict]]:
     """Run the program in `mode` ("eager" | "compiled"); its exit status and the hook's record (None if none),
-    with `other_cpu_percent`: what other processes used meanwhile (the program's own children count as its)."""
+    with `other_cpu_percent`: what other processes used meanwhile (the program's own children count as its).
+    `remote`: Inductor's remote caches on, served by that Redis (`--remote-cache`'s run)."""
     name = f"{mode}{tag}"
     out = os.path.join(scratch, f"{name}.json")
-    env = dict(os.environ)
+    env = dict(os.environ) if remote is None else remote_env(os.environ, remote)
     env.pop("COMPILE_LENS_TRIAL_OWNER", None)
     env["PYTHONPATH"] = BOOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update({

@@ -253,19 +253,28 @@ def summarize(eager_run: Optional[dict], eager_code: Optional[int], compiled_run
     }
 
 
-def restart_compile_s(figures: dict) -> Optional[float]:
-    """Seconds one process start compiles: warm from the cache artifact when measured (a team ships
-    it), else the compiled run's compile time."""
+def restart_compile_s(figures: dict) -> tuple[Optional[float], Optional[str]]:
+    """Seconds one process start compiles, and which run says so: served by the team's remote cache
+    when that run was measured and served (`--remote-cache`), else warm from the cache artifact
+    (a team ships it), else the compiled run's compile time."""
+    served = figures.get("remote_cache") or {}
+    remote_s = (served.get("compile_time") or {}).get("total_s") if served.get("served") else None
+    if remote_s is not None:
+        return remote_s, "warm-remote"
     warm = ((figures.get("artifact") or {}).get("compile_time") or {}).get("total_s")
-    return warm if warm is not None else (figures.get("compile_time") or {}).get("total_s")
+    if warm is not None:
+        return warm, "artifact"
+    compiled = (figures.get("compile_time") or {}).get("total_s")
+    return compiled, ("compiled run" if compiled is not None else None)
 
 
 def bill(figures: dict, inputs: CostInputs) -> dict:
     """The GPU bill of a trial from its measured steady-state medians (wall time per step)."""
     wall = (figures.get("speedup") or {}).get("wall") or {}
+    compile_s, compile_from = restart_compile_s(figures)
     out = gpu_bill(inputs, eager_step_s=wall.get("eager_median_s"), compiled_step_s=wall.get("compiled_median_s"),
                    verdict=wall.get("verdict") if figures.get("speedup") else "missing (the compiled run failed)",
-                   compile_s=restart_compile_s(figures))
+                   compile_s=compile_s, compile_from=compile_from)
     device = (figures.get("compiled") or {}).get("device") or (figures.get("eager") or {}).get("device")
     out["device"] = device
     if device != "cuda" and out["lines"]:

@@ -230,7 +230,7 @@ def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[s
 
     # the requested device, not the resolved one: the benchmark notes a cuda → cpu fallback
     return run_benchmark(built, path=job.path, root=job.root, device=job.device, mode=job.mode,
-                         max_seconds=job.max_seconds, progress=progress)
+                         max_seconds=job.max_seconds, progress=progress, remote_cache=job.remote_cache)
 
 
 def _asdict(obj: Any) -> dict:

@@ -38,9 +38,11 @@ def _write(path: str, result: dict[str, Any]) -> None:
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
     # torch and the package are imported here, not at the top: `main` watches its parent first
+    from ...remote_cache import remote_counts
     from ..loader import TargetError
     from . import benchmark as bench
     from . import memory as mem
+    from .dynamo_watch import _metrics
 
     device, workloads = job["device"], job["workloads"]
     result: dict[str, Any] = {"compile_s": {}, "memory": {}, "notes": []}
@@ -63,6 +65,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         result["memory"] = memory
         if "compile" in job["tasks"]:
             result["cache"] = bench.cache_counts()
+            result["remote_cache"] = remote_counts(_metrics(), device)
     except TargetError as exc:
         result["error"] = asdict(exc.problem)
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it
@@ -106,6 +109,8 @@ def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
     """The cold compile of each workload, timed from Dynamo's and Inductor's import on; the compiled Model."""
     import torch
 
+    from . import cache_keys
+
     device, workloads = job["device"], job["workloads"]
 
     def sync() -> None:
@@ -117,15 +122,17 @@ def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
     import torch._dynamo  # noqa: F401 - what torch.compile's first call imports
     import torch._inductor.compile_fx  # noqa: F401
     result["import_s"] = time.perf_counter() - t0
-    for wl in workloads:
-        where["stage"] = f"compiling the {'train step' if wl == 'train' else 'forward'}"
-        sync()
-        t0 = time.perf_counter()
-        if compiled is None:  # the first workload's time includes torch.compile() itself
-            compiled = make_compiled()
-        compiled.run(wl)()
-        sync()
-        result["compile_s"][wl] = time.perf_counter() - t0 + (result["import_s"] if wl == workloads[0] else 0.0)
+    # what these compiles looked up in the FX-graph cache: why a later compile missed (`cache_keys`)
+    with cache_keys.recorded() as result["fx_keys"]:
+        for wl in workloads:
+            where["stage"] = f"compiling the {'train step' if wl == 'train' else 'forward'}"
+            sync()
+            t0 = time.perf_counter()
+            if compiled is None:  # the first workload's time includes torch.compile() itself
+                compiled = make_compiled()
+            compiled.run(wl)()
+            sync()
+            result["compile_s"][wl] = time.perf_counter() - t0 + (result["import_s"] if wl == workloads[0] else 0.0)
     return compiled
 
 

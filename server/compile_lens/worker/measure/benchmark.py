@@ -26,6 +26,12 @@ Where each figure comes from:
   the eager tensor (max|a-b| / max|b|): element-wise ratios blow up near zero and say nothing. The
   tolerance check is `torch.testing.assert_close`-style, |a-b| <= atol + rtol*|b| per element,
   with tolerances per dtype (`TOLERANCES`).
+- **warm-remote compile** — only with a team's remote cache (Redis: a setting, a flag or the
+  user's environment, `remote_cache`) that answers: one fill compile with it on, then a fresh
+  process with an empty local cache served by it alone (`warm_remote`), in the same time budget.
+  The cold child never sees a remote cache or a PGO profile (cold by construction).
+- **guard cost per call** — the compiled forward with guard evaluation skipped, as a third block
+  of the forward's paired rounds (`guard_cost`): `guard_us_per_call` with its interval and share.
 - **graph breaks and recompiles** seen while benchmarking go into `notes` (prefixed "graph breaks:",
   "recompiles:"), and a recompile during a timed loop says the timing includes compiling.
 
@@ -44,7 +50,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import os
 import shutil
 import tempfile
@@ -56,9 +61,12 @@ import torch
 import torch.utils.benchmark as tbench
 
 from ...protocol import Benchmark, Problem, Timing
+from ...remote_cache import Remote
+from ...remote_cache import resolve as resolve_remote
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
+from . import cache_keys
 from . import memory as mem
 from .accuracy import _grad_accuracy, _grads, _output_accuracy
 from .cold_compile import (
@@ -68,11 +76,16 @@ from .cold_compile import (
     inductor_cache,
     phase_limit,
     run_child,
+    with_limits,
 )
 from .devices import device_name, free_memory, is_oom, resolve_device, sync, to_device
 from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, _short_reason, cache_counts
-from .timing import Contention, paired_rounds, timer, timing_of
+from .guard_cost import NO_GUARDS, SkippingGuards, guard_cost
+from .guard_cost import supported as guards_supported
+from .timing import Contention, busier, paired_rounds, timer, timing_of
 from .verdict import _metric_notes, break_even, inconclusive_why, verdict
+from .warm_remote import WarmRemote
+from .warm_remote import measure as measure_warm_remote
 from .workload import (
     Model,
     _same_weights_copy,
@@ -96,6 +109,7 @@ def run_benchmark(
     mode: str = "default",
     max_seconds: float = 60.0,
     progress: Callable[..., None] = lambda stage, **kw: None,
+    remote_cache: Optional[str] = None,
 ) -> Benchmark:
     """Eager vs `torch.compile(mode=mode)` for one built target on `device` ("cpu" | "cuda").
 
@@ -106,15 +120,19 @@ def run_benchmark(
     silent (see `jobs.lanes.Worker.run`).
     Raises TargetError for a target that cannot run, runs out of memory, whose compile fails,
     or a phase that goes past its limit.
+    `remote_cache` (`redis://HOST:PORT`: the setting, flag or environment the server read,
+    `remote_cache.in_use`; the worker's own environment has none) adds the warm-remote compile
+    (`warm_remote`); one that does not answer is left out, and a note says so.
     """
     device, device_note = resolve_device(device)
-    progress = _with_limits(progress)
+    progress = with_limits(progress)
     state = {"stage": "building the model"}
     _sweep_stale()
     cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
+    remote, remote_note = resolve_remote(remote_cache, os.environ)
     try:
         return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
-                        [device_note] if device_note else [])
+                        [n for n in (device_note, remote_note) if n], remote)
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -134,17 +152,6 @@ def run_benchmark(
             torch._dynamo.reset()
         free_memory()
         shutil.rmtree(cache_dir, ignore_errors=True)
-
-
-def _with_limits(progress: Callable[..., None]) -> Callable[..., None]:
-    """`progress(stage, limit_s=...)` for a callback that takes the limit, else `progress(stage)`."""
-    try:
-        params = inspect.signature(progress).parameters.values()
-    except (TypeError, ValueError):
-        return lambda stage, **kw: progress(stage)
-    if any(p.kind == p.VAR_KEYWORD or p.name == "limit_s" for p in params):
-        return progress
-    return lambda stage, **kw: progress(stage)
 
 
 def _user_forward(model: Model) -> tbench.Timer:
@@ -169,6 +176,7 @@ class _Job:
     state: dict[str, str]  # the stage, for the out-of-memory message
     cache_dir: str
     notes: list[str]
+    remote: Optional[Remote] = None  # the team's cache that answered: the warm-remote compile
     started: float = field(default_factory=time.perf_counter)
     phases: dict[str, float] = field(default_factory=dict)
 
@@ -205,6 +213,8 @@ class _Cold:
     compile_s: Optional[float]  # the cold compile of the first workload, fresh process
     import_s: float  # Dynamo and Inductor's import in that process
     limit: float  # how long a later stage may be silent
+    child_job: dict[str, Any]  # what the fresh process was asked, for the warm-remote ones
+    fx_keys: list[dict[str, Any]]  # its FX-graph cache lookups (`cache_keys`): why a later compile missed
 
 
 @dataclass
@@ -222,15 +232,21 @@ class _Figures:
     busy_seen: dict[str, Any] = field(default_factory=dict)
     guard_us: Optional[float] = None
     warm_cache: Optional[dict[str, int]] = None
+    miss_why: list[str] = field(default_factory=list)  # what differed in the keys the warm compile missed
+    served: Optional[WarmRemote] = None  # the warm-remote compile, when a remote cache answered
 
 
 def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, max_seconds: float,
              progress: Callable[..., None], state: dict[str, str], cache_dir: str,
-             notes: list[str]) -> Benchmark:
-    job = _Job(target, path, root, device, mode, max_seconds, progress, state, cache_dir, notes)
+             notes: list[str], remote: Optional[Remote] = None) -> Benchmark:
+    job = _Job(target, path, root, device, mode, max_seconds, progress, state, cache_dir, notes, remote)
     eager = _run_eagerly(job)  # a target that cannot run fails here, not after the compiles
     cold = _cold_compile(job, eager.workloads)
     figures = _Figures(memory={"eager": None, "compiled": None, "method": mem.method(device, eager.workloads[0])})
+    figures.served = _warm_remote(job, cold)
+    unmeasurable = guards_supported()
+    if unmeasurable:
+        notes.append(f"guards: the cost per call is not measurable on this torch ({unmeasurable})")
     contention = Contention(device)
     # Breaks counted as everywhere else: distinct breaks at distinct locations (graph_breaks.py),
     # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
@@ -304,7 +320,21 @@ def _cold_compile(job: _Job, workloads: list[str]) -> _Cold:
     job.phases["cold_child"] = time.perf_counter() - t_child
     cold_s = cold["compile_s"].get(workloads[0])
     job.notes.extend(n for n in cold.get("notes", []) if n not in job.notes)
-    return _Cold(cold_s, float(cold.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds))
+    return _Cold(cold_s, float(cold.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds), child_job,
+                 cold.get("fx_keys") or [])
+
+
+def _warm_remote(job: _Job, cold: _Cold) -> Optional[WarmRemote]:
+    """A fresh machine served by the team's cache: two more fresh processes (`warm_remote`)."""
+    if job.remote is None:
+        return None
+    job.stage("compiling with the remote cache (fresh processes)")
+    t_remote = time.perf_counter()
+    served = measure_warm_remote(cold.child_job, cache_dir=job.cache_dir, remote=job.remote, timeout=cold.limit,
+                                 progress=job.progress)
+    job.add_phase("warm_remote_children", t_remote)
+    job.notes.extend(served.notes)
+    return served
 
 
 def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, cold: _Cold,
@@ -318,7 +348,7 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
     compiled, watch = _warm_compile(job, eager, compiled_obj, wl, cold, figures)
     _time_workload(job, eager, compiled, wl, i, cold.limit, figures, contention)
     t_mem = time.perf_counter()
-    figures.busy_seen = _worse(figures.busy_seen, contention.report())
+    figures.busy_seen = busier(figures.busy_seen, contention.report())
     watch.unexpected(figures.timed, f"recompiled while timing the {label} (the timing includes compiling)")
     figures.frames = max(figures.frames, len(watch.frames))
     if wl == eager.workloads[0]:  # the allocator peak of the workload that drives break-even
@@ -349,10 +379,11 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
     t0 = time.perf_counter()
     fn = torch.compile(compiled_obj, **compile_kwargs(job.target, job.mode))
     compiled = Model(fn, compiled_obj if eager.is_module else None, eager.args, job.step_begin)
-    if wl == "forward":
-        first = seeded(compiled.forward)  # the first compiled call: the compile
-    else:
-        first = _grads(compiled, 0)
+    with cache_keys.recorded() as looked_up:
+        if wl == "forward":
+            first = seeded(compiled.forward)  # the first compiled call: the compile
+        else:
+            first = _grads(compiled, 0)
     sync(job.device)
     compile_s = time.perf_counter() - t0
     job.phases["warm_compiles"] = job.phases.get("warm_compiles", 0.0) + compile_s
@@ -360,6 +391,7 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
         # what a new process pays: the imports it does on the first call, then this
         figures.warm_s = cold.import_s + compile_s
         figures.warm_cache = cache_counts()  # did it read what the cold compile wrote? (metrics cleared by the watch)
+        figures.miss_why = cache_keys.reasons(cold.fx_keys, looked_up)
     t_acc = time.perf_counter()
     if wl == "forward":
         _output_accuracy(eager.model, compiled, figures.errors, job.notes, first)
@@ -401,9 +433,15 @@ def _time_workload(job: _Job, eager: _Eager, compiled: Model, wl: str, i: int, l
         if n % 4 == 0:
             job.progress(f"timing {label}: {n} paired rounds…", limit_s=limit)
 
+    # the forward's guard cost: a third block in the same rounds, guards skipped (`guard_cost`)
+    skip_guards = wl == "forward" and guards_supported() is None
     pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget, on_round=on_round,
-                          watch=Contention(job.device))
+                          watch=Contention(job.device),
+                          extra={NO_GUARDS: SkippingGuards(timers["compiled"])} if skip_guards else None)
     figures.timings[wl] = timing_of(pairs)
+    if skip_guards:
+        for k, v in guard_cost(pairs).items():
+            setattr(figures.timings[wl], k, v)
     job.add_phase("timing", t_timing)
 
 
@@ -431,8 +469,8 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
     for text in figures.late + figures.timed:
         notes.append(f"recompiles: {text}")
-    notes.extend(_metric_notes(figures.guard_us, forward, figures.warm_cache))
-    errors, device = figures.errors, job.device
+    notes.extend(_metric_notes(forward, figures.warm_cache, cache_keys.reason_words(figures.miss_why)))
+    errors, device, served = figures.errors, job.device, figures.served
     accuracy_ok = not errors["exceeds"]
     return Benchmark(
         device=device,
@@ -440,9 +478,10 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         mode=job.mode or "default",
         forward=forward,
         train_step=train,
-        compile_s={"cold": cold.compile_s, "warm": figures.warm_s},
+        compile_s={"cold": cold.compile_s, "warm": figures.warm_s,
+                   **({"warm_remote": served.compile_s} if served else {})},
         guard_latency_us=figures.guard_us,
-        warm_cache=figures.warm_cache,
+        warm_cache=({**(figures.warm_cache or {}), "remote": served.counts} if served else figures.warm_cache),
         break_even_calls=calls,
         peak_memory_bytes=figures.memory,
         max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
@@ -457,11 +496,3 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         phases_s={**{k: round(v, 3) for k, v in job.phases.items()}, "cold_compile": round(cold.compile_s or 0.0, 3),
                   "total": round(time.perf_counter() - job.started, 3)},
     )
-
-
-def _worse(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """The busier of two contention readings (the one to report)."""
-    if not a:
-        return b
-    key = lambda c: (c.get("gpu_other_processes") or 0, c.get("other_cpu_percent") or 0.0)  # noqa: E731
-    return a if key(a) >= key(b) else b

@@ -5,6 +5,7 @@ and the limits of the later phases, from what the cold compile took."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import compile_lens
 
 from ...processes import kill_tree
 from ...protocol import Problem
+from ...remote_cache import Remote, cold_env, remote_env
 from ..loader import TargetError
 
 COLD_LIMIT_MIN_S, COLD_LIMIT_FACTOR = 300.0, 5.0  # the cold compile: a hang guard, nothing seen yet
@@ -28,8 +30,10 @@ CACHE_PREFIX = "compile-lens-inductor-"  # one temp folder per benchmark: Induct
 STALE_S = 6 * 3600
 
 
-def _child_env(cache_dir: str) -> dict[str, str]:
-    env = dict(os.environ)
+def _child_env(cache_dir: str, remote: Optional[Remote] = None) -> dict[str, str]:
+    """The child's environment: its own Inductor cache folder; no remote cache and no PGO profile
+    whatever the user's environment says (cold by construction), unless `remote` serves this one."""
+    env = cold_env(os.environ) if remote is None else remote_env(os.environ, remote)
     env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     env["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton")
     # the folder that holds the compile_lens package, wherever this module sits in it
@@ -40,7 +44,8 @@ def _child_env(cache_dir: str) -> dict[str, str]:
 
 
 def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
-              progress: Callable[..., None] = lambda stage, **kw: None) -> dict[str, Any]:
+              progress: Callable[..., None] = lambda stage, **kw: None,
+              remote: Optional[Remote] = None) -> dict[str, Any]:
     """Run `bench_child` in a fresh process; its result comes back in a file, never on stdout.
 
     While it runs, `progress` hears from it every HEARTBEAT_S (the worker is alive, only waiting);
@@ -57,7 +62,7 @@ def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
             proc = subprocess.Popen(
                 [sys.executable, "-m", CHILD_MODULE, json.dumps(job)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_child_env(cache_dir), cwd=job.get("root") or None)
+                env=_child_env(cache_dir, remote), cwd=job.get("root") or None)
             started = time.perf_counter()
             code = None
             while code is None:
@@ -136,3 +141,14 @@ def phase_limit(cold_s: Optional[float], max_seconds: float) -> float:
     """The limit of a later phase (a warm compile, the timing), from the cold compile seen: a warm
     compile takes a fraction of it, and the timing stops itself near `max_seconds`."""
     return max(PHASE_LIMIT_MIN_S, max_seconds, PHASE_LIMIT_FACTOR * (cold_s or 0.0))
+
+
+def with_limits(progress: Callable[..., None]) -> Callable[..., None]:
+    """`progress(stage, limit_s=...)` for a callback that takes the limit, else `progress(stage)`."""
+    try:
+        params = inspect.signature(progress).parameters.values()
+    except (TypeError, ValueError):
+        return lambda stage, **kw: progress(stage)
+    if any(p.kind == p.VAR_KEYWORD or p.name == "limit_s" for p in params):
+        return progress
+    return lambda stage, **kw: progress(stage)

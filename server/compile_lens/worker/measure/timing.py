@@ -54,10 +54,13 @@ class Paired:
     eager: list[float] = field(default_factory=list)
     compiled: list[float] = field(default_factory=list)
     quiet: list[Optional[bool]] = field(default_factory=list)
+    # more variants timed in the same rounds (e.g. "no_guards": the compiled call, guards skipped)
+    extra: dict[str, list[float]] = field(default_factory=dict)
 
     def quiet_rounds(self) -> Paired:
         keep = [i for i, q in enumerate(self.quiet) if q is not False]
-        return Paired([self.eager[i] for i in keep], [self.compiled[i] for i in keep], [True] * len(keep))
+        return Paired([self.eager[i] for i in keep], [self.compiled[i] for i in keep], [True] * len(keep),
+                      {k: [v[i] for i in keep] for k, v in self.extra.items()})
 
     @property
     def ratios(self) -> list[float]:
@@ -178,6 +181,14 @@ def busy_words(contention: dict[str, Any]) -> Optional[str]:
 
 # --- the rounds ------------------------------------------------------------------------------
 
+def busier(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """The busier of two contention readings (the one to report)."""
+    if not a:
+        return b
+    key = lambda c: (c.get("gpu_other_processes") or 0, c.get("other_cpu_percent") or 0.0)  # noqa: E731
+    return a if key(a) >= key(b) else b
+
+
 def timer(stmt: str, env: dict[str, Any]) -> tbench.Timer:
     # The process's own thread count: Timer's default of 1 thread is not what the user runs.
     return tbench.Timer(stmt, globals=env, num_threads=torch.get_num_threads())
@@ -204,18 +215,20 @@ def _block(t: Any, per_call: float, block_s: float) -> float:
 def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: float,
                   on_round: Callable[[int, Paired], None] = lambda n, p: None,
                   min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter,
-                  watch: Optional[Contention] = None) -> Paired:
+                  watch: Optional[Contention] = None, extra: Optional[dict[str, Any]] = None) -> Paired:
     """Rounds of (eager block, compiled block), until conclusive or `budget_s` is spent (at least
-    `min_rounds`). Each block runs about `budget_s / (2 * TARGET_ROUNDS)` seconds."""
+    `min_rounds`). Each block runs about `budget_s / (2 * TARGET_ROUNDS)` seconds. `extra` timers
+    get a block of their own in each round, right beside the compiled one (`Paired.extra`)."""
     started = clock()
-    timers = {"eager": eager, "compiled": compiled}
+    timers = {"eager": eager, "compiled": compiled, **(extra or {})}
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
     # can take 100× longer, and a block sized from a quiet moment would then run for minutes
     per_call = {side: max(t.timeit(3).mean, 1e-7) for side, t in timers.items()}
     block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
-    p = Paired()
+    p = Paired(extra={name: [] for name in extra or {}})
+    forward_order = ["eager", "compiled", *(extra or {})]
     for r in range(MAX_ROUNDS):
-        order = ("eager", "compiled") if r % 2 == 0 else ("compiled", "eager")
+        order = forward_order if r % 2 == 0 else forward_order[::-1]
         got = {}
         if watch is not None:
             watch.start()
@@ -224,6 +237,8 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
             per_call[side] = max(got[side], 1e-7)
         p.eager.append(got["eager"])
         p.compiled.append(got["compiled"])
+        for name in p.extra:
+            p.extra[name].append(got[name])
         if watch is not None:  # a round during which others took our cores does not count
             pct = watch.other_cpu_percent()
             p.quiet.append(None if pct is None else pct <= busy_threshold(watch.cpus, torch.get_num_threads()))

@@ -10,6 +10,7 @@ import torch
 import torch.utils.benchmark as tbench
 
 from ...protocol import Timing
+from .guard_cost import SAY_SHARE, guard_words
 from .timing import MAX_CI_WIDTH, busy_words
 
 MIN_ROUND_S, MAX_ROUND_S = 0.05, 2.0  # min_run_time of one round, whatever the budget says
@@ -17,7 +18,7 @@ SPEEDUP_REAL = 1.1  # below this (or inside the spread) a speedup is not worth a
 PAYBACK_REALISTIC = 10_000  # calls: more than this and compiling rarely pays back in one run
 FEW_BREAKS = 2
 NOISY_IQR = 0.5  # an IQR above this fraction of the median gets a note
-GUARD_SHARE = 0.1  # guard checks above this share of the compiled forward are worth saying
+GUARD_SHARE = SAY_SHARE  # guard evaluation above this share of the compiled forward is worth saying
 
 
 def quantile(sorted_values: list[float], q: float) -> float:
@@ -66,19 +67,16 @@ def _is_real(t: Timing) -> bool:
             and t.compiled_ms + t.compiled_iqr_ms / 2 < t.eager_ms - t.eager_iqr_ms / 2)
 
 
-def _metric_notes(guard_us: Optional[float], forward: Timing, cache: Optional[dict[str, int]]) -> list[str]:
-    """What torch's compilation metrics say that matters here: only then is it a note."""
+def _metric_notes(forward: Timing, cache: Optional[dict[str, Any]], miss_why: str = "") -> list[str]:
+    """What the guard timing and torch's compilation metrics say that matters here: only then is it
+    a note. Guards: the steady-state cost per call measured in the paired rounds (`guard_cost`)."""
     notes = []
-    compiled_us = forward.compiled_ms * 1e3
-    # torch times the guard check once, when it builds the guards: a cold figure. Above the whole
-    # steady compiled call it is no per-call cost (the call includes its guards): then nothing is said.
-    if guard_us is not None and compiled_us > 0 and GUARD_SHARE * compiled_us < guard_us <= compiled_us:
-        notes.append(f"guards: torch timed its guard check at ≈ {guard_us:.0f} µs (once, when it built them), "
-                     f"{100 * guard_us / compiled_us:.0f}% of a compiled forward call ({forward.compiled_ms:.3g} ms); "
-                     "fewer graph breaks mean fewer guard sets to check")
+    said = guard_words(forward.guard_us_per_call, forward.guard_us_ci, forward.guard_share, forward.compiled_ms)
+    if said:
+        notes.append(said)
     if cache and cache.get("misses"):
         notes.append(f"warm compile: Inductor's caches missed {cache['misses']} time(s) ({cache.get('hits', 0)} hits): "
-                     "the warm compile time includes compiling again")
+                     "the warm compile time includes compiling again" + miss_why)
     return notes
 
 

@@ -1,0 +1,46 @@
+"""The warm-remote compile in words: what a fresh machine served by the team's Redis cache pays."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..protocol import Benchmark
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms"
+
+
+def hits_words(remote: Optional[dict[str, Any]]) -> str:
+    """`fx_graph 3/3 hits, aot_autograd 2/2, autotune n/a`; '' when torch recorded nothing."""
+    parts = []
+    for cache, counts in (remote or {}).items():
+        if isinstance(counts, dict):
+            total = counts.get("hits", 0) + counts.get("misses", 0)
+            parts.append(f"{cache} {counts.get('hits', 0)}/{total}" + (" hits" if not parts else ""))
+        elif counts == "n/a":
+            parts.append(f"{cache} n/a")
+    return ", ".join(parts)
+
+
+def warm_remote_words(b: Benchmark) -> Optional[str]:
+    """`1.9 s from the remote cache (fx_graph 3/3 hits, …)`, None when no remote cache was measured."""
+    s = b.compile_s.get("warm_remote")
+    if s is None:
+        return None
+    hits = hits_words((b.warm_cache or {}).get("remote"))
+    return f"{_seconds(s)} from the remote cache" + (f" ({hits})" if hits else "")
+
+
+def trial_remote_words(served: Optional[dict[str, Any]]) -> Optional[str]:
+    """The trial's `--remote-cache` run in words (text and report), None when it was not asked for."""
+    if not served:
+        return None
+    ct = served.get("compile_time")
+    if served.get("served") and ct:
+        hits = hits_words(served.get("remote"))
+        return (f"compile time served by the remote cache {served['url']}, fresh process with an empty local cache: "
+                f"{ct['total_s']:.1f} s" + (f" ({hits})" if hits else ""))
+    if ct and not served.get("note"):
+        return f"compile time with the remote cache {served['url']}: {ct['total_s']:.1f} s"
+    return f"remote cache {served.get('url')}: no served figure: {served.get('note') or 'the run recorded no compile'}"
