@@ -24,7 +24,7 @@ from typing import Optional
 
 from ..protocol import Finding
 from .chunks import _Chunk, _ChunkCache
-from .graph_breaks import _predicted_breaks
+from .graph_breaks import Memo, _predicted_breaks
 from .index import Index
 from .output import CODES, Output
 from .recompiles import _recompile_hazards
@@ -38,7 +38,7 @@ def lint_source(source: str, path: str) -> Optional[list[Finding]]:
         chunks = _CACHE.chunks(path, source)
         if chunks is None:
             return None
-        return _lint_chunks(chunks, source, path)
+        return _lint_chunks(chunks, source, path, _CACHE.memos.setdefault(path, {}))
 
 
 def forget(path: str) -> None:
@@ -47,10 +47,12 @@ def forget(path: str) -> None:
         _CACHE.forget(path)
 
 
-def _lint_chunks(chunks: list[_Chunk], source: str, path: str) -> list[Finding]:
+def _lint_chunks(chunks: list[_Chunk], source: str, path: str, memo: Optional[Memo] = None) -> list[Finding]:
+    """`memo`: the previous lint's findings of each traced function (see `_predicted_breaks`),
+    replaced by this lint's."""
     index = Index([chunk.facts for chunk in chunks])
     out = Output(path, source.split("\n"))
-    _predicted_breaks(index, out)
+    _predicted_breaks(index, out, {} if memo is None else memo)
     _recompile_hazards(index, out)
     return out.sorted()
 

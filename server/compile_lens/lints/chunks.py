@@ -53,12 +53,14 @@ class _ChunkCache:
     def __init__(self, max_files: int = 8, max_lines: int = 20_000):
         self._files: OrderedDict[str, dict[str, list[_Chunk]]] = OrderedDict()
         self._lines: dict[str, int] = {}
+        self.memos: dict[str, dict] = {}  # per document: the rules' findings kept with its chunks
         self._max_files = max_files
         self._max_lines = max_lines
 
     def forget(self, path: str) -> None:
         self._files.pop(path, None)
         self._lines.pop(path, None)
+        self.memos.pop(path, None)
 
     def chunks(self, path: str, source: str) -> Optional[list[_Chunk]]:
         lines = source.split("\n")
@@ -107,6 +109,7 @@ class _ChunkCache:
                                         or sum(self._lines.values()) > self._max_lines):
             evicted, _ = self._files.popitem(last=False)
             self._lines.pop(evicted, None)
+            self.memos.pop(evicted, None)
 
 
 def _by_text(chunks: list[_Chunk], into: dict[str, list[_Chunk]]) -> dict[str, list[_Chunk]]:
