@@ -32,7 +32,8 @@ from .recompiles import _recompile_hazards
 
 def lint_source(source: str, path: str) -> Optional[list[Finding]]:
     """Static lints for one file. None when the source does not parse (mid-typing): the caller then
-    keeps what it published before."""
+    keeps what it published before. Findings that did not change are the same objects as the last
+    lint's of this path (kept with its chunks): read them, copy before changing one."""
     source = _normalise_newlines(source)
     with _LOCK, _gc_paused():  # cached chunks' offsets change per call; one lint at a time
         chunks = _CACHE.chunks(path, source)

@@ -37,25 +37,38 @@ class EncodedDiagnostics:
 
     def __init__(self) -> None:
         self._kept: dict[tuple, Optional[tuple[Place, str]]] = {}  # None: suppressed on its line
+        # The same finding object as last time (the lints keep unchanged ones) on the same line
+        # text: its key and entry, without building the key. Holds the finding: its id stays its own.
+        self._same: dict[int, tuple[Finding, Optional[str], tuple, Optional[tuple[Place, str]]]] = {}
 
     def encode(self, found: list[Finding], lines: list[str], converter: Converter) -> list[str]:
         """The JSON of each diagnostic to publish, in order, duplicates and suppressed ones left
         out. Keeps only what this publish used, so the cache is as big as the document's findings."""
-        kept, used = self._kept, {}
+        kept, same = self._kept, self._same
+        used: dict[tuple, Optional[tuple[Place, str]]] = {}
+        used_same: dict[int, tuple[Finding, Optional[str], tuple, Optional[tuple[Place, str]]]] = {}
         out, seen = [], set()
+        n_lines = len(lines)
         for finding in found:
-            key = _key(finding, lines)
-            if key in used:
-                entry = used[key]
-            elif key in kept:
-                entry = used[key] = kept[key]
+            line_text = lines[finding.line - 1] if 0 < finding.line <= n_lines else None
+            last = same.get(id(finding))
+            if last is not None and last[0] is finding and last[1] == line_text:
+                key, entry = last[2], last[3]
+                used[key] = entry  # a copy of this finding (same content) next time is a hit too
             else:
-                entry = used[key] = _encode(finding, lines, converter)
+                key = _key(finding, line_text)
+                if key in used:
+                    entry = used[key]
+                elif key in kept:
+                    entry = used[key] = kept[key]
+                else:
+                    entry = used[key] = _encode(finding, lines, converter)
+            used_same[id(finding)] = (finding, line_text, key, entry)
             if entry is None or entry[0] in seen:
                 continue
             seen.add(entry[0])
             out.append(entry[1])
-        self._kept = used
+        self._kept, self._same = used, used_same
         return out
 
 
@@ -72,11 +85,10 @@ def params_json(uri: str, version: Optional[int], diagnostics: list[str]) -> str
     return head + '"diagnostics": [' + ", ".join(diagnostics) + "]}"
 
 
-def _key(finding: Finding, lines: list[str]) -> tuple:
+def _key(finding: Finding, line_text: Optional[str]) -> tuple:
     """Everything the encoded diagnostic depends on. `repr(data)`: JSON-like values only, whose
     repr tells them apart (a dict in another order is another key: encoded again, never wrong)."""
     f = finding
-    line_text = lines[f.line - 1] if 0 < f.line <= len(lines) else None
     related = tuple((r.path, r.line, r.name, r.note) for r in f.related) if f.related else ()
     return (f.line, f.column, f.end_line, f.end_column, f.severity, f.code, f.message, f.url, f.predicted,
             f.path, related, repr(f.data) if f.data else "", line_text)
