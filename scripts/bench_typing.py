@@ -124,6 +124,12 @@ class Typist:
         self.client.notify("textDocument/didChange", change_params(self.uri, self.version, line, column, char))
         return self.version
 
+    def delete_line(self, line: int) -> int:
+        del self.lines[line]
+        self.version += 1
+        self.client.notify("textDocument/didChange", change_params(self.uri, self.version, line, 0, "", end=(line + 1, 0)))
+        return self.version
+
     def insert_lines(self, line: int, new: list[str]) -> int:
         self.lines[line:line] = new
         self.version += 1
@@ -161,6 +167,20 @@ async def run(lines: int, keys: int) -> dict:
         await asyncio.sleep(max(0.0, 0.1 - (loop.time() - t)))
     figures["lints_ms"] = {"median": median(lint_ms), "p90": p90(lint_ms), "max": max(lint_ms)}
     print(f"didChange → lints: {figures['lints_ms']}", file=sys.stderr)
+
+    # Enter, then Backspace, at the start of that line: every finding below it moves
+    enter_ms = []
+    for k in range(keys // 2):
+        count = len(client.published)
+        t = loop.time()
+        if k % 2 == 0:
+            version = typist.insert_lines(middle, [""])
+        else:
+            version = typist.delete_line(middle)
+        at, _ = await client.wait_published(uri, version, count)
+        enter_ms.append((at - t) * 1000)
+        await asyncio.sleep(max(0.0, 0.1 - (loop.time() - t)))
+    figures["enter_ms"] = {"median": median(enter_ms), "p90": p90(enter_ms), "max": max(enter_ms)}
 
     # hover while a client types continuously, once the targets of the last keystroke are found
     name_line = next(i for i, row in enumerate(typist.lines) if row.startswith("class Mixer3("))
@@ -266,6 +286,8 @@ def report(f: dict) -> str:
         f"(load average {f['load_before'][0]:.1f} before, {f['load_after'][0]:.1f} after):",
         f"  didChange → lints published: median {f['lints_ms']['median']:.1f} ms, p90 {f['lints_ms']['p90']:.1f} ms,"
         f" max {f['lints_ms']['max']:.0f} ms (goal: median ≤ 50)",
+        f"  didChange → lints published for Enter/Backspace at a line's start (every finding below moves): median"
+        f" {f['enter_ms']['median']:.1f} ms, p90 {f['enter_ms']['p90']:.1f} ms, max {f['enter_ms']['max']:.0f} ms",
         f"  hover while typing: median {hover['median']:.1f} ms, p90 {hover['p90']:.1f} ms, max {hover['max']:.0f} ms"
         f" (class name {hover['class name']:.1f}, torch.compile call {hover['torch.compile call']:.1f};"
         f" answered {hover['answered']}) (goal: median ≤ 50)",
