@@ -135,3 +135,5 @@ class CompileLensProtocol(LanguageServerProtocol):
         except BrokenPipeError:
             log.exception("sending %s failed: the client is gone", method)
             raise
+        except Exception:  # noqa: BLE001 - as pygls does for its own messages: said, not raised
+            log.exception("sending %s failed", method)
