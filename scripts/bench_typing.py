@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 from lsp_wire import WireClient, change_params, hover_params
 
@@ -123,6 +124,12 @@ class Typist:
         self.client.notify("textDocument/didChange", change_params(self.uri, self.version, line, column, char))
         return self.version
 
+    def delete_line(self, line: int) -> int:
+        del self.lines[line]
+        self.version += 1
+        self.client.notify("textDocument/didChange", change_params(self.uri, self.version, line, 0, "", end=(line + 1, 0)))
+        return self.version
+
     def insert_lines(self, line: int, new: list[str]) -> int:
         self.lines[line:line] = new
         self.version += 1
@@ -161,10 +168,27 @@ async def run(lines: int, keys: int) -> dict:
     figures["lints_ms"] = {"median": median(lint_ms), "p90": p90(lint_ms), "max": max(lint_ms)}
     print(f"didChange → lints: {figures['lints_ms']}", file=sys.stderr)
 
-    # hover while a client types continuously
-    await asyncio.sleep(1.0)  # the last keystroke's targets are found
+    # Enter, then Backspace, at the start of that line: every finding below it moves
+    enter_ms = []
+    for k in range(keys // 2):
+        count = len(client.published)
+        t = loop.time()
+        if k % 2 == 0:
+            version = typist.insert_lines(middle, [""])
+        else:
+            version = typist.delete_line(middle)
+        at, _ = await client.wait_published(uri, version, count)
+        enter_ms.append((at - t) * 1000)
+        await asyncio.sleep(max(0.0, 0.1 - (loop.time() - t)))
+    figures["enter_ms"] = {"median": median(enter_ms), "p90": p90(enter_ms), "max": max(enter_ms)}
+
+    # hover while a client types continuously, once the targets of the last keystroke are found
     name_line = next(i for i, row in enumerate(typist.lines) if row.startswith("class Mixer3("))
     call_line = next(i for i, row in enumerate(typist.lines) if "torch.compile(model)" in row and i > middle)
+    found_after = loop.time()
+    while await client.request("textDocument/hover", hover_params(uri, name_line, len("class ") + 2)) is None:
+        await asyncio.sleep(0.05)
+    figures["targets_found_s"] = loop.time() - found_after  # the discovery a pause lets finish
     stop = asyncio.Event()
 
     async def type_continuously() -> None:
@@ -211,41 +235,47 @@ async def run(lines: int, keys: int) -> dict:
     return figures
 
 
-def server_side_breakdown(lines: int, runs: int = 10) -> dict:
+def server_side_breakdown(lines: int, runs: int = 20) -> dict:
     """The server's work for one keystroke, in this process, as median CPU ms per step: where a
-    keystroke's time goes on a file with ~1,500 diagnostics."""
+    keystroke's time goes on a file with ~1,500 diagnostics (the steps `publish` takes: lint,
+    merge with the targets' findings, each diagnostic's JSON kept or encoded, the message)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
-    from lsprotocol import types as lsp
     from pygls.protocol import default_converter
 
     from compile_lens.jobs.analysis import safe_lint
+    from compile_lens.lsp.published import EncodedDiagnostics, params_json
     from compile_lens.render import assembly
-    from compile_lens.render import findings as fnd
-    from compile_lens.render.lsp import to_diagnostic
 
     source = busy_file(lines)
     rows = source.split("\n")
     middle = next(i for i in range(len(rows) // 2, len(rows)) if "h = self.norm(x)" in rows[i])
-    safe_lint(source, "/bench/busy.py")
-    converter = default_converter()
-    steps: dict[str, list[float]] = {"lint (incremental)": [], "merge with targets' findings": [],
-                                     "to lsp.Diagnostic": [], "serialise (cattrs + json)": []}
-    for k in range(runs):
-        rows[middle] += "x" if k else "  #"
-        text = "\n".join(rows)
+    converter, encoded = default_converter(), EncodedDiagnostics()
+
+    def keystroke(text: str, times: Optional[dict] = None) -> None:
         marks = [time.process_time()]
         found = safe_lint(text, "/bench/busy.py") or []
         marks.append(time.process_time())
         merged = assembly.file_findings(found, assembly.static_findings("/bench/busy.py", [], [], runs=False), [], [])
         marks.append(time.process_time())
-        shown = [to_diagnostic(fnd.whole_line(f, rows)) for f in merged]
+        kept = encoded.encode(merged, text.splitlines(), converter)
         marks.append(time.process_time())
-        json.dumps(converter.unstructure(lsp.PublishDiagnosticsNotification(
-            params=lsp.PublishDiagnosticsParams(uri="file:///bench/busy.py", version=k, diagnostics=shown))))
+        params_json("file:///bench/busy.py", 1, kept).encode()
         marks.append(time.process_time())
-        for (_label, values), a, b in zip(steps.items(), marks, marks[1:]):
+        for (_label, values), a, b in zip((times or {}).items(), marks, marks[1:]):
             values.append((b - a) * 1000)
-    return {label: median(values) for label, values in steps.items()}
+
+    keystroke(source)
+    steps: dict[str, list[float]] = {"lint (incremental)": [], "merge with targets' findings": [],
+                                     "diagnostics' JSON (kept or encoded)": [], "the message": []}
+    for k in range(runs):  # a character typed
+        rows[middle] += "x" if k else "  #"
+        keystroke("\n".join(rows), steps)
+    enter: dict[str, list[float]] = {label: [] for label in steps}
+    for k in range(runs // 2):  # Enter, then Backspace: every finding below moves, and back
+        rows.insert(middle, "") if k % 2 == 0 else rows.pop(middle)
+        keystroke("\n".join(rows), enter)
+    return {"typed": {label: median(values) for label, values in steps.items()},
+            "enter": {label: median(values) for label, values in enter.items()}}
 
 
 def report(f: dict) -> str:
@@ -256,11 +286,16 @@ def report(f: dict) -> str:
         f"(load average {f['load_before'][0]:.1f} before, {f['load_after'][0]:.1f} after):",
         f"  didChange → lints published: median {f['lints_ms']['median']:.1f} ms, p90 {f['lints_ms']['p90']:.1f} ms,"
         f" max {f['lints_ms']['max']:.0f} ms (goal: median ≤ 50)",
+        f"  didChange → lints published for Enter/Backspace at a line's start (every finding below moves): median"
+        f" {f['enter_ms']['median']:.1f} ms, p90 {f['enter_ms']['p90']:.1f} ms, max {f['enter_ms']['max']:.0f} ms",
         f"  hover while typing: median {hover['median']:.1f} ms, p90 {hover['p90']:.1f} ms, max {hover['max']:.0f} ms"
         f" (class name {hover['class name']:.1f}, torch.compile call {hover['torch.compile call']:.1f};"
         f" answered {hover['answered']}) (goal: median ≤ 50)",
-        "  the server's CPU time per keystroke, in process: " + ", ".join(
-            f"{label} {ms:.1f} ms" for label, ms in f["server_cpu_ms"].items()),
+        *[f"  the server's CPU time per keystroke ({kind}), in process: " + ", ".join(
+            f"{label} {ms:.1f} ms" for label, ms in steps.items()) + f" (total {sum(steps.values()):.1f} ms)"
+          for kind, steps in (("a character", f["server_cpu_ms"]["typed"]),
+                              ("Enter or Backspace at a line start", f["server_cpu_ms"]["enter"]))],
+        f"  after the last keystroke of a pause, the file's targets found in {f['targets_found_s'] * 1000:.0f} ms",
         "  a new class typed at the end: a target (hover card) after " + (f"{lens * 1000:.0f} ms" if lens else "never (30 s)"),
     ])
 

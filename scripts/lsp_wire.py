@@ -22,6 +22,7 @@ class WireClient:
         self.next_id = 0
         self.answers: dict[int, asyncio.Future] = {}
         self.published: list[tuple[float, dict]] = []  # (arrival time, params without diagnostics)
+        self.arrived = asyncio.Event()  # set on each publish: waiting never polls (the CPU is the server's)
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
@@ -74,6 +75,7 @@ class WireClient:
                 params = message["params"]
                 self.published.append((loop.time(), {"uri": params["uri"], "version": params.get("version"),
                                                      "count": len(params["diagnostics"])}))
+                self.arrived.set()
             elif "id" in message:  # a request from the server (configuration, refresh): answer null
                 self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
 
@@ -83,7 +85,9 @@ class WireClient:
             for at, params in self.published[since:]:
                 if params["uri"] == uri and (params["version"] or 0) >= version:
                     return at, params["count"]
-            await asyncio.sleep(0.0005)
+            since = len(self.published)
+            self.arrived.clear()
+            await self.arrived.wait()
 
     async def stop(self) -> None:
         try:

@@ -103,10 +103,10 @@ def href(code: str) -> Optional[str]:
     the rest (None where this install has no copy of it: no link to a page that is not there)."""
     if is_gb_id(code):
         return f"{GB_SITE}gb{code[2:]}.html"
-    docs = _docs_file()
+    docs = _docs_uri()
     if code not in CODES or docs is None:
         return None
-    return f"{docs.as_uri()}#{anchor(code)}"
+    return f"{docs}#{anchor(code)}"
 
 
 def anchor(code: str) -> str:
@@ -139,6 +139,12 @@ def _sections() -> dict[str, str]:
         return {}
     text = docs.read_text(encoding="utf-8")
     return {m["anchor"]: m["body"].strip() for m in _SECTION.finditer(text)}
+
+
+@functools.lru_cache(maxsize=1)
+def _docs_uri() -> Optional[str]:
+    docs = _docs_file()  # as_uri costs ~30 µs: once, not per diagnostic
+    return docs.as_uri() if docs is not None else None
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compile_lens.lints import lint_source
-from compile_lens.protocol import Frame, GraphBreak, TargetResult, TargetSpec
+from compile_lens.protocol import Finding, Frame, GraphBreak, TargetResult, TargetSpec
 from compile_lens.render import assembly
 
 MODEL = '''\
@@ -98,3 +98,17 @@ def test_a_trace_settles_the_lints_it_confirms_or_clears(tmp_path):
     at_item = [f for f in confirmed if f.line == ITEM_LINE]
     assert at_item and not any(f.predicted for f in at_item)  # the trace's break, not a second, predicted one
     assert [f.code for f in at_item if f.code == "GB0124"] == ["GB0124"]
+
+
+def test_covered_spans_that_overlap_touch_or_stand_alone_each_clear_their_lines(tmp_path):
+    """The traced targets' spans, joined and bisected: a prediction inside any of them goes, one
+    between them stays, and a finding that is not a prediction is never cleared."""
+    path = str(tmp_path / "m.py")
+
+    def lint(line: int, predicted: bool = True) -> Finding:
+        return Finding(path, line, 1, line, 5, "warning", "CL101", f"at {line}", predicted=predicted)
+
+    lints = [lint(n) for n in (1, 4, 5, 12, 20, 21, 29, 30, 31)] + [lint(7, predicted=False)]
+    covered = [(9, 20), (5, 10), (1, 3), (30, 30), (21, 21)]  # unsorted; 5-10 and 9-20 overlap; 20|21 touch
+    kept = assembly.file_findings(lints, [], [], covered)
+    assert [(f.line, f.predicted) for f in kept] == [(4, True), (29, True), (31, True), (7, False)]

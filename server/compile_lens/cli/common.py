@@ -142,8 +142,9 @@ def reword(reports: list[FileReport]) -> None:
         report.error = problem(report.error)
         report.targets = [dataclasses.replace(t, error=problem(t.error), benchmark=measured(t.benchmark))
                           for t in report.targets]
-        for f in report.findings:
-            f.message = cli_words(f.message) or f.message
+        # copies: a file's lint findings are kept by `lints` for its next lint
+        report.findings = [dataclasses.replace(f, message=cli_words(f.message) or f.message)
+                           for f in report.findings]
 
 
 def finish(reports: list[FileReport]) -> None:

@@ -24,7 +24,7 @@ from typing import Optional
 
 from ..protocol import Finding
 from .chunks import _Chunk, _ChunkCache
-from .graph_breaks import _predicted_breaks
+from .graph_breaks import Memo, _predicted_breaks
 from .index import Index
 from .output import CODES, Output
 from .recompiles import _recompile_hazards
@@ -32,13 +32,14 @@ from .recompiles import _recompile_hazards
 
 def lint_source(source: str, path: str) -> Optional[list[Finding]]:
     """Static lints for one file. None when the source does not parse (mid-typing): the caller then
-    keeps what it published before."""
+    keeps what it published before. Findings that did not change are the same objects as the last
+    lint's of this path (kept with its chunks): read them, copy before changing one."""
     source = _normalise_newlines(source)
     with _LOCK, _gc_paused():  # cached chunks' offsets change per call; one lint at a time
         chunks = _CACHE.chunks(path, source)
         if chunks is None:
             return None
-        return _lint_chunks(chunks, source, path)
+        return _lint_chunks(chunks, source, path, _CACHE.memos.setdefault(path, {}))
 
 
 def forget(path: str) -> None:
@@ -47,10 +48,12 @@ def forget(path: str) -> None:
         _CACHE.forget(path)
 
 
-def _lint_chunks(chunks: list[_Chunk], source: str, path: str) -> list[Finding]:
+def _lint_chunks(chunks: list[_Chunk], source: str, path: str, memo: Optional[Memo] = None) -> list[Finding]:
+    """`memo`: the previous lint's findings of each traced function (see `_predicted_breaks`),
+    replaced by this lint's."""
     index = Index([chunk.facts for chunk in chunks])
     out = Output(path, source.split("\n"))
-    _predicted_breaks(index, out)
+    _predicted_breaks(index, out, {} if memo is None else memo)
     _recompile_hazards(index, out)
     return out.sorted()
 

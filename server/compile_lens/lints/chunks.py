@@ -18,6 +18,9 @@ from .facts import Facts, _extract
 _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")  # these lines continue a statement
+# A line that starts with code at column 0 (not blank, indented, a comment, a closing bracket or
+# a backslash continuation): where a top-level statement may start.
+_AT_COLUMN_0 = re.compile(r"^[^ \t\f#)\]}\\\n]", re.MULTILINE)
 
 
 @dataclass(eq=False)
@@ -53,12 +56,14 @@ class _ChunkCache:
     def __init__(self, max_files: int = 8, max_lines: int = 20_000):
         self._files: OrderedDict[str, dict[str, list[_Chunk]]] = OrderedDict()
         self._lines: dict[str, int] = {}
+        self.memos: dict[str, dict] = {}  # per document: the rules' findings kept with its chunks
         self._max_files = max_files
         self._max_lines = max_lines
 
     def forget(self, path: str) -> None:
         self._files.pop(path, None)
         self._lines.pop(path, None)
+        self.memos.pop(path, None)
 
     def chunks(self, path: str, source: str) -> Optional[list[_Chunk]]:
         lines = source.split("\n")
@@ -107,6 +112,7 @@ class _ChunkCache:
                                         or sum(self._lines.values()) > self._max_lines):
             evicted, _ = self._files.popitem(last=False)
             self._lines.pop(evicted, None)
+            self.memos.pop(evicted, None)
 
 
 def _by_text(chunks: list[_Chunk], into: dict[str, list[_Chunk]]) -> dict[str, list[_Chunk]]:
@@ -132,10 +138,12 @@ def _top_level_starts(lines: list[str], source: str) -> list[int]:
     in_string = _lines_inside_strings(source, len(lines))
     starts = [0]
     after_decorator = False
-    for i, line in enumerate(lines):
-        if not line or line[0] in " \t\f#)]}\\" or in_string[i]:
-            continue
-        if line[0] in "ef" and _CONTINUATION.match(line):
+    i, pos = 0, 0
+    for match in _AT_COLUMN_0.finditer(source):  # a few hundred of a file's lines: not each line
+        i += source.count("\n", pos, match.start())
+        pos = match.start()
+        line = lines[i]
+        if in_string[i] or (line[0] in "ef" and _CONTINUATION.match(line)):
             continue
         boundary = not after_decorator
         after_decorator = line[0] == "@"

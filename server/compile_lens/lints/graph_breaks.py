@@ -56,16 +56,43 @@ def _traced_functions(index: Index) -> list[tuple[Func, Func, tuple[Frame, ...]]
     return out
 
 
-def _predicted_breaks(index: Index, out: Output) -> None:
+# A traced function's findings, by what they depend on: kept from one lint of a file to the next.
+Memo = dict[tuple, list]
+
+
+def _predicted_breaks(index: Index, out: Output, memo: Memo) -> None:
+    """The CL1xx findings. `memo` (the last lint's) is replaced by this lint's entries only.
+
+    A function's findings depend on its chunk (its `Func` objects are new when the chunk's text
+    changed), the chunk's line offset, how it is traced (its root, the call chain's lines) and the
+    file's imports, loggers and NumPy names: with all of those the same, a keystroke elsewhere
+    replays them instead of reading the function again. Lines added above move the chunk: a miss."""
+    used: Memo = {}
+    names = (tuple(index.aliases.items()), frozenset(index.numpy_names), frozenset(index.loggers))
     for func, root, chain in _traced_functions(index):
-        lint = _Lint(index, out, func, root, chain)
-        for inner in with_nested(func):
-            lint.facts = inner.facts
-            for kind, node, info in inner.candidates:
-                lint.candidate(kind, node, info)
-            for name, call in inner.name_calls:
-                if name in index.numpy_names:  # `from numpy import mean`
-                    lint.numpy_call(call, name)
+        key = (func, func.facts.delta, root.qualname, func is root,
+               tuple((frame.line, frame.name) for frame in chain), names)
+        recorded = used[key] if key in used else memo.get(key)
+        if recorded is None:
+            recorded = []
+            out.record(recorded)
+            _lint_function(index, out, func, root, chain)
+            out.record(None)
+        used[key] = recorded
+        out.replay(recorded)
+    memo.clear()
+    memo.update(used)
+
+
+def _lint_function(index: Index, out: Output, func: Func, root: Func, chain: tuple) -> None:
+    lint = _Lint(index, out, func, root, chain)
+    for inner in with_nested(func):
+        lint.facts = inner.facts
+        for kind, node, info in inner.candidates:
+            lint.candidate(kind, node, info)
+        for name, call in inner.name_calls:
+            if name in index.numpy_names:  # `from numpy import mean`
+                lint.numpy_call(call, name)
 
 
 class _Lint:

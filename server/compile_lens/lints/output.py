@@ -20,16 +20,31 @@ class Output:
         self.path = path
         self.lines = lines
         self.found: dict[tuple, Finding] = {}
+        self.recording: Optional[list[tuple[tuple, Finding]]] = None  # see `record`
 
     def add(self, node: ast.AST, facts: Facts, code: str, message: str, data: dict, chain=(),
             predicted=False) -> None:
         line, column, end_line, end_column = self.range_of(node, facts)
         key = (code, line, column, end_line, end_column)
-        if key in self.found:
+        if key in self.found and self.recording is None:
             return
         related = [Frame(self.path, f.line, f.name) for f in chain]
-        self.found[key] = Finding(self.path, line, column, end_line, end_column, CODES[code][0], code,
-                                  message, related=related, data=data, predicted=predicted)
+        finding = Finding(self.path, line, column, end_line, end_column, CODES[code][0], code,
+                          message, related=related, data=data, predicted=predicted)
+        if self.recording is not None:
+            self.recording.append((key, finding))
+        else:
+            self.found[key] = finding
+
+    def record(self, into: list[tuple[tuple, Finding]]) -> None:
+        """From now on, `add` appends to `into` instead of keeping (None: keep again): findings
+        recorded once are `replay`ed by later lints, as if added again."""
+        self.recording = into
+
+    def replay(self, recorded: list[tuple[tuple, Finding]]) -> None:
+        for key, finding in recorded:
+            if key not in self.found:  # as `add` does: the first finding at a place stays
+                self.found[key] = finding
 
     def sorted(self) -> list[Finding]:
         return sorted(self.found.values(), key=lambda f: (f.line, f.column, f.code))

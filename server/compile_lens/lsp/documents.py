@@ -3,7 +3,7 @@
 Lints are incremental and cheap, so they run on every keystroke. Finding the targets looks at the
 whole file: small files get it at once; a big one publishes its lints first and its targets are
 found in a thread (`discovery.statements` parses it chunk by chunk, so the thread never holds the
-event loop long), started 50 ms after the last keystroke and stopped by the next one. Its trace
+event loop long), started after a 300 ms pause in typing and stopped by the next keystroke. Its trace
 results stay hidden meanwhile unless the buffer is exactly the traced code.
 """
 
@@ -28,26 +28,27 @@ from .state import CompileLensServer, DocState, Saved
 log = logging.getLogger("compile_lens")
 
 BIG_FILE_CHARS = 30_000  # ≈ 750 lines (≈ 15 ms to discover): above this, targets are found off the loop
-RELINT_AFTER_S = 0.01  # a big file's lints: long enough to read the keystrokes already queued
-REDISCOVER_AFTER_S = 0.05  # after the last keystroke
+# After the last keystroke: a pause in typing, not the gap between two keys. While it runs, the
+# discovery takes half the GIL (0.3-0.7 s for 5,000 lines), and a keystroke's lint waits on it.
+REDISCOVER_AFTER_S = 0.3
 # One thread for every document: discoveries queue behind each other, never beside the event loop twice.
 _DISCOVERY_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-lens-discovery")
 
 
 def relint(ls: CompileLensServer, uri: str) -> None:
-    """Lint the buffer and publish: at once for a small file; for a big one after 10 ms, and never
-    sooner after its last lint than that lint took (a busy machine), so that keystrokes queued
-    meanwhile are linted once, as the newest buffer, and hovers between them are answered."""
+    """Lint the buffer and publish: at once, unless a big file's last lint ended less than its own
+    duration ago (a busy machine, keys queued): then when that time is up, so that the keystrokes
+    queued meanwhile are linted once, as the newest buffer, and hovers between them are answered."""
     state = ls.doc(uri)
+    _stop_rediscovery(state)  # now: the thread stops between chunks, before this lint runs
     if state.relint is not None:
         state.relint.cancel()
         state.relint = None
-    if len(ls.buffer(uri)) < BIG_FILE_CHARS:
+    wait = state.relint_free_at - asyncio.get_running_loop().time()
+    if wait <= 0 or len(ls.buffer(uri)) < BIG_FILE_CHARS:
         _relint_now(ls, uri)
     else:
-        loop = asyncio.get_running_loop()
-        delay = min(max(RELINT_AFTER_S, state.relint_free_at - loop.time()), 0.5)
-        state.relint = loop.call_later(delay, _relint_now, ls, uri)
+        state.relint = asyncio.get_running_loop().call_later(min(wait, 0.5), _relint_now, ls, uri)
 
 
 def _relint_now(ls: CompileLensServer, uri: str) -> None:

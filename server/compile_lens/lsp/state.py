@@ -26,6 +26,7 @@ from ..positions import PositionMap, position_map
 from ..protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec
 from ..settings import Settings
 from .gpu_gate import GpuGate
+from .published import CompileLensProtocol, EncodedDiagnostics
 
 log = logging.getLogger("compile_lens")
 
@@ -84,6 +85,7 @@ class DocState:
     last_stream_publish: float = 0.0
     saved_version: Optional[int] = None  # the document's version at its last save
     saved_text: Optional[str] = None  # and its text then: the file read later may be newer
+    encoded: EncodedDiagnostics = field(default_factory=EncodedDiagnostics)  # as last published
 
 
 def same_code(a: Optional[Saved], b: Optional[Saved]) -> bool:
@@ -94,7 +96,7 @@ def same_code(a: Optional[Saved], b: Optional[Saved]) -> bool:
 
 class CompileLensServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("compile-lens", __version__)
+        super().__init__("compile-lens", __version__, protocol_cls=CompileLensProtocol)
         self.settings = Settings()
         self.trusted = True
         self.root: str = os.getcwd()  # the first workspace folder: the workers' cwd
@@ -116,6 +118,12 @@ class CompileLensServer(LanguageServer):
         self.listeners: dict[str, list[Callable[[str], None]]] = {event: [] for event in EVENTS}
         self.busy: dict[str, tuple[str, str]] = {}  # lane -> (state, detail) of the work it runs now
         self.gpu_gate = GpuGate()  # background measurements wait while others use the GPU
+
+    @property
+    def wire(self) -> CompileLensProtocol:
+        """The protocol, typed as the one this server runs (it sends pre-encoded diagnostics)."""
+        assert isinstance(self.protocol, CompileLensProtocol)
+        return self.protocol
 
     # --- events ---------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import functools
 import os
 import re
 from typing import Iterable, Optional
@@ -298,11 +300,29 @@ def suppressed(finding: Finding, lines: list[str]) -> bool:
 
 def merge_with_lints(lints: Iterable[Finding], traced: list[Finding], covered: list[tuple[int, int]]) -> list[Finding]:
     """A trace confirms or clears a prediction: drop lints on lines a trace break or a traced target covers."""
-    break_lines = {(os.path.realpath(f.path), f.line) for f in traced if codes.is_graph_break(f.code)}
+    if not traced and not covered:  # nothing traced yet (every keystroke of an unsaved file)
+        return list(lints)
+    real = functools.lru_cache(maxsize=None)(os.path.realpath)  # one file's lints: one path, once
+    break_lines = {(real(f.path), f.line) for f in traced if codes.is_graph_break(f.code)}
+    starts, ends = _spans(covered)
     kept = []
     for lint in lints:
-        key = (os.path.realpath(lint.path), lint.line)
-        if lint.predicted and (key in break_lines or any(a <= lint.line <= b for a, b in covered)):
-            continue
+        if lint.predicted:
+            at = bisect.bisect_right(starts, lint.line) - 1
+            if (at >= 0 and lint.line <= ends[at]) or (real(lint.path), lint.line) in break_lines:
+                continue
         kept.append(lint)
     return kept + traced
+
+
+def _spans(covered: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Line spans joined where they overlap, as sorted starts and their ends (for bisect)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for a, b in sorted(covered):
+        if ends and a <= ends[-1] + 1:
+            ends[-1] = max(ends[-1], b)
+        else:
+            starts.append(a)
+            ends.append(b)
+    return starts, ends

@@ -5,6 +5,7 @@ file are published on that file too. Results of older code than the buffer's are
 
 from __future__ import annotations
 
+import json
 from typing import Optional
 
 from lsprotocol import types as lsp
@@ -17,6 +18,7 @@ from ...render import assembly
 from ...render import findings as fnd
 from ...render.lsp import to_diagnostic, uri_of
 from ...trace_import.report import SOURCE as IMPORTED_SOURCE
+from ..published import encode_once, params_json
 from ..state import CompileLensServer, DocState
 
 # trace findings for the file, for other files (helpers) by uri, and the lines traced cleanly
@@ -93,16 +95,16 @@ def closed(ls: CompileLensServer, uri: str) -> None:
 
 
 def _send(ls: CompileLensServer, uri: str, version: Optional[int], found: list[Finding], lines: list[str]) -> None:
-    diagnostics, seen = [], set()
-    for f in found:
-        f = fnd.whole_line(f, lines)
-        key = (f.line, f.column, f.code, f.message)
-        if key in seen or fnd.suppressed(f, lines):
-            continue
-        seen.add(key)
-        diagnostics.append(to_diagnostic(f))
-    diagnostics += _imported(ls, uri, lines)
-    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+    """Publish: each diagnostic's JSON is kept per open file while its finding is unchanged
+    (`published`), so a keystroke encodes only the findings it changed."""
+    state = ls.docs.get(uri)
+    converter = ls.wire.converter
+    if state is not None and state.open:
+        encoded = state.encoded.encode(found, lines, converter)
+    else:
+        encoded = encode_once(found, lines, converter)
+    encoded += [json.dumps(converter.unstructure(d)) for d in _imported(ls, uri, lines)]
+    ls.wire.notify_json(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params_json(uri, version, encoded))
 
 
 def _imported(ls: CompileLensServer, uri: str, lines: list[str]) -> list[lsp.Diagnostic]:
