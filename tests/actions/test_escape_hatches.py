@@ -241,7 +241,8 @@ def _break(source: str, line_text: str, gb: str, **data):
                        source="Compile Lens", data={"kind": "graph_break", "gb_id": gb, "target": "Net",
                                                     "function": "forward", "depth": 0, **data})
     return [a.title for a in actions.code_actions(source, "file:///w/m.py", d.range, [d],
-                                                  hatches=("reorderable_logging_functions",))]
+                                                  hatches=("reorderable_logging_functions",
+                                                           "ignore_logging_functions"))]
 
 
 def test_reorder_offered_for_logging_functions_in_the_compiled_frame_only():
@@ -323,3 +324,102 @@ def test_torch_runs_a_reordered_call_after_the_graph_only_in_the_compiled_frame(
     finally:
         torch._dynamo.reset()
         logging.getLogger().removeHandler(handler)
+
+
+# --- the skip edit names the set the worker's torch has -------------------------------------------
+
+BLOCK = textwrap.dedent('''\
+    import logging
+
+    import torch
+    from torch import nn
+
+    logger = logging.getLogger(__name__)
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            B, T, C = x.size()
+            logger.warning("block sees %d tokens", T)
+            print("block out", x.shape)
+            return self.proj(x)
+''')
+
+
+def _skips(source: str, hatches) -> dict[str, lsp.CodeAction]:
+    """The skip actions offered for the traced logger-method and print breaks in `source`."""
+    found = {}
+    for text, gb in (("logger.warning(", "GB0291"), ("print(", "GB0059")):
+        line = next(i for i, row in enumerate(source.splitlines()) if text in row)
+        d = lsp.Diagnostic(range=lsp.Range(lsp.Position(line, 8), lsp.Position(line, 20)), message="break", code=gb,
+                           source="Compile Lens", data={"kind": "graph_break", "gb_id": gb, "target": "Block",
+                                                        "function": "forward", "depth": 0})
+        found |= {a.title: a for a in actions.code_actions(source, "file:///w/m.py", d.range, [d], hatches=hatches)
+                  if a.title.startswith("Skip")}
+    return found
+
+
+def _compiles_whole(source: str) -> bool:
+    """`Block` compiles as one graph once `source` (its config lines included) has run: no break."""
+    import torch
+    import torch._dynamo
+
+    with torch._dynamo.config.patch(ignore_logging_functions=set()):  # what the edit adds goes away after
+        space: dict = {"__name__": "block_under_test"}
+        exec(compile(source, "block.py", "exec"), space)
+        torch._dynamo.reset()
+        try:
+            torch.compile(space["Block"](), backend="eager", fullgraph=True)(torch.randn(2, 3, 8))
+            return True
+        except torch._dynamo.exc.Unsupported:
+            return False
+        finally:
+            torch._dynamo.reset()
+
+
+def test_this_torch_has_both_names_of_the_skip_set():
+    assert {"ignore_logging_functions", "ignore_logger_methods"} <= set(escape_hatches())
+
+
+@pytest.mark.parametrize("hatches, name", [
+    (escape_hatches(), "ignore_logging_functions"),  # this torch: both names, the current one preferred
+    (("reorderable_logging_functions", "ignore_logger_methods"), "ignore_logger_methods"),  # the older name only
+])
+def test_skip_names_the_set_the_worker_torch_has_and_its_edit_clears_the_breaks(hatches, name):
+    skips = _skips(BLOCK, hatches)
+    assert sorted(skips) == [f"Skip `logger.warning()` in compiled code (torch._dynamo.config.{name})",
+                             f"Skip print() in compiled code (torch._dynamo.config.{name})"]
+    assert not _compiles_whole(BLOCK)
+    text = BLOCK
+    for title, action in sorted(skips.items()):  # the logger's skip first: print still breaks after it
+        text = actions.apply_edits(text, actions.resolve(action, text).edit.changes["file:///w/m.py"])
+        assert _compiles_whole(text) == title.startswith("Skip print()")
+    assert f"torch._dynamo.config.{name}.add(logging.Logger.warning)" in text
+    assert f"torch._dynamo.config.{name}.add(print)" in text
+    assert not _skips(text, hatches)  # already skipped, under either name
+
+
+def test_skip_not_offered_where_the_worker_torch_lacks_both_names():
+    older = ("nonstrict_trace", "leaf_function", "reorderable_logging_functions")
+    assert not _skips(BLOCK, older)
+    assert not _skips(BLOCK, ())  # before the worker said what its torch has
+
+
+def test_print_reorder_only_where_the_worker_torch_has_it():
+    source = BLOCK.replace('print("block out", x.shape)', 'print("block out", x)')  # a tensor: reorderable
+    line = next(i for i, row in enumerate(source.splitlines()) if "print(" in row)
+    d = lsp.Diagnostic(range=lsp.Range(lsp.Position(line, 8), lsp.Position(line, 20)), message="break",
+                       code="GB0059", source="Compile Lens",
+                       data={"kind": "graph_break", "gb_id": "GB0059", "target": "Block", "function": "forward",
+                             "depth": 0})
+
+    def titles(hatches):
+        return [a.title.split(" (")[0] for a in actions.code_actions(source, "file:///w/m.py", d.range, [d],
+                                                                     hatches=hatches)]
+    assert "Print after the graph runs" in titles(escape_hatches())
+    assert "Print after the graph runs" not in titles(("ignore_logging_functions",))
+    assert "Skip print() in compiled code" in titles(("ignore_logging_functions",))

@@ -8,6 +8,10 @@ So reordering is offered only for a break in the outermost traced frame (`depth`
 says what happens where compiled code inlines the call. `logger.<method>()` on a `logging.Logger`
 is never reordered by torch 2.13 (its methods go to `ignore_logging_functions` only);
 `logging.<function>()` and `warnings.warn()` are.
+
+The skip edit names the set the worker's torch has (its hello's `escape_hatches`):
+`ignore_logging_functions`, else its older name `ignore_logger_methods`; with neither (or before the
+worker said which it has) the skip is not offered, as its line would raise at import.
 """
 
 from __future__ import annotations
@@ -28,6 +32,18 @@ _LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "c
 
 # what a reordered call does where compiled code inlines the function it is in (torch 2.13)
 _INLINED = "not run where a compiled caller inlines this code"
+
+# the names of torch's "skip in compiled code" set, preferred first (an alias of the first on 2.13)
+_SKIP_SETS = ("ignore_logging_functions", "ignore_logger_methods")
+
+
+def _skip_set(hatches: frozenset[str]) -> Optional[str]:
+    """The name the worker's torch has for the set of calls Dynamo skips, or None."""
+    return next((name for name in _SKIP_SETS if name in hatches), None)
+
+
+def _skipped_already(present: set[str], target: str) -> bool:
+    return any(f"{CONFIG}.{name}.add({target})" in present for name in _SKIP_SETS)
 
 
 def _outermost(d: lsp.Diagnostic) -> bool:
@@ -93,23 +109,27 @@ def _print_reorderable(src: Source, call: ast.Call) -> bool:
     return all(not isinstance(a, ast.Starred) and _reorderable(a, assigned) for a in call.args)
 
 
-def _print_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optional[str]) -> list[lsp.CodeAction]:
+def _print_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optional[str],
+               hatches: frozenset[str]) -> list[lsp.CodeAction]:
     if not calls_on_line(src, line, _is_print):
         return []
     present = {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}
     reorder = f"{CONFIG}.reorderable_logging_functions.add(print)"
     said = f"{reorder}  # torch._dynamo.config: applies to the whole process, every compiled print"
-    skip = f"{CONFIG}.ignore_logging_functions.add(print)"
-    if reorder in present or skip in present:
+    if reorder in present or _skipped_already(present, "print"):
         return []  # torch checks `reorderable` first: adding `ignore` now would change nothing
     reorderable = src.memo("prints-reorderable", lambda: all(
         _print_reorderable(src, p) for p in src.calls() if _is_print(p)))
-    if gb != codes.GB_PRINT_ARGS and reorderable and _outermost(d):
+    if "reorderable_logging_functions" in hatches and gb != codes.GB_PRINT_ARGS and reorderable and _outermost(d):
         return [_action(f"Print after the graph runs (torch._dynamo.config.reorderable_logging_functions; {_INLINED})",
                         QUICKFIX, {"fix": "config", "uri": uri, "config": [said], "modules": ["torch"]}, d,
                         preferred=True)]
-    return [_action("Skip print() in compiled code (torch._dynamo.config.ignore_logging_functions)", QUICKFIX,
-                    {"fix": "config", "uri": uri, "config": [skip], "modules": ["torch"]}, d)]
+    skip_set = _skip_set(hatches)
+    if skip_set is None:
+        return []
+    return [_action(f"Skip print() in compiled code ({CONFIG}.{skip_set})", QUICKFIX,
+                    {"fix": "config", "uri": uri, "config": [f"{CONFIG}.{skip_set}.add(print)"], "modules": ["torch"]},
+                    d)]
 
 
 def _logging_call(call: ast.Call) -> bool:
@@ -123,8 +143,12 @@ def _logging_call(call: ast.Call) -> bool:
     return callable(getattr(logging, method, None)) if receiver == "logging" else hasattr(logging.Logger, method)
 
 
-def _logging_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int) -> list[lsp.CodeAction]:
+def _logging_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int,
+                 hatches: frozenset[str]) -> list[lsp.CodeAction]:
     data = d.data if isinstance(d.data, dict) else {}
+    skip_set = _skip_set(hatches)
+    if skip_set is None:
+        return []
     calls = calls_on_line(src, line, _logging_call)  # not the first call on the line: the logging one
     if len(calls) != 1:
         return []
@@ -137,9 +161,11 @@ def _logging_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int) -> list[ls
         target, shown = f"logging.{method}", f"logging.{method}"
     else:
         target, shown = f"logging.Logger.{method}", f"{receiver}.{method}"
-    return [_action(f"Skip `{shown}()` in compiled code (torch._dynamo.config.ignore_logging_functions)",
+    if _skipped_already({ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}, target):
+        return []  # a diagnostic from before the line was added
+    return [_action(f"Skip `{shown}()` in compiled code ({CONFIG}.{skip_set})",
                     QUICKFIX, {"fix": "config", "uri": uri, "modules": ["torch", "logging"],
-                               "config": [f"{CONFIG}.ignore_logging_functions.add({target})"]}, d,
+                               "config": [f"{CONFIG}.{skip_set}.add({target})"]}, d,
                     preferred=receiver != "logging")]  # a `logging` function's preferred fix is its reorder
 
 
@@ -176,7 +202,7 @@ def _log_reorder_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int, gb: Op
         return []  # torch reorders only tensors, constants and format strings: it would break again
     present = {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}
     reorder = f"{CONFIG}.reorderable_logging_functions.add({target})"
-    if reorder in present or f"{CONFIG}.ignore_logging_functions.add({target})" in present:
+    if reorder in present or _skipped_already(present, target):
         return []
     said = f"{reorder}  # torch._dynamo.config: applies to the whole process, every compiled {target}"
     verb = "Warn" if target == "warnings.warn" else "Log"

@@ -30,9 +30,9 @@ def _fixes_for(src: Source, uri: str, d: lsp.Diagnostic, hatches: frozenset[str]
     if gb == codes.GB_ITEM or code == codes.ITEM:
         found += _capture_scalar(src, uri, d, line)
     if gb in (codes.GB_PRINT, codes.GB_PRINT_ARGS) or code == codes.PRINT:
-        found += _print_fix(src, uri, d, line, gb)
+        found += _print_fix(src, uri, d, line, gb, hatches)
     if gb == codes.GB_LOGGER or code == codes.LOGGING or data.get("call_site"):  # `logging.warning` breaks inside it
-        found += _logging_fix(src, uri, d, line)
+        found += _logging_fix(src, uri, d, line, hatches)
     if hatches and data.get("kind") == "graph_break":
         found += _log_reorder_fix(src, uri, d, line, gb, hatches)
     found += _disable_helper(src, uri, d, data, code)

@@ -47,8 +47,11 @@ def escape_hatches() -> list[str]:
     leaf = getattr(decorators, "leaf_function", None)
     if callable(leaf):
         found.append("leaf_function")
-    if isinstance(getattr(torch._dynamo.config, "reorderable_logging_functions", None), set):
-        found.append("reorderable_logging_functions")
+    # the set a "skip in compiled code" edit adds to: `ignore_logging_functions`, or its older name
+    # `ignore_logger_methods` (an alias of it on torch 2.13); an older torch has neither
+    for name in ("reorderable_logging_functions", "ignore_logging_functions", "ignore_logger_methods"):
+        if isinstance(getattr(torch._dynamo.config, name, None), set):
+            found.append(name)
     return found
 
 
