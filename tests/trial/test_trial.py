@@ -293,6 +293,19 @@ def test_a_cache_artifact_warms_a_fresh_process(tmp_path):
     # a restart that ships the artifact compiles for `warm` seconds: that is its cost
     assert figures["cost"]["compile_cost_per_restart"] == pytest.approx(warm / 3600 * 4 * 3)
     assert "compile time warm from the cache artifact" in done.stderr
+    assert artifact["miss_reasons"] == [] and "compiled again" not in done.stderr  # served: nothing differed
+
+
+@pytest.mark.slow
+def test_a_cache_artifact_run_that_missed_says_what_differed(tmp_path):
+    # the artifact run sets TORCHINDUCTOR_SIZE_ASSERTS=0 (the compiled run has torch's default, on)
+    done, figures = _trial(tmp_path, "train_tiny_elsewhere.py", "--steps", "2", "--cold", "--cache-artifact")
+    assert done.returncode == 0, done.stderr[-3000:]
+    artifact = figures["artifact"]
+    assert artifact["loaded"] and artifact["exit_code"] == 0
+    assert artifact["miss_reasons"] == ["Inductor config option `size_asserts` (True → False)"]
+    assert ("the cache artifact run compiled again the FX graphs the compiled run wrote; its cache key differed in "
+            "Inductor config option `size_asserts` (True → False) (compiled run → this run)") in done.stderr
 
 
 def _root(done: subprocess.CompletedProcess) -> Path:

@@ -24,6 +24,7 @@ from ..remote_cache import remote_counts, unreachable
 from ..render import trial_ranks_text, trial_text
 from ..settings import Settings
 from ..trial import keep_record, rank_figures, runner, shapes, store, summary, torchrun
+from ..worker.measure import cache_keys
 from .common import add_program, remote_address
 from .common import program as program_of
 
@@ -163,7 +164,8 @@ def run_trial(args: argparse.Namespace) -> int:
         _say("compiled run" + (f" ({', '.join(f'{k}={v}' for k, v in options.items())})" if options else ""))
         compiled_code, compiled = runner.run_once(
             program, mode="compiled", scratch=scratch, steps=steps, seconds=0.0 if steps else (args.seconds or 0.0),
-            options=options, cold_cache=args.cold, save_artifact=_artifact_path(args, root), **common)
+            options=options, cold_cache=args.cold, save_artifact=_artifact_path(args, root),
+            fx_keys=args.cache_artifact is not None or args.remote_cache is not None, **common)
         artifact = None
         if args.cache_artifact is not None:
             artifact = _artifact_run(program, args, root, scratch, options, compiled, common)
@@ -236,11 +238,13 @@ def _artifact_run(program: list[str], args: argparse.Namespace, root: str, scrat
     steps = max(compile_steps) + 1 if compile_steps else 1
     _say(f"compiled run warmed by the cache artifact only ({steps} steps)")
     code, run = runner.run_once(program, mode="compiled", scratch=scratch, steps=steps, options=options,
-                                cold_cache=True, load_artifact=saved["saved"], tag="-artifact", **common)
+                                cold_cache=True, load_artifact=saved["saved"], tag="-artifact", fx_keys=True,
+                                **common)
     loaded = (run or {}).get("artifact_loaded") or {}
     return {"path": saved["saved"], "bytes": saved.get("bytes"), "steps": steps, "exit_code": code,
             "loaded": bool(loaded.get("loaded")), "note": loaded.get("error"),
-            "compile_time": summary.compile_time(run)}
+            "compile_time": summary.compile_time(run),
+            "miss_reasons": _miss_reasons(compiled, run) if loaded.get("loaded") else []}
 
 
 def _remote_run(program: list[str], url: str, scratch: str, options: dict, compiled: Any, common: dict) -> dict:
@@ -256,7 +260,7 @@ def _remote_run(program: list[str], url: str, scratch: str, options: dict, compi
     steps = max(compile_steps) + 1 if compile_steps else 1
     _say(f"compiled run served by the remote cache {url}, empty local cache ({steps} steps)")
     code, run = runner.run_once(program, mode="compiled", scratch=scratch, steps=steps, options=options,
-                                cold_cache=True, remote=remote, tag="-remote", **common)
+                                cold_cache=True, remote=remote, tag="-remote", fx_keys=True, **common)
     counts = remote_counts((run or {}).get("compiles") or [], (run or {}).get("device") or "cpu")
     hits = sum(c["hits"] for c in (counts or {}).values() if isinstance(c, dict))
     note = None
@@ -265,7 +269,14 @@ def _remote_run(program: list[str], url: str, scratch: str, options: dict, compi
     elif not hits:
         note = "the remote cache held none of this program's compiles: this run filled it; a next trial is served by it"
     return {"url": url, "steps": steps, "exit_code": code, "remote": counts, "served": bool(hits), "note": note,
-            "compile_time": summary.compile_time(run)}
+            "compile_time": summary.compile_time(run), "miss_reasons": _miss_reasons(compiled, run)}
+
+
+def _miss_reasons(compiled: Any, run: Any) -> list[str]:
+    """What differed in the FX-graph cache keys `run` missed from the compiled run's (whose graphs the
+    artifact holds, and the remote cache holds when an earlier trial filled it): [] when every miss had
+    a key the compiled run had too (not in the cache, not different), or torch logged no keys."""
+    return cache_keys.reasons((compiled or {}).get("fx_keys") or [], (run or {}).get("fx_keys") or [])
 
 
 def _load() -> float | None:

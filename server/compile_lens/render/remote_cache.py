@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..protocol import Benchmark
+from ..worker.measure.cache_keys import reason_words
 
 
 def _seconds(s: float) -> str:
@@ -30,6 +31,15 @@ def warm_remote_words(b: Benchmark) -> Optional[str]:
         return None
     hits = hits_words((b.warm_cache or {}).get("remote"))
     return f"{_seconds(s)} from the remote cache" + (f" ({hits})" if hits else "")
+
+
+def trial_miss_words(run: Optional[dict[str, Any]], what: str) -> Optional[str]:
+    """Why the trial's `what` run ("cache artifact", "remote cache") missed FX-graph cache entries the
+    compiled run had written (its `miss_reasons`), None when nothing differed or nothing was said."""
+    found = (run or {}).get("miss_reasons")
+    if not found:
+        return None
+    return f"the {what} run compiled again the FX graphs the compiled run wrote{reason_words(found)} (compiled run → this run)"
 
 
 def trial_remote_words(served: Optional[dict[str, Any]]) -> Optional[str]:

@@ -15,7 +15,7 @@ from typing import Any, Optional
 from ..trial.summary import step_times
 from .cards import format_bytes, money
 from .html_parts import _e, _finite, _Page, _s, _x, code_spans, nice_ticks, y_grid
-from .remote_cache import trial_remote_words
+from .remote_cache import trial_miss_words, trial_remote_words
 from .report_ranks import ranks_part
 from .report_shapes import shapes_part
 from .trial_text import break_text, none_timed, untimed
@@ -112,8 +112,12 @@ def _facts(page: _Page, figures: dict[str, Any]) -> str:
                          f"(<code>{_e(artifact['path'])}</code>, {_e(format_bytes(artifact.get('bytes')))}: ship it with the job)</li>")
         else:
             items.append(f'<li>cache artifact: <span class="muted">not measured: {_e(artifact.get("note"))}</span></li>')
+        if (why := trial_miss_words(artifact, "cache artifact")) is not None:
+            items.append(f'<li class="warn">{_e(why)}</li>')
     if (served := trial_remote_words(figures.get("remote_cache"))) is not None:
         items.append(f"<li>{_e(served)}</li>")
+        if (why := trial_miss_words(figures.get("remote_cache"), "remote cache")) is not None:
+            items.append(f'<li class="warn">{_e(why)}</li>')
     if figures.get("payback"):
         items.append(f"<li>payback: {_e(figures['payback']['text'])}</li>")
     loss = figures.get("loss") or {}

@@ -9,7 +9,7 @@ import os
 from typing import Optional
 
 from .cards import format_bytes
-from .remote_cache import trial_remote_words
+from .remote_cache import trial_miss_words, trial_remote_words
 from .trial_shapes_text import shape_lines
 
 
@@ -105,8 +105,12 @@ def render_text(summary: dict) -> str:
                          f"({artifact['path']}, {artifact.get('bytes')} bytes: ship it with the job)")
         else:
             lines.append(f"  cache artifact: not measured: {artifact.get('note')}")
+        if (why := trial_miss_words(artifact, "cache artifact")) is not None:
+            lines.append(f"    {why}")
     if (served := trial_remote_words(summary.get("remote_cache"))) is not None:
         lines.append(f"  {served}")
+        if (why := trial_miss_words(summary.get("remote_cache"), "remote cache")) is not None:
+            lines.append(f"    {why}")
     machine = summary.get("machine") or {}
     cpus, load = machine.get("cpus") or 0, machine.get("load_before")
     if cpus and load is not None and load > cpus:

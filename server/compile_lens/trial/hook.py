@@ -95,6 +95,7 @@ _seen_metrics: set = set()
 _compiles: list = []  # compilation metrics entries, with their step
 _problems: list = []
 _artifact: Optional[dict] = None  # the cache artifact loaded at start (third run)
+_fx_keys: Optional[list] = None  # this run's FX-graph cache lookups (`cache_keys`), when the trial compares runs
 _rank: Optional[int] = None  # under torchrun: this process's RANK
 _log = ""  # under torchrun: the step log this rank appends to
 _logged = [0, 0]  # events, compiles already in the step log
@@ -259,7 +260,24 @@ def _patch_torch(torch: Any) -> None:
     torch.nn.Module.compile = module_compile_
     if _mode == "compiled":
         _watch_logs(torch)
+        _record_fx_keys()
         _load_artifacts(torch)
+
+
+def _record_fx_keys() -> None:
+    """Why a run meant to be served (`--cache-artifact`, `--remote-cache`) missed: each compile's FX-graph
+    cache key, to compare with the compiled run's. Only when the trial asks (COMPILE_LENS_TRIAL_FX_KEYS):
+    while a handler listens, torch computes every structured-trace payload (compile time it counts as
+    `structured_logging_overhead`)."""
+    global _fx_keys
+    if not os.environ.get("COMPILE_LENS_TRIAL_FX_KEYS"):
+        return
+    try:
+        from ..worker.measure import cache_keys  # stdlib only
+
+        _fx_keys = cache_keys.record_all()
+    except Exception as exc:  # noqa: BLE001 - never change what the program does
+        _problems.append(f"FX-graph cache keys: {type(exc).__name__}: {exc}")
 
 
 def _load_artifacts(torch: Any) -> None:
@@ -600,6 +618,8 @@ def _write() -> None:
     except Exception as exc:  # noqa: BLE001
         _problems.append(f"at exit: {type(exc).__name__}: {exc}")
     data["compiles"] = _compiles
+    if _fx_keys is not None:
+        data["fx_keys"] = _fx_keys
     data["events"] = _events
     data["outermost_modules"] = sorted(set(_tracked_names))
     data["outermost_found_late"] = _found_late

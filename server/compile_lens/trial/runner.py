@@ -22,10 +22,12 @@ from . import torchrun
 def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: int = 0, seconds: float = 0.0,
              step_on: str = "optimizer", options: Optional[dict] = None, cold_cache: bool = False,
              tag: str = "", save_artifact: str = "", load_artifact: str = "", remote: Optional[Remote] = None,
+             fx_keys: bool = False,
              hang_timeout: float = torchrun.DEFAULT_HANG_TIMEOUT) -> tuple[int, Optional[dict]]:
     """Run the program in `mode` ("eager" | "compiled"); its exit status and the hook's record (None if none),
     with `other_cpu_percent`: what other processes used meanwhile (the program's own children count as its).
-    `remote`: Inductor's remote caches on, served by that Redis (`--remote-cache`'s run)."""
+    `remote`: Inductor's remote caches on, served by that Redis (`--remote-cache`'s run); `fx_keys`: the
+    record keeps each compile's FX-graph cache key (`fx_keys`), to say why a run meant to be served missed."""
     name = f"{mode}{tag}"
     out = os.path.join(scratch, f"{name}.json")
     env = dict(os.environ) if remote is None else remote_env(os.environ, remote)
@@ -52,6 +54,8 @@ def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: i
         env["COMPILE_LENS_TRIAL_SAVE_ARTIFACTS"] = save_artifact
     if load_artifact:
         env["COMPILE_LENS_TRIAL_LOAD_ARTIFACTS"] = load_artifact
+    if fx_keys:
+        env["COMPILE_LENS_TRIAL_FX_KEYS"] = "1"
     if cold_cache:
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, f"inductor-{name}")
     others = OthersCPU()

@@ -4,10 +4,10 @@ The FX-graph cache logs each lookup as a structured-trace artifact (`fx_graph_ca
 `fx_graph_cache_miss`) whose JSON has the `key` and its `components`: one line per part of the key,
 `[hash] name: value` (`inductor_config[max_autotune]`, `torch_version`, `system_info`, the graph
 `gm`, `example_inputs[0]`, `shape_env_guards`, …). `recorded()` collects them from the
-`torch.__trace` logger (a handler of our own, as TORCH_TRACE installs one; feature-detected: an
+`torch.__trace` logger (`record_all()`: for the rest of the process, as the trial's hook does) (a handler of our own, as TORCH_TRACE installs one; feature-detected: an
 older torch logs nothing and nothing is said). `reasons()` compares a compile that missed with the
 one that wrote the cache: for each missed graph, the written graph closest to it, and the parts
-that differ, in words.
+that differ, in words. Stdlib only: the trial's hook imports it inside the user's program.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import re
 from typing import Any, Iterator
 
 ARTIFACTS = {"fx_graph_cache_hit": "hit", "fx_graph_cache_miss": "miss"}
+_KEPT = 300  # characters of a part's line kept: its hash names it, a long value (the graph's code) is not shown
 _LINE = re.compile(r"^\[(?P<hash>[^\]]*)\] (?P<name>[^:]+): ?(?P<value>.*)$", re.S)
 # a key part's name (before any "[index]") → what a user calls it
 _WHAT = [("inductor_config", "Inductor config"), ("torch_version", "torch version"),
@@ -41,7 +42,7 @@ class _Keys(logging.Handler):
         with contextlib.suppress(ValueError, TypeError):
             payload = json.loads(getattr(record, "payload", "") or "{}")
             self.found.append({"state": state, "key": payload.get("key"),
-                               "components": list(payload.get("components") or [])})
+                               "components": [str(c)[:_KEPT] for c in payload.get("components") or []]})
 
 
 @contextlib.contextmanager
@@ -54,6 +55,13 @@ def recorded() -> Iterator[list[dict[str, Any]]]:
         yield handler.found
     finally:
         log.removeHandler(handler)
+
+
+def record_all() -> list[dict[str, Any]]:
+    """The FX-graph cache lookups of every compile from now until the process exits (a trial run's)."""
+    handler = _Keys()
+    logging.getLogger("torch.__trace").addHandler(handler)
+    return handler.found
 
 
 def _parts(components: list[str]) -> dict[str, str]:
