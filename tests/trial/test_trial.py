@@ -306,6 +306,9 @@ def test_a_cache_artifact_run_that_missed_says_what_differed(tmp_path):
     assert artifact["miss_reasons"] == ["Inductor config option `size_asserts` (True → False)"]
     assert ("the cache artifact run compiled again the FX graphs the compiled run wrote; its cache key differed in "
             "Inductor config option `size_asserts` (True → False) (compiled run → this run)") in done.stderr
+    page = report_trial.trial_section(_Page("/w", False), {"figures": figures}, None)
+    assert ('<li class="warn">the cache artifact run compiled again the FX graphs the compiled run wrote; its cache '
+            "key differed in Inductor config option `size_asserts` (True → False)") in page
 
 
 def _root(done: subprocess.CompletedProcess) -> Path:

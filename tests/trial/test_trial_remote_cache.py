@@ -53,6 +53,7 @@ def test_the_first_trial_fills_the_remote_cache_and_says_it_served_nothing(two_t
     assert served["url"] == url and served["exit_code"] == 0 and keys > 0
     assert not served["served"] and "filled it" in served["note"]
     assert served["remote"]["fx_graph"]["hits"] == 0 and served["remote"]["fx_graph"]["misses"] > 0
+    assert served["miss_reasons"] == []  # it missed keys the compiled run had too: not in the cache, not different
     assert figures["cost"]["compile_source"] == "compiled run"  # nothing served: not a warm-remote figure
 
 
@@ -63,6 +64,7 @@ def test_the_second_trial_is_served_and_the_bill_prices_a_restart_from_it(two_tr
     served = figures["remote_cache"]
     assert served["served"] and served["note"] is None, served
     assert served["remote"]["fx_graph"]["hits"] > 0 and served["remote"]["autotune"] == "n/a"
+    assert served["miss_reasons"] == [] and "compiled again" not in done.stderr
     warm_remote = served["compile_time"]["total_s"]
     assert figures["cost"]["compile_source"] == "warm-remote"
     assert figures["cost"]["compile_cost_per_restart"] == pytest.approx(warm_remote / 3600 * 4 * 3)

@@ -553,7 +553,7 @@ def _metric(entry: Any, step: int) -> dict:
     out: dict = {"step": step}
     for name in ("compile_id", "co_name", "co_filename", "co_firstlineno", "recompile_reason", "num_graph_breaks",
                  "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s",
-                 "fail_type", "fail_reason",
+                 "fail_type", "fail_reason", "structured_logging_overhead_s",  # with `fx_keys`: torch's trace payloads
                  *(f"{p}_{n}_count" for p in REMOTE_COUNT_FIELDS.values() for n in ("hit", "miss"))):
         value = getattr(entry, name, None)
         out[name] = value if value is None or isinstance(value, (int, float, str, bool)) else str(value)
