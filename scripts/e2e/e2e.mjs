@@ -1029,8 +1029,13 @@ const trusted = {
         while (Date.now() < deadline && !(await input.inputValue()).startsWith('/')) {
           await sleep(200);
         }
-        await input.fill(log);
-        await sleep(500);
+        // the dialog may set its value once more when the folder's listing arrives: type the path
+        // until it stays, then accept
+        const typed = Date.now() + 15_000;
+        do {
+          await input.fill(log);
+          await sleep(500);
+        } while (Date.now() < typed && (await input.inputValue()) !== log);
         await page.keyboard.press('Enter');
         await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 15_000 });
         await wb.showProblems();
