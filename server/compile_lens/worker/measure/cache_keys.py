@@ -48,39 +48,32 @@ class _Keys(logging.Handler):
 @contextlib.contextmanager
 def recorded() -> Iterator[list[dict[str, Any]]]:
     """The FX-graph cache lookups of the compiles in this block: [{state, key, components}]."""
-    log = logging.getLogger("torch.__trace")
-    handler = _Keys()
-    log.addHandler(handler)
+    handler = _listen()
     try:
         yield handler.found
     finally:
-        log.removeHandler(handler)
+        logging.getLogger("torch.__trace").removeHandler(handler)
 
 
 def record_all() -> list[dict[str, Any]]:
     """The FX-graph cache lookups of every compile from now until the process exits (a trial run's)."""
+    return _listen().found
+
+
+def _listen() -> _Keys:
     handler = _Keys()
     logging.getLogger("torch.__trace").addHandler(handler)
-    return handler.found
+    return handler
 
 
-def _parts(components: list[str]) -> dict[str, str]:
-    """name → hash of each key part (the value is only for the words)."""
+def _parts(components: list[str]) -> dict[str, tuple[str, str]]:
+    """name → (hash, value) of each key part: the hash tells parts apart, the value is for the words."""
     parts = {}
     for line in components:
         m = _LINE.match(line)
         if m:
-            parts[m["name"].strip()] = m["hash"]
+            parts[m["name"].strip()] = (m["hash"], m["value"].strip())
     return parts
-
-
-def _values(components: list[str]) -> dict[str, str]:
-    values = {}
-    for line in components:
-        m = _LINE.match(line)
-        if m:
-            values[m["name"].strip()] = m["value"].strip()
-    return values
 
 
 def _words(name: str, before: str | None, after: str | None) -> str:
@@ -99,11 +92,11 @@ def _words(name: str, before: str | None, after: str | None) -> str:
 def differences(written: list[str], missed: list[str]) -> list[str]:
     """What differs between two keys' components, in words (each part once)."""
     a, b = _parts(written), _parts(missed)
-    va, vb = _values(written), _values(missed)
     said: list[str] = []
     for name in sorted(set(a) | set(b)):
-        if a.get(name) != b.get(name):
-            words = _words(name, va.get(name), vb.get(name))
+        (hash_a, before), (hash_b, after) = a.get(name, (None, None)), b.get(name, (None, None))
+        if hash_a != hash_b:
+            words = _words(name, before, after)
             if words not in said:
                 said.append(words)
     return said
@@ -119,7 +112,8 @@ def reasons(written: list[dict[str, Any]], missed: list[dict[str, Any]]) -> list
         if miss.get("state") != "miss" or not miss.get("components") or not candidates:
             continue
         mine = _parts(miss["components"])
-        closest = max(candidates, key=lambda w: sum(_parts(w["components"]).get(k) == h for k, h in mine.items()))
+        closest = max(candidates, key=lambda w: sum(_parts(w["components"]).get(k, (None,))[0] == h
+                                                    for k, (h, _) in mine.items()))
         if closest.get("key") == miss.get("key"):
             continue  # the same key missed: evicted or not written (e.g. a bypass), not a difference
         for words in differences(closest["components"], miss["components"]):
