@@ -22,6 +22,11 @@ def is_config_stmt(node: ast.stmt) -> bool:
     return False
 
 
+def config_lines(src: Source) -> set[str]:
+    """The file's top-level `torch._dynamo.config` lines, as `ast.unparse` writes them."""
+    return src.memo("config-lines", lambda: {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)})
+
+
 def _only_imports(node: ast.stmt) -> bool:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return True
@@ -87,7 +92,7 @@ def _imports_module(stmt: ast.stmt, root: str) -> bool:
 
 def header_edits(src: Source, modules: list[str], configs: list[str]) -> list[Edit]:
     """`import m` for each module not imported yet, and config lines after the imports (once each)."""
-    present = {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}
+    present = config_lines(src)
     configs = [c for c in dict.fromkeys(configs) if ast.unparse(ast.parse(c).body[0]) not in present]
     modules = [m for m in dict.fromkeys(modules) if not _binds(src, m)]
     if not modules and not configs:

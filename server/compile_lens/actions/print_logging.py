@@ -23,7 +23,7 @@ from typing import Optional
 from lsprotocol import types as lsp
 
 from .. import codes
-from .header import CONFIG, is_config_stmt
+from .header import CONFIG, config_lines
 from .source import QUICKFIX, Source, _action, calls_on_line, dotted
 
 _NOT_REORDERABLE = {"shape", "dtype", "device", "size", "tolist", "item", "numpy", "names", "layout"}
@@ -113,7 +113,7 @@ def _print_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int, gb: Optional
                hatches: frozenset[str]) -> list[lsp.CodeAction]:
     if not calls_on_line(src, line, _is_print):
         return []
-    present = {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}
+    present = config_lines(src)
     reorder = f"{CONFIG}.reorderable_logging_functions.add(print)"
     said = f"{reorder}  # torch._dynamo.config: applies to the whole process, every compiled print"
     if reorder in present or _skipped_already(present, "print"):
@@ -161,7 +161,7 @@ def _logging_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int,
         target, shown = f"logging.{method}", f"logging.{method}"
     else:
         target, shown = f"logging.Logger.{method}", f"{receiver}.{method}"
-    if _skipped_already({ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}, target):
+    if _skipped_already(config_lines(src), target):
         return []  # a diagnostic from before the line was added
     return [_action(f"Skip `{shown}()` in compiled code ({CONFIG}.{skip_set})",
                     QUICKFIX, {"fix": "config", "uri": uri, "modules": ["torch", "logging"],
@@ -200,7 +200,7 @@ def _log_reorder_fix(src: Source, uri: str, d: lsp.Diagnostic, line: int, gb: Op
     call, target = calls[0], wanted
     if not _print_reorderable(src, call):
         return []  # torch reorders only tensors, constants and format strings: it would break again
-    present = {ast.unparse(s) for s in src.tree.body if is_config_stmt(s)}
+    present = config_lines(src)
     reorder = f"{CONFIG}.reorderable_logging_functions.add({target})"
     if reorder in present or _skipped_already(present, target):
         return []

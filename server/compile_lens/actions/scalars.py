@@ -8,7 +8,7 @@ import ast
 
 from lsprotocol import types as lsp
 
-from .header import CAPTURE, is_config_stmt
+from .header import CAPTURE, config_lines
 from .source import QUICKFIX, Source, _action, calls_on_line, dotted
 
 
@@ -53,7 +53,7 @@ def _item_branched(src: Source, call: ast.Call) -> bool:
 
 
 def _capture_scalar(src: Source, uri: str, d: lsp.Diagnostic, line: int) -> list[lsp.CodeAction]:
-    if any(ast.unparse(s) == CAPTURE for s in src.tree.body if is_config_stmt(s)):
+    if CAPTURE in config_lines(src):
         return []
     here = calls_on_line(src, line, _is_item)
     if not here:
