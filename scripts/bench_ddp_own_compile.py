@@ -20,12 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).parent
-EXAMPLE = HERE / "trial_example" / "train_ddp.py"
-BIN = os.path.dirname(sys.executable)
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PATH": BIN + os.pathsep + os.environ["PATH"],
-       "PYTHONPATH": str(HERE.parent / "server")}
-TORCHRUN = ["torchrun", "--standalone", "--nproc-per-node", "2"]
+from bench_trial_torchrun import ENV, EXAMPLE, TORCHRUN  # the same program and launcher
 
 
 def main() -> None:
