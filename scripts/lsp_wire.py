@@ -22,21 +22,27 @@ class WireClient:
         self.next_id = 0
         self.answers: dict[int, asyncio.Future] = {}
         self.published: list[tuple[float, dict]] = []  # (arrival time, params without diagnostics)
-        self.arrived = asyncio.Event()  # set on each publish: waiting never polls (the CPU is the server's)
+        self.notifications: list[tuple[float, str, Any]] = []  # other notifications: (arrival, method, params)
+        self.log_lines: list[tuple[float, str]] = []  # the server's stderr, when `start(log=True)`
+        self.arrived = asyncio.Event()  # set on each message: waiting never polls (the CPU is the server's)
         self.reader = asyncio.get_running_loop().create_task(self._read())
+        self.log_reader = (asyncio.get_running_loop().create_task(self._read_log())
+                           if process.stderr is not None else None)
 
     @classmethod
-    async def start(cls, root: Path, trusted: bool = False) -> WireClient:
+    async def start(cls, root: Path, trusted: bool = False, settings: Optional[dict] = None,
+                    env: Optional[dict] = None, log: bool = False) -> WireClient:
+        """`log`: keep the server's stderr lines (`log_lines`); otherwise it is dropped."""
         env = {**os.environ, "PYTHONSAFEPATH": "1",
-               "COMPILE_LENS_CACHE_DIR": tempfile.mkdtemp(prefix="compile-lens-wire-cache-")}
+               "COMPILE_LENS_CACHE_DIR": tempfile.mkdtemp(prefix="compile-lens-wire-cache-"), **(env or {})}
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "compile_lens", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env, limit=2**26)
+            sys.executable, "-m", "compile_lens", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE if log else asyncio.subprocess.DEVNULL, env=env, limit=2**26)
         client = cls(process)
         await client.request("initialize", {
             "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
             "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
-            "initializationOptions": {"settings": {}, "trusted": trusted}})
+            "initializationOptions": {"settings": settings or {}, "trusted": trusted}})
         client.notify("initialized", {})
         return client
 
@@ -73,11 +79,34 @@ class WireClient:
                     future.set_result(message.get("result"))
             elif message.get("method") == "textDocument/publishDiagnostics":
                 params = message["params"]
+                codes = [str(d.get("code", "")) for d in params["diagnostics"]]
                 self.published.append((loop.time(), {"uri": params["uri"], "version": params.get("version"),
-                                                     "count": len(params["diagnostics"])}))
+                                                     "count": len(params["diagnostics"]),
+                                                     "gb": any(c.startswith("GB") for c in codes)}))
                 self.arrived.set()
             elif "id" in message:  # a request from the server (configuration, refresh): answer null
                 self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            elif "method" in message:
+                self.notifications.append((loop.time(), message["method"], message.get("params")))
+                self.arrived.set()
+
+    async def _read_log(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            line = await self.process.stderr.readline()
+            if not line:
+                return
+            self.log_lines.append((loop.time(), line.decode("utf-8", "replace").rstrip("\n")))
+            self.arrived.set()
+
+    async def wait_for(self, found) -> Any:
+        """Wait (on arrivals, never polling) until `found()` returns something other than None."""
+        while True:
+            self.arrived.clear()
+            answer = found()
+            if answer is not None:
+                return answer
+            await self.arrived.wait()
 
     async def wait_published(self, uri: str, version: int, since: int = 0) -> tuple[float, int]:
         """The first publish of this version or a newer one (a server may lint queued edits once)."""
@@ -97,6 +126,8 @@ class WireClient:
         except (asyncio.TimeoutError, ConnectionError):
             self.process.kill()
         self.reader.cancel()
+        if self.log_reader is not None:
+            self.log_reader.cancel()
 
 
 def hover_params(uri: str, line: int, character: int) -> dict:

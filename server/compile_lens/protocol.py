@@ -291,6 +291,7 @@ class AnalyzeJob:
     # phases already settled per target (a job re-sent after a worker died): not run again
     skip: dict[str, list[str]] = field(default_factory=dict)
     trace_dir: Optional[str] = None  # write torch's structured trace (TORCH_TRACE) here, for tlparse
+    stamps: bool = False  # send the trace's timeline marks with each target (`compile_lens.timeline`)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from ..protocol import (
 )
 from ..remote_cache import in_use as remote_cache_in_use
 from ..settings import Settings
+from ..timeline import Timeline
 from .lanes import Limits, WorkerGone, WorkerSlot
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ async def analyze_file(
     on_progress: Optional[OnProgress] = None,
     only: Optional[set[str]] = None,
     trace_dir: Optional[str] = None,  # the worker writes torch's structured trace here (tlparse)
+    timeline: Optional[Timeline] = None,  # the worker's marks go here (`compile_lens.timeline`)
 ) -> FileRun:
     """Every requested phase of every target, each its own result. A worker that dies (crash,
     timeout, memory) fails the phase it was in, for that target; its later phases are not run
@@ -147,6 +149,8 @@ async def analyze_file(
                 if on_progress:
                     on_progress(event.stage or "", event.target)
             elif event.event == "target" and event.result is not None:
+                if timeline is not None:
+                    timeline.extend(event.info.get("stamps", ()))
                 name = event.result.name
                 await publish(merge_result(run.results.get(name), event.result, skip.get(name, [])))
 
@@ -155,7 +159,7 @@ async def analyze_file(
             recompiles="sweep" in wanted, benchmark="measure" in wanted, device=settings.device,
             mode=settings.mode, max_seconds=settings.max_seconds, remote_cache=remote_cache_in_use(settings.remote_cache, os.environ),
             skip=skip,
-            trace_dir=trace_dir,
+            trace_dir=trace_dir, stamps=timeline is not None,
         )
         try:
             problem = await slot.run(job, on_event, limits)

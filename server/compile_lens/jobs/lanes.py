@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional
 
@@ -246,6 +247,7 @@ class Worker:
         self.jobs_run += 1
         self.proc.stdin.write((json.dumps(dataclasses.asdict(job)) + "\n").encode())
         await self.proc.stdin.drain()
+        sent = ("job sent", time.monotonic(), time.process_time(), "server") if job.stamps else None
         stage = "importing the file"
         wait, hint = limits.timeout_s, None
         while True:
@@ -255,6 +257,9 @@ class Worker:
             event = from_dict(WorkerEvent, raw)
             if event.id != job.id:
                 continue
+            if sent and "stamps" in event.info:  # the worker's marks, between the job's sending and the event's reading
+                event.info["stamps"] = [sent, *event.info["stamps"],
+                                        ("event", time.monotonic(), time.process_time(), "server")]
             if event.event == "progress" and event.stage:
                 stage = event.stage
                 # A measurement announces how long its next phase may take (from the cold

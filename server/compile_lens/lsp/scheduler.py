@@ -21,6 +21,7 @@ from typing import Iterable, Optional
 
 from lsprotocol import types as lsp
 
+from .. import timeline
 from ..jobs.analysis import analyze_file
 from ..jobs.cache import (
     TargetKeys,
@@ -67,7 +68,9 @@ async def _trace_loop(ls: CompileLensServer, state: DocState) -> None:
     """Trace the newest saved version; saves that arrive meanwhile collapse into one."""
     while state.open and state.wanted:
         state.wanted = False
+        timeline.mark(state.timeline, "loop")
         saved = read_saved(ls, state)
+        timeline.mark(state.timeline, "read")
         if saved is None or ls.traces is None:
             ls.emit("changed", state.uri)
             if saved is None and state.open:  # unreadable or does not parse: nothing is run
@@ -157,9 +160,10 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
     if todo:
         ls.status("tracing", os.path.basename(state.path), lane="trace")
         ls.stats["traces"] += 1
+        timeline.mark(state.timeline, "keys")
         try:
             run = await analyze_file(ls.traces, state.path, ls.root_for(state.path), saved.discovery, ls.settings,
-                                     on_target=on_target, only=todo, recompiles=False,
+                                     on_target=on_target, only=todo, recompiles=False, timeline=state.timeline,
                                      on_progress=lambda stage, target: ls.status("tracing", stage, lane="trace"))
         except asyncio.CancelledError:  # the file was closed: this lane is free again
             ls.status("idle", lane="trace")

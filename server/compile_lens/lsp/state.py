@@ -25,6 +25,7 @@ from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
 from ..positions import PositionMap, position_map
 from ..protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec
 from ..settings import Settings
+from ..timeline import Timeline
 from .gpu_gate import GpuGate
 from .published import CompileLensProtocol, EncodedDiagnostics
 
@@ -86,6 +87,7 @@ class DocState:
     saved_version: Optional[int] = None  # the document's version at its last save
     saved_text: Optional[str] = None  # and its text then: the file read later may be newer
     encoded: EncodedDiagnostics = field(default_factory=EncodedDiagnostics)  # as last published
+    timeline: Optional[Timeline] = None  # open/save → first trace publish, when timelines are read (bench)
 
 
 def same_code(a: Optional[Saved], b: Optional[Saved]) -> bool:

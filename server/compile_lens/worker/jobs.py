@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 
 from ..protocol import AnalyzeJob, Problem, TargetResult, TargetSpec, from_dict, with_phase
+from ..timeline import Timeline
 from . import loader
 from .breaks.graph_breaks import trace_graph_breaks
 from .measure.devices import cpu_name
@@ -69,6 +70,9 @@ def _problem_from(exc: BaseException, job: AnalyzeJob, kind: str, what: str) -> 
 
 
 def run_job(raw: dict, send: Send) -> None:
+    timeline = Timeline("worker") if raw.get("stamps") else None  # the trace's marks, for the bench
+    if timeline is not None:
+        timeline.mark("received")
     job = from_dict(AnalyzeJob, raw)
 
     def progress(stage: str, target: str | None = None, phase: str | None = None,
@@ -84,7 +88,7 @@ def run_job(raw: dict, send: Send) -> None:
     saved_config = config.get_config_copy()
     try:
         with torch_trace(job.trace_dir):
-            _run(job, send, progress)
+            _run(job, send, progress, timeline)
     finally:
         changed = config.get_config_copy()
         for key, value in saved_config.items():  # only what changed: setting deprecated keys warns
@@ -92,24 +96,27 @@ def run_job(raw: dict, send: Send) -> None:
                 setattr(config, key, value)
 
 
-def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None]) -> None:
+def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: Timeline | None = None) -> None:
     progress("importing")
     try:
         module = loader.import_file(job.path, job.root)
+        if timeline is not None:
+            timeline.mark("imported")
     except BaseException as exc:  # noqa: BLE001 - user code: report, never crash the worker
         traceback.print_exc()
         problem = _problem_from(exc, job, "import", f"importing {os.path.basename(job.path)} failed")
         send({"id": job.id, "event": "done", "error": _asdict(problem)})
         return
     targets = _Targets(job, module, send, progress,
-                       {spec.name: TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs) for spec in job.targets})
+                       {spec.name: TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs) for spec in job.targets},
+                       timeline=timeline)
     step, built = targets.step, targets.built
 
     # Stages in the order the editor needs them: every target's graph breaks first (fast), then
     # the recompile sweeps, then measurements. Each stage re-sends the target's growing result.
     if job.trace:
         for spec in job.targets:
-            step(spec, "trace", "tracing", lambda r, p, s=spec: _trace(r, built[s.name], job.root))
+            step(spec, "trace", "tracing", lambda r, p, s=spec: _trace(r, built[s.name], job.root, timeline))
     if job.recompiles:
         for spec in job.targets:
             step(spec, "sweep", "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
@@ -129,6 +136,7 @@ class _Targets:
     progress: Callable[..., None]
     results: dict[str, TargetResult]
     built: dict[str, loader.BuiltTarget] = field(default_factory=dict)
+    timeline: Timeline | None = None  # the job's marks, sent with each target's trace (`AnalyzeJob.stamps`)
 
     def step(self, spec: TargetSpec, phase: str, what: str,
              work: Callable[[TargetResult, Callable[[str], None]], None]) -> None:
@@ -149,6 +157,8 @@ class _Targets:
             if spec.name not in self.built:
                 self.built[spec.name] = target = loader.build_target(self.module, spec, job.path)
                 result.inputs, result.left_out = target.spec.inputs, list(target.left_out)
+                if self.timeline is not None:
+                    self.timeline.mark("built")
             work(result, lambda text, **kw: self.progress(text, spec.name, phase, **kw))
             _settle(result, phase, "done")
         except loader.NotATarget:
@@ -159,7 +169,11 @@ class _Targets:
             if phase == "trace" or spec.name not in self.built:  # not built or not callable: nothing can run
                 result.status, result.error = "error", problem
             _settle(result, phase, "failed", problem)
-        self.send({"id": job.id, "event": "target", "result": _asdict(result)})
+        event: dict[str, Any] = {"id": job.id, "event": "target", "result": _asdict(result)}
+        if self.timeline is not None and phase == "trace":
+            self.timeline.mark("sending")
+            event["info"] = {"stamps": self.timeline.marks}
+        self.send(event)
 
     def _problem(self, exc: BaseException, spec: TargetSpec, phase: str, result: TargetResult) -> Problem:
         if isinstance(exc, loader.TargetError):
@@ -209,8 +223,8 @@ def _settle(result: TargetResult, phase: str, status: str, error: Problem | None
     result.phases = with_phase(result, phase, status, error).phases
 
 
-def _trace(result: TargetResult, built: loader.BuiltTarget, root: str) -> None:
-    result.graph_count, result.graph_breaks = trace_graph_breaks(built, root)
+def _trace(result: TargetResult, built: loader.BuiltTarget, root: str, timeline: Timeline | None = None) -> None:
+    result.graph_count, result.graph_breaks = trace_graph_breaks(built, root, timeline)
 
 
 def _set(result: TargetResult, name: str, value: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Optional
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
+from ... import timeline as timelines
 from ...jobs.cache import WORKER_FAILURES
 from ...positions import remap_finding
 from ...protocol import Finding
@@ -55,20 +56,27 @@ def findings_for(ls: CompileLensServer, state: DocState, found: Optional[Traced]
     return merged + [f for found in ls.foreign.get(state.uri, {}).values() for f in found]
 
 
-def publish(ls: CompileLensServer, uri: str, found: Optional[Traced] = None) -> None:
+def publish(ls: CompileLensServer, uri: str, found: Optional[Traced] = None,
+            timeline: Optional[timelines.Timeline] = None) -> None:
     state = ls.docs.get(uri)
     if state is None or not state.open:
         return  # closed: nothing is ever published for it again
     document = ls.workspace.get_text_document(uri)
-    _send(ls, uri, document.version, findings_for(ls, state, found), document.source.splitlines())
+    merged = findings_for(ls, state, found)
+    timelines.mark(timeline, "merged")
+    _send(ls, uri, document.version, merged, document.source.splitlines(), timeline)
 
 
 def show_trace(ls: CompileLensServer, uri: str) -> None:
     """New trace results: this file, the helper files its targets broke in, the lenses and hints."""
     state = ls.docs.get(uri)
     if state is not None:
+        timeline, state.timeline = state.timeline, None  # the first trace publish since the open or save
+        timelines.mark(timeline, "accepted")
         found = traced_findings(ls, state)  # built once: for this file and for the helper files
-        publish(ls, uri, found)
+        publish(ls, uri, found, timeline)
+        if timeline is not None:
+            timelines.report(timeline, uri)
         refresh_foreign(ls, uri, found[1])
     ls.refresh_views()
 
@@ -94,7 +102,8 @@ def closed(ls: CompileLensServer, uri: str) -> None:
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
-def _send(ls: CompileLensServer, uri: str, version: Optional[int], found: list[Finding], lines: list[str]) -> None:
+def _send(ls: CompileLensServer, uri: str, version: Optional[int], found: list[Finding], lines: list[str],
+          timeline: Optional[timelines.Timeline] = None) -> None:
     """Publish: each diagnostic's JSON is kept per open file while its finding is unchanged
     (`published`), so a keystroke encodes only the findings it changed."""
     state = ls.docs.get(uri)
@@ -104,7 +113,9 @@ def _send(ls: CompileLensServer, uri: str, version: Optional[int], found: list[F
     else:
         encoded = encode_once(found, lines, converter)
     encoded += [json.dumps(converter.unstructure(d)) for d in _imported(ls, uri, lines)]
+    timelines.mark(timeline, "encoded")
     ls.wire.notify_json(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params_json(uri, version, encoded))
+    timelines.mark(timeline, "published")
 
 
 def _imported(ls: CompileLensServer, uri: str, lines: list[str]) -> list[lsp.Diagnostic]:

@@ -8,6 +8,7 @@ import os
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
+from ... import timeline
 from .. import documents, scheduler
 from ..state import CompileLensServer
 
@@ -15,8 +16,10 @@ from ..state import CompileLensServer
 def register(server: CompileLensServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: CompileLensServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        ls.doc(params.text_document.uri).open = True
+        state = ls.doc(params.text_document.uri)
+        state.open, state.timeline = True, timeline.start("open")
         documents.relint(ls, params.text_document.uri)
+        timeline.mark(state.timeline, "linted")
         scheduler.schedule_trace(ls, params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
@@ -28,7 +31,9 @@ def register(server: CompileLensServer) -> None:
         uri = params.text_document.uri
         document, state = ls.workspace.get_text_document(uri), ls.doc(uri)
         state.saved_version, state.saved_text = document.version, document.source
+        state.timeline = timeline.start("open")
         documents.relint(ls, uri)
+        timeline.mark(state.timeline, "linted")
         scheduler.schedule_trace(ls, uri)
         saved_path = os.path.realpath(to_fs_path(uri) or uri)
         for other in list(ls.docs.values()):  # files importing this one are re-traced too

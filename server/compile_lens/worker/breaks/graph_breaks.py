@@ -21,6 +21,7 @@ import torch._dynamo
 
 from ...protocol import Frame, GraphBreak, SkippedLoop
 from ...stable_text import stable_text
+from ...timeline import Timeline
 from .. import dynamo
 from ..frames import frame_name, is_environment_file, is_user_file, real
 from ..loader import BuiltTarget
@@ -34,17 +35,22 @@ _SKIPPED_FRAME = re.compile(r"frame skipped: (?P<name>\S+) \((?P<path>.+) line (
 LOOP_GB_ID = "GB7000"  # "graph break in loop": the whole frame is skipped
 
 
-def trace_graph_breaks(target: BuiltTarget, root: str) -> tuple[int, list[GraphBreak]]:
+def trace_graph_breaks(target: BuiltTarget, root: str, timeline: Optional[Timeline] = None) -> tuple[int, list[GraphBreak]]:
     """Run the target once under Dynamo (no compiler) and return (graph count, breaks)."""
     fn = target.make()
     dynamo.reset()
     with collect() as log:
         explained = torch._dynamo.explain(fn)(*target.args)
     dynamo.reset()
+    if timeline is not None:
+        timeline.mark("explained")
     from_explain = list(_from_explain(explained))
     for seen in from_explain:
         seen.sections = log.sections_of(seen.reason)
-    return int(explained.graph_count), _merge(from_explain + log.breaks)
+    found = int(explained.graph_count), _merge(from_explain + log.breaks)
+    if timeline is not None:
+        timeline.mark("collected")
+    return found
 
 
 def distinct_breaks(seen: list[BreakSeen], root: str = "") -> list[GraphBreak]:
