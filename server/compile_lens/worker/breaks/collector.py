@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import os
 import sys
 import textwrap
 from types import FrameType
@@ -181,6 +182,7 @@ def collect(*, recompiles: bool = False) -> Iterator[CompileCollector]:
     elif not _break_logger().isEnabledFor(logging.DEBUG):
         torch._logging.set_logs(graph_breaks=True)
     logger.addHandler(collector)
+    muted = _mute_console(logger)
     level = loop_skips.level if loop_skips is not None else None
     if loop_skips is not None:
         loop_skips.setLevel(logging.INFO)
@@ -190,12 +192,31 @@ def collect(*, recompiles: bool = False) -> Iterator[CompileCollector]:
             yield collector
     finally:
         logger.removeHandler(collector)
+        for handler in muted:
+            logger.addHandler(handler)
         if loop_skips is not None:
             loop_skips.removeFilter(_only_loop_skips)
             loop_skips.setLevel(level)
         if recompiles:
             with contextlib.suppress(Exception):
                 torch._logging.set_logs()
+
+
+def _mute_console(logger: logging.Logger) -> list[logging.Handler]:
+    """Take torch's own console handlers off the logger while collecting: switching the break log
+    on for the collector makes torch also print every break with its stack (≈ 8 KB of stderr per
+    trace), which the server would read and log as the user's output. Left on when the user asked
+    for torch's logs (TORCH_LOGS). Returns the handlers taken off, to put back."""
+    if os.environ.get("TORCH_LOGS"):
+        return []
+    internal = getattr(getattr(torch, "_logging", None), "_internal", None)
+    is_torch_handler = getattr(internal, "_is_torch_handler", None)
+    if not callable(is_torch_handler):
+        return []
+    muted = [h for h in logger.handlers if is_torch_handler(h)]
+    for handler in muted:
+        logger.removeHandler(handler)
+    return muted
 
 
 def _loop_skip_logger() -> Optional[logging.Logger]:
