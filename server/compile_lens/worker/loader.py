@@ -120,7 +120,7 @@ def purge_user_modules(root: str) -> None:
     keep: set[str] = set()  # top-level packages that are not workspace source
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if not path or not is_user_file(path, root):
+        if not path or not _workspace_file(path, root):
             continue
         top = name.partition(".")[0]
         if not path.endswith(".py") or _vendored(path, root):
@@ -130,6 +130,13 @@ def purge_user_modules(root: str) -> None:
     for name, top in source.items():
         if top not in keep:
             del sys.modules[name]
+
+
+@lru_cache(maxsize=65536)
+def _workspace_file(path: str, root: str) -> bool:
+    """`is_user_file(path, root)`, kept per path: the purge before each import asks it of every
+    module in sys.modules (≈ 2,000 with torch: ≈ 4 ms a job when asked afresh)."""
+    return is_user_file(path, root)
 
 
 def module_name(path: str, root: str) -> str:
