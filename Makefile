@@ -51,6 +51,7 @@ test: lint pytest ts-test e2e
 bench: setup
 	$(PY) scripts/bench.py
 	$(PY) scripts/bench_typing.py --json build/bench_typing.json
+	$(PY) scripts/bench_first_break.py --json build/bench_first_break.json
 
 gpu-check: setup
 	scripts/gpu-check
