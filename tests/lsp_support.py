@@ -28,6 +28,7 @@ async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: 
     client = await config.start()
     client.statuses = []  # type: ignore[attr-defined]
     client.analyzed = []  # type: ignore[attr-defined]  # every compileLens/analyzed, in order
+    client.analyzed_after = []  # type: ignore[attr-defined]  # publishes received before each of them
     client.analyzed_event = asyncio.Event()  # type: ignore[attr-defined]  # set on each one
     client.status_event = asyncio.Event()  # type: ignore[attr-defined]  # set on each compileLens/status
 
@@ -39,6 +40,7 @@ async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: 
     @client.feature("compileLens/analyzed")
     def on_analyzed(params: Any) -> None:
         client.analyzed.append(params)  # type: ignore[attr-defined]
+        client.analyzed_after.append(len(client.published))  # type: ignore[attr-defined]
         client.analyzed_event.set()  # type: ignore[attr-defined]
 
     keep_published(client)
