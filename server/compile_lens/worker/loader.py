@@ -11,6 +11,7 @@ import os
 import sys
 import traceback
 import types
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
@@ -119,8 +120,8 @@ def purge_user_modules(root: str) -> None:
     source: dict[str, str] = {}
     keep: set[str] = set()  # top-level packages that are not workspace source
     for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if not path or not _workspace_file(path, root):
+        path = _workspace_path(name, module, root)
+        if path is None:
             continue
         top = name.partition(".")[0]
         if not path.endswith(".py") or _vendored(path, root):
@@ -132,11 +133,23 @@ def purge_user_modules(root: str) -> None:
             del sys.modules[name]
 
 
-@lru_cache(maxsize=65536)
-def _workspace_file(path: str, root: str) -> bool:
-    """`is_user_file(path, root)`, kept per path: the purge before each import asks it of every
-    module in sys.modules (≈ 2,000 with torch: ≈ 4 ms a job when asked afresh)."""
-    return is_user_file(path, root)
+# The purge before each import looks at every module in sys.modules (≈ 2,000 with torch: ≈ 4 ms
+# a job when each is asked afresh): a module object's answer is kept while it is the one loaded.
+_SEEN: dict[tuple[str, str], tuple[weakref.ref, str | None]] = {}
+
+
+def _workspace_path(name: str, module: Any, root: str) -> str | None:
+    """The module's file when it is one of the workspace's files, else None."""
+    seen = _SEEN.get((name, root))
+    if seen is not None and seen[0]() is module:
+        return seen[1]
+    path = getattr(module, "__file__", None)
+    found = path if path and is_user_file(path, root) else None
+    try:
+        _SEEN[(name, root)] = (weakref.ref(module), found)
+    except TypeError:  # not a module (sys.modules may hold anything) and not weak-referenceable
+        pass
+    return found
 
 
 def module_name(path: str, root: str) -> str:
