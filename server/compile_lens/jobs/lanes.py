@@ -28,6 +28,10 @@ from ..remote_cache import cold_env
 log = logging.getLogger(__name__)
 
 STDERR_LOG_LIMIT = 32_000  # characters of user output per job kept in the log
+# How often the worker's process tree is listed again for the memory check (psutil finds children
+# by reading every process on the machine: ≈ 2.5 ms on a shared host); its members' RSS is read
+# every check. A subprocess the worker starts is counted from the next listing on.
+TREE_REFRESH_S = 1.0
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -71,8 +75,12 @@ def _tree(pid: int) -> list[psutil.Process]:
 def tree_rss(pid: int) -> int:
     """Summed RSS of a process tree: cheap, and never below what it holds (a page several of its
     processes map counts once per process)."""
+    return _rss(_tree(pid))
+
+
+def _rss(procs: list[psutil.Process]) -> int:
     total = 0
-    for proc in _tree(pid):
+    for proc in procs:
         with contextlib.suppress(psutil.Error):
             total += proc.memory_info().rss
     return total
@@ -122,6 +130,8 @@ class Worker:
         self._stderr_task: Optional[asyncio.Task] = None
         self.jobs_run = 0
         self._pss_read_at = 0.0  # when the tree's PSS was last read (it costs; RSS is read each turn)
+        self._tree: list[psutil.Process] = []  # the worker and its subprocesses, as last listed
+        self._tree_at = float("-inf")  # when (loop time)
 
     @property
     def pid(self) -> Optional[int]:
@@ -208,9 +218,11 @@ class Worker:
         look closer: the tree's PSS, read at most once a second and in a thread (≈ 150 ms for a
         5 GB worker on a busy machine: never on the editor's event loop), is what it is held to."""
         assert self.proc
-        if tree_rss(self.proc.pid) <= limit_mb * MB:
-            return  # PSS is never above RSS
         now = asyncio.get_running_loop().time()
+        if now - self._tree_at >= TREE_REFRESH_S:
+            self._tree, self._tree_at = _tree(self.proc.pid), now
+        if _rss(self._tree) <= limit_mb * MB:
+            return  # PSS is never above RSS
         if now - self._pss_read_at < 1.0:
             return
         self._pss_read_at = now
