@@ -209,8 +209,12 @@ def _eager_failed(args: argparse.Namespace, program: list[str], root: str, eager
     figures["compiled"]["failure"] = {"kind": "not-run", "step": None, "where": None,
                                       "message": f"not run: the eager run failed (exit status {code})"}
     add_what_it_saw(figures, None, kept)
+    figures["ranks"] = rank_figures.per_rank(eager, None)
+    figures["rank_divergence"] = []
     figures["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": _load()}
     print(trial_text.render_text(figures), file=sys.stderr)
+    if figures["ranks"]:
+        print(trial_ranks_text.render_text(figures), file=sys.stderr)
     saved = store.write(find_root(root), figures, command=shlex.join(program), base=root, failed=True)
     if saved:
         _say(f"this failed run is saved in {os.path.relpath(saved)}; the last good trial stays in "
