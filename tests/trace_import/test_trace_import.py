@@ -257,6 +257,9 @@ async def test_editor_import_and_clear(plain):
         answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
             "compileLens.importTrace", [str(plain["trace"])]))
         assert answer["imported"] is True and answer["diagnostics"] > 0
+        # what the CLI prints beside the findings, for the client to say (extension/src/importedTrace.ts)
+        assert answer["divergence"] == [] and answer["unmapped_findings"] == 0 and isinstance(answer["notes"], list)
+        assert isinstance(answer["unmapped"], list)
         # published before the command answers (one ordered stream): no wait
         shown = client.diagnostics[uri]
         imported = [d for d in shown if d.source == "Compile Lens (imported trace)"]
