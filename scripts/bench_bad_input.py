@@ -124,9 +124,32 @@ def bench_import(trace: Path, cases: int, seed: int, work: Path) -> list[dict]:
         except Exception as exc:  # noqa: BLE001 - counted: a crash
             rows["editor"]["crashes"] += 1
             print(f"editor import crashed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    # whole files that are no trace at all: said, exit 2
+    wholly_bad = {"empty file": "", "binary junk": bytes(range(256)).decode("latin-1") * 20,
+                  "JSON, not a log": json.dumps({"a": [1, 2]}), "only cut records": "\n".join(t[:20] for t in lines[:50]),
+                  "a log's payload lines only": "\n".join("\t" + t for t in lines[:50])}
+    for kind, text in wholly_bad.items():
+        log.write_text(text, encoding="utf-8", errors="surrogateescape")
+        code, err = call_main(["import", str(log), "--root", str(work)])
+        rows["cli"]["codes"][code] += 1
+        rows["cli"]["crashes"] += crashed(err)
+        rows["cli"]["kinds"][kind] += 1
+        try:
+            import_trace(str(log), str(work))
+            rows["editor"]["codes"]["imported"] += 1
+        except NotATrace:
+            rows["editor"]["codes"]["not a trace (said)"] += 1
+        except Exception as exc:  # noqa: BLE001 - counted: a crash
+            rows["editor"]["crashes"] += 1
+            print(f"editor import crashed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    code, err = call_main(["import", str(work / "cache"), "--root", str(work)])  # a folder without logs
+    rows["cli"]["codes"][code] += 1
+    rows["cli"]["crashes"] += crashed(err)
+    rows["cli"]["kinds"]["folder without logs"] += 1
+    cases += len(wholly_bad) + 1
     rows["editor"]["kinds"] = rows["cli"]["kinds"]
     return [{"entry": "compile-lens import (text/json/sarif)", "tried": cases, **rows["cli"]},
-            {"entry": "editor import (compileLens.importTrace's reading)", "tried": cases, **rows["editor"]}]
+            {"entry": "editor import (compileLens.importTrace's reading)", "tried": cases - 1, **rows["editor"]}]
 
 
 def bench_arguments(work: Path) -> dict:
@@ -177,6 +200,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-bad-input-") as tmp:
         work = Path(tmp)
         os.environ["COMPILE_LENS_CACHE_DIR"] = str(work / "cache")
+        (work / "cache").mkdir()
         trace = args.trace
         if trace is None:
             from bench_import import make_trace
