@@ -32,6 +32,13 @@ PHASES: tuple[tuple[str, str], ...] = (
 )
 
 
+# the worker's own frames that wait on something else (innermost torch frame first, then these)
+OWN_WAITS: tuple[tuple[str, str], ...] = (
+    ("compile_lens/worker/measure/cold_compile", "waiting for a fresh process (a cold compile or timing child; "
+                                                "its stack is its own)"),
+)
+
+
 def _norm(path: str) -> str:
     return path.replace("\\", "/")
 
@@ -75,14 +82,17 @@ def _traced_frame(stack: list[FrameType], root: str) -> Optional[tuple[str, int,
 
 
 def _phase(stack: list[FrameType], compiling: bool) -> str:
+    """The innermost torch frame's phase; else the worker's own wait; else user code running."""
     for frame in stack:
         path = _norm(frame.f_code.co_filename)
-        if "torch/" not in path:
-            continue
-        for part, phase in PHASES:
+        if "torch/" in path:
+            for part, phase in PHASES:
+                if part in path:
+                    return phase
+        for part, phase in OWN_WAITS:
             if part in path:
                 return phase
-    return "torch.compile: in user or library code" if compiling else "running (not compiling)"
+    return "torch.compile: in user or library code" if compiling else "user code, running (not compiling)"
 
 
 def describe(frame: Optional[FrameType], root: str) -> dict[str, Any]:
