@@ -287,7 +287,7 @@ describe('an imported torch trace is said as the CLI says it', () => {
     divergence: [DIVERGENCE],
     unmapped: [{ path: '/mnt/job/lib/helper.py', why: 'no workspace file of that name' }],
     unmapped_findings: 2,
-    notes: ['r1.log: 1 record of a shape torch does not write were skipped (line 7)'],
+    notes: ['r1.log: 1 record of a shape torch does not write was skipped (line 7)'],
   };
 
   async function importWith(result: unknown): Promise<void> {

@@ -396,7 +396,7 @@ def test_wrong_shapes_are_counted_and_named(tmp_path):
     (fn,) = trace.functions
     assert (fn.name, fn.line, fn.compile_ids, fn.compile_s) == ("forward", 3, ["0/0"], 0.5)
     imported = import_trace(str(log), str(tmp_path))
-    assert any("4 records of a shape torch does not write were skipped (line 4, 5, 6, 7)" in n for n in imported.notes)
+    assert any("4 records of a shape torch does not write were skipped (lines 4, 5, 6, 7)" in n for n in imported.notes)
 
 
 @pytest.mark.slow

@@ -159,8 +159,9 @@ def _read_notes(trace: RankTrace) -> list[str]:
                      f"were skipped ({kinds}); a newer torch writes them")
     if stats.wrong_shape:
         lines = ", ".join(map(str, stats.wrong_shape_lines)) + (" …" if stats.wrong_shape > len(stats.wrong_shape_lines) else "")
-        notes.append(f"{name}: {stats.wrong_shape} record{'s' if stats.wrong_shape != 1 else ''} of a shape torch does "
-                     f"not write were skipped (line {lines})")
+        many = stats.wrong_shape != 1
+        notes.append(f"{name}: {stats.wrong_shape} record{'s' if many else ''} of a shape torch does not write "
+                     f"{'were' if many else 'was'} skipped (line{'s' if many else ''} {lines})")
     if stats.not_records:
         notes.append(f"{name}: {stats.not_records} lines are not trace records (first at line {stats.first_bad_line}); skipped")
     if stats.truncated:
