@@ -118,7 +118,7 @@ export class CompileLensServer implements vscode.Disposable {
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: this.initializationOptions(),
-      middleware: { ...commandMiddleware, ...hoverMiddleware },
+      middleware: { ...commandMiddleware(this.log), ...hoverMiddleware },
       workspaceFolder: folder,
       stdioOptions: {
         stdout: (input, channel) => pipeServerLog(input, channel),

@@ -269,3 +269,72 @@ describe('status item', () => {
     assert.equal(stub.executed.at(-1)?.command, 'python.setInterpreter');
   });
 });
+
+describe('an imported torch trace is said as the CLI says it', () => {
+  beforeEach(resetStubs);
+  afterEach(async () => {
+    await deactivate();
+    context.disposeAll();
+  });
+
+  const DIVERGENCE = 'ranks part at compile 0/1: rank 1 recompile of `forward` (guard: size mismatch), rank 0 did not (2 compile events apart)';
+  const answer = {
+    imported: true,
+    files: ['file:///work/project/train.py'],
+    diagnostics: 3,
+    ranks: [{ rank: 0, file: 'r0.log' }, { rank: 1, file: 'r1.log' }],
+    rank_divergence: [{ step: '0/1' }],
+    divergence: [DIVERGENCE],
+    unmapped: [{ path: '/mnt/job/lib/helper.py', why: 'no workspace file of that name' }],
+    unmapped_findings: 2,
+    notes: ['r1.log: 1 record of a shape torch does not write was skipped (line 7)'],
+  };
+
+  async function importWith(result: unknown): Promise<void> {
+    await start();
+    const middleware = last().clientOptions.middleware;
+    await middleware.executeCommand('compileLens.importTrace', ['/tmp/trace'], async () => result);
+    await settle();
+  }
+
+  test('ranks that part are an error notification naming the ranks', async () => {
+    stub.nextChoice = 'Show Output';
+    await importWith(answer);
+    const error = stub.messages.find((m) => m.level === 'error');
+    assert.ok(error, JSON.stringify(stub.messages));
+    assert.equal(error.text, `Compile Lens: ${DIVERGENCE}`);
+    assert.ok(error.text.includes('rank 1') && error.text.includes('rank 0'));
+    assert.ok(stub.channels[0].shown >= 1, 'Show Output opens the channel');
+  });
+
+  test('notes, unmapped paths and the divergence go to the output channel', async () => {
+    await importWith(answer);
+    const lines = stub.channels[0].lines.join('\n');
+    assert.ok(lines.includes(`[error] error: ${DIVERGENCE}`), lines);
+    assert.ok(lines.includes('[warn] note: r1.log: 1 record of a shape'), lines);
+    assert.ok(lines.includes('[info]   /mnt/job/lib/helper.py: no workspace file of that name'), lines);
+  });
+
+  test('the summary counts what is shown and what is not', async () => {
+    await importWith(answer);
+    const summary = stub.messages.find((m) => m.level === 'warning');
+    assert.deepEqual(summary, {
+      level: 'warning',
+      text: 'Compile Lens: imported torch trace (2 logs): 3 findings in 1 file; 2 findings in files not mapped '
+        + 'onto the workspace (listed in the output); 1 path not mapped; 1 note; ranks part (1)',
+      items: ['Show Output'],
+    });
+  });
+
+  test('a clean import is one information message', async () => {
+    await importWith({ imported: true, files: ['file:///w/a.py'], diagnostics: 1, ranks: [{ rank: null, file: 'a.log' }],
+      rank_divergence: [], divergence: [], unmapped: [], unmapped_findings: 0, notes: [] });
+    assert.deepEqual(stub.messages, [{ level: 'info', text: 'Compile Lens: imported torch trace (1 log): 1 finding in 1 file',
+      items: [] }]);
+  });
+
+  test('a refused import still says why', async () => {
+    await importWith({ imported: false, reason: 'trace.log: not a torch structured trace' });
+    assert.deepEqual(stub.messages.map((m) => m.text), ['Compile Lens: trace.log: not a torch structured trace']);
+  });
+});

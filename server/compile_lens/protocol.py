@@ -291,6 +291,9 @@ class AnalyzeJob:
     # phases already settled per target (a job re-sent after a worker died): not run again
     skip: dict[str, list[str]] = field(default_factory=dict)
     trace_dir: Optional[str] = None  # write torch's structured trace (TORCH_TRACE) here, for tlparse
+    # after this long with no progress and no compile event the worker says where it is (a `stall`
+    # event: `worker.stall_watch`); 0: never
+    stall_s: float = 0.0
     stamps: bool = False  # send the trace's timeline marks with each target (`compile_lens.timeline`)
 
 
@@ -299,7 +302,7 @@ class WorkerEvent:
     """One line from the worker: progress, a finished target, or the end of a job."""
 
     id: int
-    event: str  # "hello" | "progress" | "target" | "done"
+    event: str  # "hello" | "progress" | "stall" (quiet: where it is, not progress) | "target" | "done"
     stage: Optional[str] = None  # progress: "importing" | "tracing" | "sweeping" | "benchmarking"
     target: Optional[str] = None
     phase: Optional[str] = None  # progress: the phase (`PHASES`) the worker is in for `target`

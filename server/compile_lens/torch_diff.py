@@ -4,7 +4,8 @@ comparison of two analyses of the same files, JSON-safe (its shape is `torch_dif
 No torch, no I/O: two lists of `FileReport` in, a dict out. A figure counts as changed only when
 it says so itself: speedups when both 95% intervals exist and do not overlap; a cold compile when
 it moved by more than `COMPILE_CHANGE` (one run each, no interval) and neither side was measured on
-a busy machine; guard µs per call when both are measured and their intervals are apart. Both
+a busy machine; guard µs per call when both are measurable (each interval wholly above 0, what
+the measurement itself calls measurable), apart, and neither side was measured on a busy machine. Both
 figures are always listed; the verdict names only what changed.
 """
 
@@ -57,7 +58,9 @@ def _guard(result: Optional[TargetResult]) -> Optional[dict[str, Any]]:
     per_call = getattr(forward, "guard_us_per_call", None)
     if per_call is None:
         return None
-    return {"us": per_call, "ci": getattr(forward, "guard_us_ci", None)}
+    ci = getattr(forward, "guard_us_ci", None)
+    # measurable: the interval is wholly above 0 (else the measurement leaves guard_share None, "not measurable")
+    return {"us": per_call, "ci": ci, "measurable": bool(ci and ci[0] > 0)}
 
 
 def _apart(a: Optional[list[float]], b: Optional[list[float]]) -> bool:
@@ -132,7 +135,8 @@ def _target(base: Optional[TargetResult], other: Optional[TargetResult], path: s
         changes.append(f"cold compile {cold['base']:.1f} → {cold['other']:.1f} s")
     guard = {"base": _guard(base), "other": _guard(other)}
     figures["guard_us_per_call"] = guard
-    if guard["base"] and guard["other"] and _apart(guard["base"]["ci"], guard["other"]["ci"]):
+    if guard["base"] and guard["other"] and guard["base"]["measurable"] and guard["other"]["measurable"] \
+            and busy["base"] is False and busy["other"] is False and _apart(guard["base"]["ci"], guard["other"]["ci"]):
         changes.append(f"guards {guard['base']['us']:.1f} → {guard['other']['us']:.1f} µs")
     export = {"base": _export(base), "other": _export(other)}
     if None not in export.values() and export["base"] != export["other"]:

@@ -149,7 +149,11 @@ def test_the_same_torch_changes_nothing(same_torch):
 
 
 @pytest.mark.slow
-def test_a_recorded_torch_2_14_1_against_this_torch_names_each_change():
+def test_a_recorded_torch_2_14_1_against_this_torch_names_what_changed_and_nothing_else():
+    """A real run of this torch against a real 2.14.1 result of the same file. Both torches break at
+    the same line and recompile alike (the recorded result says so): the comparison must find that
+    and name no change of breaks or recompiles; a change it would name is checked by the pure diff
+    below (`test_a_break_one_torch_adds_...`)."""
     recorded, runtime = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
     assert runtime["torch"].startswith("2.14.1")
     settings = Settings()
@@ -162,9 +166,13 @@ def test_a_recorded_torch_2_14_1_against_this_torch_names_each_change():
     mine = ours[0].targets[0]
     assert target["graph_breaks"]["base"] == len(mine.graph_breaks)
     assert target["graph_breaks"]["other"] == len(theirs.graph_breaks)
-    lines = {(b.line, b.gb_id or b.gb_type) for b in theirs.graph_breaks} - {(b.line, b.gb_id or b.gb_type)
-                                                                           for b in mine.graph_breaks}
-    assert {(b["line"], b["id"]) for b in target["graph_breaks"]["added"]} == lines
+    theirs_at = {(b.line, b.gb_id or b.gb_type) for b in theirs.graph_breaks}
+    mine_at = {(b.line, b.gb_id or b.gb_type) for b in mine.graph_breaks}
+    assert theirs_at and theirs_at == mine_at  # the same break (GB0124 at the .item() line) on both sides
+    assert target["graph_breaks"]["added"] == [] and target["graph_breaks"]["removed"] == []
+    assert target["recompiles"]["base"] == len(mine.recompiles) == target["recompiles"]["other"] == len(theirs.recompiles)
+    assert target["recompiles"]["added"] == [] and target["recompiles"]["removed"] == []
+    assert not [c for c in target["changes"] if "graph break" in c or "recompile" in c], target["changes"]
     page = compare_section(diff)
     assert "2.14.1" in page and html.escape(diff["verdict"]) in page
 

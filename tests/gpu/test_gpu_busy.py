@@ -153,12 +153,16 @@ async def test_waiting_ends_at_the_timeout_or_when_released(tmp_path):
     readings = tmp_path / "gpu.json"
     write(readings, 92, [4_000_000])
     reader = FileReader(str(readings))
-    still = await wait_while_busy(reader, 50, on_busy=lambda b: None, poll_s=0.1, timeout=0.3)
-    assert still is not None
+    heard = []
+    still = await wait_while_busy(reader, 50, on_busy=heard.append, poll_s=0.1, timeout=0.3)
+    # still busy at the timeout: the last reading comes back, the one the caller names
+    assert still is not None and still.text == "GPU busy (pid 4000000, 92%)" and still == heard[-1]
     release = asyncio.Event()
     asyncio.get_running_loop().call_later(0.2, release.set)
-    still = await wait_while_busy(reader, 50, on_busy=lambda b: None, poll_s=5, release=release)
-    assert still is not None
+    heard.clear()
+    still = await wait_while_busy(reader, 50, on_busy=heard.append, poll_s=5, release=release)
+    # no timeout, and polls 5 s apart: only the release can have ended it, with the busy reading
+    assert release.is_set() and still is not None and still == heard[-1] and still.text.startswith("GPU busy (pid 4000000")
 
 
 async def test_a_reading_that_fails_never_holds_measurements_back(tmp_path):

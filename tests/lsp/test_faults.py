@@ -505,6 +505,32 @@ async def test_copy_of_a_traced_file_shows_the_breaks_in_itself(env):
         env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
 
 
+async def test_a_stalled_compile_is_named_while_it_runs_and_in_the_timeout(env):
+    """Quiet for a third of the limit: the status and the hover say the phase, the compile id and
+    the user line Dynamo is tracing (from the worker's own stack); the timeout says the same."""
+    client, path = env.client, env.root / "compile_stall.py"
+    configure(client, **{"worker.timeoutSeconds": 6})
+    try:
+        mark = len(client.analyzed)
+        since = len(client.statuses)
+        uri = open_file(client, path)
+        quiet = await wait_status(client, lambda s: "quiet" in (s.detail or ""), since=since, timeout=60)
+        line = line_of(path, "return stall(y)") + 1  # 1-based in the words
+        expected = f"compile 0/0, at compile_stall.py:{line} in forward"
+        assert "Dynamo" in quiet.detail and expected in quiet.detail, quiet.detail
+        target_line, col = locate(path, "class StallsInCompile")
+        hover = await client.text_document_hover_async(lsp.HoverParams(
+            lsp.TextDocumentIdentifier(uri), lsp.Position(target_line, col + len("class S"))))
+        assert hover and "no progress now:" in hover.contents.value and expected in hover.contents.value, hover
+        await wait_analyzed(client, uri, "traced", version=1, since=mark, timeout=60)
+    finally:
+        configure(client)
+    [stopped] = coded(client.diagnostics[uri], "CL003")
+    assert "longer than 6 s" in stopped.message and expected in stopped.message, stopped.message
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+
+
+
 async def test_server_killed_mid_analysis_leaves_no_worker_behind(env):
     """Last of the shared-server rows: it kills that server. A worker stuck in user code exits too."""
     client = env.client
@@ -641,4 +667,5 @@ async def test_dead_client_process_takes_the_server_and_workers_with_it(tmp_path
         stand_in.kill()
         reap(pids + [client._server.pid])
         await client.stop()
+
 

@@ -101,6 +101,10 @@ async def test_code_lens_shows_the_measured_figures(measured_ws):
     assert line == locate(root / "tiny.py", "class Tiny")[0]
     assert re.search(r"compile \d+(\.\d)? (s|ms)", title)
     if inconclusive(title):
+        # the usual case on a shared CPU: the lens names the figure it could not tell (the train step, the
+        # verdict's own), keeps the compile time it did measure, and promises no payback from an untold speedup
+        assert title.startswith("⚡ torch.compile: train step inconclusive — "), title
+        assert "pays back" not in title and "×" not in title, title
         return
     step = figures(title)["train step"]  # the forward figure alone may be "forward inconclusive"
     assert step is not None, title

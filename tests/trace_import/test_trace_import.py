@@ -8,6 +8,8 @@ The torchrun run has 2 ranks on gloo, rank 1 alone getting a shorter batch at st
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -18,6 +20,8 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from lsprotocol import types as lsp
 
 from compile_lens.ranks import RankEvent, rank_divergence
@@ -139,7 +143,11 @@ def test_torchrun_ranks_and_where_they_part(ranks):
     assert parting["ranks"] == [1] and parting["other_ranks"] == [0] and "size mismatch" in parting["guard"]
     entry = next(e for e in doc["files"] if e["path"] == str(ranks["ws"] / "train_ddp_tiny.py"))
     assert sorted(t["rank"] for t in entry["targets"]) == [0, 1]
-    assert any("rank 1, compile 4/1" in d["message"] or "rank 1" in d["message"] for d in entry["diagnostics"])
+    # the recompile that parts them is shown where it happened: on rank 1 alone, at a compile rank 1 made
+    rank1_ids = {c for t in entry["targets"] if t["rank"] == 1 for c in t["compile_ids"]}
+    shown = [re.search(r"\(rank (\d+), compile (\S+)\)", d["message"]) for d in entry["diagnostics"]
+             if d["message"].startswith("Recompiles")]
+    assert shown and all(m and m.group(1) == "1" and m.group(2) in rank1_ids for m in shown), shown
     assert any(u["path"].endswith("contextlib.py") for u in doc["unmapped"])  # torch's own frames stay listed
     # a break inside DDP's code is also shown where the program called the model
     call = next(i for i, text in enumerate((ranks["ws"] / "train_ddp_tiny.py").read_text().splitlines(), 1)
@@ -249,6 +257,9 @@ async def test_editor_import_and_clear(plain):
         answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
             "compileLens.importTrace", [str(plain["trace"])]))
         assert answer["imported"] is True and answer["diagnostics"] > 0
+        # what the CLI prints beside the findings, for the client to say (extension/src/importedTrace.ts)
+        assert answer["divergence"] == [] and answer["unmapped_findings"] == 0 and isinstance(answer["notes"], list)
+        assert isinstance(answer["unmapped"], list)
         # published before the command answers (one ordered stream): no wait
         shown = client.diagnostics[uri]
         imported = [d for d in shown if d.source == "Compile Lens (imported trace)"]
@@ -262,3 +273,156 @@ async def test_editor_import_and_clear(plain):
         assert [d for d in client.diagnostics[uri] if d.source == "Compile Lens"] == live
     finally:
         await stop_server(client)
+
+
+# --- wrong shapes, fuzzed ------------------------------------------------------------------------
+
+HUGE = "<a number of 5000 digits>"  # json.dumps cannot write one: put in the text after
+WEIRD = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+                  st.sampled_from([HUGE, -1, 0, 2**63]), st.floats(allow_nan=True, allow_infinity=True),
+                  st.text(max_size=20), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3),
+                                                                                              st.integers(), max_size=2))
+PREFIX_RE = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} [\d:.]+\s+\d+ [^\]]*\] ")
+
+
+def _paths_in(value, path=()):
+    """Every place inside a JSON value: (key or index, ...) paths."""
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths_in(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths_in(v, path + (i,))
+
+
+def _replace(value, path, new):
+    if not path:
+        return new
+    value[path[0]] = _replace(value[path[0]], path[1:], new)
+    return value
+
+
+@st.composite
+def mutated_logs(draw, lines: list[str]) -> str:
+    """A real log, mutated as a bad day mutates one: a field of a record of the wrong type (null, a
+    list, a huge or negative number, NaN), a line cut short, binary junk, a record duplicated, two
+    records swapped."""
+    lines = list(lines)
+    records = [i for i, t in enumerate(lines) if PREFIX_RE.match(t)]
+    for _ in range(draw(st.integers(1, 6))):
+        what = draw(st.sampled_from(("field", "field", "field", "cut", "junk", "duplicate", "swap")))
+        i = draw(st.sampled_from(records))
+        if what == "field":
+            head = PREFIX_RE.match(lines[i])
+            if head is None:
+                continue
+            try:
+                data = json.loads(lines[i][head.end():])
+            except ValueError:  # already cut, or holds a huge number
+                continue
+            places = list(_paths_in(data))[1:]
+            if places:
+                data = _replace(data, draw(st.sampled_from(places)), draw(WEIRD))
+            lines[i] = head.group(0) + json.dumps(data).replace(json.dumps(HUGE), "9" * 5000)
+        elif what == "cut":
+            lines[i] = lines[i][: draw(st.integers(0, len(lines[i])))]
+        elif what == "junk":
+            junk = draw(st.binary(min_size=1, max_size=40)).decode("latin-1")
+            lines.insert(i, junk.replace("\n", ""))
+        elif what == "duplicate":
+            lines.insert(i, lines[i])
+        else:
+            j = draw(st.sampled_from(records))
+            lines[i], lines[j] = lines[j], lines[i]
+    return "\n".join(lines) + ("\n" if draw(st.booleans()) else "")
+
+
+@pytest.fixture(scope="module")
+def log_lines(plain) -> list[str]:
+    return next(plain["trace"].glob("*.log")).read_text().splitlines()
+
+
+@pytest.mark.slow
+def test_import_never_raises_on_content(plain, log_lines, tmp_path_factory):
+    """`compile-lens import` (main(), in-process: the reader, the fold, the report and the three
+    renderers) on mutated real traces: exit 0, 1 or 2, never an exception, an internal error or
+    output that is not JSON."""
+    from compile_lens.cli.main import main
+
+    folder = tmp_path_factory.mktemp("fuzz")
+    log = folder / "dedicated_log_torch_trace_fuzz.log"
+    seen: dict[int, int] = {}
+
+    @settings(max_examples=int(os.environ.get("COMPILE_LENS_FUZZ_EXAMPLES", "120")), deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(text=mutated_logs(log_lines), form=st.sampled_from(("text", "json", "sarif")))
+    def run(text: str, form: str) -> None:
+        log.write_text(text, encoding="utf-8", errors="surrogateescape")
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["import", str(log), "--root", str(plain["ws"]), "--format", form])
+        seen[code] = seen.get(code, 0) + 1
+        assert code in (0, 1, 2), err.getvalue()
+        assert "internal error" not in err.getvalue() and "Traceback" not in err.getvalue(), err.getvalue()
+        if code != 2 and form != "text":
+            json.loads(out.getvalue(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+
+    run()
+    assert seen.get(1), seen  # the mutations leave most of the trace readable: its breaks still warn
+
+
+def test_wrong_shapes_are_counted_and_named(tmp_path):
+    """The issue's cases: a file name that is a list, a frame id that is a list, a line that is no
+    number: skipped and named by line, what else the log holds still read."""
+    head = "V1203 22:51:49.123000 7406 torch/_dynamo/x.py:12] "
+    good = [{"str": ["/job/m.py", 0]},
+            {"dynamo_start": {"stack": [{"line": 3, "name": "forward", "filename": 0}]}, "frame_id": 0,
+             "frame_compile_id": 0, "attempt": 0},
+            {"compilation_metrics": {"compile_id": "0/0", "co_name": "forward", "co_filename": "/job/m.py",
+                                     "co_firstlineno": 3, "entire_frame_compile_time_s": 0.5}, "frame_id": 0,
+             "frame_compile_id": 0, "attempt": 0}]
+    bad = [{"str": [[1], 1]},
+           {"dynamo_start": {"stack": [{"line": "x", "name": "f", "filename": [1]}]}, "frame_id": 1,
+            "frame_compile_id": 0},
+           {"dynamo_start": {"stack": []}, "frame_id": [0], "frame_compile_id": 0},
+           {"compilation_metrics": {"compile_id": "0/1", "co_name": "forward", "entire_frame_compile_time_s": -3},
+            "frame_id": 0, "frame_compile_id": 1}]
+    log = tmp_path / "dedicated_log_torch_trace_x.log"
+    log.write_text("".join(head + json.dumps(r) + "\n" for r in good + bad))
+    with log.open() as stream:
+        trace = fold(stream, str(log))
+    assert trace.stats.wrong_shape == 4 and trace.stats.wrong_shape_lines == [4, 5, 6, 7]
+    (fn,) = trace.functions
+    assert (fn.name, fn.line, fn.compile_ids, fn.compile_s) == ("forward", 3, ["0/0"], 0.5)
+    imported = import_trace(str(log), str(tmp_path))
+    assert any("4 records of a shape torch does not write were skipped (lines 4, 5, 6, 7)" in n for n in imported.notes)
+
+
+@pytest.mark.slow
+def test_logs_without_ranks_are_runs_apart(plain, tmp_path):
+    """Two single-process runs in one folder (check --trace-dir written twice) do not part: they are
+    reported apart, with a note, and exit as each would (no 'ranks part' error)."""
+    log = next(plain["trace"].glob("*.log"))
+    text = log.read_text()
+    (tmp_path / "dedicated_log_torch_trace_a.log").write_text(text)
+    first_recompile = text.index('"recompile_reasons"')
+    (tmp_path / "dedicated_log_torch_trace_b.log").write_text(text[: text.rfind("\n", 0, first_recompile) + 1])
+    done = run_cli(str(tmp_path), "--root", str(plain["ws"]), "--format", "json", cwd=plain["ws"])
+    doc = json.loads(done.stdout)
+    assert doc["rank_divergence"] == [] and [r["rank"] for r in doc["ranks"]] == [None, None]
+    assert any("each is a run of its own" in n for n in doc["notes"])
+    assert done.returncode == 1 and "ranks part" not in done.stderr + done.stdout  # the breaks, not a parting
+    # the same logs named as ranks are compared, and part
+    for name, rank in (("a", 0), ("b", 1)):
+        (tmp_path / f"dedicated_log_torch_trace_{name}.log").rename(tmp_path / f"dedicated_log_torch_trace_rank_{rank}_{name}.log")
+    doc = json.loads(run_cli(str(tmp_path), "--root", str(plain["ws"]), "--format", "json", cwd=plain["ws"]).stdout)
+    assert doc["rank_divergence"] and doc["rank_divergence"][0]["ranks"] == [0]
+
+
+@pytest.mark.slow
+def test_import_sarif_has_its_own_category_and_limits(plain):
+    sarif = json.loads(run_cli(str(plain["trace"]), "--root", str(plain["ws"]), "--format", "sarif",
+                               cwd=plain["ws"]).stdout)
+    (run,) = sarif["runs"]
+    assert run["automationDetails"]["id"] == "compile-lens/import/"

@@ -88,13 +88,16 @@ def test_the_minority_shape_cost_is_said_with_measured_figures_and_the_options(c
     _, done, figures = charlm
     short = next(r for r in figures["by_shape"] if r["step_count"] == 1)
     assert short["compile_s"] > 0
+    # its compile against what compiling saved over the run (an estimate: the shape has no steady time). A
+    # recompile of the one short step costs a compile (tenths of a second, aot_eager); 11 steps of this tiny
+    # model cannot save that much, so the finding is always there.
     costly = [f for f in figures["shape_findings"] if f["kind"] == "minority-shapes-cost"]
-    if costly:  # its compile against what compiling saved over the run (an estimate: the shape has no steady time)
-        f = costly[0]
-        assert f["figures"]["minority_compile_s"] == pytest.approx(short["compile_s"]) and f["estimate"] is True
-        assert f["figures"]["minority_compile_s"] > f["figures"]["saved_s"]
-        assert "an estimate" in f["text"] and any("mark_dynamic" in o for o in f["options"])
-        assert f"cost {short['compile_s']:.1f} s of compiling (measured)" in done.stderr
+    assert len(costly) == 1, (figures["shape_findings"], figures["by_shape"])
+    f = costly[0]
+    assert f["figures"]["minority_compile_s"] == pytest.approx(short["compile_s"]) and f["estimate"] is True
+    assert f["figures"]["minority_compile_s"] > f["figures"]["saved_s"]
+    assert "an estimate" in f["text"] and any("mark_dynamic" in o for o in f["options"])
+    assert f"cost {short['compile_s']:.1f} s of compiling (measured)" in done.stderr
     assert "by input shape (steps, compiles, recompiles" in done.stderr
     assert re.search(r"\[5, 16\] \[5, 16\]: 1 step, \d+ compiles?, \d+ recompiles?; seen only in warm-up", done.stderr)
 

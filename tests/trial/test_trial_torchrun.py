@@ -114,7 +114,9 @@ def test_a_crashing_rank_is_named_with_its_step_and_error_and_the_other_rank_is_
     assert "rank 1: RuntimeError: rank 1 read a corrupt shard at step 2" in failure["message"]
     rank0 = figures["ranks"][0]["eager"]
     assert len(rank0["steps"]) == 2  # steps 0 and 1: kept though torchrun ended rank 0
-    assert "COMPILED RUN FAILED at step 2: rank 1: RuntimeError" in done.stderr
+    # the eager run failed: the trial stops there (the compiled run would only repeat the failure)
+    assert "eager run failed at step 2: rank 1: RuntimeError" in done.stderr
+    assert figures["compiled"]["ran"] is False and "the eager run failed" in figures["compiled"]["failure"]["message"]
 
 
 @pytest.fixture(scope="module")

@@ -47,19 +47,32 @@ def _budget(data: Any, source: str) -> tuple[int, dict[str, int]]:
     if not isinstance(data, dict) or data.get("version") not in READS:
         raise ValueError(f"{source} is not a compile-lens baseline (version {' or '.join(map(str, READS))})")
     version, budget = data["version"], {}
-    for e in data.get("findings", []):
-        fields = e["key"] if version == 2 else {name: e[name] for name in _V1_FIELDS}
-        if version == 1:
-            fields["line_text"] = " ".join(fields["line_text"].split())
-        key = key_of(fields)
-        budget[key] = budget.get(key, 0) + int(e.get("count", 1))
+    entries = data.get("findings", [])
+    if not isinstance(entries, list):
+        raise ValueError(f"{source}: `findings` is not a list")
+    for index, e in enumerate(entries):
+        try:
+            fields = dict(e["key"]) if version == 2 else {name: e[name] for name in _V1_FIELDS}
+            if version == 1:
+                fields["line_text"] = " ".join(fields["line_text"].split())
+            key = key_of(fields)
+            budget[key] = budget.get(key, 0) + int(e.get("count", 1))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{source}: finding {index + 1} is not a baseline entry ({type(exc).__name__}: {exc})") \
+                from None
     return version, budget
+
+
+def read_baseline(source: str) -> tuple[int, dict[str, int]]:
+    """The baseline file's version and how many findings of each key it holds; ValueError (or
+    OSError) says why it is not a baseline."""
+    with open(source, encoding="utf-8") as fh:
+        return _budget(json.load(fh), source)
 
 
 def apply_baseline(reports: list[FileReport], root: str, source: str) -> int:
     """Mark the findings the baseline holds (`data["baseline"]`): not shown, not failing. Returns how many."""
-    with open(source, encoding="utf-8") as fh:
-        version, budget = _budget(json.load(fh), source)
+    version, budget = read_baseline(source)
     lines = LineCache()
     hidden = 0
     for report in reports:

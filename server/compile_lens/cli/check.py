@@ -44,7 +44,15 @@ from ..render.torch_diff_text import render_torch_diff_text
 from ..settings import DEVICES, Settings
 from . import gate
 from .baseline import apply_baseline, write_baseline
-from .common import add_remote_cache_argument, files_and_root, finish, open_cache, say, settings_for
+from .common import (
+    add_remote_cache_argument,
+    files_and_root,
+    finish,
+    open_cache,
+    say,
+    settings_for,
+    write_output,
+)
 from .compare import add_compare_argument, label, other_interpreter, torch_diff
 from .gpu_wait import GpuWait, add_wait_gpu_argument
 from .shard import Shard, add_shard_argument, shard_files
@@ -276,9 +284,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.write_baseline and not args.baseline:
         print("compile-lens: --write-baseline needs --baseline FILE (where to write it)", file=sys.stderr)
         return 2
-    if args.baseline and not args.write_baseline and not os.path.isfile(args.baseline):
-        print(f"compile-lens: no baseline file {args.baseline} (write one with --write-baseline)", file=sys.stderr)
-        return 2
+    # the baseline is parsed, and -o, --root and --trace-dir checked, before this runs (`preflight`)
     try:
         fail_on = gate.parse(args.fail_on) if args.fail_on is not None else None
     except ValueError as exc:
@@ -327,7 +333,11 @@ def run_check(args: argparse.Namespace) -> int:
     finish(reports)
     hidden = 0
     if args.write_baseline:
-        written = write_baseline(reports, root, args.baseline)
+        try:
+            written = write_baseline(reports, root, args.baseline)
+        except OSError as exc:
+            say(f"cannot write the baseline {args.baseline}: {exc.strerror or exc}")
+            return 2
         print(f"compile-lens: wrote {written} finding{'s' if written != 1 else ''} to {args.baseline}", file=sys.stderr)
     elif args.baseline:
         try:
@@ -355,11 +365,8 @@ def run_check(args: argparse.Namespace) -> int:
         for cut in sarif_limits.fit(log):  # an upload over GitHub's limits is rejected whole
             say(f"SARIF: {cut}")
         text = json.dumps(log, indent=2)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    if not write_output(args.output, text):
+        return 2
     if any(r.error and r.error.kind == "no-torch" for r in reports + (theirs[0] if theirs else [])):
         return 2
     if args.write_baseline:

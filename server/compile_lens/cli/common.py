@@ -22,6 +22,22 @@ def say(message: str) -> None:
     print(f"compile-lens: {message}", file=sys.stderr, flush=True)
 
 
+def write_output(path: Optional[str], text: str) -> bool:
+    """The report to `path` (its folders made as needed), else to stdout; False, said on stderr, when
+    the file cannot be written (`preflight` checked it before the work: this is the rare late case)."""
+    if not path:
+        print(text)
+        return True
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    except OSError as exc:
+        say(f"cannot write {path}: {exc.strerror or exc}")
+        return False
+    return True
+
+
 def workspace_root(files: list[str], override: Optional[str] = None) -> str:
     """The root the output's paths are relative to: `--root`, else the first file's (found like ruff)."""
     if override:

@@ -33,7 +33,9 @@ def _slower(t: TargetResult) -> bool:
     if b is None:
         return False
     timing = b.train_step or b.forward  # the verdict's own timing
-    return timing.speedup < 1.0 and (timing.speedup_ci is None or timing.conclusive)
+    # conclusive: the direction is certain (the interval wholly below 1, on a quiet machine); a timing
+    # without an interval (one round) is never conclusive, whatever its flag says
+    return timing.speedup_ci is not None and timing.conclusive and timing.speedup < 1.0
 
 
 def _export_failed(t: TargetResult) -> bool:

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from .. import __version__
+from ..render import sarif_limits
 from ..render.cli_output import display_path, exit_code, render_json, render_text
 from ..render.sarif import render_sarif
 from ..trace_import.paths import parse_maps
@@ -24,10 +25,11 @@ from ..trace_import.report import (
     import_trace,
     ranks_json,
 )
-from .common import finish, say
+from .common import finish, say, write_output
 
 # what `check` measures and a recorded frame does not have: null in the JSON, not "none"
 NOT_RECORDED = ("inputs", "benchmark", "export", "fallback_ops", "left_out")
+SARIF_CATEGORY = "import"  # automationDetails.id "compile-lens/import/", apart from check's "compile-lens/all/"
 
 
 def import_json(imported: Imported) -> dict[str, Any]:
@@ -59,7 +61,8 @@ def import_text(imported: Imported, root: str) -> str:
     lines.append(f"Imported torch trace: {len(imported.traces)} log{'s' if len(imported.traces) != 1 else ''} "
                  f"(torch {version})")
     for r in ranks_json(imported):
-        lines.append(f"  rank {r['rank']}: {os.path.basename(r['file'])}: {r['targets']} compiled functions, "
+        who = f"rank {r['rank']}: " if r["rank"] is not None else ""
+        lines.append(f"  {who}{os.path.basename(r['file'])}: {r['targets']} compiled functions, "
                      f"{r['compiles']} compiles, {r['graph_breaks']} graph breaks, {r['recompiles']} recompiles, "
                      f"compile {r['compile_s']:.1f} s, cache {r['cache']['hits']} hits / {r['cache']['misses']} misses")
     for entry in imported.rank_divergence:
@@ -71,11 +74,21 @@ def import_text(imported: Imported, root: str) -> str:
         lines += [f"  {path}: {why}" for path, why in sorted(imported.unmapped.items())]
     for report in imported.reports:
         for t, extra in zip(report.targets, imported.target_extras.get(report.path, [])):
-            rank = f"rank {extra['rank']}: " if extra["rank"] is not None else ""
+            rank = (f"rank {extra['rank']}: " if extra["rank"] is not None
+                    else f"{extra['log']}: " if len(imported.traces) > 1 else "")
             lines.append(f"{display_path(report.path, root)}:{t.line}: {rank}{t.name}: {len(extra['compile_ids'])} compiles "
                          f"({', '.join(extra['compile_ids'])}), compile {extra['compile_s']:.1f} s, "
                          f"cache {extra['cache']['hits']} hits / {extra['cache']['misses']} misses")
     return "\n".join(lines) + "\n\n" + render_text(imported.reports, cwd=root)
+
+
+def import_sarif(imported: Imported, root: str) -> dict[str, Any]:
+    """SARIF as `check` writes it, within GitHub's upload limits, under its own category: an upload of
+    an imported trace must not replace (and so close) the alerts of the `check` runs."""
+    log = render_sarif(imported.reports, tool_version=__version__, cwd=root, shard=SARIF_CATEGORY)
+    for cut in sarif_limits.fit(log):  # an upload over GitHub's limits is rejected whole
+        say(f"SARIF: {cut}")
+    return log
 
 
 def add_import_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -93,7 +106,7 @@ def add_import_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    if not os.path.isdir(args.root):
+    if not os.path.isdir(args.root):  # also checked with --map and -o before (`preflight`)
         say(f"--root {args.root} is not a folder")
         return 2
     try:
@@ -109,12 +122,9 @@ def run_import(args: argparse.Namespace) -> int:
     elif args.format == "json":
         text = json.dumps(import_json(imported), indent=2)
     else:
-        text = json.dumps(render_sarif(imported.reports, tool_version=__version__, cwd=root), indent=2)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+        text = json.dumps(import_sarif(imported, root), indent=2)
+    if not write_output(args.output, text):
+        return 2
     if imported.rank_divergence:
         return 1
     return exit_code(imported.reports)

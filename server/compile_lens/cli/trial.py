@@ -2,8 +2,9 @@
 
 Runs COMMAND twice, unchanged, for N steps: eager, then with the workspace's outermost modules
 compiled (see `hook`). The program's stdout and stderr pass through; the trial's summary goes to
-stderr after both runs, and to `--json FILE`. Exit status: the eager run's when it failed, else the
-compiled run's (0 when the trial stopped it after N steps).
+stderr after both runs, and to `--json FILE`. Exit status: the eager run's when it failed (the trial
+stops there, keeps the last good trial.json and writes trial-failed.json), else the compiled run's
+(0 when the trial stopped it after N steps).
 """
 
 from __future__ import annotations
@@ -154,6 +155,8 @@ def run_trial(args: argparse.Namespace) -> int:
         if eager_code in (126, 127) and eager is None:  # the command itself was not found or not runnable
             return eager_code
         kept = keep_record.keep(scratch, root)
+        if eager_code != 0:  # the program failed by itself (a run the trial stops exits 0)
+            return _eager_failed(args, program, root, eager, eager_code, kept, load_before)
         if not steps:  # --seconds: the compiled run does as many steps as eager did
             steps = len((eager or {}).get("steps") or []) or 0
         repeat = None
@@ -193,6 +196,34 @@ def run_trial(args: argparse.Namespace) -> int:
             json.dump(figures, f, indent=1)
             f.write("\n")
     return eager_code if eager_code != 0 else compiled_code
+
+
+def _eager_failed(args: argparse.Namespace, program: list[str], root: str, eager: Optional[dict], code: int,
+                  kept: Optional[tuple[str, list[str]]], load_before: Optional[float]) -> int:
+    """The eager run failed: the compiled run would only repeat the failure, so the trial stops with
+    the program's status. What ran is said and written beside the last good trial
+    (`trial-failed.json`), which stays what the report and the editor show."""
+    _say(f"the eager run failed (exit status {code}): the compiled run would only repeat the failure; "
+         "fix the program, then run the trial again")
+    figures = summary.summarize(eager, code, None, None, rtol=args.rtol, atol=args.atol, command=shlex.join(program))
+    figures["compiled"]["failure"] = {"kind": "not-run", "step": None, "where": None,
+                                      "message": f"not run: the eager run failed (exit status {code})"}
+    add_what_it_saw(figures, None, kept)
+    figures["ranks"] = rank_figures.per_rank(eager, None)
+    figures["rank_divergence"] = []
+    figures["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": _load()}
+    print(trial_text.render_text(figures), file=sys.stderr)
+    if figures["ranks"]:
+        print(trial_ranks_text.render_text(figures), file=sys.stderr)
+    saved = store.write(find_root(root), figures, command=shlex.join(program), base=root, failed=True)
+    if saved:
+        _say(f"this failed run is saved in {os.path.relpath(saved)}; the last good trial stays in "
+             f"{os.path.relpath(store.default_path(find_root(root)))}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=1)
+            f.write("\n")
+    return code if code > 0 else 128 - code  # died of a signal: the shell's status for it
 
 
 def add_what_it_saw(figures: dict, compiled_run: Optional[dict], kept: Optional[tuple[str, list[str]]]) -> None:

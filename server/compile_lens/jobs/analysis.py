@@ -112,6 +112,7 @@ async def analyze_file(
     recompiles: Optional[bool] = None,  # default: with the trace
     on_target: Optional[OnTarget] = None,
     on_progress: Optional[OnProgress] = None,
+    on_stall: Optional[OnProgress] = None,  # (where the quiet worker is, target): `worker.stall_watch`
     only: Optional[set[str]] = None,
     trace_dir: Optional[str] = None,  # the worker writes torch's structured trace here (tlparse)
     timeline: Optional[Timeline] = None,  # the worker's marks go here (`compile_lens.timeline`)
@@ -148,6 +149,11 @@ async def analyze_file(
                     current.update(target=event.target, phase=event.phase, stage=event.stage)
                 if on_progress:
                     on_progress(event.stage or "", event.target)
+            elif event.event == "stall":  # quiet: where its stack is (`worker.stall_watch`)
+                if on_stall:
+                    on_stall(event.stage or "", event.target)
+                if on_progress:
+                    on_progress(f"{current.get('stage') or 'analysing'}: {event.stage}", event.target)
             elif event.event == "target" and event.result is not None:
                 if timeline is not None:
                     timeline.extend(event.info.get("stamps", ()))
@@ -160,6 +166,7 @@ async def analyze_file(
             mode=settings.mode, max_seconds=settings.max_seconds, remote_cache=remote_cache_in_use(settings.remote_cache, os.environ),
             skip=skip,
             trace_dir=trace_dir, stamps=timeline is not None,
+            stall_s=stall_after(limits.timeout_s),
         )
         try:
             problem = await slot.run(job, on_event, limits)
@@ -171,6 +178,12 @@ async def analyze_file(
             if await _after_death(run, gone, current, pending, wanted, path, publish):
                 return run
     return run
+
+
+def stall_after(timeout_s: float) -> float:
+    """How long a worker may be quiet before it says where it is: a third of the silence limit
+    (so it is said before the limit ends the job), at least 1 s, at most 30 s."""
+    return max(1.0, min(30.0, timeout_s / 3))
 
 
 PHASE_WORDS = {"trace": "trace", "sweep": "recompile check", "measure": "measurement"}

@@ -176,11 +176,14 @@ class Worker:
         return text
 
     async def _next_event(self, timeout_s: float, memory_limit_mb: Optional[int],
-                          stage: Optional[str] = None, hint: Optional[str] = None) -> Optional[dict]:
+                          stage: Optional[str] = None, hint: Optional[str] = None,
+                          limit_s: Optional[float] = None) -> Optional[dict]:
         """The next JSON line, or None if the process died. Raises WorkerGone on timeout/memory.
 
-        `timeout_s` is how long the worker may stay silent; `stage` (what it last said it was
-        doing) and `hint` (the one setting that raises this limit) go into the timeout's problem."""
+        `timeout_s` is how long the worker may stay silent from now (`limit_s`: the whole limit, as
+        said, when part of it has passed); `stage` (what it last said it was doing, and where its
+        stack was when it went quiet) and `hint` (the one setting that raises this limit) go into
+        the timeout's problem."""
         assert self.proc and self.proc.stdout
         read = asyncio.ensure_future(self.proc.stdout.readline())
         loop = asyncio.get_running_loop()
@@ -205,7 +208,7 @@ class Worker:
                     self.kill()
                     where = f" ({stage})" if stage else ""
                     raise WorkerGone(Problem(
-                        "timeout", f"the analysis took longer than {timeout_s:g} s without progress{where} "
+                        "timeout", f"the analysis took longer than {limit_s or timeout_s:g} s without progress{where} "
                         "and was stopped",
                         hint=hint or "raise compileLens.worker.timeoutSeconds if this code is just slow"))
         finally:
@@ -262,16 +265,25 @@ class Worker:
         sent = ("job sent", time.monotonic(), time.process_time(), "server") if job.stamps else None
         stage = "importing the file"
         wait, hint = limits.timeout_s, None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        stalled: Optional[str] = None  # where the worker's stack was when it went quiet (a `stall` event)
         while True:
-            raw = await self._next_event(wait, limits.memory_limit_mb, stage, hint)
+            said = f"{stage}; {stalled}" if stalled else stage
+            raw = await self._next_event(max(0.0, deadline - loop.time()), limits.memory_limit_mb, said, hint,
+                                         limit_s=wait)
             if raw is None:
-                raise WorkerGone(self._death_problem(stage))
+                raise WorkerGone(self._death_problem(said))
             event = from_dict(WorkerEvent, raw)
             if event.id != job.id:
                 continue
             if sent and "stamps" in event.info:  # the worker's marks, between the job's sending and the event's reading
                 event.info["stamps"] = [sent, *event.info["stamps"],
                                         ("event", time.monotonic(), time.process_time(), "server")]
+            if event.event == "stall":  # quiet: said, and not progress (the silence limit runs on)
+                stalled = event.stage
+            else:
+                stalled, deadline = None, loop.time() + wait
             if event.event == "progress" and event.stage:
                 stage = event.stage
                 # A measurement announces how long its next phase may take (from the cold
@@ -282,6 +294,7 @@ class Worker:
                     wait = float(announced)
                     hint = ("raise compileLens.benchmark.maxSeconds (this phase's limit follows it and "
                             "the cold compile's duration)")
+                deadline = loop.time() + wait
             result = on_event(event)
             if asyncio.iscoroutine(result):
                 await result

@@ -17,7 +17,7 @@ import logging
 import os
 import time
 import uuid
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from lsprotocol import types as lsp
 
@@ -63,6 +63,14 @@ def schedule_trace(ls: CompileLensServer, uri: str) -> None:
     if state.runner is None or state.runner.done():
         state.runner = asyncio.get_running_loop().create_task(_trace_loop(ls, state))
 
+
+
+def stalled_in(state: DocState) -> Callable[[str, Optional[str]], None]:
+    """Keeps where a quiet worker is, per target, for the hover card (cleared when the run ends)."""
+    def on_stall(where: str, target: Optional[str]) -> None:
+        if target:
+            state.stalled[target] = where
+    return on_stall
 
 async def _trace_loop(ls: CompileLensServer, state: DocState) -> None:
     """Trace the newest saved version; saves that arrive meanwhile collapse into one."""
@@ -164,10 +172,13 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
         try:
             run = await analyze_file(ls.traces, state.path, ls.root_for(state.path), saved.discovery, ls.settings,
                                      on_target=on_target, only=todo, recompiles=False, timeline=state.timeline,
-                                     on_progress=lambda stage, target: ls.status("tracing", stage, lane="trace"))
+                                     on_progress=lambda stage, target: ls.status("tracing", stage, lane="trace"),
+                                     on_stall=stalled_in(state))
         except asyncio.CancelledError:  # the file was closed: this lane is free again
             ls.status("idle", lane="trace")
             raise
+        finally:
+            state.stalled.clear()
         problem = run.problem
     if not current():
         log.info("dropped results for %s: the file changed during the trace", state.path)
@@ -353,7 +364,7 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
         ls.stats["benchmarks"] += 1
         run = await analyze_file(ls.deep_lane(), state.path, ls.root_for(state.path), saved.discovery, ls.settings,
                                  benchmark=True, trace=False, recompiles=False, only=names,
-                                 on_target=on_target, on_progress=on_progress)
+                                 on_target=on_target, on_progress=on_progress, on_stall=stalled_in(state))
     except asyncio.CancelledError:
         log.info("measurement of %s cancelled: the file changed", os.path.basename(state.path))
         raise
@@ -361,6 +372,8 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
         announce(ls, state, saved, "measured", ok=False)
         raise
     finally:
+        for name in names:
+            state.stalled.pop(name, None)
         if shown:
             progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
         ls.status("idle", lane="deep")

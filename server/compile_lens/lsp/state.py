@@ -72,6 +72,7 @@ class DocState:
     problem: Optional[Problem] = None  # file-level: import failed / worker died
     benchmarks: dict[str, Benchmark] = field(default_factory=dict)
     measuring: set[str] = field(default_factory=set)
+    stalled: dict[str, str] = field(default_factory=dict)  # target -> where its quiet worker is (hover)
     pending_measure: set[str] = field(default_factory=set)  # asked for before the trace finished
     open: bool = True
     wanted: bool = False  # a save arrived that is not traced yet

@@ -266,16 +266,19 @@ def trial_line(trial: Optional[dict[str, Any]], bill: Optional[dict[str, Any]] =
 
 
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
-               measuring: bool = False, report: str = REPORT_LINK, trial: Optional[str] = None) -> str:
+               measuring: bool = False, report: str = REPORT_LINK, trial: Optional[str] = None,
+               stalled: Optional[str] = None) -> str:
     """The hover card: what ran (each phase), the table a team needs to decide, and the verdict;
     `trial` (`trial_line`) what a `compile-lens trial` of the user's program measured; `report` is
-    its last line."""
+    its last line; `stalled`: where the worker analysing it now has been quiet (`worker.stall_watch`)."""
     lines = [f"### torch.compile · `{result.name}`"]
     if result.graph_count is not None:
         recompiles = len(recompile_findings(result, ""))  # as many as the editor shows
         lines.append(break_count_text(len(result.graph_breaks), result.graph_count)
                      + (f", {recompiles} recompile warning{'s' if recompiles != 1 else ''}" if recompiles else ""))
     lines.append(f"\n{phase_line(result, b, measuring)}")
+    if stalled:
+        lines.append(f"\n⏳ no progress now: {stalled}")
     recipe = result.inputs
     guessed = f" — **guessed** {(recipe.origin if recipe else '') or 'from the first layer'}; write them as a directive to be sure"
     if b is None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import IO, Optional
 
 from ..worker.frames import frame_name  # pure: no torch (the worker's naming rule, shared)
-from .reader import ReadStats, Record, read_records, torch_version_of
+from .reader import ReadStats, Record, is_int, read_records, torch_version_of
 
 BREAK_AT_RE = re.compile(r"Graph break in user code at (.+):(\d+)\s*$", re.M)
 GB_URL_RE = re.compile(r"(https?://\S+?/(gb\d{4})\.html)", re.I)
@@ -29,6 +29,7 @@ REASON_ID_RE = re.compile(r"^\s*(\d+/\d+):\s*")
 STACK_FILE_RE = re.compile(r'File "(.+)", line (\d+), in (\S+)')
 COMMENT_LOC_RE = re.compile(r"#\s(\S+):(\d+) in (\S+)\s*$")
 RANK_IN_NAME_RE = re.compile(r"_rank_(\d+)_")
+MAX_LINE = 2**31 - 1  # a line number the editor's positions can hold (LSP's uinteger)
 CACHE_ARTIFACTS = {"fx_graph_cache_hit": "hits", "aotautograd_cache_hit": "hits",
                    "fx_graph_cache_miss": "misses", "aotautograd_cache_miss": "misses"}
 
@@ -87,6 +88,36 @@ class RankTrace:
     torch_version: Optional[str] = None
 
 
+class WrongShape(ValueError):
+    """A record of a known kind whose fields are not what torch writes there: skipped, counted."""
+
+
+def _line(value: object) -> int:
+    """A line number as torch writes it (absent: 0); WrongShape for anything else."""
+    if value is None:
+        return 0
+    if not is_int(value) or not 0 <= value <= MAX_LINE:  # type: ignore[operator]
+        raise WrongShape(f"line {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _seconds(value: object) -> float:
+    """A duration in seconds as torch writes it (absent: 0); WrongShape for a negative, infinite or non-number."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e9:
+        raise WrongShape(f"seconds {value!r}")
+    return float(value)
+
+
+def _text(value: object, default: str = "?") -> str:
+    if value is None:
+        return default
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise WrongShape(f"text {value!r}")
+    return str(value)
+
+
 def parse_break(payload: str) -> Optional[SeenBreak]:
     """torch's graph-break message (the `dynamo_graph_break_reason` artifact) as its parts."""
     at = BREAK_AT_RE.search(payload)
@@ -115,7 +146,10 @@ def parse_break(payload: str) -> Optional[SeenBreak]:
     if not gb_type:
         reason = next((t for t in lines if t.startswith("Graph Break Reason:")), "")
         gb_type = reason.partition(":")[2].strip()
-    return SeenBreak(at.group(1), int(at.group(2)), url.group(2).upper() if url else None, gb_type, explanation,
+    line = int(at.group(2)) if len(at.group(2)) <= 10 else MAX_LINE + 1
+    if line > MAX_LINE:
+        return None
+    return SeenBreak(at.group(1), line, url.group(2).upper() if url else None, gb_type, explanation,
                      hints, url.group(1) if url else None, payload, stack=stack)
 
 
@@ -186,15 +220,20 @@ class _Folder:
     def add(self, record: Record) -> None:
         kind, meta, cid = record.kind, record.meta, record.compile_id
         frame = record.context.get("frame_id")
-        if self.trace.rank is None and isinstance(record.context.get("rank"), int):
+        if self.trace.rank is None and is_int(record.context.get("rank")):
             self.trace.rank = record.context["rank"]
-        if kind == "str" and isinstance(meta, list) and len(meta) == 2:
-            self.strings[meta[1]] = str(meta[0])
+        if kind == "str":
+            if not (isinstance(meta, list) and len(meta) == 2 and is_int(meta[1])):
+                raise WrongShape("str")
+            self.strings[meta[1]] = _text(meta[0])
         elif kind == "dynamo_start" and isinstance(meta, dict) and frame is not None:
             stack = meta.get("stack") or []
+            if not isinstance(stack, list):
+                raise WrongShape("stack")
             top = stack[-1] if stack and isinstance(stack[-1], dict) else {}
-            name, line = str(top.get("name", "?")), int(top.get("line") or 0)
-            path = self.strings.get(top.get("filename"), str(top.get("filename", "?")))
+            name, line = _text(top.get("name")), _line(top.get("line"))
+            filename = top.get("filename")
+            path = self.strings.get(filename, _text(filename)) if is_int(filename) else _text(filename)
             self.function(frame, name, path, line)
         elif kind == "artifact" and isinstance(meta, dict):
             self.artifact(str(meta.get("name")), record, frame, cid)
@@ -203,13 +242,13 @@ class _Folder:
         elif kind == "bwd_compilation_metrics" and isinstance(meta, dict):
             fn = self._of_compile(meta.get("compile_id"))
             if fn is not None:
-                fn.compile_s += float(meta.get("inductor_compile_time_s") or 0.0)
+                fn.compile_s += _seconds(meta.get("inductor_compile_time_s"))
 
     def _of_compile(self, compile_id: object) -> Optional[CompiledFunction]:
         if not isinstance(compile_id, str) or "/" not in compile_id:
             return None
         head = compile_id.split("/")[0].lstrip("!")
-        return self.by_frame.get(int(head)) if head.isdigit() else None
+        return self.by_frame.get(int(head)) if head.isascii() and head.isdigit() and len(head) < 12 else None
 
     def artifact(self, name: str, record: Record, frame: Optional[int], cid: Optional[str]) -> None:
         if name == "torch_version":
@@ -234,16 +273,18 @@ class _Folder:
             self.pending_reasons[cid] = reasons_of(record.payload)
 
     def metrics(self, meta: dict, frame: Optional[int], cid: Optional[str]) -> None:
-        cid = str(meta.get("compile_id") or cid or "?")
+        cid = _text(meta.get("compile_id") or cid or "?")
+        seconds = _seconds(meta.get("entire_frame_compile_time_s"))  # checked before anything is kept
+        first_line = _line(meta.get("co_firstlineno"))
         fn = self.by_frame.get(frame) if frame is not None else self._of_compile(cid)
         if fn is None and meta.get("co_name"):
-            fn = self.function(frame if frame is not None else -1, str(meta["co_name"]), str(meta.get("co_filename")),
-                               int(meta.get("co_firstlineno") or 0))
+            fn = self.function(frame if frame is not None else -1, _text(meta["co_name"]),
+                               _text(meta.get("co_filename")), first_line)
         if fn is None:
             return
         if cid not in fn.compile_ids:
             fn.compile_ids.append(cid)
-        fn.compile_s += float(meta.get("entire_frame_compile_time_s") or 0.0)
+        fn.compile_s += seconds
         fail_type = meta.get("fail_type")
         limit = bool(fail_type) and "RecompileLimit" in str(fail_type) or "recompile_limit" in str(meta.get("fail_reason"))
         if fail_type:
@@ -256,12 +297,17 @@ class _Folder:
 
 
 def fold(stream: IO[str], file: str) -> RankTrace:
-    """Read one log; never raises on its content (what could not be read is in `trace.stats`)."""
+    """Read one log; never raises on its content (what could not be read is in `trace.stats`: a
+    record of the wrong shape is skipped there with its line)."""
     match = RANK_IN_NAME_RE.search(os.path.basename(file))
     trace = RankTrace(file, int(match.group(1)) if match else None, ReadStats())
     folder = _Folder(trace)
     for record in read_records(stream, trace.stats):
-        folder.add(record)
+        try:
+            folder.add(record)
+        except (WrongShape, TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError,
+                RecursionError):  # a field of a shape torch does not write: the record is skipped, counted
+            trace.stats.skip_wrong_shape(record.line)
     for cid, reasons in folder.pending_reasons.items():  # a recompile whose compile the log does not finish
         fn = folder._of_compile(cid)
         if fn is not None:

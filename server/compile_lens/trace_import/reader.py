@@ -5,7 +5,9 @@ Each record is one line, a glog prefix then JSON: `V1203 22:51:49.123000 7406 to
 one tab-indented line per payload line (torch's `TorchLogsFormatter(trace=True)`). Read one line at a
 time: memory stays flat however large the log. What cannot be read is counted, never fatal: a line
 that is not a record, a record cut short (a log still being written, or a job that was killed),
-and kinds this reader does not know (a newer torch's), which are counted by name and skipped.
+and kinds this reader does not know (a newer torch's), which are counted by name and skipped. A
+record of a known kind whose fields have the wrong shape (a context id that is not a number, a
+string id that is a list) is counted with its line and skipped too (`ReadStats.wrong_shape`).
 """
 
 from __future__ import annotations
@@ -64,6 +66,23 @@ class ReadStats:
     first_bad_line: Optional[int] = None
     truncated: bool = False  # the last record was cut short (no newline, bad JSON, or a payload cut)
     unknown_kinds: Counter = field(default_factory=Counter)  # kind -> records skipped
+    wrong_shape: int = 0  # records whose fields are not what their kind holds: skipped
+    wrong_shape_lines: list[int] = field(default_factory=list)  # the first few of them
+
+    def skip_wrong_shape(self, line: int) -> None:
+        self.wrong_shape += 1
+        if len(self.wrong_shape_lines) < WRONG_SHAPE_LINES_KEPT:
+            self.wrong_shape_lines.append(line)
+
+
+WRONG_SHAPE_LINES_KEPT = 5
+# context fields that torch writes as integers (a frame id, a rank): anything else is a wrong shape
+INT_CONTEXT = ("rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
+
+
+def is_int(value: Any) -> bool:
+    """A JSON integer (a bool is not one, though Python says it is)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _parse(text: str) -> Optional[dict[str, Any]]:
@@ -72,7 +91,7 @@ def _parse(text: str) -> Optional[dict[str, Any]]:
         return None
     try:
         found = json.loads(text[match.end():])
-    except ValueError:
+    except (ValueError, RecursionError):  # bad JSON, a number over Python's digit limit, deep nesting
         return None
     return found if isinstance(found, dict) else None
 
@@ -87,6 +106,9 @@ def _record(data: dict[str, Any], line: int, stats: ReadStats) -> Optional[Recor
     if kind not in KNOWN_KINDS:
         stats.unknown_kinds[kind] += 1
     context = {k: v for k, v in data.items() if k in CONTEXT_KEYS}
+    if any(context.get(k) is not None and not is_int(context[k]) for k in INT_CONTEXT):
+        stats.skip_wrong_shape(line)
+        return None
     return Record(kind, data[kind], context, None, line)
 
 
@@ -124,6 +146,7 @@ def read_records(stream: IO[str], stats: ReadStats) -> Iterator[Record]:
         record = _record(data, number, stats)
         stats.truncated = False
         if record is None:
+            wants_payload = "has_payload" in data  # skipped with it
             continue
         if record.kind not in READ_KINDS:
             wants_payload = "has_payload" in data  # skipped with it
@@ -142,6 +165,7 @@ def torch_version_of(record: Record) -> Optional[str]:
     if record.kind != "artifact" or not isinstance(record.meta, dict) or record.meta.get("name") != "torch_version":
         return None
     try:
-        return json.loads(record.payload or "").get("pytorch_version")
-    except (ValueError, AttributeError):
+        version = json.loads(record.payload or "").get("pytorch_version")
+    except (ValueError, AttributeError, RecursionError):
         return None
+    return version if isinstance(version, str) else None

@@ -48,16 +48,38 @@ class Imported:
     notes: list[str] = field(default_factory=list)  # what could not be read, per log
 
 
-def _rank_label(trace: RankTrace, index: int) -> int:
-    return trace.rank if trace.rank is not None else index
+def _who(trace: RankTrace, apart: bool) -> str:
+    """How a finding names the log it came from: its rank, or, among logs of separate runs, the log."""
+    if trace.rank is not None:
+        return f"rank {trace.rank}"
+    return f"log {os.path.basename(trace.file)}" if apart else ""
 
 
-def _where(rank: int, compile_ids: list[str], ranked: bool) -> str:
+def compared_ranks(traces: list[RankTrace]) -> tuple[bool, list[str]]:
+    """Whether the logs are the ranks of one run, to compare (each says its rank, in its file name or
+    its records, and no rank twice), and notes on the logs that are not: a log without a rank is a
+    run of its own (two single-process runs do not part, they are two runs)."""
+    notes = []
+    ranked = [t for t in traces if t.rank is not None]
+    unranked = [t for t in traces if t.rank is None]
+    ranks = [t.rank for t in ranked]
+    repeated = sorted({r for r in ranks if ranks.count(r) > 1})  # type: ignore[type-var]
+    if len(traces) > 1 and unranked:
+        notes.append(f"{len(unranked)} log{'s say' if len(unranked) != 1 else ' says'} no rank (in neither its file name "
+                     f"nor its records): each is a run of its own, shown apart and not compared with "
+                     f"another: {', '.join(os.path.basename(t.file) for t in unranked[:5])}")
+    if repeated:
+        notes.append(f"rank {', '.join(map(str, repeated))} appears in more than one log: these are the logs of more "
+                     "than one run, so ranks are not compared; import one run's folder")
+    return len(ranked) > 1 and not repeated, notes
+
+
+def _where(who: str, compile_ids: list[str]) -> str:
     where = f"compile {', '.join(compile_ids)}" if compile_ids else ""
-    return ", ".join(p for p in ((f"rank {rank}" if ranked else ""), where) if p)
+    return ", ".join(p for p in (who, where) if p)
 
 
-def _target(fn: CompiledFunction, local: str, paths: PathMap, rank: int, ranked: bool) -> TargetResult:
+def _target(fn: CompiledFunction, local: str, paths: PathMap, who: str) -> TargetResult:
     breaks = []
     for b in fn.graph_breaks:
         path = paths.local(b.path) or b.path
@@ -71,18 +93,18 @@ def _target(fn: CompiledFunction, local: str, paths: PathMap, rank: int, ranked:
     recompiles = []
     for r in fn.recompiles:
         guard_path = (paths.local(r.path) or r.path) if r.path else None
-        recompiles.append(Recompile(r.line or fn.line, _where(rank, [r.compile_id], ranked), r.kind, r.guard, r.changed,
+        recompiles.append(Recompile(r.line or fn.line, _where(who, [r.compile_id]), r.kind, r.guard, r.changed,
                                     path=guard_path if r.line else None, frame=Frame(local, fn.line, fn.name),
                                     compile_id=r.compile_id))
     return TargetResult(fn.name, "compiled frame", fn.line, graph_count=len(fn.compile_ids), graph_breaks=breaks,
                         recompiles=recompiles)
 
 
-def _findings(result: TargetResult, fn: CompiledFunction, path: str, rank: int, ranked: bool) -> list[Finding]:
+def _findings(result: TargetResult, fn: CompiledFunction, path: str, who: str) -> list[Finding]:
     found = []
     for f, b in zip(fnd.graph_break_findings(result, path), _break_per_finding(result, path)):
         seen = next((s for s in fn.graph_breaks if s.line == b.line and s.gb_type == b.gb_type), None)
-        origin = _where(rank, seen.compile_ids if seen else [], ranked)
+        origin = _where(who, seen.compile_ids if seen else [])
         found.append(dataclasses.replace(f, data={**f.data, "origin": [origin]}))
     for br in result.graph_breaks:  # a break outside the workspace: also where the workspace called into it
         callers = {f.path for f in br.stack[:-1]} - {path, br.path}
@@ -92,7 +114,7 @@ def _findings(result: TargetResult, fn: CompiledFunction, path: str, rank: int, 
                 if f.data.get("call_site"):
                     seen = next((s for s in fn.graph_breaks if s.line == br.line and s.gb_type == br.gb_type), None)
                     found.append(dataclasses.replace(
-                        f, data={**f.data, "origin": [_where(rank, seen.compile_ids if seen else [], ranked)]}))
+                        f, data={**f.data, "origin": [_where(who, seen.compile_ids if seen else [])]}))
     for f in fnd.recompile_findings(result, path):
         found.append(dataclasses.replace(f, data={**f.data, "origin": [f.data.get("variation", "")]}))
     return found
@@ -135,6 +157,11 @@ def _read_notes(trace: RankTrace) -> list[str]:
         kinds = ", ".join(f"{k} ×{n}" for k, n in stats.unknown_kinds.most_common(5))
         notes.append(f"{name}: {sum(stats.unknown_kinds.values())} records of kinds this reader does not know "
                      f"were skipped ({kinds}); a newer torch writes them")
+    if stats.wrong_shape:
+        lines = ", ".join(map(str, stats.wrong_shape_lines)) + (" …" if stats.wrong_shape > len(stats.wrong_shape_lines) else "")
+        many = stats.wrong_shape != 1
+        notes.append(f"{name}: {stats.wrong_shape} record{'s' if many else ''} of a shape torch does not write "
+                     f"{'were' if many else 'was'} skipped (line{'s' if many else ''} {lines})")
     if stats.not_records:
         notes.append(f"{name}: {stats.not_records} lines are not trace records (first at line {stats.first_bad_line}); skipped")
     if stats.truncated:
@@ -158,26 +185,28 @@ def import_trace(path: str, root: str, maps: Optional[list[tuple[str, str]]] = N
         raise NotATrace(f"{names}: not a torch structured trace (no trace record in it); "
                         f"give what `TORCH_TRACE=DIR python …` writes ({LOG_PREFIX}*.log)")
     paths = PathMap(root, maps or [])
-    ranked = len(traces) > 1 or any(t.rank is not None for t in traces)
+    compare, notes = compared_ranks(traces)
+    apart = len(traces) > 1
     reports: dict[str, FileReport] = {}
     extras: dict[str, list[dict[str, Any]]] = {}
     events: dict[int, list[RankEvent]] = {}
-    notes = []
-    for index, trace in enumerate(traces):
-        rank = _rank_label(trace, index)
+    for trace in traces:
+        who = _who(trace, apart)
         notes += _read_notes(trace)
-        events[rank] = [RankEvent(f"{what} {fn} {cid if what.startswith('recompile') else ''}".strip(), cid, what, guard)
-                        for cid, fn, what, guard in trace.events]
+        if compare and trace.rank is not None:
+            events[trace.rank] = [RankEvent(f"{what} {fn} {cid if what.startswith('recompile') else ''}".strip(), cid,
+                                            what, guard) for cid, fn, what, guard in trace.events]
         for fn in trace.functions:
             local = paths.local(fn.path)
             where = local or fn.path
             report = reports.setdefault(where, FileReport(where))
-            result = _target(fn, where, paths, rank, ranked)
+            result = _target(fn, where, paths, who)
             report.targets.append(result)
-            for finding in _findings(result, fn, where, rank, ranked):
+            for finding in _findings(result, fn, where, who):
                 reports.setdefault(finding.path, FileReport(finding.path)).findings.append(finding)
             extras.setdefault(where, []).append({
-                "rank": rank if ranked else None, "compile_s": round(fn.compile_s, 3), "cache": dict(fn.cache),
+                "rank": trace.rank, "log": os.path.basename(trace.file),
+                "compile_s": round(fn.compile_s, 3), "cache": dict(fn.cache),
                 "compile_ids": list(fn.compile_ids), "frames": list(fn.frames), "recorded_path": fn.path,
                 "mapped": local is not None, "failures": list(fn.failures)})
     for report in reports.values():
@@ -188,16 +217,17 @@ def import_trace(path: str, root: str, maps: Optional[list[tuple[str, str]]] = N
 
 def ranks_json(imported: Imported) -> list[dict[str, Any]]:
     out = []
-    for index, trace in enumerate(imported.traces):
+    for trace in imported.traces:
         fns = trace.functions
         out.append({
-            "rank": _rank_label(trace, index), "file": trace.file, "torch": trace.torch_version,
+            "rank": trace.rank, "file": trace.file, "torch": trace.torch_version,
             "targets": len(fns), "compiles": sum(len(f.compile_ids) for f in fns),
             "graph_breaks": sum(len(f.graph_breaks) for f in fns), "recompiles": sum(len(f.recompiles) for f in fns),
             "compile_s": round(sum(f.compile_s for f in fns), 3),
             "cache": {k: sum(f.cache[k] for f in fns) for k in ("hits", "misses")},
             "records": trace.stats.records, "lines": trace.stats.lines, "truncated": trace.stats.truncated,
             "unknown_kinds": dict(trace.stats.unknown_kinds), "not_records": trace.stats.not_records,
+            "wrong_shape": trace.stats.wrong_shape,
         })
     return out
 

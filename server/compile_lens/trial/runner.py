@@ -15,7 +15,7 @@ from typing import Optional
 
 from ..processes import OthersCPU
 from ..record.launch import BOOT, LIB, run_program
-from ..remote_cache import Remote, remote_env
+from ..remote_cache import Remote, cold_env, remote_env
 from . import torchrun
 
 
@@ -30,7 +30,10 @@ def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: i
     record keeps each compile's FX-graph cache key (`fx_keys`), to say why a run meant to be served missed."""
     name = f"{mode}{tag}"
     out = os.path.join(scratch, f"{name}.json")
-    env = dict(os.environ) if remote is None else remote_env(os.environ, remote)
+    # cold: no remote cache, no PGO profile, whatever the user's environment says — the same
+    # `cold_env` the check's cold compile child runs in (`jobs.lanes.worker_env`)
+    env = remote_env(os.environ, remote) if remote is not None else cold_env(os.environ) if cold_cache \
+        else dict(os.environ)
     env.pop("COMPILE_LENS_TRIAL_OWNER", None)
     env["PYTHONPATH"] = BOOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update({

@@ -14,7 +14,8 @@ report (`compile-lens report`, the editor's report) and the hover card read it. 
 
 The bill in `figures["cost"]` is the one the trial printed; readers compute it again from the
 figures with their own settings (`summary.bill`), so a price set later shows without a new trial.
-A new trial replaces the file.
+A new trial replaces the file; a trial whose eager run failed does not (the trial stops there):
+it is written beside it, to `trial-failed.json`, and the last good trial stays what readers see.
 """
 
 from __future__ import annotations
@@ -29,16 +30,23 @@ from ..record.store import FOLDER
 
 SCHEMA = 1
 FILENAME = "trial.json"
+FAILED_FILENAME = "trial-failed.json"
 
 
 def default_path(root: str) -> str:
     return os.path.join(root, FOLDER, FILENAME)
 
 
-def write(root: str, figures: dict, *, command: str = "", base: Optional[str] = None) -> Optional[str]:
+def failed_path(root: str) -> str:
+    return os.path.join(root, FOLDER, FAILED_FILENAME)
+
+
+def write(root: str, figures: dict, *, command: str = "", base: Optional[str] = None,
+          failed: bool = False) -> Optional[str]:
     """Save the trial atomically under the workspace `root`; the path, or None when it cannot be
-    written (the trial still ran). `base`: the folder the run's target names are relative to."""
-    path = default_path(root)
+    written (the trial still ran). `base`: the folder the run's target names are relative to.
+    `failed`: the eager run failed; written beside the last good trial, which is kept."""
+    path = failed_path(root) if failed else default_path(root)
     compiled, eager = figures.get("compiled") or {}, figures.get("eager") or {}
     targets = compiled.get("outermost_targets") or eager.get("outermost_targets") or []
     if base is not None and os.path.realpath(base) != os.path.realpath(root):

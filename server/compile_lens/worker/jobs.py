@@ -19,6 +19,7 @@ from ..timeline import Timeline
 from . import loader
 from .breaks.graph_breaks import trace_graph_breaks
 from .measure.devices import cpu_name
+from .stall_watch import StallWatch, install_compile_callbacks
 from .torch_trace import torch_trace
 
 Send = Callable[[dict], None]
@@ -75,19 +76,25 @@ def run_job(raw: dict, send: Send) -> None:
         timeline.mark("received")
     job = from_dict(AnalyzeJob, raw)
 
+    where: dict[str, str | None] = {"target": None, "phase": None}
+
     def progress(stage: str, target: str | None = None, phase: str | None = None,
                  limit_s: float | None = None) -> None:
         event: dict[str, Any] = {"id": job.id, "event": "progress", "stage": stage, "target": target, "phase": phase}
         if limit_s:  # how long the next stage may be silent (a measurement's phases)
             event["info"] = {"limit_s": limit_s}
+        where.update(target=target, phase=phase)
+        watch.poke()
+        install_compile_callbacks()  # again: torch._dynamo.reset() between targets clears them
         send(event)
 
     # A config line in one user file (`torch._dynamo.config.x = ...`) must not carry over to the
     # next file this warm worker analyses.
     config = torch._dynamo.config
     saved_config = config.get_config_copy()
+    watch = StallWatch(send, job.id, job.root, job.stall_s, lambda: (where["target"], where["phase"]))
     try:
-        with torch_trace(job.trace_dir):
+        with torch_trace(job.trace_dir), watch:
             _run(job, send, progress, timeline)
     finally:
         changed = config.get_config_copy()

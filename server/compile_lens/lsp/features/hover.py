@@ -40,7 +40,8 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
                                os.path.relpath(state.path, ls.root_for(state.path)))
     trial = hover_line(ls.root_for(state.path), state.path, name, ls.settings)  # `compile-lens trial`'s figures
     card = cards.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
-                            measuring=name in state.measuring, report=report, trial=trial)
+                            measuring=name in state.measuring, report=report, trial=trial,
+                            stalled=state.stalled.get(name))
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
 
 

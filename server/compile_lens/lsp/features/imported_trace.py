@@ -2,7 +2,9 @@
 of a run made anywhere (`compile-lens import`), shown as diagnostics with their own source
 ("Compile Lens (imported trace)") and where each came from ("rank 1, compile 0/1"), kept apart
 from the live results and never replacing them. Reading runs no code (allowed in an untrusted
-workspace) and happens off the event loop: a 500 MB log never blocks the editor."""
+workspace) and happens off the event loop: a 500 MB log never blocks the editor. The answer carries
+what the CLI prints beside the findings (ranks that part, notes, unmapped paths and how many findings
+lie there), which the client says (extension/src/importedTrace.ts)."""
 
 from __future__ import annotations
 
@@ -29,19 +31,23 @@ async def import_command(ls: CompileLensServer, path: str) -> dict[str, Any]:
     except NotATrace as exc:
         return {"imported": False, "reason": str(exc)}
     shown: dict[str, list] = {}
+    unmapped_findings = 0
     for report in imported.reports:
         if report.path in imported.unmapped:
-            continue  # not a workspace file: listed in the answer, not published
+            unmapped_findings += len(report.findings)  # not a workspace file: counted in the answer, not published
+            continue
         shown.setdefault(uri_of(report.path), []).extend(report.findings)
     touched = set(ls.imported) | set(shown)
     ls.imported = shown
     for uri in touched:
         republish(ls, uri)
-    log.info("imported torch trace %s: %d findings in %d files", path, sum(map(len, shown.values())), len(shown))
+    log.info("imported torch trace %s: %d findings in %d files, %d in files not mapped onto the workspace", path,
+             sum(map(len, shown.values())), len(shown), unmapped_findings)
     return {"imported": True, "files": sorted(shown), "diagnostics": sum(len(v) for v in shown.values()),
             "ranks": ranks_json(imported), "rank_divergence": imported.rank_divergence,
             "divergence": [divergence_text(e) for e in imported.rank_divergence],
             "unmapped": [{"path": p, "why": why} for p, why in sorted(imported.unmapped.items())],
+            "unmapped_findings": unmapped_findings,
             "notes": imported.notes}
 
 
