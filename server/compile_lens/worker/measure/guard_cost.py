@@ -35,12 +35,30 @@ def supported() -> Optional[str]:
     return f"torch {torch.__version__}'s set_stance cannot skip guard evaluation"
 
 
+NEEDS_COMPILE = "this call needs another compile with guards skipped"
+
+
 class SkippingGuards:
     """A `torch.utils.benchmark.Timer` whose calls run with guard evaluation skipped: the stance is
     set around each piece of timed calls, never inside the timed loop."""
 
     def __init__(self, timer: Any):
         self._timer = timer
+
+    def warmed(self, unmeasured: dict[str, str], part: str) -> Optional[SkippingGuards]:
+        """Itself once the timed statement ran on exactly its timed inputs, first with guards (any
+        compile it still needs happens now), then with them skipped; None when torch still wants
+        to compile with guards skipped (a frame with no cache entry to run, e.g. one Dynamo gave
+        up on after a break it could not resume from): the figure is then not measurable."""
+        self._timer.timeit(1)
+        try:
+            self.timeit(1)
+        except RuntimeError as exc:
+            if "skip_guard_eval_unsafe" not in str(exc):
+                raise
+            unmeasured[part] = f"not measurable ({NEEDS_COMPILE})"
+            return None
+        return self
 
     def _stance(self) -> Any:
         return torch.compiler.set_stance("default", skip_guard_eval_unsafe=True)
