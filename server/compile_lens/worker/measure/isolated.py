@@ -22,7 +22,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from ..loader import describe
+from ..loader import TargetError, describe
 from ..tool_errors import is_tool_error, log_bug_report
 
 NOT_MEASURABLE = "not measurable"
@@ -52,7 +52,7 @@ def isolated(name: str, unmeasured: dict[str, str]) -> Iterator[Part]:
             part.why = not_measurable(f"internal error in Compile Lens at {at} (a bug; the traceback is in the log)")
         else:
             traceback.print_exc()  # the log keeps the details; the figure keeps one line
-            part.why = not_measurable(describe(exc))
+            part.why = not_measurable(exc.problem.message if isinstance(exc, TargetError) else describe(exc))
         from .devices import free_memory, is_oom  # torch: imported once a part has run
 
         oom = is_oom(exc)
