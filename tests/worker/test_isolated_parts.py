@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import traceback
 import warnings
 
 import pytest
@@ -173,3 +174,63 @@ def test_the_renderers_say_not_measurable_on_that_figure(baseline):
     shown = doc["files"][0]["targets"][0]
     assert shown["unmeasured"]["torch.export"] == "not measurable: RuntimeError: y"
     assert shown["benchmark"]["unmeasured"] == {"peak memory": "not measurable: RuntimeError: x"}
+
+
+# --- a tool error: Compile Lens's own bug is a report in the log, not a warning on the user's line ---
+
+def test_the_rule_for_whose_fault_an_exception_is(tmp_path):
+    from compile_lens.worker import tool_errors
+    from compile_lens.worker.loader import TargetError
+    from compile_lens.worker.measure import verdict
+
+    def raised(fn, *args):
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001
+            return exc
+        raise AssertionError("no exception")
+
+    ours = raised(verdict.inconclusive_why, 1.0, 2.0)  # a float where a dict goes: raised in our timing.py
+    assert tool_errors.is_tool_error(ours)
+    assert tool_errors.where(tool_errors.raised_at(ours)).startswith("compile_lens/worker/measure/timing.py:")
+    user = tmp_path / "user_model.py"
+    user.write_text("def forward(x):\n    return x.missing\n")
+    namespace: dict = {}
+    exec(compile(user.read_text(), str(user), "exec"), namespace)
+    assert not tool_errors.is_tool_error(raised(namespace["forward"], 1))  # the user's line
+    assert not tool_errors.is_tool_error(raised(torch.nn.functional.linear, torch.ones(2, 3), torch.ones(4, 5)))
+    # torch's Python raising (its own frames) is torch's, even when our code called it
+    assert not tool_errors.is_tool_error(raised(torch.testing.assert_close, torch.ones(1), torch.zeros(1)))
+    # the standard library is passed over: `os.path` raising for what our code handed it is ours
+    stdlib = raised(tool_errors.where, traceback.FrameSummary(None, 1, "f"))
+    assert "posixpath" in traceback.extract_tb(stdlib.__traceback__)[-1].filename
+    assert tool_errors.is_tool_error(stdlib)
+    assert not tool_errors.is_tool_error(TargetError(jobs.Problem("call", "x")))
+
+
+def test_a_measurement_that_fails_in_our_code_is_a_bug_report_not_a_warning(monkeypatch, caplog):
+    from compile_lens.jobs.analysis import _log_bug_reports
+    from compile_lens.protocol import from_dict
+    from compile_lens.render.findings import target_findings
+    from compile_lens.worker.measure import verdict
+
+    # a real bug in our code: break-even handed to a function of another shape (raises in timing.py)
+    monkeypatch.setattr(bench, "break_even", verdict.inconclusive_why)
+    monkeypatch.setattr(bench, "run_child", lambda job, **kw: json.loads(json.dumps(CANNED)))
+    events: list[dict] = []
+    job = dataclasses.replace(JOB, trace=False, recompiles=False, benchmark=True, max_seconds=1)
+    jobs.run_job(dataclasses.asdict(job), events.append)
+    result = from_dict(TargetResult, [e for e in events if e["event"] == "target"][-1]["result"])
+    phase = result.phases[-1]
+    assert (phase.name, phase.status, phase.error.kind) == ("measure", "failed", "internal")
+    assert phase.error.message.startswith("internal error in Compile Lens at compile_lens/worker/measure/timing.py:")
+    assert "Traceback (most recent call last)" in phase.error.details and "raised at compile_lens/" in phase.error.details
+    assert result.status == "ok"  # the target itself is fine: its trace and sweep stand
+    assert [f for f in target_findings(result, MODEL) if f.code.startswith("CL")] == []  # no CL001 on the user's line
+    caplog.clear()
+    with caplog.at_level("ERROR", logger="compile_lens.jobs.analysis"):
+        logged: set[str] = set()
+        _log_bug_reports(result, MODEL, logged)
+        _log_bug_reports(result, MODEL, logged)  # a result sent again is logged once
+    records = [r for r in caplog.records if r.name == "compile_lens.jobs.analysis"]
+    assert len(records) == 1 and "Traceback" in records[0].getMessage() and records[0].levelname == "ERROR"
