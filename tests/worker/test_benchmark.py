@@ -117,7 +117,7 @@ def test_timings_are_plausible(measured):
         # the median of the paired rounds' ratios, inside its own interval
         lo, hi = t.speedup_ci
         assert lo <= t.speedup <= hi and t.rounds >= 2
-        by_interval = not lo <= 1.0 <= hi and hi - lo <= tm.MAX_CI_WIDTH * t.speedup
+        by_interval = not lo <= 1.0 <= hi  # the direction is certain (however wide: then imprecise)
         # conclusive needs the interval rule; too few quiet rounds make a timing inconclusive whatever
         # its interval (timing_of), and then other processes were seen on our cores
         assert not t.conclusive or by_interval

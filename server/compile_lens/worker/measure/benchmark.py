@@ -32,9 +32,8 @@ Where each figure comes from:
   The cold child never sees a remote cache or a PGO profile (cold by construction).
 - **guard cost per call** — the compiled forward with guard evaluation skipped, as a third block
   of the forward's paired rounds (`guard_cost`): `guard_us_per_call` with its interval and share.
-- **optional parts** — guard cost, peak memory, accuracy and the warm-remote compile each run
-  `isolated`: a failure in one is "not measurable: <why>" on that figure alone
-  (`Benchmark.unmeasured`), and the timing, compile times and verdict stand.
+- **optional parts** — guard cost, peak memory, accuracy, the warm-remote compile: each `isolated`, a
+  failure is "not measurable: <why>" on that figure alone (`Benchmark.unmeasured`).
 - **graph breaks and recompiles** seen while benchmarking go into `notes` (prefixed "graph breaks:",
   "recompiles:"), and a recompile during a timed loop says the timing includes compiling.
 
@@ -71,7 +70,7 @@ from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
 from . import cache_keys
 from . import memory as mem
-from .accuracy import _grad_accuracy, _grads, _output_accuracy
+from .accuracy import _grads, compare_workload
 from .cold_compile import (
     CACHE_PREFIX,
     _sweep_stale,
@@ -83,7 +82,7 @@ from .cold_compile import (
 )
 from .devices import device_name, free_memory, is_oom, resolve_device, sync, to_device
 from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, _short_reason, cache_counts
-from .guard_cost import NO_GUARDS, SkippingGuards, guard_cost
+from .guard_cost import guard_block, record_guard_cost
 from .guard_cost import supported as guards_supported
 from .isolated import isolated
 from .timing import Contention, busier, paired_rounds, timer, timing_of
@@ -360,13 +359,8 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
     if wl == eager.workloads[0]:  # the allocator peak of the workload that drives break-even
         job.stage(f"measuring the peak memory of the {label}", f"measuring the peak memory of the {label}…",
                   limit_s=cold.limit)
-        with isolated("peak memory", figures.unmeasured) as part:
-            figures.memory["eager"] = mem.peak_of(eager.model.run(wl), eager.model.zero_grad, job.device)
-            figures.memory["compiled"] = mem.peak_of(compiled.run(wl), compiled.zero_grad, job.device)
-        if part.why:
-            figures.memory.update(eager=None, compiled=None, method=part.why)
-        elif figures.memory["eager"] is None and figures.memory["compiled"] is None:
-            figures.memory["method"] = "unavailable: the profiler recorded no allocations"
+        mem.record_peaks(figures.memory, {"eager": (eager.model.run(wl), eager.model.zero_grad),
+                                          "compiled": (compiled.run(wl), compiled.zero_grad)}, job.device, figures.unmeasured)
     if wl == "forward" and watch.guard_us:  # every call checks each compiled frame's guards
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
     eager.model.zero_grad()
@@ -402,14 +396,7 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
         figures.warm_cache = cache_counts()  # did it read what the cold compile wrote? (metrics cleared by the watch)
         figures.miss_why = cache_keys.reasons(cold.fx_keys, looked_up)
     t_acc = time.perf_counter()
-    with isolated("accuracy", figures.unmeasured) as part:
-        if wl == "forward":
-            _output_accuracy(eager.model, compiled, figures.errors, job.notes, first)
-        else:
-            _grad_accuracy(eager.model, compiled, figures.errors, job.notes, first)
-    if part.why:  # neither figure of this workload stands: the comparison did not finish
-        what = "output" if wl == "forward" else "grad"
-        figures.errors[f"{what}_abs"] = figures.errors[f"{what}_rel"] = None
+    compare_workload(wl, eager.model, compiled, figures.errors, job.notes, first, figures.unmeasured)
     del first
     watch.expect()
     job.stage(f"warming up the {label}")
@@ -446,21 +433,13 @@ def _time_workload(job: _Job, eager: _Eager, compiled: Model, wl: str, i: int, l
         if n % 4 == 0:
             job.progress(f"timing {label}: {n} paired rounds…", limit_s=limit)
 
-    # the forward's guard cost: a third block in the same rounds, guards skipped (`guard_cost`),
-    # once the call has run with guards skipped on exactly the timed inputs
-    skipping = None
-    if wl == "forward" and guards_supported() is None:
-        with isolated("guard cost", figures.unmeasured):
-            skipping = SkippingGuards(timers["compiled"]).warmed(figures.unmeasured, "guard cost")
+    # the forward's guard cost: a third block in the same rounds, guards skipped (`guard_cost`)
+    extra = guard_block(timers["compiled"], figures.unmeasured) if wl == "forward" else None
     pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget, on_round=on_round,
-                          watch=Contention(job.device), extra={NO_GUARDS: skipping} if skipping else None)
+                          watch=Contention(job.device), extra=extra)
     figures.timings[wl] = timing_of(pairs)
-    for name, why in pairs.dropped.items():  # an extra block that failed midway: its figure alone
-        figures.unmeasured.setdefault("guard cost" if name == NO_GUARDS else name, why)
-    if skipping is not None and NO_GUARDS not in pairs.dropped:
-        with isolated("guard cost", figures.unmeasured):
-            for k, v in guard_cost(pairs).items():
-                setattr(figures.timings[wl], k, v)
+    if extra:
+        record_guard_cost(pairs, figures.timings[wl], figures.unmeasured)
     job.add_phase("timing", t_timing)
 
 
