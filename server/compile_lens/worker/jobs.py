@@ -71,6 +71,7 @@ def _problem_from(exc: BaseException, job: AnalyzeJob, kind: str, what: str) -> 
 
 def run_job(raw: dict, send: Send) -> None:
     job = from_dict(AnalyzeJob, raw)
+    take_reports()  # a report belongs to the target whose phase made it: none carried over
 
     def progress(stage: str, target: str | None = None, phase: str | None = None,
                  limit_s: float | None = None) -> None:
