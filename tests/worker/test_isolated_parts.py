@@ -119,18 +119,28 @@ def test_a_warm_remote_compile_that_fails_is_not_measurable_alone(target, baseli
 JOB = AnalyzeJob(1, MODEL, ROOT, [SPEC], device=DEVICE, max_seconds=3)
 
 
-def _deploy(target, baseline, fault: str | None = None) -> TargetResult:
+def _deploy(target, baseline, fault: str | None = None, stages: list | None = None) -> TargetResult:
     result = TargetResult("Net", "module", SPEC.line, benchmark=baseline)
     with pytest.MonkeyPatch.context() as mp:
         if fault:
             mp.setenv(FAULT, fault)
-        jobs.deployment_parts(result, target, JOB, lambda *a, **k: None)
+        jobs.deployment_parts(result, target, JOB, lambda text, **kw: (stages if stages is not None else []).append((text, kw)))
     return result
+
+
+STAGES: list = []
 
 
 @pytest.fixture(scope="module")
 def deployed(target, baseline):
-    return _deploy(target, baseline)
+    return _deploy(target, baseline, stages=STAGES)
+
+
+def test_every_stage_of_a_deployment_question_may_take_as_long_as_the_question(deployed):
+    # a stage reported without a limit falls back to the worker's default (60 s) and a slow
+    # batch-size compile on a busy machine was killed mid-sweep, the whole measurement with it
+    assert {text.partition(":")[0] for text, _ in STAGES} >= {"checking torch.export…", "batch sweep"}
+    assert all(kw.get("limit_s") == max(JOB.max_seconds, 2 * CANNED["compile_s"]["forward"]) for _, kw in STAGES), STAGES
 
 
 PARTS = {"build:1": "torch.export", "build:2": "fallback ops", "build:3": "batch sweep"}

@@ -197,7 +197,8 @@ def _measure_target(result: TargetResult, p: Callable[..., None], target: loader
     deployment_parts(result, target, job, p)
 
 
-def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: AnalyzeJob, p: Callable[..., None]) -> None:
+def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: AnalyzeJob,
+                     progress: Callable[..., None]) -> None:
     """The deployment questions and the report's data, after the benchmark: each `isolated`, so a
     failure in one is "not measurable: <why>" on its own figure (`result.unmeasured`) and never
     loses the benchmark or another part."""
@@ -209,6 +210,10 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
     # cold compile took, twice, as the measurement's own phases do
     cold = ((result.benchmark.compile_s if result.benchmark else None) or {}).get("cold") or 0.0
     limit_s = max(job.max_seconds, 2.0 * cold)
+
+    def p(text: str, **kw: Any) -> None:  # each stage inside a part gets the part's limit, not the default
+        progress(text, **{"limit_s": limit_s, **kw})
+
     for part, what, run in (
         ("torch.export", "checking torch.export…", lambda: _set(result, "export", deployment.check_export(
             target, root=job.root, device=job.device, progress=p))),
