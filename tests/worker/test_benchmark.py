@@ -447,6 +447,23 @@ def test_interval_that_contains_one_is_inconclusive():
     assert "no measurable difference" in verdicts.inconclusive_why(quiet, {"other_cpu_percent": 1.0})
 
 
+def test_a_certain_direction_is_said_however_wide_and_fail_on_slower_reads_it():
+    from compile_lens.cli import gate
+    from compile_lens.protocol import TargetResult
+
+    wide_below = Timing(1.0, 1.4, 0.7, 0.0, 0.0, [0.55, 0.9], True, 12, ci_rel_width=0.5)
+    wide_above = Timing(2.1, 1.0, 2.1, 0.0, 0.0, [1.9, 2.42], True, 12)  # stored before ci_rel_width
+    around = Timing(1.0, 1.1, 0.9, 0.0, 0.0, [0.7, 1.1], False, 12)
+    assert speed_words(wide_below) == "slower: 0.55–0.90× (median 0.70×, imprecise)"
+    assert speed_words(wide_above) == "faster: 1.90–2.42× (median 2.10×, imprecise)"
+    assert speed_words(around) == "inconclusive"
+    assert verdicts.verdict("cpu", wide_above, None, 9.0, 9, 0, True).startswith(
+        "worth it: forward faster: 1.90–2.42× (median 2.10×, imprecise) on cpu")
+    for t, slower in ((wide_below, True), (wide_above, False), (around, False)):
+        b = Benchmark("cpu", "cpu", "default", t, None, {}, None, {}, {}, {}, "v", conclusive=t.conclusive)
+        assert gate._slower(TargetResult("Net", "module", 1, benchmark=b)) is slower
+
+
 def test_bootstrap_interval_is_seeded_and_brackets_the_median():
     values = [1.0, 1.2, 0.9, 1.1, 1.05, 0.95, 1.3, 1.0, 1.15, 0.98]
     lo, hi = tm.bootstrap_ci(values)
