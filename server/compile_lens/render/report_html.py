@@ -404,8 +404,8 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
         body.append(trial_section(page, trial, trial_bill))
     body += [_breaks(page, reports), _recompiles(page, reports), _other_findings(page, reports), _notes(reports)]
     body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
-                "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), shown only when its "
-                "95% interval is conclusive.</footer>")
+                "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), with its 95% interval, "
+                "shown only when the interval is wholly above or below 1× (imprecise: wider than 20% of the ratio).</footer>")
     if for_webview:
         body.append(f'<script nonce="{_e(nonce)}">{SCRIPT}</script>')
     body.append("</body></html>")
