@@ -15,7 +15,8 @@ processes left our cores alone (psutil; *busy* when fewer than 3 were). One tabl
 95% interval and whether it was conclusive, the measurement's wall time against its inherent
 parts (cold compile + warm compile + timing), and the load average and other processes' CPU use
 (a shared machine says so). Exit status 0 when every conclusive figure agrees within
-`--tolerance` (10%) and none was inconclusive or busy, 1 otherwise.
+`--tolerance` (10%) — an imprecise one (`speed_words`) claims only its interval, so there the
+independent figure must fall inside it — and none was inconclusive or busy, 1 otherwise.
 
 The `--table` form measures every target of the files that has example inputs and prints a table
 (what scripts/gpu-check runs on a GPU machine, and what BENCHMARKS.md records).
@@ -43,6 +44,7 @@ except ImportError:  # running from the checkout before `make setup`
     sys.path.insert(0, str(REPO / "server"))
 
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec  # noqa: E402
+from compile_lens.speed_words import imprecise  # noqa: E402
 
 OUT = sys.stdout
 DEFAULT_MODELS = str(Path(__file__).resolve().parent / "speedup_models.py")
@@ -207,9 +209,19 @@ def check_one(path: str, spec: TargetSpec, args: argparse.Namespace) -> dict:
     phases = ours.phases_s or {}
     inherent = (ours.compile_s.get("cold") or 0) + (ours.compile_s.get("warm") or 0) + phases.get("timing", 0.0)
     return {"target": f"{os.path.relpath(path)}:{spec.name}", "benchmark": asdict(ours), "independent": theirs,
-            "ratio": ratio, "agree": f.conclusive and not theirs["busy"] and abs(ratio - 1) <= args.tolerance,
+            "ratio": ratio, "agree": f.conclusive and not theirs["busy"] and _agrees(f, theirs["speedup"], ratio, args.tolerance),
             "wall_s": wall,
             "inherent_s": inherent, "load": [load0, _load()]}
+
+
+def _agrees(f: Any, independent: float, ratio: float, tolerance: float) -> bool:
+    """What the tool claims holds: a precise figure's median within `tolerance` of the independent
+    one; an imprecise one (conclusive, interval wider than MAX_CI_WIDTH) claims only its interval,
+    so the independent figure must fall inside it (widened by `tolerance`)."""
+    if not imprecise(f):
+        return abs(ratio - 1) <= tolerance
+    lo, hi = f.speedup_ci
+    return lo * (1 - tolerance) <= independent <= hi * (1 + tolerance)
 
 
 def _ci(t: dict) -> str:

@@ -145,9 +145,13 @@ class Timing:
     compiled_iqr_ms: float
     # 95% bootstrap interval of `speedup` over the paired rounds; None: not measured that way
     speedup_ci: Optional[list[float]] = None
-    # the interval excludes 1.0 and is narrow enough to stand behind; False: show "inconclusive"
+    # the direction is certain: the interval excludes 1.0, on a machine that stayed quiet (enough
+    # quiet rounds); False: show "inconclusive". How precise the figure is: `ci_rel_width`.
     conclusive: bool = False
     rounds: int = 0  # eager/compiled pairs timed
+    # the interval's width relative to the speedup, (hi - lo) / speedup; above MAX_CI_WIDTH (0.2)
+    # a conclusive figure is shown as "imprecise" (`speed_words`); None: no interval
+    ci_rel_width: Optional[float] = None
     # the forward only (worker/measure/guard_cost.py): guard evaluation per compiled call, median of the
     # rounds' (compiled − guards skipped), its 95% interval, and its share of the compiled call
     # (None: not measurable, the interval is not wholly above 0); all None: not measured on this torch
@@ -184,17 +188,24 @@ class Benchmark:
     # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"}; with a remote cache also
     # "remote": {"fx_graph": {"hits", "misses"}, "aot_autograd": {..}, "autotune": ("n/a" on the CPU)}
     warm_cache: Optional[dict[str, Any]] = None
+    # the optional parts of the measurement that failed, and why, each on its own
+    # (`worker/measure/isolated`): {"guard cost": "not measurable: …", "peak memory": …,
+    # "accuracy": …, "warm-remote compile": …}; the other figures stand
+    unmeasured: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class Problem:
     """Why something could not be analysed, said once, where the user can act on it."""
 
-    kind: str  # "build" | "inputs" | "guess" | "import" | "crash" | "timeout" | "memory" | "exit" | "call" | "no-torch"
+    kind: str  # "build" | "inputs" | "guess" | "import" | "crash" | "timeout" | "memory" | "exit" | "call" | "no-torch" | "internal"
     message: str  # short, no traceback
     path: Optional[str] = None
     line: Optional[int] = None  # the user line it came from, when known
     hint: Optional[str] = None  # what to do about it
+    # "internal" (a bug of Compile Lens's own, `worker/tool_errors`): the bug report with its
+    # traceback, for the log; never shown on the user's line
+    details: Optional[str] = None
 
 
 PHASES = ("trace", "sweep", "measure")  # in the order a job runs them
@@ -231,6 +242,12 @@ class TargetResult:
     # optional parameters of `forward` (or the function) the example call leaves out, e.g. ["labels"]:
     # the traced path may differ from the one training takes
     left_out: list[str] = field(default_factory=list)
+    # the optional parts measured after the benchmark that failed, and why ("torch.export",
+    # "fallback ops", "batch sweep", …: `worker/measure/isolated`); the benchmark stands
+    unmeasured: dict[str, str] = field(default_factory=dict)
+    # bug reports (traceback included) of optional parts that failed in Compile Lens's own code
+    # (`worker/tool_errors`): for the log only (the server's output channel, the CLI's stderr)
+    bug_reports: list[str] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)  # one per phase run (or settled) so far
 
 

@@ -65,10 +65,11 @@ def inconclusive(title: str) -> bool:
 
 
 def figures(title: str) -> dict[str, str | None]:
-    """The lens's two figures: each a ratio, or None where the rounds could not tell it."""
+    """The lens's two figures: each a median ratio, or None where the rounds could not tell it."""
     found = {}
     for name in ("forward", "train step"):
-        match = re.search(rf"(\d+\.\d\d)× {name}|{name} inconclusive", title)
+        match = re.search(rf"{name} (?:faster|slower): \d+\.\d\d–\d+\.\d\d× \(median (\d+\.\d\d)×|{name} inconclusive",
+                          title)
         assert match, title
         found[name] = match.group(1)
     return found
@@ -128,7 +129,7 @@ async def test_hover_card_has_the_table_and_verdict(measured_ws):
         assert "**inconclusive" in text and "95% CI" in text
     else:  # the card and the lens show the same measurement
         forward = figures(title)["forward"]
-        assert f"**{forward}×**" in text if forward else "**inconclusive" in text
+        assert f"(median {forward}×" in text if forward else "**inconclusive" in text
     # the torch.compile call site answers with the same card
     call_line, call_col = locate(root / "tiny.py", "torch.compile(Tiny())")
     on_call = await client.text_document_hover_async(lsp.HoverParams(
@@ -143,7 +144,8 @@ async def test_inlay_hint_after_the_compile_call(measured_ws):
         lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(100, 0))))
     [hint] = hints
     assert (hint.position.line, hint.position.character) == (line, col + len("torch.compile(Tiny())"))
-    assert re.match(r" ⚡ (\d+\.\d\d× train step|train step: inconclusive)", hint.label), hint.label
+    assert re.match(r" ⚡ (train step \d+\.\d\d× (faster|slower)( \(imprecise\))?|train step: inconclusive)$",
+                    hint.label), hint.label
 
 
 async def test_comment_only_edit_reruns_nothing_and_moves_the_lens(measured_ws):

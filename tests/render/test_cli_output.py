@@ -121,8 +121,8 @@ def test_text_lines_ordering_and_summary():
         " (hint: add `# compile-lens: init=Big(hidden=...)` above the class)",
     ]
     assert lines[6] == ""
-    assert lines[7] == ("examples/mlp.py:5: Net: forward 1.12× (95% CI 1.08–1.16×) · train step 0.94× "
-                        "(95% CI 0.91–0.97×) · compile 9.8 s cold / 1.7 s warm · pays back after 222,727 calls (cpu)")
+    assert lines[7] == ("examples/mlp.py:5: Net: forward faster: 1.08–1.16× (median 1.12×) · train step slower: "
+                        "0.91–0.97× (median 0.94×) · compile 9.8 s cold / 1.7 s warm · pays back after 222,727 calls (cpu)")
     assert lines[8] == ""
     assert lines[9] == ("Found 2 errors, 3 warnings (2 graph breaks (torch: 4 graphs), 1 recompile), 1 information (1 predicted break)"
                         " in 4 files (4 targets).")
@@ -152,14 +152,15 @@ def test_text_target_error_shown_once_when_a_finding_covers_it():
 # --- JSON -------------------------------------------------------------------------------------
 
 TARGET_KEYS = {"name", "kind", "line", "inputs", "status", "error", "graph_count", "graph_breaks", "recompiles", "benchmark",
-               "export", "fallback_ops", "left_out", "phases"}
+               "export", "fallback_ops", "left_out", "phases", "unmeasured"}
 GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type", "explanation", "hints", "url", "stack",
            "loop", "compile_id"}
 DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "source", "message"}
 BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile_s", "break_even_calls",
               "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes",
-              "conclusive", "contention", "guard_latency_us", "warm_cache"}
-TIMING_KEYS = {"eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms", "speedup_ci", "conclusive", "rounds"}
+              "conclusive", "contention", "guard_latency_us", "warm_cache", "unmeasured"}
+TIMING_KEYS = {"eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms", "speedup_ci", "conclusive", "rounds",
+               "ci_rel_width"}
 
 
 def test_json_shape():

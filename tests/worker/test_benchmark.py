@@ -34,6 +34,7 @@ except ImportError:  # until the package is installed: run from the checkout
 
 import paths  # noqa: E402
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec, Timing, from_dict  # noqa: E402
+from compile_lens.speed_words import speed_words  # noqa: E402
 from compile_lens.worker.loader import TargetError, build_target, import_file  # noqa: E402
 from compile_lens.worker.measure import (  # noqa: E402
     accuracy,
@@ -116,7 +117,7 @@ def test_timings_are_plausible(measured):
         # the median of the paired rounds' ratios, inside its own interval
         lo, hi = t.speedup_ci
         assert lo <= t.speedup <= hi and t.rounds >= 2
-        by_interval = not lo <= 1.0 <= hi and hi - lo <= tm.MAX_CI_WIDTH * t.speedup
+        by_interval = not lo <= 1.0 <= hi  # the direction is certain (however wide: then imprecise)
         # conclusive needs the interval rule; too few quiet rounds make a timing inconclusive whatever
         # its interval (timing_of), and then other processes were seen on our cores
         assert not t.conclusive or by_interval
@@ -344,7 +345,7 @@ def test_verdicts():
     noisy = timing(1.5, 1.0, e_iqr=0.6, c_iqr=0.6)  # 1.5× but the spreads overlap
     assert "no clear gain" in verdicts.verdict("cpu", noisy, None, 10.0, 1, 0, True)
     good = verdicts.verdict("cuda", timing(1.0, 1.0), timing(2.0, 1.0), 14.2, 870, 0, True)
-    assert good.startswith("worth it: 2.00× train step on cuda") and "870" in good
+    assert good.startswith("worth it: train step 2.00× on cuda") and "870" in good
     assert "long runs" in verdicts.verdict("cuda", timing(2, 1), None, 100.0, 10**6, 0, True)
     assert "check" in verdicts.verdict("cuda", timing(2, 1), None, 1.0, 10, 0, False)
     assert "5 graph breaks" in verdicts.verdict("cuda", timing(2, 1), None, 1.0, 10, 5, True)
@@ -402,7 +403,8 @@ def test_steady_timings_are_conclusive_and_stop_early():
     assert 1.9 < lo <= t.speedup <= hi < 2.1
     assert t.rounds == tm.MIN_ROUNDS  # it knows after the minimum: the budget is not spent
     b = verdicts.verdict("cpu", t, None, 10.0, verdicts.break_even(10.0, t), 0, True, {"other_cpu_percent": 3.0})
-    assert b.startswith("worth it: 2.0") and "inconclusive" not in b
+    assert b.startswith(f"worth it: forward faster: {lo:.2f}–{hi:.2f}× (median {t.speedup:.2f}×) on cpu") and "inconclusive" not in b
+    assert "imprecise" not in b
 
 
 def test_noisy_timings_are_inconclusive_after_using_the_budget():
@@ -412,13 +414,20 @@ def test_noisy_timings_are_inconclusive_after_using_the_budget():
         return lambda: base * rng.lognormvariate(0.0, 1.0)
 
     ticks = iter(range(10_000))
-    t = tm.timing_of(tm.paired_rounds(InjectedTimer(noisy(2e-4)), InjectedTimer(noisy(1e-4)),
-                                              budget_s=30, clock=lambda: float(next(ticks))))
-    assert not t.conclusive
+    pairs = tm.paired_rounds(InjectedTimer(noisy(2e-4)), InjectedTimer(noisy(1e-4)),
+                             budget_s=30, clock=lambda: float(next(ticks)))
+    t = tm.timing_of(pairs)
     assert t.rounds > tm.MIN_ROUNDS  # rounds were extended within the budget before giving up
     lo, hi = t.speedup_ci
     assert lo <= 1.0 <= hi or hi - lo > tm.MAX_CI_WIDTH * t.speedup
+    # the direction may still be certain: then it is said, as imprecise, never as "inconclusive"
+    assert t.conclusive == (not lo <= 1.0 <= hi)
+    if t.conclusive:
+        assert speed_words(t) == f"faster: {lo:.2f}–{hi:.2f}× (median {t.speedup:.2f}×, imprecise)"
+    # the same rounds on a machine where others took our cores: no direction at all
     busy = {"other_cpu_percent": 180.0, "cpus": 2}
+    t = tm.timing_of(dataclasses.replace(pairs, quiet=[False] * len(pairs.eager)))
+    assert not t.conclusive
     words = verdicts.verdict("cpu", t, t, 10.0, verdicts.break_even(10.0, t), 0, True, busy)
     assert words.startswith("inconclusive (train step on cpu): machine busy: other processes used 180% CPU "
                             "during timing (2 CPUs) — re-measure when idle")
@@ -428,13 +437,31 @@ def test_noisy_timings_are_inconclusive_after_using_the_budget():
 
 def test_interval_that_contains_one_is_inconclusive():
     assert not tm.is_conclusive(1.0, [0.98, 1.02])
-    assert not tm.is_conclusive(1.5, [1.1, 2.0])  # excludes 1 but too wide
+    assert tm.is_conclusive(1.5, [1.1, 2.0])  # excludes 1: the direction is certain, however wide
+    assert tm.rel_width(1.5, [1.1, 2.0]) == pytest.approx(0.6)  # ... and imprecise (> MAX_CI_WIDTH)
     assert tm.is_conclusive(1.5, [1.45, 1.55]) and tm.is_conclusive(0.5, [0.48, 0.52])
     assert not tm.is_conclusive(float("nan"), [0.5, 0.6]) and not tm.is_conclusive(2.0, None)
     jitter = [0.99, 1.01, 1.0, 0.995, 1.005, 1.0, 0.99, 1.01, 1.0, 1.002]
     quiet = tm.timing_of(tm.Paired([1e-3 * j for j in jitter], [1e-3 * j for j in reversed(jitter)]))
     assert not quiet.conclusive
     assert "no measurable difference" in verdicts.inconclusive_why(quiet, {"other_cpu_percent": 1.0})
+
+
+def test_a_certain_direction_is_said_however_wide_and_fail_on_slower_reads_it():
+    from compile_lens.cli import gate
+    from compile_lens.protocol import TargetResult
+
+    wide_below = Timing(1.0, 1.4, 0.7, 0.0, 0.0, [0.55, 0.9], True, 12, ci_rel_width=0.5)
+    wide_above = Timing(2.1, 1.0, 2.1, 0.0, 0.0, [1.9, 2.42], True, 12)  # stored before ci_rel_width
+    around = Timing(1.0, 1.1, 0.9, 0.0, 0.0, [0.7, 1.1], False, 12)
+    assert speed_words(wide_below) == "slower: 0.55–0.90× (median 0.70×, imprecise)"
+    assert speed_words(wide_above) == "faster: 1.90–2.42× (median 2.10×, imprecise)"
+    assert speed_words(around) == "inconclusive"
+    assert verdicts.verdict("cpu", wide_above, None, 9.0, 9, 0, True).startswith(
+        "worth it: forward faster: 1.90–2.42× (median 2.10×, imprecise) on cpu")
+    for t, slower in ((wide_below, True), (wide_above, False), (around, False)):
+        b = Benchmark("cpu", "cpu", "default", t, None, {}, None, {}, {}, {}, "v", conclusive=t.conclusive)
+        assert gate._slower(TargetResult("Net", "module", 1, benchmark=b)) is slower
 
 
 def test_bootstrap_interval_is_seeded_and_brackets_the_median():
@@ -497,13 +524,16 @@ def test_inconclusive_is_shown_as_such_everywhere():
     assert data["conclusive"] is False and data["contention"]["other_cpu_percent"] == 180.0
 
     good = _figures(conclusive=True)
-    assert "1.42× forward" in view.lens_title(good) and "1.42×" in _speed_cell(good.forward)
+    said = "faster: 1.36–1.49× (median 1.42×)"
+    assert f"forward {said}" in view.lens_title(good) and said in _speed_cell(good.forward)
     # one figure of two the rounds could not tell: said as such beside the other
     mixed = dataclasses.replace(good, train_step=Timing(1.3, 2.5, 0.52, 0.01, 0.02, [0.5, 0.54], True, 12),
                                 forward=b.forward)
-    assert view.lens_title(mixed).startswith("⚡ torch.compile: compiled is forward inconclusive, 0.52× train step (slower)")
-    assert "1.42× (95% CI 1.36–1.49×)" in benchmark_summary(good)
-    assert "95% CI 1.36–1.49×" in view.hover_card(TargetResult("Net", "module", 3), good, guessed_inputs=False)
+    assert view.lens_title(mixed).startswith("⚡ torch.compile: forward inconclusive · train step slower: 0.50–0.54× "
+                                             "(median 0.52×)")
+    assert f"forward {said}" in benchmark_summary(good)
+    assert said in view.hover_card(TargetResult("Net", "module", 3), good, guessed_inputs=False)
+    assert view.hint_label(good) == "⚡ forward 1.42× faster"
 
 
 def test_cli_names_its_own_flag():

@@ -70,3 +70,83 @@ def test_the_hover_and_json_say_it_when_over_five_percent_of_the_call():
     doc = benchmark_json(_bench(heavy))
     assert doc["forward"]["guard_us_per_call"] == 8.0 and doc["forward"]["guard_us_ci"] == [7.0, 9.0]
     assert doc["forward"]["guard_share"] == 0.2
+
+
+# --- guards skipped on models whose frames Dynamo splits ---------------------------------------
+# Dynamo decides what runs with guards skipped (the backend does not): `backend="eager"` keeps each
+# model to a trace, not an Inductor compile. The forward is timed as the benchmark times it.
+
+def _skipping(module, *args):
+    from compile_lens.worker.measure.benchmark import _user_forward
+    from compile_lens.worker.measure.workload import Model
+
+    torch = pytest.importorskip("torch")
+    torch._dynamo.reset()
+    module.eval()
+    compiled = Model(torch.compile(module, backend="eager"), module, args, False)
+    for _ in range(2):  # the benchmark's warm-up
+        compiled.forward()
+    unmeasured: dict[str, str] = {}
+    return gc.SkippingGuards(_user_forward(compiled)).warmed(unmeasured, "guard cost"), unmeasured, compiled
+
+
+def _guard_rounds(skipping) -> dict:
+    p = tm.paired_rounds(skipping._timer, skipping._timer, budget_s=0.2, min_rounds=2, extra={gc.NO_GUARDS: skipping})
+    assert p.dropped == {} and len(p.extra[gc.NO_GUARDS]) == len(p.compiled) >= 2
+    return gc.guard_cost(p)
+
+
+def _split_models():
+    torch = pytest.importorskip("torch")
+
+    def helper(y):  # a frame of its own: the break inside it splits it too
+        y = y.relu()
+        torch._dynamo.graph_break()
+        return y.sigmoid()
+
+    class PrintBreak(torch.nn.Module):  # GB0059: the rest of forward runs in a resumed frame
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            y = self.fc(x)
+            print("", end="")
+            return y.relu()
+
+    class TwoFrames(PrintBreak):
+        def forward(self, x):
+            return self.fc(helper(self.fc(x)))
+
+    return {"graph break": PrintBreak, "two frames": TwoFrames}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["graph break", "two frames"])
+def test_a_forward_split_by_breaks_gets_its_guard_cost(kind):
+    torch = pytest.importorskip("torch")
+    skipping, unmeasured, _ = _skipping(_split_models()[kind](), torch.randn(4, 8))
+    assert skipping is not None and unmeasured == {}
+    found = _guard_rounds(skipping)
+    assert found["guard_us_ci"] is not None and found["guard_us_per_call"] is not None
+
+
+@pytest.mark.slow
+def test_gpt2_with_labels_says_it_needs_another_compile_with_guards_skipped():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=100, n_positions=32)
+    torch.manual_seed(0)
+
+    class CausalLM(torch.nn.Module):  # the loss breaks the graph inside transformers (GB0291)
+        def __init__(self):
+            super().__init__()
+            self.gpt = transformers.GPT2LMHeadModel(config)
+
+        def forward(self, ids):
+            return self.gpt(input_ids=ids, labels=ids).loss
+
+    skipping, unmeasured, compiled = _skipping(CausalLM(), torch.randint(0, 100, (2, 8)))
+    assert skipping is None
+    assert unmeasured == {"guard cost": f"not measurable ({gc.NEEDS_COMPILE})"}
+    assert compiled.forward().dim() == 0  # and the compiled call still runs, guards evaluated

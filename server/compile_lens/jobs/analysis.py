@@ -93,7 +93,7 @@ def merge_result(old: Optional[TargetResult], new: TargetResult, kept: list[str]
 
 
 PHASE_FIELDS = {"trace": ("graph_count", "graph_breaks"), "sweep": ("recompiles",),
-                "measure": ("benchmark", "export", "fallback_ops", "report")}
+                "measure": ("benchmark", "export", "fallback_ops", "report", "unmeasured")}
 
 
 def _requested(trace: bool, recompiles: bool, benchmark: bool) -> list[str]:
@@ -136,6 +136,7 @@ async def analyze_file(
                 await maybe
 
     current: dict[str, Optional[str]] = {}  # where the worker is: target, phase, stage
+    logged: set[str] = set()  # bug reports already in the log (a result is sent again as it grows)
     for _attempt in range(len(specs) * len(wanted) + 2):  # each worker death settles a phase
         pending = [t for t in specs if any(p not in settled(t.name) for p in wanted)]
         if not pending:
@@ -158,6 +159,7 @@ async def analyze_file(
                 if timeline is not None:
                     timeline.extend(event.info.get("stamps", ()))
                 name = event.result.name
+                _log_bug_reports(event.result, path, logged)
                 await publish(merge_result(run.results.get(name), event.result, skip.get(name, [])))
 
         job = AnalyzeJob(
@@ -187,6 +189,18 @@ def stall_after(timeout_s: float) -> float:
 
 
 PHASE_WORDS = {"trace": "trace", "sweep": "recompile check", "measure": "measurement"}
+
+
+def _log_bug_reports(result: TargetResult, path: str, logged: set[str]) -> None:
+    """A phase, or an optional part of one, that failed in Compile Lens's own code
+    (`Problem.kind == "internal"`, `TargetResult.bug_reports`): its bug report, traceback
+    included, goes to the log once — the server's output channel, the CLI's stderr."""
+    reports = [p.error.details or p.error.message for p in result.phases
+               if p.status == "failed" and p.error is not None and p.error.kind == "internal"]
+    for report in reports + result.bug_reports:
+        if report not in logged:
+            logged.add(report)
+            log.error("`%s` in %s: %s", result.name, path, report)
 
 
 def _settled(run: FileRun, name: str) -> list[str]:

@@ -10,7 +10,7 @@ the language server and the CLI alike):
   today's text on read);
 - sweep: the recompile sweep's `Recompile` list, with its source;
 - bench: the `Benchmark` (figures do not depend on positions);
-- deploy: the answers measured with the figures: `{"export", "fallback_ops", "report"}`.
+- deploy: the answers measured with the figures: `{"export", "fallback_ops", "report", "unmeasured"}`.
 A phase that a worker failure ended (crash, timeout, memory, exit) is never stored: it says
 nothing about the code.
 """
@@ -234,11 +234,13 @@ def with_recompiles(result: TargetResult, recompiles: list[Recompile]) -> Target
 def with_deployment(result: TargetResult, deployment: Mapping[str, Any]) -> TargetResult:
     """`result` with the deployment answers measured with its figures (see `deployment_of`)."""
     return dataclasses.replace(result, export=deployment.get("export"),
-                               fallback_ops=deployment.get("fallback_ops") or [], report=deployment.get("report"))
+                               fallback_ops=deployment.get("fallback_ops") or [], report=deployment.get("report"),
+                               unmeasured=dict(deployment.get("unmeasured") or {}))
 
 
 def deployment_of(result: TargetResult) -> dict:
-    return {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report}
+    return {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report,
+            "unmeasured": result.unmeasured}
 
 
 def read_result(cache: ResultCache, keys: TargetKeys, source: str, path: str, *, recompiles: bool,
@@ -279,6 +281,7 @@ def write_trace(cache: ResultCache, keys: TargetKeys, result: TargetResult, sour
     if not settled(result, "trace"):
         return False
     trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None,
+                                unmeasured={}, bug_reports=[],
                                 phases=[p for p in result.phases if p.name == "trace"])
     cache.put(keys.trace, "trace", dataclasses.asdict(trace), source)
     return True

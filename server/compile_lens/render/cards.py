@@ -10,6 +10,7 @@ import time
 from typing import Any, Optional
 
 from ..protocol import Benchmark, TargetResult, Timing
+from ..speed_words import direction, short_speed, speed_words
 from .findings import break_count_text, recompile_findings
 from .phases import phase_states
 from .remote_cache import warm_remote_words
@@ -45,8 +46,9 @@ def age(measured_at: float, now: Optional[float] = None) -> str:
 
 
 def speed(t: Timing) -> str:
-    """`1.42×` for a conclusive figure; `inconclusive` otherwise — never a bare noisy ratio."""
-    return _x(t.speedup) if t.conclusive and math.isfinite(t.speedup) else "inconclusive"
+    """`faster: 1.36–1.49× (median 1.42×)` for a conclusive figure (`speed_words`); `inconclusive`
+    otherwise — never a bare noisy ratio."""
+    return speed_words(t)
 
 
 def interval(t: Timing) -> str:
@@ -79,8 +81,9 @@ def contention_line(b: Benchmark) -> str:
 
 
 def lens_title(b: Benchmark) -> str:
-    """`⚡ torch.compile: 1.42× forward · 1.31× train step · compile 14.2 s · pays back after 870 steps`,
-    or, honestly, `compiled is 0.88× forward (slower) on cpu · …`, or `inconclusive — machine busy …`."""
+    """`⚡ torch.compile: forward faster: 1.36–1.49× (median 1.42×) · train step … · compile 14.2 s ·
+    pays back after 870 steps`, `forward slower: 0.84–0.90× (median 0.87×) · …`, or
+    `inconclusive — machine busy …`."""
     main = b.train_step or b.forward
     compile_part = f"compile {_seconds(b.compile_s.get('cold'))}"
     if not main.conclusive:
@@ -89,10 +92,7 @@ def lens_title(b: Benchmark) -> str:
     speeds = [_figure(b.forward, "forward")]
     if b.train_step is not None:
         speeds.append(_figure(b.train_step, "train step"))
-    if main.speedup < 1.0:
-        parts = [f"compiled is {', '.join(speeds)} (slower) on {b.device}"]
-    else:
-        parts = speeds
+    parts = speeds
     parts.append(compile_part)
     parts.append(f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
                  else "never pays back")
@@ -100,8 +100,9 @@ def lens_title(b: Benchmark) -> str:
 
 
 def _figure(t: Timing, what: str) -> str:
-    """`1.42× forward`, or `forward inconclusive` for the one of two figures the rounds could not tell."""
-    return f"{speed(t)} {what}" if t.conclusive and math.isfinite(t.speedup) else f"{what} inconclusive"
+    """`forward faster: 1.36–1.49× (median 1.42×)`, or `forward inconclusive` for the one of two
+    figures the rounds could not tell."""
+    return f"{what} {speed(t)}" if direction(t) else f"{what} inconclusive"
 
 
 def hint_label(b: Benchmark) -> str:
@@ -109,7 +110,7 @@ def hint_label(b: Benchmark) -> str:
     what = "train step" if b.train_step else "forward"
     if not main.conclusive:
         return f"⚡ {what}: inconclusive"
-    return f"⚡ {_x(main.speedup)} {what}" + (" (slower)" if main.speedup < 1 else "")
+    return f"⚡ {what} {short_speed(main)}"
 
 
 # Plain CommonMark (tables as GFM), readable as raw text in any client: no HTML entities. VS Code
@@ -121,7 +122,7 @@ TABLE_HEAD = ["| | eager ms (median ± IQR of rounds) | → compiled ms | speedu
 def _row(name: str, t: Optional[Timing]) -> str:
     if t is None:
         return f"| {name} | – | → – | – |"
-    shown = f"**{speed(t)}**" + (f" ({interval(t)})" if interval(t) else "")
+    shown = f"**{speed(t)}**" if direction(t) else "**inconclusive**" + (f" ({interval(t)})" if interval(t) else "")
     return (f"| {name} | {t.eager_ms:.3f} ± {t.eager_iqr_ms:.3f} | → {t.compiled_ms:.3f} ± {t.compiled_iqr_ms:.3f} "
             f"| {shown} |")
 
@@ -168,8 +169,14 @@ def _where(export: dict[str, Any]) -> str:
     return f" at `{os.path.basename(path)}:{line}`" if path else f" at line {line}"
 
 
-def export_line(export: Optional[dict[str, Any]]) -> Optional[str]:
-    """`torch.export: ✓ …` / `✗ fails at line N: …` for the hover card; None when not checked."""
+EXPORT_PART, FALLBACK_PART = "torch.export", "fallback ops"  # their names in `TargetResult.unmeasured`
+
+
+def export_line(export: Optional[dict[str, Any]], unmeasured: Optional[dict[str, str]] = None) -> Optional[str]:
+    """`torch.export: ✓ …` / `✗ fails at line N: …` / `not measurable: …` for the hover card; None
+    when not checked."""
+    if unmeasured and EXPORT_PART in unmeasured:
+        return f"- torch.export: {_md(unmeasured[EXPORT_PART], 300)}"
     if not export:
         return None
     if export.get("ok") and export.get("strict"):
@@ -184,8 +191,11 @@ def _ops(ops: list[dict[str, Any]]) -> str:
     return ", ".join(f"`{o.get('op')}` ×{o.get('count', 1)}" for o in ops)
 
 
-def fallback_line(ops: list[dict[str, Any]], report: Optional[dict[str, Any]] = None) -> Optional[str]:
+def fallback_line(ops: list[dict[str, Any]], report: Optional[dict[str, Any]] = None,
+                  unmeasured: Optional[dict[str, str]] = None) -> Optional[str]:
     """Ops Inductor runs through eager ATen kernels, and its library calls, apart; None when unknown."""
+    if unmeasured and FALLBACK_PART in unmeasured:
+        return f"- ops that fall back to eager: {_md(unmeasured[FALLBACK_PART], 300)}"
     fallbacks = [o for o in ops if o.get("kind", "fallback") == "fallback"]
     library = [o for o in ops if o.get("kind") == "extern"]
     if not ops and not (report and report.get("kernels") is not None):
@@ -312,7 +322,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
          else "- never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
          else "- pays back: unknown until the timing is conclusive"),
         f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled {format_bytes(b.peak_memory_bytes.get('compiled'))}"
-        f" ({b.peak_memory_bytes.get('method', 'method unknown')})",
+        f" ({_md(b.peak_memory_bytes.get('method') or 'method unknown', 300)})",
         f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
         f"gradients {_err(b.max_abs_error.get('grad'))} abs",
         f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode or 'default'}`",
@@ -322,7 +332,10 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         *([left_out_line(result.left_out)] if result.left_out else []),
         f"- measured {age(b.measured_at, now)}",
     ]
-    lines += [line for line in (export_line(result.export), fallback_line(result.fallback_ops, result.report)) if line]
+    lines += [line for line in (export_line(result.export, result.unmeasured),
+                                fallback_line(result.fallback_ops, result.report, result.unmeasured)) if line]
+    lines += [f"- {_md(part)}: {_md(why, 300)}" for part, why in result.unmeasured.items()
+              if part not in (EXPORT_PART, FALLBACK_PART)]
     for note in b.notes:
         lines.append(f"- ⚠ {note}")
     if trial:

@@ -30,6 +30,8 @@ from ..protocol import (
     TargetResult,
     Timing,
 )
+from ..speed_words import direction, speed_words
+from ..speed_words import rel_width as speed_words_rel_width
 from . import phases
 from .findings import break_count_text, is_break_finding
 
@@ -149,10 +151,11 @@ def _seconds(s: float) -> str:
 
 
 def _speed(t: Timing) -> str:
-    """`1.12× (95% CI 1.08–1.15×)`, or `inconclusive (95% CI 0.31–4.13×)`: never a bare noisy ratio."""
+    """`faster: 1.08–1.15× (median 1.12×)` (`speed_words`), or `inconclusive (95% CI 0.31–4.13×)`:
+    never a bare noisy ratio."""
+    if direction(t):
+        return speed_words(t)
     ci = f" (95% CI {t.speedup_ci[0]:.2f}–{t.speedup_ci[1]:.2f}×)" if t.speedup_ci else ""
-    if t.conclusive and math.isfinite(t.speedup):
-        return f"{t.speedup:.2f}×{ci}"
     return "inconclusive" + ci
 
 
@@ -291,7 +294,8 @@ def _timing_json(t: Timing | None) -> dict[str, Any] | None:
         return None
     found = {k: _finite(getattr(t, k)) for k in ("eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms")}
     found["speedup_ci"] = [_finite(v) for v in t.speedup_ci] if t.speedup_ci else None
-    found["conclusive"] = bool(t.conclusive)
+    found["conclusive"] = bool(t.conclusive)  # the direction is certain (the interval excludes 1×, quiet machine)
+    found["ci_rel_width"] = _finite(speed_words_rel_width(t))  # (hi - lo) / speedup; > 0.2: imprecise
     found["rounds"] = t.rounds
     if t.guard_us_per_call is not None:  # the forward, on a torch that can skip guards
         found["guard_us_per_call"] = _finite(t.guard_us_per_call)
@@ -319,6 +323,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "conclusive": bool(b.conclusive), "contention": dict(b.contention),
         "torch": b.torch, "inputs": b.inputs, "measured_at": _finite(b.measured_at), "notes": list(b.notes),
         "guard_latency_us": _finite(b.guard_latency_us), "warm_cache": b.warm_cache,
+        "unmeasured": dict(b.unmeasured),  # optional figures that could not be measured: why
     }
 
 
@@ -335,6 +340,7 @@ def _target_json(t: TargetResult) -> dict[str, Any]:
         "benchmark": benchmark_json(t.benchmark),
         "export": None if t.export is None else dict(t.export),
         "fallback_ops": [dict(o) for o in t.fallback_ops],
+        "unmeasured": dict(t.unmeasured),  # export, fallback ops, batch sweep…: why not measured
         # each phase on its own: "done" | "failed" | "not-run", and why (null: not asked for)
         "phases": {p.name: {"status": p.status, "error": _problem_json(p.error)} for p in phases.phase_states(t)},
     }

@@ -229,6 +229,8 @@ def phase_findings(result: TargetResult, path: str) -> list[Finding]:
     states = [s for s in phase_states(result) if s.name != "trace"]
     failed = [s for s in states if s.status == "failed" and s.error is not None]
     for state in failed:
+        if state.error is not None and state.error.kind == "internal":
+            continue  # a bug of Compile Lens's own: a report in the log (jobs.analysis), not a warning on user code
         err = state.error
         assert err is not None
         code = CODE_WORKER if err.kind in WORKER_KINDS else CODE_TARGET

@@ -26,11 +26,12 @@ from typing import Any, Iterable, Optional
 
 from .. import __version__, codes
 from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
-from .cards import format_bytes
+from ..speed_words import direction, speed_words
+from .cards import EXPORT_PART, FALLBACK_PART, format_bytes
 from .cli_output import display_path
 from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
 from .findings import break_count_text, recompile_findings
-from .html_parts import _e, _finite, _ms, _Page, _plural, _s, _sci, _slug, _x
+from .html_parts import _e, _finite, _ms, _Page, _plural, _s, _sci, _slug
 from .phases import phase_states
 from .remote_cache import warm_remote_words
 from .report_charts import breakdown_chart, latency_chart
@@ -51,10 +52,11 @@ def _speed_cell(t: Optional[Timing]) -> str:
     title = f"eager {_ms(t.eager_ms)} ± {_ms(t.eager_iqr_ms)}, compiled {_ms(t.compiled_ms)} ± {_ms(t.compiled_iqr_ms)} (median ± IQR)"
     if t.speedup_ci:
         title += f"; 95% CI {t.speedup_ci[0]:.2f}–{t.speedup_ci[1]:.2f}× over {t.rounds} paired rounds"
-    if not t.conclusive:  # never a bare noisy ratio
+    if not direction(t):  # never a bare noisy ratio
         return f'<td class="num warn" title="{_e(title)}">inconclusive</td>'
-    cls = "good" if t.speedup >= SPEEDUP_GOOD else ("bad" if t.speedup < 1.0 else "")
-    return f'<td class="num {cls}" title="{_e(title)}">{_x(t.speedup)}</td>'
+    low = (t.speedup_ci or [t.speedup])[0]
+    cls = "good" if low >= SPEEDUP_GOOD else ("bad" if t.speedup < 1.0 else "")
+    return f'<td class="num {cls}" title="{_e(title)}">{_e(speed_words(t))}</td>'
 
 
 def _accuracy(b: Benchmark) -> tuple[str, str]:
@@ -65,8 +67,10 @@ def _accuracy(b: Benchmark) -> tuple[str, str]:
     return (("⚠ " if bad else "") + text), ("bad" if bad else "")
 
 
-def export_cell(export: Optional[dict[str, Any]]) -> tuple[str, str, str]:
+def export_cell(export: Optional[dict[str, Any]], unmeasured: Optional[dict[str, str]] = None) -> tuple[str, str, str]:
     """(text, class, tooltip) for a target's torch.export result."""
+    if unmeasured and EXPORT_PART in unmeasured:
+        return "not measurable", "warn", unmeasured[EXPORT_PART]
     if not export:
         return "–", "muted", "not checked (measure the target)"
     where = f" line {export['line']}" if export.get("line") else ""
@@ -78,7 +82,10 @@ def export_cell(export: Optional[dict[str, Any]]) -> tuple[str, str, str]:
     return f"✗{where}", "bad", message or "torch.export failed"
 
 
-def fallback_cell(ops: list[dict[str, Any]], report: Optional[dict[str, Any]]) -> tuple[str, str, str]:
+def fallback_cell(ops: list[dict[str, Any]], report: Optional[dict[str, Any]],
+                  unmeasured: Optional[dict[str, str]] = None) -> tuple[str, str, str]:
+    if unmeasured and FALLBACK_PART in unmeasured:
+        return "not measurable", "warn", unmeasured[FALLBACK_PART]
     fallbacks = [o for o in ops if o.get("kind", "fallback") == "fallback"]
     library = [o for o in ops if o.get("kind") == "extern"]
     if not ops and not (report and report.get("kernels") is not None):
@@ -134,15 +141,15 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
             f'<td class="num" title="{_e(b.peak_memory_bytes.get("method"))}">{memory}</td>',
             f'<td class="num {acc_cls}">{_e(acc)}</td>',
         ]
-    text, cls, tip = export_cell(t.export)
+    text, cls, tip = export_cell(t.export, t.unmeasured)
     where = (t.export or {}).get("path"), (t.export or {}).get("line")
-    if where[0] and where[1]:  # the line that does not export: a location like any other
+    if where[0] and where[1] and EXPORT_PART not in t.unmeasured:  # the line that does not export: a location like any other
         mark, _, label = text.partition(" ")
         shown = f"{_e(mark)} {page.loc(where[0], where[1], label=label or f'line {where[1]}')}"
     else:
         shown = _e(text)
     cells.append(f'<td class="{cls}" title="{_e(tip)}">{shown}</td>')
-    text, cls, tip = fallback_cell(t.fallback_ops, t.report)
+    text, cls, tip = fallback_cell(t.fallback_ops, t.report, t.unmeasured)
     cells.append(f'<td class="{cls}" title="{_e(tip)}">{_e(text)}</td>')
     row = '<tr class="target">' + "".join(_labelled(cells)) + "</tr>"
     if any(p.status == "failed" or (p.status == "not-run" and p.error) for p in states.values()):
@@ -324,6 +331,7 @@ def _notes(reports: list[FileReport]) -> str:
             notes = list(t.benchmark.notes if t.benchmark else []) + list((t.report or {}).get("notes", []))
             if t.export and t.export.get("message"):
                 notes.append(f"torch.export: {t.export['message']}")
+            notes += [f"{part}: {why}" for part, why in t.unmeasured.items()]
             if notes:
                 items.append(f"<h3>{_e(t.name)}</h3><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
     return "<section><h2>Notes</h2>" + "".join(items) + "</section>" if items else ""
@@ -396,8 +404,8 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
         body.append(trial_section(page, trial, trial_bill))
     body += [_breaks(page, reports), _recompiles(page, reports), _other_findings(page, reports), _notes(reports)]
     body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
-                "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), shown only when its "
-                "95% interval is conclusive.</footer>")
+                "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), with its 95% interval, "
+                "shown only when the interval is wholly above or below 1× (imprecise: wider than 20% of the ratio).</footer>")
     if for_webview:
         body.append(f'<script nonce="{_e(nonce)}">{SCRIPT}</script>')
     body.append("</body></html>")

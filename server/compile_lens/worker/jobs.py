@@ -20,6 +20,7 @@ from . import loader
 from .breaks.graph_breaks import trace_graph_breaks
 from .measure.devices import cpu_name
 from .stall_watch import StallWatch, install_compile_callbacks
+from .tool_errors import BUG_HINT, bug_report, is_tool_error, raised_at, take_reports, where
 from .torch_trace import torch_trace
 
 Send = Callable[[dict], None]
@@ -75,15 +76,16 @@ def run_job(raw: dict, send: Send) -> None:
     if timeline is not None:
         timeline.mark("received")
     job = from_dict(AnalyzeJob, raw)
+    take_reports()  # a report belongs to the target whose phase made it: none carried over
 
-    where: dict[str, str | None] = {"target": None, "phase": None}
+    running: dict[str, str | None] = {"target": None, "phase": None}
 
     def progress(stage: str, target: str | None = None, phase: str | None = None,
                  limit_s: float | None = None) -> None:
         event: dict[str, Any] = {"id": job.id, "event": "progress", "stage": stage, "target": target, "phase": phase}
         if limit_s:  # how long the next stage may be silent (a measurement's phases)
             event["info"] = {"limit_s": limit_s}
-        where.update(target=target, phase=phase)
+        running.update(target=target, phase=phase)
         watch.poke()
         install_compile_callbacks()  # again: torch._dynamo.reset() between targets clears them
         send(event)
@@ -92,7 +94,7 @@ def run_job(raw: dict, send: Send) -> None:
     # next file this warm worker analyses.
     config = torch._dynamo.config
     saved_config = config.get_config_copy()
-    watch = StallWatch(send, job.id, job.root, job.stall_s, lambda: (where["target"], where["phase"]))
+    watch = StallWatch(send, job.id, job.root, job.stall_s, lambda: (running["target"], running["phase"]))
     try:
         with torch_trace(job.trace_dir), watch:
             _run(job, send, progress, timeline)
@@ -176,6 +178,7 @@ class _Targets:
             if phase == "trace" or spec.name not in self.built:  # not built or not callable: nothing can run
                 result.status, result.error = "error", problem
             _settle(result, phase, "failed", problem)
+        result.bug_reports += take_reports()  # optional parts that failed in our own code
         event: dict[str, Any] = {"id": job.id, "event": "target", "result": _asdict(result)}
         if self.timeline is not None and phase == "trace":
             self.timeline.mark("sending")
@@ -185,6 +188,8 @@ class _Targets:
     def _problem(self, exc: BaseException, spec: TargetSpec, phase: str, result: TargetResult) -> Problem:
         if isinstance(exc, loader.TargetError):
             return exc.problem
+        if phase == "measure" and is_tool_error(exc):
+            return _tool_problem(exc, spec.name)
         traceback.print_exc()
         # the first run of guessed inputs (the trace) failing is the guess's fault, not the
         # code's; once traced, the inputs are known to fit and a later failure is the code's
@@ -194,34 +199,54 @@ class _Targets:
         return _problem_from(exc, self.job, "call", f"calling `{spec.name}` failed")
 
 
+def _tool_problem(exc: BaseException, name: str) -> Problem:
+    """A measurement that failed in Compile Lens's own code: the bug report goes to the log (stderr
+    here, and `details` for the server's log and the CLI's stderr), never a warning on the user's line."""
+    report = bug_report(exc, f"measuring `{name}`")
+    frame = raised_at(exc)
+    at = where(frame) if frame is not None else "?"
+    return Problem("internal", f"internal error in Compile Lens at {at} ({BUG_HINT}; the traceback is in the log)",
+                   details=report)
+
+
 def _measure_target(result: TargetResult, p: Callable[..., None], target: loader.BuiltTarget, job: AnalyzeJob,
              send: Send) -> None:
     """The benchmark, sent as soon as it has figures, then the deployment questions and the report's data."""
     result.benchmark = _benchmark(target, job, p)
+    result.bug_reports += take_reports()
     send({"id": job.id, "event": "target", "result": _asdict(result)})  # figures first
-    # The deployment questions and the report's data: each on its own, after the
-    # benchmark; a failure in one is logged and never loses the benchmark.
+    deployment_parts(result, target, job, p)
+
+
+def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: AnalyzeJob,
+                     progress: Callable[..., None]) -> None:
+    """The deployment questions and the report's data, after the benchmark: each `isolated`, so a
+    failure in one is "not measurable: <why>" on its own figure (`result.unmeasured`) and never
+    loses the benchmark or another part."""
     from .measure import deployment
+    from .measure.isolated import isolated
 
     seen: dict[str, Any] = {}
     # each of these compiles again (a fresh Inductor cache for the op list): allow what the
     # cold compile took, twice, as the measurement's own phases do
-    cold = (result.benchmark.compile_s or {}).get("cold") or 0.0
+    cold = ((result.benchmark.compile_s if result.benchmark else None) or {}).get("cold") or 0.0
     limit_s = max(job.max_seconds, 2.0 * cold)
-    for what, run in (
-        ("checking torch.export…", lambda: _set(result, "export", deployment.check_export(
+
+    def p(text: str, **kw: Any) -> None:  # each stage inside a part gets the part's limit, not the default
+        progress(text, **{"limit_s": limit_s, **kw})
+
+    for part, what, run in (
+        ("torch.export", "checking torch.export…", lambda: _set(result, "export", deployment.check_export(
             target, root=job.root, device=job.device, progress=p))),
-        ("finding ops that fall back to eager…", lambda: seen.update(deployment.inspect_inductor(
+        ("fallback ops", "finding ops that fall back to eager…", lambda: seen.update(deployment.inspect_inductor(
             target, device=job.device, mode=job.mode, progress=p))),
-        ("measuring latency across batch sizes…", lambda: _set(result, "report", deployment.report_data(
+        ("batch sweep", "measuring latency across batch sizes…", lambda: _set(result, "report", deployment.report_data(
             target, device=job.device, mode=job.mode, progress=p,
-            max_seconds=deployment.report_budget(job.max_seconds), inductor=seen))),
+            max_seconds=deployment.report_budget(job.max_seconds), inductor=seen, unmeasured=result.unmeasured))),
     ):
         p(what, limit_s=limit_s)
-        try:
+        with isolated(part, result.unmeasured):
             run()
-        except Exception:  # noqa: BLE001 - user code or torch internals: log, keep going
-            traceback.print_exc()
         if "fallback_ops" in seen:
             result.fallback_ops = seen["fallback_ops"]
 

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import torch
 
+from .isolated import isolated
 from .workload import Model, seeded, tensors_in
 
 TOLERANCES = {  # dtype -> (rtol, atol) for eager vs compiled; fusion reorders float arithmetic
@@ -66,6 +67,18 @@ def _output_accuracy(eager: Model, compiled: Model, errors: dict[str, Any], note
     again = [t.clone() for t in tensors_in(seeded(eager.forward, seed=1))]
     itself = compare(out_e, again)["abs"]
     _record(compare(out_e, out_c), "output", errors, notes, itself)
+
+
+def compare_workload(wl: str, eager: Model, compiled: Model, errors: dict[str, Any], notes: list[str], first: Any,
+                     unmeasured: dict[str, str]) -> None:
+    """The comparison for workload `wl` ("forward" | "train"), `first` the compiled side's first
+    call; `isolated`: a comparison that fails leaves its figures unset and says why in `unmeasured`
+    (the figures are only set once a comparison finishes, `_record`)."""
+    with isolated("accuracy", unmeasured):
+        if wl == "forward":
+            _output_accuracy(eager, compiled, errors, notes, first)
+        else:
+            _grad_accuracy(eager, compiled, errors, notes, first)
 
 
 def _grads(model: Model, seed: int) -> list[tuple[str, Optional[torch.Tensor]]]:

@@ -32,11 +32,13 @@ Where each figure comes from:
   The cold child never sees a remote cache or a PGO profile (cold by construction).
 - **guard cost per call** — the compiled forward with guard evaluation skipped, as a third block
   of the forward's paired rounds (`guard_cost`): `guard_us_per_call` with its interval and share.
+- **optional parts** — guard cost, peak memory, accuracy, the warm-remote compile: each `isolated`, a
+  failure is "not measurable: <why>" on that figure alone (`Benchmark.unmeasured`).
 - **graph breaks and recompiles** seen while benchmarking go into `notes` (prefixed "graph breaks:",
   "recompiles:"), and a recompile during a timed loop says the timing includes compiling.
 
 `notes` entries start with a fixed word and a colon — "device:", "train step:", "accuracy:",
-"accuracy not compared:", "graph breaks:", "recompiles:", "timing:" — so a renderer can pick out
+"accuracy not compared:", "graph breaks:", "recompiles:", "timing:", "<part> not measurable:" — so a renderer can pick out
 the ones it warns about ("accuracy:" is a difference beyond tolerance; "accuracy not compared:" a
 model that draws random numbers, whose figures stay unset).
 
@@ -68,7 +70,7 @@ from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
 from . import cache_keys
 from . import memory as mem
-from .accuracy import _grad_accuracy, _grads, _output_accuracy
+from .accuracy import _grads, compare_workload
 from .cold_compile import (
     CACHE_PREFIX,
     _sweep_stale,
@@ -80,8 +82,9 @@ from .cold_compile import (
 )
 from .devices import device_name, free_memory, is_oom, resolve_device, sync, to_device
 from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, _short_reason, cache_counts
-from .guard_cost import NO_GUARDS, SkippingGuards, guard_cost
+from .guard_cost import guard_block, record_guard_cost
 from .guard_cost import supported as guards_supported
+from .isolated import isolated
 from .timing import Contention, busier, paired_rounds, timer, timing_of
 from .verdict import _metric_notes, break_even, inconclusive_why, verdict
 from .warm_remote import WarmRemote
@@ -234,6 +237,7 @@ class _Figures:
     warm_cache: Optional[dict[str, int]] = None
     miss_why: list[str] = field(default_factory=list)  # what differed in the keys the warm compile missed
     served: Optional[WarmRemote] = None  # the warm-remote compile, when a remote cache answered
+    unmeasured: dict[str, str] = field(default_factory=dict)  # optional parts that failed: why (`isolated`)
 
 
 def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, max_seconds: float,
@@ -243,7 +247,8 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     eager = _run_eagerly(job)  # a target that cannot run fails here, not after the compiles
     cold = _cold_compile(job, eager.workloads)
     figures = _Figures(memory={"eager": None, "compiled": None, "method": mem.method(device, eager.workloads[0])})
-    figures.served = _warm_remote(job, cold)
+    with isolated("warm-remote compile", figures.unmeasured):
+        figures.served = _warm_remote(job, cold)
     unmeasurable = guards_supported()
     if unmeasurable:
         notes.append(f"guards: the cost per call is not measurable on this torch ({unmeasurable})")
@@ -354,10 +359,8 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
     if wl == eager.workloads[0]:  # the allocator peak of the workload that drives break-even
         job.stage(f"measuring the peak memory of the {label}", f"measuring the peak memory of the {label}…",
                   limit_s=cold.limit)
-        figures.memory["eager"] = mem.peak_of(eager.model.run(wl), eager.model.zero_grad, job.device)
-        figures.memory["compiled"] = mem.peak_of(compiled.run(wl), compiled.zero_grad, job.device)
-        if figures.memory["eager"] is None and figures.memory["compiled"] is None:
-            figures.memory["method"] = "unavailable: the profiler recorded no allocations"
+        mem.record_peaks(figures.memory, {"eager": (eager.model.run(wl), eager.model.zero_grad),
+                                          "compiled": (compiled.run(wl), compiled.zero_grad)}, job.device, figures.unmeasured)
     if wl == "forward" and watch.guard_us:  # every call checks each compiled frame's guards
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
     eager.model.zero_grad()
@@ -393,10 +396,7 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
         figures.warm_cache = cache_counts()  # did it read what the cold compile wrote? (metrics cleared by the watch)
         figures.miss_why = cache_keys.reasons(cold.fx_keys, looked_up)
     t_acc = time.perf_counter()
-    if wl == "forward":
-        _output_accuracy(eager.model, compiled, figures.errors, job.notes, first)
-    else:
-        _grad_accuracy(eager.model, compiled, figures.errors, job.notes, first)
+    compare_workload(wl, eager.model, compiled, figures.errors, job.notes, first, figures.unmeasured)
     del first
     watch.expect()
     job.stage(f"warming up the {label}")
@@ -434,14 +434,12 @@ def _time_workload(job: _Job, eager: _Eager, compiled: Model, wl: str, i: int, l
             job.progress(f"timing {label}: {n} paired rounds…", limit_s=limit)
 
     # the forward's guard cost: a third block in the same rounds, guards skipped (`guard_cost`)
-    skip_guards = wl == "forward" and guards_supported() is None
+    extra = guard_block(timers["compiled"], figures.unmeasured) if wl == "forward" else None
     pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget, on_round=on_round,
-                          watch=Contention(job.device),
-                          extra={NO_GUARDS: SkippingGuards(timers["compiled"])} if skip_guards else None)
+                          watch=Contention(job.device), extra=extra)
     figures.timings[wl] = timing_of(pairs)
-    if skip_guards:
-        for k, v in guard_cost(pairs).items():
-            setattr(figures.timings[wl], k, v)
+    if extra:
+        record_guard_cost(pairs, figures.timings[wl], figures.unmeasured)
     job.add_phase("timing", t_timing)
 
 
@@ -470,6 +468,8 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
     for text in figures.late + figures.timed:
         notes.append(f"recompiles: {text}")
     notes.extend(_metric_notes(forward, figures.warm_cache, cache_keys.reason_words(figures.miss_why)))
+    # "peak memory not measurable: …": a word of its own, never "accuracy:" (a difference found)
+    notes.extend(f"{part} {why}" for part, why in figures.unmeasured.items())
     errors, device, served = figures.errors, job.device, figures.served
     accuracy_ok = not errors["exceeds"]
     return Benchmark(
@@ -495,4 +495,5 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         contention=figures.busy_seen,
         phases_s={**{k: round(v, 3) for k, v in job.phases.items()}, "cold_compile": round(cold.compile_s or 0.0, 3),
                   "total": round(time.perf_counter() - job.started, 3)},
+        unmeasured=dict(figures.unmeasured),
     )

@@ -65,6 +65,7 @@ from .. import dynamo
 from ..frames import is_user_file
 from ..loader import BuiltTarget, innermost_user_frame
 from . import benchmark as bench
+from .isolated import isolated
 from .verdict import MAX_ROUND_S, Stats, _timer, _timing
 from .workload import tensors_in
 
@@ -446,10 +447,12 @@ def report_budget(benchmark_seconds: float) -> float:
 
 def report_data(target: BuiltTarget, *, device: str, max_seconds: float, mode: str = "default",
                 inductor: Optional[dict[str, Any]] = None,
-                progress: Progress = lambda stage: None) -> dict[str, Any]:
+                progress: Progress = lambda stage: None,
+                unmeasured: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """The compile report's figures for one target: `{"batch_sweep", "compile_breakdown",
     "kernels", "notes"}`. `inductor` is what `inspect_inductor` found (it saves a compile; an empty
-    dict: that compile failed, no breakdown); without it the breakdown is measured here."""
+    dict: that compile failed, no breakdown); without it the breakdown is measured here. A batch
+    sweep that fails is `unmeasured["batch sweep"]` ("not measurable: …", `isolated`)."""
     notes: list[str] = []
     if inductor is None:
         try:
@@ -464,13 +467,13 @@ def report_data(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
         notes.append("compile breakdown: not available (no compile metrics from torch)" if inductor else
                      "compile breakdown: not measured: compiling the forward with Inductor failed (see the log)")
     sweep = None
-    try:
+    given = unmeasured
+    unmeasured = {} if given is None else given
+    with isolated("batch sweep", unmeasured) as part:  # e.g. a model that accepts only its example batch
         sweep, sweep_notes = batch_sweep(target, device=device, max_seconds=max_seconds, mode=mode,
                                          progress=progress)
         notes.extend(sweep_notes)
-    except Exception as exc:  # noqa: BLE001 - e.g. a model that accepts only its example batch
-        if bench.is_oom(exc):
-            bench.free_memory()
-        notes.append(f"batch sweep: failed: {short_message(exc)}")
+    if part.why and unmeasured is not given:
+        notes.append(f"batch sweep {part.why}")  # a caller without a place for it: the report's notes
     return {"batch_sweep": sweep, "compile_breakdown": breakdown, "kernels": inductor.get("kernels"),
             "notes": notes}

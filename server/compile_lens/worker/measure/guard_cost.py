@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import torch
 
+from .isolated import isolated
 from .timing import MIN_ROUNDS, Paired, bootstrap_ci
 
 NO_GUARDS = "no_guards"  # the name of the extra block in `Paired.extra`
@@ -35,12 +36,31 @@ def supported() -> Optional[str]:
     return f"torch {torch.__version__}'s set_stance cannot skip guard evaluation"
 
 
+NEEDS_COMPILE = "this call needs another compile with guards skipped"
+PART = "guard cost"  # its name in `Benchmark.unmeasured`
+
+
 class SkippingGuards:
     """A `torch.utils.benchmark.Timer` whose calls run with guard evaluation skipped: the stance is
     set around each piece of timed calls, never inside the timed loop."""
 
     def __init__(self, timer: Any):
         self._timer = timer
+
+    def warmed(self, unmeasured: dict[str, str], part: str) -> Optional[SkippingGuards]:
+        """Itself once the timed statement ran on exactly its timed inputs, first with guards (any
+        compile it still needs happens now), then with them skipped; None when torch still wants
+        to compile with guards skipped (a frame with no cache entry to run, e.g. one Dynamo gave
+        up on after a break it could not resume from): the figure is then not measurable."""
+        self._timer.timeit(1)
+        try:
+            self.timeit(1)
+        except RuntimeError as exc:
+            if "skip_guard_eval_unsafe" not in str(exc):
+                raise
+            unmeasured[part] = f"not measurable ({NEEDS_COMPILE})"
+            return None
+        return self
 
     def _stance(self) -> Any:
         return torch.compiler.set_stance("default", skip_guard_eval_unsafe=True)
@@ -52,6 +72,28 @@ class SkippingGuards:
     def timeit(self, number: int) -> Any:
         with self._stance():
             return self._timer.timeit(number)
+
+
+def guard_block(timer: Any, unmeasured: dict[str, str]) -> Optional[dict[str, SkippingGuards]]:
+    """The forward's third block for `timing.paired_rounds(extra=...)`, warmed on exactly the timed
+    inputs; None on a torch that cannot skip guards (the benchmark notes it) or when not measurable
+    (`unmeasured[PART]` says why)."""
+    if supported() is not None:
+        return None
+    with isolated(PART, unmeasured):
+        skipping = SkippingGuards(timer).warmed(unmeasured, PART)
+        return {NO_GUARDS: skipping} if skipping is not None else None
+    return None
+
+
+def record_guard_cost(p: Paired, timing: Any, unmeasured: dict[str, str]) -> None:
+    """The figures of `guard_cost` set on `timing`, or why not when the block failed midway."""
+    for name, why in p.dropped.items():
+        unmeasured.setdefault(PART if name == NO_GUARDS else name, why)
+    if NO_GUARDS in p.extra:
+        with isolated(PART, unmeasured):
+            for k, v in guard_cost(p).items():
+                setattr(timing, k, v)
 
 
 def guard_cost(p: Paired) -> dict[str, Any]:

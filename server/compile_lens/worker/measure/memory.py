@@ -112,6 +112,21 @@ def allocation_peak(prof: Any) -> Optional[int]:
     return peak
 
 
+def record_peaks(memory: dict[str, Any], calls: dict[str, tuple[Callable[[], Any], Callable[[], None]]], device: str,
+                 unmeasured: dict[str, str]) -> None:
+    """`memory[side]` = `peak_of` each side's (call, zero_grad), `isolated`: a failure leaves both
+    unset, its why in `memory["method"]` and `unmeasured["peak memory"]`."""
+    from .isolated import isolated  # here: a trial imports this module inside the user's program
+
+    with isolated("peak memory", unmeasured) as part:
+        for side, (call, zero_grad) in calls.items():
+            memory[side] = peak_of(call, zero_grad, device)
+    if part.why:
+        memory.update(eager=None, compiled=None, method=part.why)
+    elif memory.get("eager") is None and memory.get("compiled") is None:
+        memory["method"] = "unavailable: the profiler recorded no allocations"
+
+
 def peak_of(call: Callable[[], Any], zero_grad: Callable[[], None], device: str) -> Optional[int]:
     """Peak of one call after a warm-up call; the last step's gradients are dropped first, so the
     call allocates them again, as every training step does after `zero_grad()`."""

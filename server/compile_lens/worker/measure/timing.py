@@ -7,8 +7,9 @@ does not know, and a measure of what else was running meanwhile.
   second on a shared machine hits one pair, not one side: the speedup is the median of the
   per-round ratios eager/compiled.
 - **interval**: a percentile bootstrap of that median over the rounds (95%). The figure is
-  *conclusive* when the interval excludes 1.0 and is at most `MAX_CI_WIDTH` of the speedup wide;
-  rounds go on (at least `MIN_ROUNDS`, until the budget is spent) until it is.
+  *conclusive* (its direction is certain) when the interval excludes 1.0, and *precise* when it
+  is also at most `MAX_CI_WIDTH` of the speedup wide (wider: "imprecise"); rounds go on (at least
+  `MIN_ROUNDS`, until the budget is spent) until it is both.
 - **contention**: the CPU time other processes used while we timed, from psutil (all CPUs' busy
   time minus our own process's), as a percentage of one CPU; on CUDA, other processes holding the
   GPU (nvidia-smi). On two cores a small eager model runs its matmuls on two OpenMP threads that
@@ -33,6 +34,7 @@ import torch.utils.benchmark as tbench
 
 from ...processes import OthersCPU, busy_threshold
 from ...protocol import Timing
+from ...speed_words import MAX_CI_WIDTH  # noqa: F401 - wider: imprecise (the direction may still be certain)
 
 MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
 MAX_ROUNDS = 400
@@ -40,7 +42,6 @@ TARGET_ROUNDS = 16  # the block length is chosen so that the budget holds about 
 MIN_BLOCK_S, MAX_BLOCK_S = 0.05, 0.5  # a round of 0.1 s still spans 20 ticks of the CPU clocks psutil reads
 SUB_BLOCK_S = 0.02  # a block is timed in pieces this long, checking the clock between them
 BLOCK_GUARD = 4.0  # a block that has run this many times its length stops with what it has
-MAX_CI_WIDTH = 0.2  # interval wider than this fraction of the speedup: inconclusive
 NO_DIFFERENCE_WIDTH = 0.04  # an interval this narrow around 1.0: "no measurable difference", stop
 RESAMPLES = 2000
 OVERRUN = 2.0  # stop here even before MIN_ROUNDS: on a machine this slow the figure is inconclusive anyway
@@ -56,6 +57,8 @@ class Paired:
     quiet: list[Optional[bool]] = field(default_factory=list)
     # more variants timed in the same rounds (e.g. "no_guards": the compiled call, guards skipped)
     extra: dict[str, list[float]] = field(default_factory=dict)
+    # extra variants whose block failed, and why ("not measurable: …"): left out of every round
+    dropped: dict[str, str] = field(default_factory=dict)
 
     def quiet_rounds(self) -> Paired:
         keep = [i for i, q in enumerate(self.quiet) if q is not False]
@@ -83,10 +86,23 @@ def bootstrap_ci(values: list[float], *, level: float = 0.95, resamples: int = R
 
 
 def is_conclusive(speedup: float, ci: Optional[list[float]]) -> bool:
+    """The direction is certain: the interval lies wholly above 1× or wholly below it."""
     if not ci or not all(math.isfinite(v) for v in ci) or not math.isfinite(speedup) or speedup <= 0:
         return False
     lo, hi = ci
-    return not (lo <= 1.0 <= hi) and (hi - lo) <= MAX_CI_WIDTH * speedup
+    return not (lo <= 1.0 <= hi)
+
+
+def rel_width(speedup: float, ci: Optional[list[float]]) -> Optional[float]:
+    """The interval's width relative to the speedup, (hi - lo) / speedup; None without one."""
+    if not ci or not all(math.isfinite(v) for v in ci) or not math.isfinite(speedup) or speedup <= 0:
+        return None
+    return round((ci[1] - ci[0]) / speedup, 4)
+
+
+def is_precise(t: Timing) -> bool:
+    """Narrow enough to quote as a figure: at most MAX_CI_WIDTH of the speedup wide."""
+    return t.ci_rel_width is not None and t.ci_rel_width <= MAX_CI_WIDTH
 
 
 def timing_of(p: Paired) -> Timing:
@@ -115,7 +131,8 @@ def _timing(p: Paired) -> Timing:
     ci = list(bootstrap_ci(ratios)) if len(ratios) >= 2 else None
     return Timing(eager_ms=e50 * 1e3, compiled_ms=c50 * 1e3, speedup=speedup,
                   eager_iqr_ms=max(0.0, e75 - e25) * 1e3, compiled_iqr_ms=max(0.0, c75 - c25) * 1e3,
-                  speedup_ci=ci, conclusive=is_conclusive(speedup, ci), rounds=len(ratios))
+                  speedup_ci=ci, conclusive=is_conclusive(speedup, ci), rounds=len(ratios),
+                  ci_rel_width=rel_width(speedup, ci))
 
 
 # --- what else ran ---------------------------------------------------------------------------
@@ -223,9 +240,17 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     timers = {"eager": eager, "compiled": compiled, **(extra or {})}
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
     # can take 100× longer, and a block sized from a quiet moment would then run for minutes
-    per_call = {side: max(t.timeit(3).mean, 1e-7) for side, t in timers.items()}
-    block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
     p = Paired(extra={name: [] for name in extra or {}})
+    per_call = {}
+    for side, t in timers.items():
+        try:
+            per_call[side] = max(t.timeit(3).mean, 1e-7)
+        except Exception as exc:  # noqa: BLE001 - an extra is optional (see the rounds below)
+            if side not in p.extra:
+                raise
+            p.dropped[side] = f"not measurable: {type(exc).__name__}: {str(exc).strip()[:160]}"
+            del p.extra[side]
+    block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
     forward_order = ["eager", "compiled", *(extra or {})]
     for r in range(MAX_ROUNDS):
         order = forward_order if r % 2 == 0 else forward_order[::-1]
@@ -233,7 +258,17 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
         if watch is not None:
             watch.start()
         for side in order:
-            got[side] = _block(timers[side], per_call[side], block_s)
+            if side in p.dropped:
+                continue
+            if side in p.extra:  # an extra is optional: its failure drops it, the speedup goes on
+                try:
+                    got[side] = _block(timers[side], per_call[side], block_s)
+                except Exception as exc:  # noqa: BLE001
+                    p.dropped[side] = f"not measurable: {type(exc).__name__}: {str(exc).strip()[:160]}"
+                    del p.extra[side]
+                    continue
+            else:
+                got[side] = _block(timers[side], per_call[side], block_s)
             per_call[side] = max(got[side], 1e-7)
         p.eager.append(got["eager"])
         p.compiled.append(got["compiled"])
@@ -251,6 +286,6 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
                 break
             t = timing_of(p)
             lo, hi = t.speedup_ci or (0.0, math.inf)
-            if t.conclusive or hi - lo <= NO_DIFFERENCE_WIDTH * t.speedup:
+            if (t.conclusive and is_precise(t)) or hi - lo <= NO_DIFFERENCE_WIDTH * t.speedup:
                 break  # a figure to stand behind, or an interval so narrow that more rounds add nothing
     return p

@@ -10,6 +10,7 @@ import torch
 import torch.utils.benchmark as tbench
 
 from ...protocol import Timing
+from ...speed_words import speed_words
 from .guard_cost import SAY_SHARE, guard_words
 from .timing import MAX_CI_WIDTH, busy_words
 
@@ -60,7 +61,8 @@ def _timing(eager: Stats, compiled: Stats) -> Timing:
 
 
 def _is_real(t: Timing) -> bool:
-    """Conclusively faster, by at least SPEEDUP_REAL at the low end of the interval."""
+    """Conclusively faster, by at least SPEEDUP_REAL at the low end of the interval (an imprecise
+    interval counts: its low end is what can be stood behind)."""
     if t.speedup_ci:
         return t.conclusive and t.speedup_ci[0] >= SPEEDUP_REAL
     return (t.speedup >= SPEEDUP_REAL
@@ -94,8 +96,8 @@ def _timed_in_rounds(t: Timing) -> bool:
 
 
 def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
-    """Why a timing is not a figure: the machine was busy, one round only, the rounds disagreed,
-    or there is no difference to measure."""
+    """Why a timing has no direction: the machine was busy, one round only, no difference to
+    measure, or rounds that disagree both ways (an interval that contains 1×, and wide)."""
     busy = busy_words(contention)
     if busy:
         return f"{busy} — re-measure when idle"
@@ -106,8 +108,8 @@ def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
         return "no measurable difference (the 95% interval contains 1×)"
     # no numbers here: this text heads the lens and hint, where a noisy bound would read as a figure
     # (the hover's table shows the interval beside it)
-    return (f"the rounds disagreed too much (the 95% interval is wider than {MAX_CI_WIDTH:.0%} of the speedup)"
-            " — re-measure when idle")
+    return (f"the rounds disagreed too much (the 95% interval contains 1× and is wider than {MAX_CI_WIDTH:.0%} "
+            "of the speedup) — re-measure when idle")
 
 
 def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optional[float],
@@ -124,15 +126,22 @@ def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optio
     tail = ("; " + "; ".join(extras)) if extras else ""
     if _timed_in_rounds(t) and not t.conclusive:
         return f"inconclusive ({what} on {device}): {inconclusive_why(t, contention or {})}{tail}"
+    # a timing from paired rounds says its direction and interval (`speed_words`); an older one its ratio
+    said = speed_words(t) if _timed_in_rounds(t) else f"{t.speedup:.2f}×"
     if t.speedup < 1.0:
+        if t.speedup_ci:
+            return f"not worth it: {what} {said} on {device}{tail}"
         return f"not worth it: compiled is {t.speedup:.2f}× (slower) on {device} ({what}){tail}"
     if not _is_real(t):
+        if t.conclusive and t.speedup_ci:  # faster for certain, but not by SPEEDUP_REAL at the low end
+            return (f"little gain: {what} {said} on {device}, under {SPEEDUP_REAL:.1f}× at the low end of the "
+                    f"interval{tail}")
         return f"no clear gain: {t.speedup:.2f}× {what} on {device} is within the timing spread{tail}"
     cold = f", compile {cold_s:.1f} s" if cold_s is not None else ""
     if calls is not None and calls > PAYBACK_REALISTIC:
-        return (f"only for long runs: {t.speedup:.2f}× {what} on {device}{cold}, "
+        return (f"only for long runs: {what} {said} on {device}{cold}, "
                 f"pays back after {calls:,} calls{tail}")
     if breaks > FEW_BREAKS or not accuracy_ok:
-        return f"faster but check first: {t.speedup:.2f}× {what} on {device}{cold}{tail}"
+        return f"faster but check first: {what} {said} on {device}{cold}{tail}"
     payback = f", pays back after {calls:,} calls" if calls is not None else ""
-    return f"worth it: {t.speedup:.2f}× {what} on {device}{cold}{payback}{tail}"
+    return f"worth it: {what} {said} on {device}{cold}{payback}{tail}"
