@@ -1,19 +1,19 @@
 """The regional lever's edit (`actions/levers.py`), offered only for a lever measured better, applied
 to real files: in the model's own `__init__`, and at the call site that compiles it. The edited file is
-imported and built: every block then compiles itself (re-measured cold in tests/cli/test_check_levers.py)."""
+imported and built: every block then compiles itself (re-measured cold in tests/worker/test_levers.py)."""
 
 from __future__ import annotations
 
 import importlib.util
 import textwrap
 
-from edits import apply_edits
 from lsprotocol import types as lsp
 
 from compile_lens import actions
 from compile_lens.actions.levers import lever_actions
 from compile_lens.actions.source import Source
 from compile_lens.protocol import Lever, TargetSpec
+from edits import apply_edits
 from paths import FIXTURES
 
 URI = "file:///w/blocks.py"
