@@ -47,7 +47,7 @@ def tried(workspace):
     stages: list[str] = []
     result = TargetResult("Stack", "module", target.spec.line)
     levers = run_levers(result, target, path=str(path), root=str(workspace), device="cpu", mode="default",
-                        max_seconds=60.0, progress=lambda stage, **kw: stages.append(stage))
+                        max_seconds=16.0, progress=lambda stage, **kw: stages.append(stage))
     return levers, stages
 
 
