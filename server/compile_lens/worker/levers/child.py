@@ -85,8 +85,10 @@ def _build(job: dict[str, Any], where: dict[str, str]) -> tuple[list[tuple], Cal
     kwargs = compile_kwargs(target, job["mode"])
 
     def compile_it() -> Callable:
-        obj = copy.deepcopy(base) if isinstance(base, torch.nn.Module) else base
-        return compile_variant(job["variant"], obj, kwargs)
+        # a fresh copy for each variant that compiles something; the model as written keeps the
+        # compiled blocks its own code set up (a deepcopy would not carry them)
+        fresh = isinstance(base, torch.nn.Module) and job["variant"] != "as_written"
+        return compile_variant(job["variant"], copy.deepcopy(base) if fresh else base, kwargs)
 
     return calls, compile_it
 

@@ -34,7 +34,8 @@ def measure(target: BuiltTarget, shapes: list[str], *, path: str, root: str, dev
            f"({before['compiles']} → {after['compiles']} compiles)"
     fwd = ratio_words(forward)
     lever = Lever("dynamic", "torch.compile(..., dynamic=True)", "no change",
-                  compile_s={"before": round(before["cold_s"], 2), "after": round(after["cold_s"], 2)},
+                  compile_s={"before": round(before["cold_s"], 2), "after": round(after["cold_s"], 2),
+                             "cpu_before": before.get("cold_cpu_s"), "cpu_after": after.get("cold_cpu_s")},
                   warm_compile_s={"before": round(before["warm_s"], 2), "after": round(after["warm_s"], 2)},
                   forward=forward, recompiles={"before": before["compiles"], "after": after["compiles"]},
                   data={"shapes": shapes})
