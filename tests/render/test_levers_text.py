@@ -49,3 +49,16 @@ def test_levers_without_the_measurement_is_a_usage_error():
     done = subprocess.run([sys.executable, "-m", "compile_lens.cli", "check", str(FIXTURES / "levers" / "blocks.py"),
                            "--levers", "--no-benchmark"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "--levers needs the measurement" in done.stderr
+
+
+def test_the_report_has_a_levers_table_per_target_that_tried_them():
+    from compile_lens.protocol import FileReport
+    from compile_lens.render.report_html import render_report
+
+    tried = FileReport("/w/blocks.py", targets=[_result(), TargetResult("Other", "module", 30)])
+    page = render_report([tried], title="Compile report", torch_version="2.13.0+cpu", device="cpu", cwd="/w")
+    section = page.split("<h2>Levers</h2>", 1)[1].split("</section>", 1)[0]
+    assert "<h3>Stack" in section and "Other" not in section  # Other's levers phase did not run
+    assert "<td>40.0 s → 12.0 s</td>" in section and "<td>better</td>" in section
+    assert "<h2>Levers</h2>" not in render_report([FileReport("/w/x.py", targets=[TargetResult("X", "module", 1)])],
+                                                  title="r", torch_version=None, device="cpu", cwd="/w")
