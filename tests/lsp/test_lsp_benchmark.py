@@ -162,7 +162,7 @@ async def test_try_levers_runs_the_levers_phase_and_the_hover_lists_what_was_tri
     async def levers_lens() -> str:
         found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
         [lens] = [lens for lens in found or [] if lens.command.command == TRY_LEVERS]
-        assert lens.range.start.line == line and lens.command.arguments == [uri, "Tiny"]
+        assert lens.range.start.line == line and list(lens.command.arguments) == [uri, "Tiny"]
         return lens.command.title
 
     assert (await levers_lens()).startswith("Try levers")
