@@ -29,7 +29,7 @@ def test_one_line_per_lever_and_only_the_better_one_offered():
     result = _result()
     assert levers_lines(result) == [
         "regional compilation: better — cold compile 40.0 s → 12.0 s, forward 1.01×",
-        "dynamic shapes: not measured — not measured: RuntimeError: Inductor fell over"]
+        "dynamic shapes: not measured: RuntimeError: Inductor fell over"]
     assert [lever.lever for lever in offered(result)] == ["regional"]
     row = table_rows(result)[0]
     assert row[2:6] == ["40.0 s → 12.0 s", "5.0 s → 2.0 s", "1.01× [0.97, 1.05] (inconclusive)", "1 → 1"]
