@@ -59,7 +59,18 @@ def measure(target: BuiltTarget, blocks: Blocks, *, path: str, root: str, device
         lever.why = f"{cold} (within the noise of one compile each), {fwd}"
     if after["recompiles"]:
         lever.why += f"; the blocks recompiled {after['recompiles']} time(s) across instances"
+        limit = _recompile_limit()
+        if limit is not None and after["recompiles"] + 1 >= limit:
+            lever.why += (f", at torch's recompile limit ({limit}): further blocks run eagerly — the guard that "
+                          "differs between instances is in the recompile check")
     return lever
+
+
+def _recompile_limit() -> Any:
+    import torch._dynamo
+
+    config = torch._dynamo.config
+    return getattr(config, "recompile_limit", None) or getattr(config, "cache_size_limit", None)
 
 
 def _r(value: Any) -> Any:
