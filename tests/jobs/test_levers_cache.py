@@ -32,3 +32,13 @@ def test_inconclusive_unmeasured_or_unfinished_is_not_stored(tmp_path):
     assert not write_levers(cache, KEYS, _result("not measured"))
     assert not write_levers(cache, KEYS, TargetResult("Stack", "module", 3))  # the phase did not run
     assert read_levers(cache, KEYS) is None
+
+
+def test_the_trace_entry_never_keeps_the_levers(tmp_path):
+    """A result written as it streams (`ResultWriter`) carries its levers: only their own entry keeps them."""
+    from compile_lens.jobs.cache import read_trace, write_trace
+
+    cache = ResultCache(str(tmp_path))
+    result = with_phase(_result("better"), "trace", "done")
+    assert write_trace(cache, KEYS, result, "class Stack: pass\n")
+    assert read_trace(cache, KEYS, "class Stack: pass\n", "/w/blocks.py").levers == []

@@ -310,7 +310,7 @@ def write_trace(cache: ResultCache, keys: TargetKeys, result: TargetResult, sour
     """Store the trace part of `result` (run on `source`) once it is settled; True if stored."""
     if not settled(result, "trace"):
         return False
-    trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None,
+    trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None, levers=[],
                                 phases=[p for p in result.phases if p.name == "trace"])
     cache.put(keys.trace, "trace", dataclasses.asdict(trace), source)
     return True
