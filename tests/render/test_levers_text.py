@@ -22,14 +22,17 @@ def _result() -> TargetResult:
                    recompiles={"before": 1, "after": 1})
     failed = Lever("dynamic", "torch.compile(..., dynamic=True)", "not measured",
                    why="not measured: RuntimeError: Inductor fell over")
-    return with_phase(TargetResult("Stack", "module", 3, levers=[better, failed]), LEVERS, "done")
+    guards = Lever("guard_filter", "torch.compile(..., options=...)", "no change", why="forward 1.00×: no measurable difference",
+                   data={"filter": "skip_guard_on_globals_unsafe", "assumption": "no global changes"})
+    return with_phase(TargetResult("Stack", "module", 3, levers=[better, failed, guards]), LEVERS, "done")
 
 
 def test_one_line_per_lever_and_only_the_better_one_offered():
     result = _result()
     assert levers_lines(result) == [
         "regional compilation: better — cold compile 40.0 s → 12.0 s, forward 1.01×",
-        "dynamic shapes: not measured: RuntimeError: Inductor fell over"]
+        "dynamic shapes: not measured: RuntimeError: Inductor fell over",
+        "guard filter skip_guard_on_globals_unsafe: no change — forward 1.00×: no measurable difference"]
     assert [lever.lever for lever in offered(result)] == ["regional"]
     row = table_rows(result)[0]
     assert row[2:6] == ["40.0 s → 12.0 s", "5.0 s → 2.0 s", "1.01× [0.97, 1.05] (inconclusive)", "1 → 1"]
@@ -38,7 +41,7 @@ def test_one_line_per_lever_and_only_the_better_one_offered():
 def test_the_json_and_the_phases_carry_the_levers_phase():
     result = _result()
     doc = _target_json(result)
-    assert [lever["lever"] for lever in doc["levers"]] == ["regional", "dynamic"]
+    assert [lever["lever"] for lever in doc["levers"]] == ["regional", "dynamic", "guard_filter"]
     assert doc["phases"]["levers"] == {"status": "done", "error": None}
     failed = with_phase(result, LEVERS, "failed", Problem("timeout", "the levers phase took too long"))
     assert "levers phase failed: the levers phase took too long" in phases.summary(failed)

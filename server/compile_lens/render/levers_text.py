@@ -18,9 +18,16 @@ NOT_DONE = "AOT artifact and CUDA graphs levers: not done in this version"
 def lever_line(lever: Lever) -> str:
     """`regional compilation: better — cold compile 41.0 s → 7.0 s, forward 0.98×`, or
     `dynamic shapes: not measured: <why>`."""
+    name = lever_name(lever)
     if lever.verdict == "not measured" and lever.why.startswith("not measured"):
-        return f"{NAMES.get(lever.lever, lever.lever)}: {lever.why}"
-    return f"{NAMES.get(lever.lever, lever.lever)}: {lever.verdict} — {lever.why or lever.change}"
+        return f"{name}: {lever.why}"
+    return f"{name}: {lever.verdict} — {lever.why or lever.change}"
+
+
+def lever_name(lever: Lever) -> str:
+    """`regional compilation`; a guard filter with the filter it tried (there is one lever per filter)."""
+    name = NAMES.get(lever.lever, lever.lever)
+    return f"{name} {lever.data['filter']}" if lever.data.get("filter") else name
 
 
 def levers_lines(result: TargetResult) -> list[str]:
@@ -57,7 +64,7 @@ def table_rows(result: TargetResult) -> list[list[str]]:
         compiles: Optional[str] = None
         if lever.recompiles.get("before") is not None:
             compiles = f"{lever.recompiles['before']} → {lever.recompiles['after']}"
-        rows.append([NAMES.get(lever.lever, lever.lever), lever.change, _figure(lever.compile_s, "s"),
+        rows.append([lever_name(lever), lever.change, _figure(lever.compile_s, "s"),
                      _figure(lever.warm_compile_s, "s"), speed, compiles or "—", lever.verdict, lever.why])
     return rows
 

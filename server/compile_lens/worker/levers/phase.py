@@ -78,7 +78,7 @@ def run_levers(result: TargetResult, target: BuiltTarget, *, path: str, root: st
             change = f"guard_filter_fn=torch.compiler.{name}"
             why = fits(0)
             say(f"levers: timing the forward with {name}…")
-            levers.append(Lever("guard_filter", change, "not measured", why) if why else isolated(
+            levers.append(Lever("guard_filter", change, "not measured", why, data={"filter": name}) if why else isolated(
                 "guard_filter", change, lambda n=name, a=assumption: guards.measure(
-                    target, n, a, device=device, mode=mode, steady_s=steady_s)))
+                    target, n, a, device=device, mode=mode, steady_s=steady_s), data={"filter": name}))
     return levers
