@@ -195,6 +195,30 @@ class Benchmark:
 
 
 @dataclass
+class Lever:
+    """One torch lever tried on a target against the default `torch.compile`, measured the way the
+    speedup is (`worker/levers`): compile times in fresh processes with empty caches, steady time in
+    paired rounds with a 95% interval. `before` is the default, `after` the lever; a figure that could
+    not be measured is None, and a lever that could not be measured at all says why in `why`."""
+
+    lever: str  # "regional" | "dynamic" | "static" | "guard_filter" | "aot_artifact"
+    change: str  # what was changed, in the user's words ("each Block in `blocks` compiled once (block.compile())")
+    verdict: str  # "better" | "worse" | "no change" | "inconclusive" | "not measured"
+    why: str = ""  # the figure that decided the verdict, or why it could not be measured
+    action: str = ""  # the edit offered when better (code action title), else ""
+    # {"before", "after"} seconds: the cold compile ("cold"), and where measured the warm one
+    compile_s: dict[str, Any] = field(default_factory=dict)
+    warm_compile_s: dict[str, Any] = field(default_factory=dict)
+    # {"before", "after"} ms per call and the after/before speedup's 95% interval ("ci"), "speedup", "conclusive"
+    forward: dict[str, Any] = field(default_factory=dict)
+    train_step: dict[str, Any] = field(default_factory=dict)
+    recompiles: dict[str, Any] = field(default_factory=dict)  # {"before", "after"}: compiles counted
+    # what the edit needs (`actions/levers.py`): {"attribute": "blocks", "block_class": "Block", ...}
+    data: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0  # what trying this lever cost (BENCHMARKS)
+
+
+@dataclass
 class Problem:
     """Why something could not be analysed, said once, where the user can act on it."""
 
@@ -209,6 +233,7 @@ class Problem:
 
 
 PHASES = ("trace", "sweep", "measure")  # in the order a job runs them
+LEVERS = "levers"  # the phase after the measurement, run only when asked (`check --levers`, "Try levers")
 
 
 @dataclass
@@ -249,6 +274,8 @@ class TargetResult:
     # (`worker/tool_errors`): for the log only (the server's output channel, the CLI's stderr)
     bug_reports: list[str] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)  # one per phase run (or settled) so far
+    # the `levers` phase (`worker/levers`): each lever that applies, measured against the default
+    levers: list[Lever] = field(default_factory=list)
 
 
 def phase_of(result: TargetResult, name: str) -> Optional[Phase]:
@@ -258,7 +285,7 @@ def phase_of(result: TargetResult, name: str) -> Optional[Phase]:
 def with_phase(result: TargetResult, name: str, status: str, error: Optional[Problem] = None) -> TargetResult:
     """A copy of `result` with phase `name` set (the other phases and every field kept)."""
     phases = [p for p in result.phases if p.name != name] + [Phase(name, status, error)]
-    phases.sort(key=lambda p: PHASES.index(p.name) if p.name in PHASES else len(PHASES))
+    phases.sort(key=lambda p: (*PHASES, LEVERS).index(p.name) if p.name in (*PHASES, LEVERS) else len(PHASES) + 1)
     return dataclasses.replace(result, phases=phases)
 
 
@@ -312,6 +339,10 @@ class AnalyzeJob:
     # event: `worker.stall_watch`); 0: never
     stall_s: float = 0.0
     stamps: bool = False  # send the trace's timeline marks with each target (`compile_lens.timeline`)
+    levers: bool = False  # run the levers phase after the measurement
+    # what the levers phase reads of earlier phases when they came from the cache:
+    # {target: {"benchmark": Benchmark dict, "recompiles": [Recompile dict]}}
+    known: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass

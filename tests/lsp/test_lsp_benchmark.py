@@ -22,17 +22,27 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 
-from lsp_support import change_file, locate, open_file, start_server, stop_server, wait_for
+from lsp_support import (
+    change_file,
+    locate,
+    open_file,
+    start_server,
+    stop_server,
+    wait_analyzed,
+    wait_for,
+)
 from paths import FIXTURES
 
 SETTINGS = {"benchmark.onSave": False, "benchmark.maxSeconds": 8, "worker.timeoutSeconds": 300}
+TRY_LEVERS = "compileLens.tryLevers"
 WAIT_S = 1800.0  # a last resort only: a hang ends earlier, at the worker's silence limit
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 
 async def lenses(client, uri):
     found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
-    return [(lens.range.start.line, lens.command.title) for lens in found or []]
+    return [(lens.range.start.line, lens.command.title) for lens in found or []
+            if lens.command.command != TRY_LEVERS]  # the levers lens: its own test below
 
 
 async def wait_lens(client, uri, predicate, timeout=WAIT_S):
@@ -146,6 +156,33 @@ async def test_inlay_hint_after_the_compile_call(measured_ws):
     assert (hint.position.line, hint.position.character) == (line, col + len("torch.compile(Tiny())"))
     assert re.match(r" ⚡ (train step \d+\.\d\d× (faster|slower)( \(imprecise\))?|train step: inconclusive)$",
                     hint.label), hint.label
+
+
+async def test_try_levers_runs_the_levers_phase_and_the_hover_lists_what_was_tried(measured_ws):
+    """The "Try levers" lens appears once the target is measured; its command runs the levers phase
+    (Tiny has no repeated blocks; the sweep's batch recompiles make the dynamic lever apply), after
+    which the hover lists each lever tried in one line, and the lens says what came of it."""
+    root, _, client, uri = measured_ws
+    line, col = locate(root / "tiny.py", "class Tiny")
+
+    async def levers_lens() -> str:
+        found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+        [lens] = [lens for lens in found or [] if lens.command.command == TRY_LEVERS]
+        assert lens.range.start.line == line and list(lens.command.arguments) == [uri, "Tiny"]
+        return lens.command.title
+
+    assert (await levers_lens()).startswith("Try levers")
+    mark = len(client.analyzed)
+    answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(TRY_LEVERS, [uri, "Tiny"]))
+    assert answer == {"started": True}
+    done = await wait_analyzed(client, uri, "levers", since=mark, timeout=WAIT_S)
+    assert done.ok
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(line, col + len("class T"))))
+    tried = hover.contents.value.split("**Levers tried**", 1)[1].strip().splitlines()
+    assert tried and all(re.match(r"- (dynamic|static) shapes: ((better|worse|no change|inconclusive) — |not measured: )",
+                                  row) for row in tried), tried
+    assert (await levers_lens()).startswith("levers: ")
 
 
 async def test_comment_only_edit_reruns_nothing_and_moves_the_lens(measured_ws):

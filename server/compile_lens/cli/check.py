@@ -55,6 +55,8 @@ from .common import (
 )
 from .compare import add_compare_argument, label, other_interpreter, torch_diff
 from .gpu_wait import GpuWait, add_wait_gpu_argument
+from .levers import FLAG_HELP as LEVERS_HELP
+from .levers import levers_only, with_cached_levers
 from .shard import Shard, add_shard_argument, shard_files
 
 # --- which targets (--target NAME or path.py:NAME) ---------------------------------------------
@@ -119,7 +121,8 @@ def _runtime_key(python: Optional[str] = None) -> str:
 async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet: bool, recompiles: bool = True,
                 root: Optional[str] = None, targets: Optional[list[TargetPick]] = None,
                 cache: Optional[ResultCache] = None, trace_dir: Optional[str] = None,
-                wait_gpu: Optional[float] = None, python: Optional[str] = None) -> tuple[list[FileReport], dict]:
+                wait_gpu: Optional[float] = None, python: Optional[str] = None,
+                levers: bool = False) -> tuple[list[FileReport], dict]:
     """Analyse `files`; each in its own workspace root unless `root` is given. Results come from
     `cache` when it has every part asked for (no worker starts when it has them all). `python`: the
     workers' interpreter when not this one (`--compare-with`), already probed."""
@@ -167,8 +170,17 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                     hit = read_result(cache, keys[t.name], source, path, recompiles=recompiles, benchmark=benchmark)
                     if hit is not None:
                         results[t.name] = hit
+            # figures from the cache, levers not: the levers phase alone, handed those figures
+            levers_todo: set[str] = set()
+            for name, hit in list(results.items()):
+                if levers and hit.status == "ok":
+                    with_levers = with_cached_levers(cache, keys.get(name), hit)
+                    if with_levers is None:
+                        levers_todo.add(name)
+                    else:
+                        results[name] = with_levers
             todo = {t.name for t in runnable if t.name not in results}
-            if todo:
+            if todo or levers_todo:
                 try:
                     slot = await workers.get(file_root)
                 except WorkerGone as gone:
@@ -178,14 +190,19 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 if not quiet:
                     say(f"tracing {os.path.relpath(path)}"
                         + (f" ({len(results)} of {len(runnable)} targets from the cache)" if results else ""))
-                run = await analyze_file(
-                    slot, path, file_root, discovery, settings, benchmark=benchmark, recompiles=recompiles,
-                    only=todo, on_target=ResultWriter(cache, keys, source) if cache else None,
-                    on_progress=(None if quiet else lambda stage, target: say(f"  {stage}")),
-                    trace_dir=trace_dir,
-                )
-                results.update(run.results)
-                report.error = run.problem
+                writer = ResultWriter(cache, keys, source) if cache else None
+                told = None if quiet else lambda stage, target: say(f"  {stage}")
+                if todo:
+                    run = await analyze_file(
+                        slot, path, file_root, discovery, settings, benchmark=benchmark, recompiles=recompiles,
+                        only=todo, on_target=writer, on_progress=told, trace_dir=trace_dir, levers=levers,
+                    )
+                    results.update(run.results)
+                    report.error = run.problem
+                if levers_todo and report.error is None:
+                    run = await levers_only(slot, path, file_root, discovery, settings, results, levers_todo,
+                                            writer, told)
+                    report.error = run.problem
             elif not quiet:
                 say(f"{os.path.relpath(path)}: from the cache")
             _fill(report, discovery, results, runnable, lints, statics, file_root)
@@ -255,6 +272,7 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="workspace root (default: found per file, like ruff: the nearest pyproject.toml with "
                           "[tool.compile-lens], else the nearest pyproject.toml, .git or .compile-lens/)")
     chk.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    chk.add_argument("--levers", action="store_true", help=LEVERS_HELP)
     chk.add_argument("--baseline", metavar="FILE", help="findings in FILE are not shown and do not fail the run")
     chk.add_argument("--write-baseline", action="store_true",
                      help="write every finding of this run to the --baseline FILE (and exit 0)")
@@ -305,7 +323,10 @@ def run_check(args: argparse.Namespace) -> int:
     # a trace is of a run that happens now: results from the cache would write none
     cache = open_cache(args.no_cache or bool(args.trace_dir))
     trace_dir = os.path.abspath(args.trace_dir) if args.trace_dir else None  # the worker runs elsewhere
-    run = dict(benchmark=not args.no_benchmark, quiet=args.quiet, recompiles=not args.no_recompiles, root=args.root,
+    if args.levers and args.no_benchmark:  # a lever is measured against the measurement's own figures
+        print("compile-lens: --levers needs the measurement: drop --no-benchmark", file=sys.stderr)
+        return 2
+    run = dict(levers=args.levers, benchmark=not args.no_benchmark, quiet=args.quiet, recompiles=not args.no_recompiles, root=args.root,
                targets=picks, cache=cache, trace_dir=trace_dir, wait_gpu=args.wait_gpu)
     theirs = None
     try:

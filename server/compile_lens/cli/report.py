@@ -24,6 +24,7 @@ from .check import check
 from .common import add_remote_cache_argument, files_and_root, finish, open_cache, say, settings_for
 from .compare import add_compare_argument, label, other_interpreter, torch_diff
 from .gpu_wait import add_wait_gpu_argument
+from .levers import FLAG_HELP as LEVERS_HELP
 from .shard import add_shard_argument, shard_files
 from .trial import add_bill_arguments, bill_flag_error, bill_inputs
 
@@ -47,6 +48,7 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="longest one analysis step may take (worker.timeoutSeconds)")
     rep.add_argument("--root", metavar="DIR", help="workspace root (default: found per file, as for `check`)")
     rep.add_argument("--no-cache", action="store_true", help="measure again even when the result cache has figures")
+    rep.add_argument("--levers", action="store_true", help=LEVERS_HELP + " (a levers table per target)")
     add_shard_argument(rep)
     add_wait_gpu_argument(rep)
     add_remote_cache_argument(rep)
@@ -88,7 +90,7 @@ def run_report(args: argparse.Namespace) -> int:
         if other and not args.quiet:
             say(f"with {label(None)}")
         reports, runtime = asyncio.run(check(files, settings, benchmark=True, quiet=args.quiet, root=args.root,
-                                             cache=cache, wait_gpu=args.wait_gpu))
+                                             cache=cache, wait_gpu=args.wait_gpu, levers=args.levers))
         if other:
             if not args.quiet:
                 say(f"with {label(other)}")

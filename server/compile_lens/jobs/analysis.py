@@ -16,6 +16,7 @@ from typing import Awaitable, Callable, Optional
 
 from ..discovery import Discovery
 from ..protocol import (
+    LEVERS,
     PHASES,
     AnalyzeJob,
     Finding,
@@ -93,11 +94,11 @@ def merge_result(old: Optional[TargetResult], new: TargetResult, kept: list[str]
 
 
 PHASE_FIELDS = {"trace": ("graph_count", "graph_breaks"), "sweep": ("recompiles",),
-                "measure": ("benchmark", "export", "fallback_ops", "report", "unmeasured")}
+                "measure": ("benchmark", "export", "fallback_ops", "report", "unmeasured"), LEVERS: ("levers",)}
 
 
-def _requested(trace: bool, recompiles: bool, benchmark: bool) -> list[str]:
-    return [p for p, on in zip(PHASES, (trace, recompiles, benchmark)) if on]
+def _requested(trace: bool, recompiles: bool, benchmark: bool, levers: bool = False) -> list[str]:
+    return [p for p, on in zip((*PHASES, LEVERS), (trace, recompiles, benchmark, levers)) if on]
 
 
 async def analyze_file(
@@ -116,13 +117,15 @@ async def analyze_file(
     only: Optional[set[str]] = None,
     trace_dir: Optional[str] = None,  # the worker writes torch's structured trace here (tlparse)
     timeline: Optional[Timeline] = None,  # the worker's marks go here (`compile_lens.timeline`)
+    levers: bool = False,  # the levers phase after the measurement (`worker/levers`)
+    known: Optional[dict[str, dict]] = None,  # earlier phases' figures the levers read, from the cache
 ) -> FileRun:
     """Every requested phase of every target, each its own result. A worker that dies (crash,
     timeout, memory) fails the phase it was in, for that target; its later phases are not run
     (and say why); every other target's phases are sent again to the replacement worker."""
     run = FileRun(path, discovery.fingerprint)
     specs: list[TargetSpec] = [t for t in discovery.targets if t.inputs is not None and (only is None or t.name in only)]
-    wanted = _requested(trace, trace if recompiles is None else recompiles, benchmark)
+    wanted = _requested(trace, trace if recompiles is None else recompiles, benchmark, levers)
     limits = limits_of(settings)
 
     def settled(name: str) -> list[str]:
@@ -169,6 +172,7 @@ async def analyze_file(
             skip=skip,
             trace_dir=trace_dir, stamps=timeline is not None,
             stall_s=stall_after(limits.timeout_s),
+            levers=LEVERS in wanted, known={k: v for k, v in (known or {}).items() if k in {t.name for t in pending}},
         )
         try:
             problem = await slot.run(job, on_event, limits)
@@ -188,7 +192,7 @@ def stall_after(timeout_s: float) -> float:
     return max(1.0, min(30.0, timeout_s / 3))
 
 
-PHASE_WORDS = {"trace": "trace", "sweep": "recompile check", "measure": "measurement"}
+PHASE_WORDS = {"trace": "trace", "sweep": "recompile check", "measure": "measurement", LEVERS: "levers phase"}
 
 
 def _log_bug_reports(result: TargetResult, path: str, logged: set[str]) -> None:
@@ -226,7 +230,8 @@ async def _after_death(run: FileRun, gone: WorkerGone, current: dict[str, Option
         return False  # it died after that phase had ended: whatever is left runs again
     problem = gone.problem
     stage = current["stage"] or ""
-    if phase != "trace" and stage and stage not in (f"measuring {failed}", f"checking recompiles of {failed}"):
+    if phase != "trace" and stage and stage not in (f"measuring {failed}", f"checking recompiles of {failed}",
+                                                    f"trying levers on {failed}"):
         # say what it was doing (compiling, checking torch.export…): the figures may be in
         problem = dataclasses.replace(problem, message=f"{problem.message} (while {_while(stage, spec.name)})")
     result = with_phase(result, phase, "failed", problem)

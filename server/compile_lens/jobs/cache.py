@@ -10,7 +10,8 @@ the language server and the CLI alike):
   today's text on read);
 - sweep: the recompile sweep's `Recompile` list, with its source;
 - bench: the `Benchmark` (figures do not depend on positions);
-- deploy: the answers measured with the figures: `{"export", "fallback_ops", "report", "unmeasured"}`.
+- deploy: the answers measured with the figures: `{"export", "fallback_ops", "report", "unmeasured"}`;
+- levers: the `Lever` list of the levers phase (with the figures' key: they are measured on the same device and mode).
 A phase that a worker failure ended (crash, timeout, memory, exit) is never stored: it says
 nothing about the code.
 """
@@ -27,7 +28,16 @@ import time
 from typing import Any, Mapping, Optional
 
 from ..positions import moved
-from ..protocol import Benchmark, Recompile, TargetResult, from_dict, phase_of, with_phase
+from ..protocol import (
+    LEVERS,
+    Benchmark,
+    Lever,
+    Recompile,
+    TargetResult,
+    from_dict,
+    phase_of,
+    with_phase,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +93,10 @@ class TargetKeys:
     @property
     def deploy(self) -> str:
         return self.bench + ":deploy"
+
+    @property
+    def levers(self) -> str:
+        return self.bench + ":levers"
 
 
 def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_fingerprint: str, spec: Any,
@@ -226,6 +240,24 @@ def read_deployment(cache: ResultCache, keys: TargetKeys) -> Optional[dict]:
     return None if hit is None else hit[0]
 
 
+def read_levers(cache: ResultCache, keys: TargetKeys) -> Optional[list[Lever]]:
+    """The levers measured on a target (None: not cached)."""
+    hit = cache.get(keys.levers)
+    return None if hit is None else [from_dict(Lever, lever) for lever in hit[0]]
+
+
+def write_levers(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> bool:
+    """Store a finished levers phase; not one whose lever was inconclusive or not measured (the
+    machine was busy, the budget ran out): that says nothing about the code. True if stored."""
+    phase = phase_of(result, LEVERS)
+    if phase is None or phase.status != "done":
+        return False
+    if any(lever.verdict in ("inconclusive", "not measured") for lever in result.levers):
+        return False
+    cache.put(keys.levers, "levers", [dataclasses.asdict(lever) for lever in result.levers])
+    return True
+
+
 def with_recompiles(result: TargetResult, recompiles: list[Recompile]) -> TargetResult:
     """`result` with a finished sweep's recompiles."""
     return with_phase(dataclasses.replace(result, recompiles=recompiles), "sweep", "done")
@@ -281,7 +313,7 @@ def write_trace(cache: ResultCache, keys: TargetKeys, result: TargetResult, sour
     if not settled(result, "trace"):
         return False
     trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None,
-                                unmeasured={}, bug_reports=[],
+                                unmeasured={}, bug_reports=[], levers=[],
                                 phases=[p for p in result.phases if p.name == "trace"])
     cache.put(keys.trace, "trace", dataclasses.asdict(trace), source)
     return True
@@ -335,3 +367,5 @@ class ResultWriter:
             if (result.name, phase) not in self.stored and write():
                 self.stored.add((result.name, phase))
         write_deployment(self.cache, keys, result)
+        if (result.name, LEVERS) not in self.stored and write_levers(self.cache, keys, result):
+            self.stored.add((result.name, LEVERS))

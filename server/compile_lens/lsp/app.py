@@ -18,6 +18,7 @@ from .features import (
     hover,  # the target's card
     imported_trace,  # compileLens.importTrace / clearImportedTrace: a torch trace made anywhere
     inlay_hints,  # the speedup after each torch.compile(...) call
+    levers,  # compileLens.tryLevers: the levers phase of one target, on its "Try levers" lens
     lifecycle,  # initialize, settings, workspace folders, shutdown, the client watch
     report,  # compileLens.reportHtml: the compile report webview
     text_sync,  # didOpen/didChange/didSave/didClose
@@ -26,7 +27,7 @@ from .features import (
 from .state import CompileLensServer
 
 FEATURES = (lifecycle, text_sync, diagnostics, code_lens, inlay_hints, hover, code_actions, commands, report,
-            torch_trace, imported_trace)
+            torch_trace, imported_trace, levers)
 
 server = CompileLensServer()
 for feature in FEATURES:

@@ -34,6 +34,7 @@ from ..speed_words import direction, speed_words
 from ..speed_words import rel_width as speed_words_rel_width
 from . import phases
 from .findings import break_count_text, is_break_finding
+from .levers_text import levers_json, levers_lines
 
 SOURCE = "Compile Lens"
 SARIF_SRCROOT = "%SRCROOT%"
@@ -233,6 +234,7 @@ def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0, not_
         for t in sorted(report.targets, key=lambda t: t.line):
             if t.benchmark is not None:
                 bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {benchmark_summary(t.benchmark)}")
+            bench.extend(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: lever {line}" for line in levers_lines(t))
             if t.status != "error" and _incomplete(t):  # a phase failed or was left out: say which, and why
                 bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {phases.summary(t)}")
     if bench:
@@ -343,6 +345,7 @@ def _target_json(t: TargetResult) -> dict[str, Any]:
         "unmeasured": dict(t.unmeasured),  # export, fallback ops, batch sweep…: why not measured
         # each phase on its own: "done" | "failed" | "not-run", and why (null: not asked for)
         "phases": {p.name: {"status": p.status, "error": _problem_json(p.error)} for p in phases.phase_states(t)},
+        "levers": levers_json(t),  # the levers phase (`check --levers`): each lever tried, measured
     }
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..protocol import PHASES, Problem, TargetResult, phase_of
+from ..protocol import LEVERS, PHASES, Problem, TargetResult, phase_of
 
 WORKER_KINDS = ("crash", "timeout", "memory", "exit")
-DONE = {"trace": "traced", "sweep": "recompiles checked", "measure": "measured"}
-FAILED = {"trace": "trace failed", "sweep": "recompile check failed", "measure": "measurement failed"}
-NOT_RUN = {"trace": "not traced", "sweep": "recompiles not checked", "measure": "not measured"}
-VERB = {"trace": "tracing", "sweep": "checking recompiles", "measure": "measuring"}
+DONE = {"trace": "traced", "sweep": "recompiles checked", "measure": "measured", LEVERS: "levers tried"}
+FAILED = {"trace": "trace failed", "sweep": "recompile check failed", "measure": "measurement failed",
+          LEVERS: "levers phase failed"}
+NOT_RUN = {"trace": "not traced", "sweep": "recompiles not checked", "measure": "not measured",
+           LEVERS: "levers not tried"}
+VERB = {"trace": "tracing", "sweep": "checking recompiles", "measure": "measuring", LEVERS: "trying levers"}
 
 
 @dataclass
@@ -51,6 +53,9 @@ def phase_states(result: TargetResult) -> list[PhaseState]:
             states.append(PhaseState(name, "done"))
         else:
             states.append(PhaseState(name, "not-run"))
+    levers = phase_of(result, LEVERS)  # only when asked for (`check --levers`, "Try levers")
+    if levers is not None:
+        states.append(PhaseState(LEVERS, levers.status, levers.error))
     return states
 
 

@@ -36,6 +36,7 @@ from .phases import phase_states
 from .remote_cache import warm_remote_words
 from .report_charts import breakdown_chart, latency_chart
 from .report_compare import compare_section
+from .report_levers import levers_section
 from .report_style import SCRIPT, STANDALONE_PALETTE, STYLE, WEBVIEW_PALETTE
 from .report_trial import trial_section
 
@@ -402,7 +403,8 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     if trial:
 
         body.append(trial_section(page, trial, trial_bill))
-    body += [_breaks(page, reports), _recompiles(page, reports), _other_findings(page, reports), _notes(reports)]
+    body += [levers_section(page, reports), _breaks(page, reports), _recompiles(page, reports),
+             _other_findings(page, reports), _notes(reports)]
     body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
                 "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), with its 95% interval, "
                 "shown only when the interval is wholly above or below 1× (imprecise: wider than 20% of the ratio).</footer>")

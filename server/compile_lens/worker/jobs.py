@@ -120,6 +120,9 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: T
                        {spec.name: TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs) for spec in job.targets},
                        timeline=timeline)
     step, built = targets.step, targets.built
+    for name, earlier in job.known.items():  # the levers phase after a measurement read from the cache
+        if name in targets.results:
+            _known(targets.results[name], earlier)
 
     # Stages in the order the editor needs them: every target's graph breaks first (fast), then
     # the recompile sweeps, then measurements. Each stage re-sends the target's growing result.
@@ -132,6 +135,9 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: T
     if job.benchmark:
         for spec in job.targets:
             step(spec, "measure", "measuring", lambda r, p, s=spec: _measure_target(r, p, built[s.name], job, send))
+    if job.levers:
+        for spec in job.targets:
+            step(spec, "levers", "trying levers on", lambda r, p, s=spec: _levers(r, p, built[s.name], job))
     send({"id": job.id, "event": "done"})
 
 
@@ -249,6 +255,21 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
             run()
         if "fallback_ops" in seen:
             result.fallback_ops = seen["fallback_ops"]
+
+
+def _known(result: TargetResult, earlier: dict[str, Any]) -> None:
+    from ..protocol import Benchmark, Recompile
+
+    if earlier.get("benchmark"):
+        result.benchmark = from_dict(Benchmark, earlier["benchmark"])
+    result.recompiles = [from_dict(Recompile, r) for r in earlier.get("recompiles") or []]
+
+
+def _levers(result: TargetResult, p: Callable[..., None], target: loader.BuiltTarget, job: AnalyzeJob) -> None:
+    from .levers.phase import run_levers
+
+    result.levers = run_levers(result, target, path=job.path, root=job.root, device=job.device, mode=job.mode,
+                               max_seconds=job.max_seconds, progress=p)
 
 
 def _settle(result: TargetResult, phase: str, status: str, error: Problem | None = None) -> None:

@@ -16,6 +16,7 @@ from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
 from ... import actions
+from ...actions.levers import lever_actions
 from ...render.assembly import in_workspace
 from ..state import CompileLensServer
 
@@ -45,6 +46,16 @@ def guesses(ls: CompileLensServer, uri: str) -> dict[str, Any]:
         return {}
     return {name: r.inputs for name, r in state.traced.items()
             if r.inputs is not None and r.inputs.after_import and r.inputs.text}
+
+
+def _lever_actions(ls: CompileLensServer, uri: str, source: str, line0: int) -> list[lsp.CodeAction]:
+    """The levers measured better on the target at the cursor (`actions.levers`), on current results only."""
+    state = ls.docs.get(uri)
+    src = actions.Source.parse(source)
+    if state is None or src is None or not ls.is_current(state):
+        return []
+    measured = {name: r.levers for name, r in state.traced.items() if r.levers}
+    return lever_actions(src, uri, line0 + 1, measured, ls.targets_in_buffer(state)) if measured else []
 
 
 def _resolves_edits(ls: CompileLensServer) -> bool:
@@ -95,6 +106,7 @@ def register(server: CompileLensServer) -> None:
         found = actions.code_actions(source, uri, params.range, params.context.diagnostics,
                                      figures(ls, uri), only=params.context.only, discovery=known,
                                      guesses=guesses(ls, uri), hatches=ls.runtime.get("escape_hatches") or ())
+        found += _lever_actions(ls, uri, source, params.range.start.line)
         # offered only when its edit is known: resolved now (the parse of this file is cached),
         # and an edit to another file only inside the workspace
         lazy = _resolves_edits(ls)

@@ -12,6 +12,7 @@ from ...render import cards
 from ...render.lsp import to_range
 from ..gpu_gate import MEASURE_ANYWAY
 from ..state import SHOW_OUTPUT, CompileLensServer
+from .levers import levers_lenses
 
 MEASURE = "compileLens.measure"
 
@@ -35,7 +36,7 @@ def code_lenses(ls: CompileLensServer, uri: str) -> list[lsp.CodeLens]:
             title, command = cards.waiting_lens_title(waiting.text), MEASURE_ANYWAY
         lenses.append(lsp.CodeLens(range=to_range(spec.line, 1, spec.line, 1), command=lsp.Command(
             title=title, command=command, arguments=[uri, spec.name])))
-    return lenses
+    return lenses + levers_lenses(ls, uri)
 
 
 def register(server: CompileLensServer) -> None:

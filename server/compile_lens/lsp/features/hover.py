@@ -12,6 +12,7 @@ from ...protocol import TargetResult
 from ...render import cards
 from ..state import SHOW_REPORT, CompileLensServer
 from ..trial_feed import hover_line
+from .levers import hover_lines
 
 
 def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[lsp.Hover]:
@@ -42,6 +43,9 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
     card = cards.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
                             measuring=name in state.measuring, report=report, trial=trial,
                             stalled=state.stalled.get(name))
+    tried = hover_lines(result)  # the levers phase, when it ran: one line per lever
+    if tried:
+        card += "\n\n" + "\n".join(tried)
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
 
 

@@ -45,8 +45,8 @@ def _child_env(cache_dir: str, remote: Optional[Remote] = None) -> dict[str, str
 
 def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
               progress: Callable[..., None] = lambda stage, **kw: None,
-              remote: Optional[Remote] = None) -> dict[str, Any]:
-    """Run `bench_child` in a fresh process; its result comes back in a file, never on stdout.
+              remote: Optional[Remote] = None, module: str = CHILD_MODULE) -> dict[str, Any]:
+    """Run `bench_child` (or another child `module`: the levers' own) in a fresh process; its result comes back in a file, never on stdout.
 
     While it runs, `progress` hears from it every HEARTBEAT_S (the worker is alive, only waiting);
     `timeout` is this phase's own limit. The child's stdout and stderr (user prints included) go
@@ -60,7 +60,7 @@ def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
     try:
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", CHILD_MODULE, json.dumps(job)],
+                [sys.executable, "-m", module, json.dumps(job)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=_child_env(cache_dir, remote), cwd=job.get("root") or None)
             started = time.perf_counter()

@@ -1,0 +1,30 @@
+"""The compile report's levers: one table per target whose levers phase ran (`check --levers`, the
+editor's "Try levers"), a row per lever tried (`levers_text.table_rows`). Pure HTML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol import LEVERS, FileReport, phase_of
+from .html_parts import _e
+from .levers_text import TABLE_HEADER, table_rows
+
+
+def levers_section(page: Any, reports: list[FileReport]) -> str:
+    parts = []
+    for r in reports:
+        for t in sorted(r.targets, key=lambda t: t.line):
+            if phase_of(t, LEVERS) is None:
+                continue
+            head = f"<h3>{_e(t.name)} · {page.loc(r.path, t.line)}</h3>"
+            if not t.levers:
+                parts.append(head + '<p class="muted">No lever applies to this target.</p>')
+                continue
+            rows = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in table_rows(t))
+            parts.append(head + '<div class="scroll"><table><tr>' + "".join(f"<th>{_e(h)}</th>" for h in TABLE_HEADER)
+                         + "</tr>" + rows + "</table></div>")
+    if not parts:
+        return ""
+    return ("<section><h2>Levers</h2><p class=\"muted\">Each lever against the default torch.compile: compiles in "
+            "fresh processes with empty caches, the forward in paired rounds (lever/default: above 1× the lever is "
+            "faster).</p>" + "".join(parts) + "</section>")

@@ -1,0 +1,49 @@
+"""A lever's figures to its verdict: "better", "worse", "no change" or "inconclusive", with the figure
+that decided it.
+
+Compile time is one fresh process per side (a cold compile cannot be repeated in one process), so
+its noise is judged by two clocks: the wall time the user waits and the CPU time the compile used,
+which load on a shared machine barely moves. A change counts when both say it (`CLEAR_DROP`), or
+the wall time alone on an idle machine; a steady-state time counts when its interval says so."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+CLEAR_DROP = 0.8  # after/before at or below this: compiles faster; at or above 1/CLEAR_DROP: slower
+SLOWER_OK = 0.9  # a lever whose forward is conclusively below this speedup costs more than it saves
+
+
+def compile_change(before: dict[str, Any], after: dict[str, Any], busy: Optional[str]) -> Optional[float]:
+    """after/before of the cold compile when the change is clear (or there is none: 1.0 band), None when
+    the clocks disagree or the machine was busy and the CPU time cannot settle it."""
+    wall = after["cold_s"] / before["cold_s"] if before.get("cold_s") else None
+    cpu = (after.get("cold_cpu_s") or 0) / before["cold_cpu_s"] if before.get("cold_cpu_s") else None
+    if wall is None:
+        return None
+    if cpu is None:
+        return None if busy else wall
+    if (wall <= CLEAR_DROP and cpu <= CLEAR_DROP) or (wall >= 1 / CLEAR_DROP and cpu >= 1 / CLEAR_DROP):
+        return wall
+    if not busy and CLEAR_DROP < wall < 1 / CLEAR_DROP:
+        return wall
+    return None
+
+
+def forward_slower(forward: dict[str, Any]) -> bool:
+    ci = forward.get("ci")
+    return bool(forward.get("conclusive") and ci and ci[1] < SLOWER_OK)
+
+
+def forward_faster(forward: dict[str, Any]) -> bool:
+    ci = forward.get("ci")
+    return bool(forward.get("conclusive") and ci and ci[0] > 1.0)
+
+
+def ratio_words(forward: dict[str, Any]) -> str:
+    """`forward 0.98×` (the lever's speed relative to the default), or `forward inconclusive`."""
+    if not forward:
+        return "forward not timed"
+    if not forward.get("conclusive"):
+        return f"forward {forward['speedup']:.2f}× (inconclusive)"
+    return f"forward {forward['speedup']:.2f}×"

@@ -1,0 +1,84 @@
+"""The levers phase of one target: which levers apply, each measured on its own within the phase's
+budget (at most `BUDGET_FACTOR` times what the target's measurement took), each failure its own.
+
+A lever that does not apply is not tried and not shown; one the budget left out says so."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+import torch
+
+from ...protocol import Benchmark, Lever, TargetResult
+from ..loader import BuiltTarget
+from . import dynamic, guards, regional
+from .blocks import already_regional, repeated_blocks
+from .isolated import isolated
+from .variants import guard_filters
+
+BUDGET_FACTOR = 3.0  # the phase costs at most this many measurements of the same target
+STEADY_SHARE = 0.25  # of benchmark.maxSeconds: each lever's paired rounds
+MIN_STEADY_S = 4.0
+
+
+def measurement_s(bench: Optional[Benchmark], max_seconds: float) -> float:
+    """What one measurement of the target took (its own wall time), else its budget."""
+    total = (bench.phases_s or {}).get("total") if bench else None
+    return float(total) if total else max_seconds
+
+
+def run_levers(result: TargetResult, target: BuiltTarget, *, path: str, root: str, device: str, mode: str,
+               max_seconds: float, progress: Callable[..., None]) -> list[Lever]:
+    from ..measure.cold_compile import cold_limit
+    from ..measure.devices import resolve_device
+
+    device, _ = resolve_device(device)
+    silent_s = cold_limit(max_seconds)  # a lever compiles in this process too: a hang guard, as the cold compile's
+    told = progress
+
+    def say(stage: str, **kw: object) -> None:  # every stage may be silent that long
+        told(stage, limit_s=kw.get("limit_s") or silent_s)
+
+    started = time.monotonic()
+    budget_s = BUDGET_FACTOR * measurement_s(result.benchmark, max_seconds)
+    steady_s = max(MIN_STEADY_S, STEADY_SHARE * max_seconds)
+    cold = (result.benchmark.compile_s or {}).get("cold") if result.benchmark else None
+
+    def fits(compiles: int) -> Optional[str]:
+        """None when a lever of `compiles` cold compiles (and its rounds) fits what is left, else why not."""
+        left = budget_s - (time.monotonic() - started)
+        need = compiles * (cold or 0.0) + steady_s
+        if need > left:
+            return (f"not measured: the phase's budget ({budget_s:.0f} s, {BUDGET_FACTOR:g}× the measurement) "
+                    f"has {max(left, 0):.0f} s left and this lever needs about {need:.0f} s")
+        return None
+
+    levers: list[Lever] = []
+    obj = target.make()
+    blocks = repeated_blocks(obj) if isinstance(obj, torch.nn.Module) else None
+    if blocks is not None and not already_regional(obj, blocks):
+        change = regional.change_words(blocks)
+        why = fits(2)
+        levers.append(Lever("regional", change, "not measured", why) if why else isolated(
+            "regional", change, lambda: regional.measure(
+                target, blocks, path=path, root=root, device=device, mode=mode, max_seconds=max_seconds,
+                progress=say, steady_s=steady_s)))
+    shapes = dynamic.size_shapes(result.recompiles)
+    if shapes and not (target.spec.compile_options or {}).get("dynamic"):
+        change = "torch.compile(..., dynamic=True)"
+        why = fits(2)
+        levers.append(Lever("dynamic", change, "not measured", why) if why else isolated(
+            "dynamic", change, lambda: dynamic.measure(
+                target, shapes, path=path, root=root, device=device, mode=mode, max_seconds=max_seconds,
+                progress=say, steady_s=steady_s)))
+    share = result.benchmark.forward.guard_share if result.benchmark else None
+    if share is not None and share > guards.SHARE:
+        for name, assumption in guard_filters().items():
+            change = f"guard_filter_fn=torch.compiler.{name}"
+            why = fits(0)
+            say(f"levers: timing the forward with {name}…")
+            levers.append(Lever("guard_filter", change, "not measured", why, data={"filter": name}) if why else isolated(
+                "guard_filter", change, lambda n=name, a=assumption: guards.measure(
+                    target, n, a, device=device, mode=mode, steady_s=steady_s), data={"filter": name}))
+    return levers

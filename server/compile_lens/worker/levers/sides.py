@@ -1,0 +1,37 @@
+"""The compile side of a lever: the default and the lever, each in its own fresh process with an
+empty Inductor cache (`child`), one after the other, and whether other processes were busy meanwhile."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from typing import Any, Callable, Optional
+
+from ...processes import OthersCPU, busy_threshold
+from ..loader import BuiltTarget
+from ..measure.cold_compile import CACHE_PREFIX, cold_limit, run_child
+
+CHILD = "compile_lens.worker.levers.child"
+
+
+def compile_side(target: BuiltTarget, variant: str, *, path: str, root: str, device: str, mode: str,
+                 max_seconds: float, progress: Callable[..., None],
+                 shapes: Optional[list[str]] = None) -> dict[str, Any]:
+    """{"cold_s", "cold_cpu_s", "warm_s", "compiles", "recompiles", "busy"} of one side."""
+    import os
+
+    cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
+    job = {"path": path, "root": root, "spec": dataclasses.asdict(target.spec), "device": device, "mode": mode,
+           "variant": variant, "shapes": shapes or [], "what": f"compiling ({variant})"}
+    others = OthersCPU()
+    others.start()
+    try:
+        found = run_child(job, cache_dir=cache_dir, timeout=cold_limit(max_seconds), progress=progress, module=CHILD)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    pct = others.percent()
+    cpus = os.cpu_count() or 1
+    if pct is not None and pct > busy_threshold(cpus, 1):
+        found["busy"] = f"other processes used {pct:.0f}% CPU during the compile ({cpus} CPUs)"
+    return found
