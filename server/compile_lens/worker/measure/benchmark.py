@@ -32,10 +32,6 @@ Where each figure comes from:
   The cold child never sees a remote cache or a PGO profile (cold by construction).
 - **guard cost per call** — the compiled forward with guard evaluation skipped, as a third block
   of the forward's paired rounds (`guard_cost`): `guard_us_per_call` with its interval and share.
-- **line by line** — after the forward's timing rounds and memory (never inside them), where its time
-  goes per source line, eager and compiled (`line_costs`: profiles, and a separate compile with
-  Inductor's provenance); and the cold compile per frame, from the fresh process's compilation
-  metrics (`compile_frames`). A failure there is a note on the lines alone.
 - **graph breaks and recompiles** seen while benchmarking go into `notes` (prefixed "graph breaks:",
   "recompiles:"), and a recompile during a timed loop says the timing includes compiling.
 
@@ -47,7 +43,7 @@ model that draws random numbers, whose figures stay unset).
 This module runs the phases in order; the parts are in `devices` (which device, its name, OOM),
 `workload` (what is called: forward, training step), `cold_compile` (the fresh process and the
 limits), `dynamo_watch` (compiles, guards, cache hits), `timing` (paired rounds), `memory`,
-`accuracy` and `verdict` (figures to words).
+`accuracy`, `verdict` (figures to words), `line_costs` and `compile_frames` (time per line, per frame).
 """
 
 from __future__ import annotations
@@ -64,13 +60,13 @@ from typing import Any, Callable, Optional
 import torch
 import torch.utils.benchmark as tbench
 
-from ...protocol import Benchmark, CompileTime, Problem, Timing, from_dict
+from ...protocol import Benchmark, CompileTime, Problem, Timing
 from ...remote_cache import Remote
 from ...remote_cache import resolve as resolve_remote
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import cache_keys, line_costs
+from . import cache_keys, compile_frames, line_costs
 from . import memory as mem
 from .accuracy import _grad_accuracy, _grads, _output_accuracy
 from .cold_compile import (
@@ -325,9 +321,8 @@ def _cold_compile(job: _Job, workloads: list[str]) -> _Cold:
     job.phases["cold_child"] = time.perf_counter() - t_child
     cold_s = cold["compile_s"].get(workloads[0])
     job.notes.extend(n for n in cold.get("notes", []) if n not in job.notes)
-    frames = from_dict(CompileTime, cold["compile_time"]) if cold.get("compile_time") else None
     return _Cold(cold_s, float(cold.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds), child_job,
-                 cold.get("fx_keys") or [], frames)
+                 cold.get("fx_keys") or [], compile_frames.read(cold))
 
 
 def _warm_remote(job: _Job, cold: _Cold) -> Optional[WarmRemote]:
@@ -368,29 +363,7 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
     eager.model.zero_grad()
     job.add_phase("memory", t_mem)
-    if wl == "forward":
-        _line_costs(job, eager, compiled_obj, figures.timings[wl], cold.limit)
-
-
-def _line_costs(job: _Job, eager: _Eager, compiled_obj: Any, timing: Timing, limit: float) -> None:
-    """Where the forward's time goes, line by line (`line_costs`): after its timing rounds, on a
-    separate compile; it never raises, and leaves the compiled state to the reset that follows."""
-    t0 = time.perf_counter()
-    job.stage("profiling the forward line by line", f"profiling {job.name} forward line by line…", limit_s=limit)
-
-    def make_compiled() -> Callable[[], Any]:
-        _clear_in_memory_caches()  # a new compile, with provenance on (`provenance`)
-        fn = torch.compile(compiled_obj, **compile_kwargs(job.target, job.mode))
-        model = Model(fn, compiled_obj if eager.is_module else None, eager.args, job.step_begin)
-        model.use(False)
-        return model.forward
-
-    eager.model.use(False)
-    lines = line_costs.measure(eager.model.forward, make_compiled, root=job.root, device=job.device,
-                               eager_ms=timing.eager_ms, compiled_ms=timing.compiled_ms)
-    timing.lines, timing.unattributed_us, timing.unattributed_why = lines.lines, lines.unattributed_us, lines.unattributed_why
-    timing.profile_us, timing.lines_note, timing.compiled_lines_note = lines.profile_us, lines.note, lines.compiled_note
-    job.add_phase("line_costs", t0)
+    line_costs.after_timing(job, eager, compiled_obj, wl, figures.timings[wl], cold.limit)  # where the time goes, per line
 
 
 def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _Cold,
@@ -509,9 +482,8 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         train_step=train,
         compile_s={"cold": cold.compile_s, "warm": figures.warm_s,
                    **({"warm_remote": served.compile_s} if served else {})},
-        guard_latency_us=figures.guard_us,
+        guard_latency_us=figures.guard_us, compile_time=cold.compile_time,
         warm_cache=({**(figures.warm_cache or {}), "remote": served.counts} if served else figures.warm_cache),
-        compile_time=cold.compile_time,
         break_even_calls=calls,
         peak_memory_bytes=figures.memory,
         max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},

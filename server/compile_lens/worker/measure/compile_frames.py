@@ -51,6 +51,14 @@ def collect() -> CompileTime:
     return CompileTime(frames=list(frames.values()))
 
 
+def read(child_result: dict[str, Any]) -> Optional[CompileTime]:
+    """What `bench_child` wrote (`collect()` as a dict), typed again; None from an older child."""
+    from ...protocol import from_dict
+
+    found = child_result.get("compile_time")
+    return from_dict(CompileTime, found) if found else None
+
+
 def _phases(m: Any, total: float) -> dict[str, float]:
     aot = _us(m, "aot_autograd_cumulative_compile_time_us")
     if aot is None:

@@ -359,6 +359,33 @@ def measure(eager_call: Callable[[], Any], make_compiled: Callable[[], Callable[
     return figures
 
 
+def after_timing(job: Any, eager: Any, compiled_obj: Any, workload: str, timing: Any, limit: float) -> None:
+    """`benchmark`'s step, after a workload's timing rounds and memory (never inside them): the
+    forward's lines into its Timing, on a separate compile (the train step: not yet). `job` and
+    `eager` are `benchmark._Job` and `_Eager`; the seconds spent go to `job.phases["line_costs"]`."""
+    if workload != "forward":
+        return
+    from .dynamo_watch import _clear_in_memory_caches
+    from .workload import Model, compile_kwargs
+
+    t0 = time.perf_counter()
+    job.stage("profiling the forward", f"profiling {job.name} forward line by line…", limit_s=limit)
+
+    def make_compiled() -> Callable[[], Any]:
+        _clear_in_memory_caches()  # a new compile: provenance on (`provenance`), the timed one untouched
+        fn = torch.compile(compiled_obj, **compile_kwargs(job.target, job.mode))
+        model = Model(fn, compiled_obj if eager.is_module else None, eager.args, job.step_begin)
+        model.use(False)
+        return model.forward
+
+    eager.model.use(False)
+    found = measure(eager.model.forward, make_compiled, root=job.root, device=job.device,
+                    eager_ms=timing.eager_ms, compiled_ms=timing.compiled_ms)
+    timing.lines, timing.unattributed_us, timing.unattributed_why = found.lines, found.unattributed_us, found.unattributed_why
+    timing.profile_us, timing.lines_note, timing.compiled_lines_note = found.profile_us, found.note, found.compiled_note
+    job.phases["line_costs"] = time.perf_counter() - t0
+
+
 def _merge(eager: dict[tuple[str, int], float], compiled: Optional[_Compiled]) -> list[LineCost]:
     keys = set(eager) | (set(compiled.per_line) if compiled else set())
     lines = []
