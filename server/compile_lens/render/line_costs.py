@@ -141,3 +141,24 @@ def compile_time_json(ct: Optional[CompileTime]) -> Optional[dict[str, Any]]:
     return {"frames": [{"compile_id": f.compile_id, "function": f.function, "path": f.path, "line": f.line,
                         "total_s": _num(f.total_s), "phases_s": dict(f.phases_s)} for f in ct.frames],
             "note": ct.note}
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+
+
+def costly_in_file(benchmarks: Any, path: str, minimum: float = HINT_SHARE) -> list[tuple[LineCost, Timing]]:
+    """The costly lines of `path` across a file's measured targets (`{name: Benchmark}`), one per line
+    (the costliest measurement's when two targets share a line)."""
+    best: dict[int, tuple[LineCost, Timing]] = {}
+    for b in benchmarks.values():
+        for t in (b.forward, b.train_step):
+            for ln in costly(t, minimum):
+                if _same(ln.path, path) and (ln.line not in best or share(ln, t) > share(*best[ln.line])):
+                    best[ln.line] = (ln, t)  # type: ignore[assignment]
+    return [best[k] for k in sorted(best)]
+
+
+def line_at(benchmarks: Any, path: str, line: int) -> Optional[tuple[LineCost, Timing]]:
+    """The measured line at `path:line`, when it is a costly one."""
+    return next((found for found in costly_in_file(benchmarks, path) if found[0].line == line), None)
