@@ -64,6 +64,7 @@ class LineFigures:
     profile_us: dict[str, Optional[float]] = field(default_factory=dict)  # each side's profile total per call
     note: Optional[str] = None  # the whole part failed: "not measurable: <why>"
     compiled_note: Optional[str] = None  # the compiled column only: "not on this torch (...)"
+    graphs: list[provenance.Graph] = field(default_factory=list)  # the provenance read (checks), not a result
 
 
 @contextlib.contextmanager
@@ -177,7 +178,10 @@ def _total_us(evt: Any, device: str) -> float:
 
 
 def _events(prof: Any) -> list[Any]:
-    return [e for e in prof.events() if not getattr(e, "is_async", False)]
+    """The host-side events (a GPU's kernels count through the op that launched them: device time)."""
+    cpu = getattr(getattr(torch.autograd, "DeviceType", None), "CPU", None)
+    return [e for e in prof.events() if not getattr(e, "is_async", False)
+            and (cpu is None or getattr(e, "device_type", cpu) == cpu)]
 
 
 def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[float]) -> tuple[dict, float, dict]:
@@ -216,6 +220,7 @@ class _Compiled:
     fallback: set[tuple[str, int]]
     total: float
     loose: dict[str, float]
+    graphs: list[provenance.Graph] = field(default_factory=list)
 
 
 def compiled_lines(make: Callable[[], Callable[[], Any]], root: str, device: str, ms: Optional[float]) -> _Compiled:
@@ -229,7 +234,9 @@ def compiled_lines(make: Callable[[], Callable[[], Any]], root: str, device: str
         call()  # the compile: provenance comes with it
     n = _calls(ms)
     prof = _profile(call, n, device)
-    return _attribute(_events(prof), caught.graphs, places, device, n)
+    found = _attribute(_events(prof), caught.graphs, places, device, n)
+    found.graphs = caught.graphs
+    return found
 
 
 def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Places, device: str, n: int) -> _Compiled:
@@ -351,6 +358,7 @@ def measure(eager_call: Callable[[], Any], make_compiled: Callable[[], Callable[
         figures.lines = _merge(eager, compiled)
         if compiled is not None:
             figures.profile_us["compiled"] = round(compiled.total, 2)
+            figures.graphs = compiled.graphs
             figures.unattributed_why = {k: round(v, 2) for k, v in sorted(compiled.loose.items(), key=lambda kv: -kv[1])}
             figures.unattributed_us = round(compiled.total - sum(compiled.per_line.values()), 2)
         if eager_loose:
