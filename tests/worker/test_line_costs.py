@@ -1,5 +1,5 @@
 """Where the forward's time goes, line by line (worker/measure/line_costs.py), against real torch
-and Inductor on the CPU: one profiled compile of `Lines` is shared by the tests of its figures.
+and Inductor on the CPU (CUDA under scripts/gpu-check): one profiled compile of `Lines` is shared by the tests of its figures.
 
 What is checked is what must hold on any machine: lines + unattributed = the compiled profile's
 total; the lines Inductor fused name each other and the kernel its output code defines; an op
@@ -11,6 +11,7 @@ without provenance keep the eager column. No timing thresholds.
 from __future__ import annotations
 
 import copy
+import os
 import sys
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from compile_lens.worker.measure import line_costs, provenance  # noqa: E402
 from compile_lens.worker.measure.dynamo_watch import _clear_in_memory_caches  # noqa: E402
 
 MODELS = FIXTURES / "line_costs" / "models.py"
+DEVICE = os.environ.get("COMPILE_LENS_TEST_DEVICE", "cpu")  # scripts/gpu-check sets cuda
 ROOT = str(MODELS.parent)
 pytestmark = pytest.mark.slow
 
@@ -39,8 +41,8 @@ def line(tag: str) -> int:
 
 
 def calls(model):
-    x = torch.randn(256, 1024)
-    model.eval()
+    x = torch.randn(256, 1024, device=DEVICE)
+    model.to(DEVICE).eval()
 
     def eager():
         with torch.no_grad():
@@ -72,7 +74,7 @@ def profiled(one_thread):
     torch.manual_seed(0)
     model = import_file(str(MODELS), ROOT).Lines()
     eager, make = calls(model)
-    found = line_costs.measure(eager, make, root=ROOT, device="cpu", eager_ms=100.0, compiled_ms=100.0)
+    found = line_costs.measure(eager, make, root=ROOT, device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
     yield found
     torch._dynamo.reset()
 
@@ -138,7 +140,7 @@ def test_a_torch_without_provenance_keeps_the_eager_column(monkeypatch):
     def never():
         raise AssertionError("no compile without provenance")
 
-    found = line_costs.measure(eager, never, root=ROOT, device="cpu", eager_ms=100.0, compiled_ms=100.0)
+    found = line_costs.measure(eager, never, root=ROOT, device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
     assert found.note is None
     assert found.compiled_note.startswith("not on this torch")
     assert found.lines and all(ln.compiled_us is None for ln in found.lines)
@@ -149,6 +151,6 @@ def test_a_failed_profile_is_a_note_not_an_error():
     def broken():
         raise RuntimeError("the profiler is busy")
 
-    found = line_costs.measure(broken, broken, root=ROOT, device="cpu", eager_ms=1.0, compiled_ms=1.0)
+    found = line_costs.measure(broken, broken, root=ROOT, device=DEVICE, eager_ms=1.0, compiled_ms=1.0)
     assert found.note == "not measurable: RuntimeError: the profiler is busy"
     assert found.lines == [] and found.unattributed_us is None

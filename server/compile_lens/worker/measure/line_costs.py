@@ -17,6 +17,8 @@
   around the compiled graph, Inductor's runtime (buffer allocation, views), code that ran eagerly
   between compiled frames (a graph break), a kernel without provenance. Lines plus unattributed
   equal the profile's total per call (the sum of every event's self time, ÷ the calls).
+- Per call: the mean over the quieter half of the profiled calls (`_quiet`): a call the OS
+  preempted is not steady state, as the timing's medians say.
 
 Which line: the innermost frame inside the workspace; when the forward never passes through the
 workspace (a `transformers` model built from a config), the innermost frame outside torch, the
@@ -42,7 +44,8 @@ import torch
 from ...protocol import KernelShare, LineCost, LineRef
 from . import provenance
 
-TAG = "compile_lens.line:"  # profiler range names the eager side opens: "compile_lens.line:/path/m.py:17"
+TAG = "compile_lens.line:"
+CALL = "compile_lens.call:"  # one range per profiled call  # profiler range names the eager side opens: "compile_lens.line:/path/m.py:17"
 PROFILE_SECONDS = 0.25  # per side: enough calls to average a few, bounded so a slow model costs ~1 s
 _RUNTIME = ("TorchDynamo Cache Lookup", "Torch-Compiled Region", "Pregraph bytecode",
             "AOTDispatcher Runtime Wrapper", "## Call CompiledFxGraph", "CompiledFunction")
@@ -154,11 +157,31 @@ def _profile(call: Callable[[], Any], n: int, device: str, tags: Optional[_Place
     mode = _LineTags(tags) if tags is not None else contextlib.nullcontext()
     call()  # one call outside the profile: lazy initialisations are not steady state
     with profile(activities=activities) as prof, mode:
-        for _ in range(n):
-            call()
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+        for i in range(n):
+            with torch.profiler.record_function(f"{CALL}{i}"):
+                call()
+                if device.startswith("cuda"):
+                    torch.cuda.synchronize()
     return prof
+
+
+def _quiet(events: list[Any], device: str) -> tuple[list[Any], int]:
+    """The events of the quieter half of the profiled calls (each call's total at or below the
+    median), and how many calls that is. A call the OS preempted (this machine is shared; OpenMP
+    threads then wait on each other) is no steady state: the timing takes medians for the same reason."""
+    of_call: dict[int, list[Any]] = defaultdict(list)
+    for evt in events:
+        if evt.name.startswith(CALL):
+            continue
+        top = _nearest(evt, lambda e: e.name.startswith(CALL))
+        if top is not None:
+            of_call[id(top)].append(evt)
+    if not of_call:
+        return [], 1
+    totals = sorted((sum(_self_us(e, device) for e in evs), key) for key, evs in of_call.items())
+    median = totals[(len(totals) - 1) // 2][0]
+    kept = [key for total, key in totals if total <= median]
+    return [e for key in kept for e in of_call[key]], len(kept)
 
 
 def _cuda(device: str) -> bool:
@@ -186,12 +209,12 @@ def _events(prof: Any) -> list[Any]:
 
 def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[float]) -> tuple[dict, float, dict]:
     """{(path, line): us per call}, the profile's total per call, and {reason: us} for ops no line took."""
-    n = _calls(ms)
-    prof = _profile(call, n, device, tags=_Places(root))
+    prof = _profile(call, _calls(ms), device, tags=_Places(root))
+    events, n = _quiet(_events(prof), device)
     per_line: dict[tuple[str, int], float] = defaultdict(float)
     loose: dict[str, float] = defaultdict(float)
     total = 0.0
-    for evt in _events(prof):
+    for evt in events:
         if evt.name.startswith(TAG):
             continue
         us = _self_us(evt, device)
@@ -232,9 +255,9 @@ def compiled_lines(make: Callable[[], Callable[[], Any]], root: str, device: str
     with inductor_config.patch(provenance.config_patch(device)), provenance.catching() as caught:
         call = make()
         call()  # the compile: provenance comes with it
-    n = _calls(ms)
-    prof = _profile(call, n, device)
-    found = _attribute(_events(prof), caught.graphs, places, device, n)
+    prof = _profile(call, _calls(ms), device)
+    events, n = _quiet(_events(prof), device)
+    found = _attribute(events, caught.graphs, places, device, n)
     found.graphs = caught.graphs
     return found
 
