@@ -79,8 +79,8 @@ def test_cli_text_lists_the_five_costliest_lines_and_the_frames():
     shown = [x for x in text if re.match(r"    model\.py:\d+ ", x)]
     assert [x.split()[0] for x in shown] == ["model.py:15", "model.py:16", "model.py:17", "model.py:19", "model.py:30"]
     assert any("not on a line: 0.03 ms compiled (guards and the wrappers around compiled graphs 0.03 ms)" in x for x in text)
-    assert text[-1] == ("  cold compile by frame: forward (model.py:14) 6.2 s, "
-                        "torch_dynamo_resume_in_forward_at_20 (model.py:20) 1.1 s")
+    assert text[-1] == ("  cold compile by frame: 0/0 forward (model.py:14) 6.2 s, "
+                        "1/0 torch_dynamo_resume_in_forward_at_20 (model.py:20) 1.1 s")
 
 
 def test_json_has_the_documented_shape():

@@ -107,7 +107,7 @@ def top_lines_text(b: Benchmark, cwd: Optional[str], n: int = TOP_LINES) -> list
     if ct is not None and ct.frames and len(ct.frames) > 1:
         frames = sorted(ct.frames, key=lambda f: -f.total_s)
         out.append("  cold compile by frame: " + ", ".join(
-            f"{f.function} ({_where(f.path, f.line, cwd)}) {f.total_s:.1f} s" for f in frames[:3]))
+            f"{f.compile_id} {f.function} ({_where(f.path, f.line, cwd)}) {f.total_s:.1f} s" for f in frames[:3]))
     return out
 
 
