@@ -89,16 +89,20 @@ class _Places:
 
     def __init__(self, root: str) -> None:
         self.root = os.path.realpath(root) + os.sep
-        skipped = [os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-        skipped += [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")]
-        self.skipped = tuple(os.path.realpath(p) + os.sep for p in skipped)
+        package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # compile_lens
+        paths = sysconfig.get_paths()
+        self.ours = tuple(os.path.realpath(p) + os.sep for p in (os.path.dirname(torch.__file__), package))
+        # a venv's platstdlib holds its site-packages: those are libraries, not the standard library
+        self.installed = tuple(os.path.realpath(paths[k]) + os.sep for k in ("purelib", "platlib"))
+        self.stdlib = tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib"))
         self._kind: dict[str, str] = {}
 
     def kind(self, path: str) -> str:
         k = self._kind.get(path)
         if k is None:
             real = os.path.realpath(path)  # a relative co_filename is relative to the working directory
-            if path.startswith("<") or real.startswith(self.skipped):
+            if path.startswith("<") or real.startswith(self.ours) or (
+                    real.startswith(self.stdlib) and not real.startswith(self.installed)):
                 k = "skip"
             elif real.startswith(self.root) and "site-packages" not in real and "dist-packages" not in real:
                 k = "workspace"
