@@ -154,3 +154,16 @@ def test_a_failed_profile_is_a_note_not_an_error():
     found = line_costs.measure(broken, broken, root=ROOT, device=DEVICE, eager_ms=1.0, compiled_ms=1.0)
     assert found.note == "not measurable: RuntimeError: the profiler is busy"
     assert found.lines == [] and found.unattributed_us is None
+
+
+def test_lines_come_from_this_compile_not_a_cached_one(profiled, tmp_path):
+    """The same model one line lower in another folder: Inductor's caches would hand back the first
+    compile's provenance (its file, its lines); the profiled compile skips them."""
+    moved = tmp_path / "models.py"
+    moved.write_text("\n" + MODELS.read_text())
+    model = import_file(str(moved), str(tmp_path)).Lines()
+    eager, make = calls(model)
+    found = line_costs.measure(eager, make, root=str(tmp_path), device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
+    compiled = {(ln.path, ln.line) for ln in found.lines if ln.compiled_us}
+    assert compiled and all(path == str(moved) for path, _ in compiled), compiled
+    assert (str(moved), line("matmul") + 1) in compiled

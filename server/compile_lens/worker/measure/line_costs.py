@@ -12,7 +12,7 @@
   of them names the kernel and the lines it was fused with. Extern kernels (`extern_kernels.addmm`)
   and fallback ops (aten ops Inductor did not lower) are the aten ops the compiled graph calls,
   matched to the provenance in the order `call()` runs them; their time is inclusive (their
-  helper ops count).
+  helper ops count) and goes to the op's own line (`_give`).
 - What no line can take is `unattributed_us`, by reason: Dynamo's guard check and the wrappers
   around the compiled graph, Inductor's runtime (buffer allocation, views), code that ran eagerly
   between compiled frames (a graph break), a kernel without provenance. Lines plus unattributed
@@ -256,7 +256,8 @@ def compiled_lines(make: Callable[[], Callable[[], Any]], root: str, device: str
     import torch._inductor.config as inductor_config
 
     places = _Places(root)
-    with inductor_config.patch(provenance.config_patch(device)), provenance.catching() as caught:
+    with inductor_config.patch(provenance.config_patch(device)), provenance.uncached(), \
+            provenance.catching() as caught:
         call = make()
         call()  # the compile: provenance comes with it
     prof = _profile(call, _calls(ms), device)
@@ -345,12 +346,17 @@ def _generated(name: str, by_prefix: dict[Optional[str], provenance.Graph],
 
 
 def _give(out: _Compiled, kernel: provenance.Kernel, us: float, places: _Places) -> None:
-    """A kernel's time, evenly among the distinct lines its provenance names."""
+    """A kernel's time, evenly among the distinct lines its provenance names. An extern or fallback
+    kernel is one op: its provenance also names the views folded into its inputs (`q.view(...)` of
+    an attention), so it goes to the op's own line: the first its provenance names (seen on 2.13:
+    SDPA's stacks are its own line, then the views of q, k, v and the matmul before them)."""
     lines: list[tuple[str, int]] = []
     for stack in kernel.stacks:
         where = places.pick(stack)
         if where is not None and where not in lines:
             lines.append(where)
+    if kernel.kind != "generated" and lines:
+        lines = lines[:1]
     if not lines:
         return  # counted as "kernels without provenance" by the caller's remainder
     for where in lines:

@@ -71,8 +71,12 @@ def _version() -> str:
 
 
 def config_patch(device: str) -> dict[str, Any]:
-    """The Inductor settings the profiled compile runs with."""
-    patch: dict[str, Any] = {"trace.provenance_tracking_level": 1}
+    """The Inductor settings the profiled compile runs with. No FX-graph cache: a hit replays the
+    provenance stored with the cached graph, whose stacks name the file and lines of whatever
+    compiled it first (seen: another folder's copy of the same model; an edit that only moved lines
+    keeps the key too)."""
+    patch: dict[str, Any] = {"trace.provenance_tracking_level": 1, "fx_graph_cache": False,
+                             "fx_graph_remote_cache": False}
     if not device.startswith("cuda"):
         patch["cpp.enable_kernel_profile"] = True  # the profiler names each C++ kernel (Triton's are named on a GPU)
     return patch
@@ -154,6 +158,21 @@ def aten_name(kernel: Kernel) -> Optional[str]:
         op = kernel.name.split(".")
         return f"{op[0]}::{op[1]}" if len(op) >= 2 else None
     return None
+
+
+@contextlib.contextmanager
+def uncached() -> Iterator[None]:
+    """AOTAutograd's cache off too (it stores the compiled graph, provenance included)."""
+    try:
+        import torch._functorch.config as functorch_config
+    except ImportError:
+        yield
+        return
+    if not hasattr(functorch_config, "enable_autograd_cache"):
+        yield
+        return
+    with functorch_config.patch(enable_autograd_cache=False):
+        yield
 
 
 @contextlib.contextmanager
