@@ -14,8 +14,9 @@
   matched to the provenance in the order `call()` runs them; their time is inclusive (their
   helper ops count) and goes to the op's own line (`_give`).
 - What no line can take is `unattributed_us`, by reason: Dynamo's guard check and the wrappers
-  around the compiled graph, Inductor's runtime (buffer allocation, views), code that ran eagerly
-  between compiled frames (a graph break), a kernel without provenance. Lines plus unattributed
+  around the compiled graph, Inductor's runtime (buffer allocation, views), ops that ran eagerly
+  between compiled frames (a graph break), the Python around the ops (the profiled call's own
+  range: module calls, Dynamo's frame hook, a `print` between frames), a kernel without provenance. Lines plus unattributed
   equal the profile's total per call (the sum of every event's self time, ÷ the calls).
 - Per call: the mean over the quieter half of the profiled calls (`_quiet`): a call the OS
   preempted is not steady state, as the timing's medians say.
@@ -55,6 +56,7 @@ WHY_INDUCTOR_RUNTIME = "Inductor's runtime inside compiled graphs (buffer alloca
 WHY_EAGER_BETWEEN = "code that ran eagerly between compiled frames (graph breaks)"
 WHY_NO_PROVENANCE = "kernels without provenance"
 WHY_NO_LINE = "ops outside any workspace or library line"
+WHY_PYTHON = "Python around the ops (module calls, Dynamo's frame hook, eager code between frames)"
 
 
 @dataclass
@@ -174,10 +176,8 @@ def _quiet(events: list[Any], device: str) -> tuple[list[Any], int]:
     median), and how many calls that is. A call the OS preempted (this machine is shared; OpenMP
     threads then wait on each other) is no steady state: the timing takes medians for the same reason."""
     of_call: dict[int, list[Any]] = defaultdict(list)
-    for evt in events:
-        if evt.name.startswith(CALL):
-            continue
-        top = _nearest(evt, lambda e: e.name.startswith(CALL))
+    for evt in events:  # the call's own range too: its self time is the Python around the ops
+        top = evt if evt.name.startswith(CALL) else _nearest(evt, lambda e: e.name.startswith(CALL))
         if top is not None:
             of_call[id(top)].append(evt)
     if not of_call:
@@ -220,9 +220,12 @@ def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[fl
     total = 0.0
     for evt in events:
         if evt.name.startswith(TAG):
-            continue
+            continue  # the range `_LineTags` opened: its self time is the tagging's own cost
         us = _self_us(evt, device)
         total += us
+        if evt.name.startswith(CALL):
+            loose[WHY_PYTHON] += us
+            continue
         tag = _nearest(evt, lambda e: e.name.startswith(TAG))
         if tag is None:
             loose[WHY_NO_LINE] += us
@@ -306,7 +309,9 @@ def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Place
         inside = _nearest(evt, lambda e: e.name.startswith("Torch-Compiled Region")) is not None or \
             evt.name.startswith("Torch-Compiled Region")
         us = _self_us(evt, device)
-        if evt.name.startswith(_RUNTIME):
+        if evt.name.startswith(CALL):
+            out.loose[WHY_PYTHON] += us
+        elif evt.name.startswith(_RUNTIME):
             runtime += us
         elif inside:
             out.loose[WHY_INDUCTOR_RUNTIME] += us
