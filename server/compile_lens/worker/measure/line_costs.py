@@ -51,7 +51,7 @@ PROFILE_SECONDS = 0.25  # per side: enough calls to average a few, bounded so a 
 _RUNTIME = ("TorchDynamo Cache Lookup", "Torch-Compiled Region", "Pregraph bytecode",
             "AOTDispatcher Runtime Wrapper", "## Call CompiledFxGraph", "CompiledFunction")
 
-WHY_RUNTIME = "guards and the wrappers around compiled graphs"
+WHY_RUNTIME = "guards, the wrappers around compiled graphs and their Python between kernels"
 WHY_INDUCTOR_RUNTIME = "Inductor's runtime inside compiled graphs (buffer allocation, views)"
 WHY_EAGER_BETWEEN = "code that ran eagerly between compiled frames (graph breaks)"
 WHY_NO_PROVENANCE = "kernels without provenance"
