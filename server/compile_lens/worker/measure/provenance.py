@@ -77,7 +77,9 @@ def config_patch(device: str) -> dict[str, Any]:
     keeps the key too)."""
     patch: dict[str, Any] = {"trace.provenance_tracking_level": 1, "fx_graph_cache": False,
                              "fx_graph_remote_cache": False}
-    if not device.startswith("cuda"):
+    import torch._inductor.config as inductor_config
+
+    if not device.startswith("cuda") and hasattr(inductor_config.cpp, "enable_kernel_profile"):
         patch["cpp.enable_kernel_profile"] = True  # the profiler names each C++ kernel (Triton's are named on a GPU)
     return patch
 
