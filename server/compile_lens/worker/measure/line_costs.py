@@ -221,11 +221,10 @@ def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[fl
     for evt in events:
         if evt.name.startswith(TAG):
             continue  # the range `_LineTags` opened: its self time is the tagging's own cost
+        if evt.name.startswith(CALL):
+            continue  # the Python around the ops, here with the tagging's own frame walks in it
         us = _self_us(evt, device)
         total += us
-        if evt.name.startswith(CALL):
-            loose[WHY_PYTHON] += us
-            continue
         tag = _nearest(evt, lambda e: e.name.startswith(TAG))
         if tag is None:
             loose[WHY_NO_LINE] += us
