@@ -111,6 +111,16 @@ APIS = [
     ("`torch._dynamo.maybe_mark_dynamic`", "variations",
      _has("torch/_dynamo/decorators.py", r"def maybe_mark_dynamic\("),
      "required"),
+    ("`_inductor.config.trace.provenance_tracking_level` and its artifacts `inductor_provenance_tracking_*`",
+     "line_costs, provenance",
+     _has("torch/_inductor/config.py", r"provenance_tracking_level"),
+     "the compiled column of the line costs says \"not on this torch\"; the eager column stands"),
+    ("`_inductor.config.cpp.enable_kernel_profile`", "provenance",
+     _has("torch/_inductor/config.py", r"enable_kernel_profile"),
+     "C++ kernels unnamed in the profile: their time is \"kernels without provenance\""),
+    ("metrics `dynamo_/aot_autograd_/inductor_/inductor_code_gen_cumulative_compile_time_us`", "compile_frames",
+     _has("torch/_dynamo/utils.py", r"aot_autograd_cumulative_compile_time_us", r"inductor_code_gen_cumulative_compile_time_us"),
+     "the older `*_time_s` fields; without them, the frame's total only"),
 ]
 
 

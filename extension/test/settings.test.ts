@@ -35,6 +35,7 @@ describe('settings mapping', () => {
       'benchmark.onSave': true,
       'benchmark.mode': 'default',
       'benchmark.maxSeconds': 60,
+      'lineCosts.inlayHints': true, // hints on the costly lines after a measurement
       remoteCache: null, // the team's Redis: unset, the environment's (if it turns one on)
       gpuBusyThreshold: 50, // background measurements wait above 50 % GPU use by others
       // the GPU bill: unset (null) until the team gives its figures; no money shown without a price

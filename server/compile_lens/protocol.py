@@ -137,6 +137,35 @@ class Recompile:
 
 
 @dataclass
+class LineRef:
+    path: str
+    line: int
+
+
+@dataclass
+class KernelShare:
+    """A kernel a line became (worker/measure/line_costs.py)."""
+
+    name: str  # "cpp_fused_mul_relu_0", "triton_poi_fused_add_0", "extern_kernels.addmm", "aten._fft_r2c"
+    kind: str  # "generated" (fused by Inductor) | "extern" (a library kernel) | "fallback" (an aten op Inductor did not lower)
+    us: Optional[float]  # the whole kernel's time per call (None: no profile, e.g. an imported trace)
+    lines: int = 1  # the lines it was fused from: its time is split evenly among them
+
+
+@dataclass
+class LineCost:
+    """One source line's steady-state cost per call, eager and compiled (worker/measure/line_costs.py)."""
+
+    path: str
+    line: int
+    eager_us: Optional[float]  # the ops this line called, self time per call
+    compiled_us: Optional[float]  # its share of the compiled kernels; None: the compiled column is not measured
+    kernels: list[KernelShare] = field(default_factory=list)
+    fused_with: list[LineRef] = field(default_factory=list)  # lines sharing a generated kernel with it
+    fallback: bool = False  # one of its kernels is an aten op Inductor did not lower
+
+
+@dataclass
 class Timing:
     eager_ms: float
     compiled_ms: float
@@ -158,6 +187,33 @@ class Timing:
     guard_us_per_call: Optional[float] = None
     guard_us_ci: Optional[list[float]] = None
     guard_share: Optional[float] = None
+    # where the time goes, line by line (worker/measure/line_costs.py; the forward only for now),
+    # profiled after the timing rounds: lines by cost; what no line took, per reason; each side's
+    # profile total per call ({"eager", "compiled"}: lines + unattributed_us = "compiled")
+    lines: list[LineCost] = field(default_factory=list)
+    unattributed_us: Optional[float] = None
+    unattributed_why: dict[str, float] = field(default_factory=dict)
+    profile_us: dict[str, Optional[float]] = field(default_factory=dict)
+    lines_note: Optional[str] = None  # None: measured; else "not measurable: <why>" (or not run)
+    compiled_lines_note: Optional[str] = None  # the compiled column alone: "not on this torch (...)"
+
+
+@dataclass
+class CompileFrame:
+    """One compiled frame's share of the cold compile (torch's compilation metrics, fresh process)."""
+
+    compile_id: str  # "0/0"; a graph break splits a function into frames ("1/0": the code after it)
+    function: str  # co_name: "forward", "torch_dynamo_resume_in_forward_at_17"
+    path: str
+    line: int  # the frame's first line: the `def`, or the line a resumed frame starts at
+    total_s: float
+    phases_s: dict[str, float] = field(default_factory=dict)  # "dynamo", "aot_autograd", "inductor", "codegen_build", "autotune"
+
+
+@dataclass
+class CompileTime:
+    frames: list[CompileFrame] = field(default_factory=list)  # in compile order
+    note: Optional[str] = None  # not measured: why
 
 
 @dataclass
@@ -192,6 +248,7 @@ class Benchmark:
     # (`worker/measure/isolated`): {"guard cost": "not measurable: …", "peak memory": …,
     # "accuracy": …, "warm-remote compile": …}; the other figures stand
     unmeasured: dict[str, str] = field(default_factory=dict)
+    compile_time: Optional[CompileTime] = None  # the cold compile, frame by frame
 
 
 @dataclass

@@ -18,6 +18,7 @@ _KEYS = {
     "benchmark.maxSeconds": "max_seconds",
     "gpuBusyThreshold": "gpu_busy_threshold",
     "remoteCache": "remote_cache",
+    "lineCosts.inlayHints": "line_hints",
     # the GPU bill (compile_lens/cost.py): the team's own figures; unset (null) means not known
     **{f.key: f.setting for f in BILL_FIELDS},
 }
@@ -40,6 +41,7 @@ class Settings:
     # keeps a GPU at 80-100 %, an idle notebook at 0
     gpu_busy_threshold: float = 50.0
     remote_cache: Optional[str] = None  # redis://HOST:PORT of the team's Inductor cache; None: the environment's
+    line_hints: bool = True  # after a measurement, inlay hints on the costly lines (render/line_costs.py)
     gpu_price: Optional[float] = None  # no money figure until it is set
     gpus: int = 1
     hours_per_month: Optional[float] = None

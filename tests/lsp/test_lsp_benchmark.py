@@ -152,7 +152,7 @@ async def test_inlay_hint_after_the_compile_call(measured_ws):
     line, col = locate(root / "tiny.py", "torch.compile(Tiny())")
     hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(
         lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(100, 0))))
-    [hint] = hints
+    [hint] = [h for h in hints if h.position.line == line]  # the forward's line has its own (below)
     assert (hint.position.line, hint.position.character) == (line, col + len("torch.compile(Tiny())"))
     assert re.match(r" ⚡ (train step \d+\.\d\d× (faster|slower)( \(imprecise\))?|train step: inconclusive)$",
                     hint.label), hint.label
@@ -183,6 +183,34 @@ async def test_try_levers_runs_the_levers_phase_and_the_hover_lists_what_was_tri
     assert tried and all(re.match(r"- (dynamic|static) shapes: ((better|worse|no change|inconclusive) — |not measured: )",
                                   row) for row in tried), tried
     assert (await levers_lens()).startswith("levers: ")
+
+
+async def all_hints(client, uri):
+    return await client.text_document_inlay_hint_async(lsp.InlayHintParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Range(lsp.Position(0, 0), lsp.Position(100, 0))))
+
+
+async def test_the_costly_line_has_its_hint_and_hover_and_a_setting_hides_the_hint(measured_ws):
+    root, _, client, uri = measured_ws
+    line, _ = locate(root / "tiny.py", "return torch.relu(self.fc(x))")
+    text = (root / "tiny.py").read_text().splitlines()[line]
+    [hint] = [h for h in await all_hints(client, uri) if h.position.line == line]
+    assert hint.position.character == len(text)  # at the end of the line
+    # Tiny's forward is one line: all its time, both columns; addmm is an extern kernel, relu generated
+    assert re.fullmatch(r" \d+\.\d+ (ms|µs) → \d+\.\d+ (ms|µs)", hint.label), hint.label
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(line, 12)))
+    value = hover.contents.value
+    assert "this line's forward cost" in value and "100% of the profiled time" in value, value
+    assert "`extern_kernels.addmm` (extern kernel" in value and "Kernels:" in value, value
+    # a notification, then a request on the same stream: the server has taken the setting by then
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"lineCosts.inlayHints": False}))
+    try:
+        assert [h.position.line for h in await all_hints(client, uri)] == [locate(root / "tiny.py", "torch.compile(")[0]]
+    finally:
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"lineCosts.inlayHints": True}))
+    assert [h for h in await all_hints(client, uri) if h.position.line == line]
+
 
 
 async def test_comment_only_edit_reruns_nothing_and_moves_the_lens(measured_ws):

@@ -192,6 +192,28 @@ def test_result_survives_json(measured):
     assert again == b
 
 
+@pytest.mark.slow
+def test_the_forward_has_its_lines_and_the_cold_compile_its_frames(measured):
+    """After the timing rounds: where the forward's time goes per line (worker/measure/line_costs.py,
+    its own tests in test_line_costs.py), and the fresh process's compile per frame."""
+    b, stages, _ = measured
+    f = b.forward
+    assert f.lines_note is None and f.compiled_lines_note is None, (f.lines_note, f.compiled_lines_note)
+    forward_line = line_of("Tiny") + 11  # `return self.down(torch.relu(self.up(x)))`
+    assert "return self.down" in Path(MODELS).read_text().splitlines()[forward_line - 1]
+    assert [(os.path.realpath(ln.path), ln.line) for ln in f.lines] == [(os.path.realpath(MODELS), forward_line)]
+    [only] = f.lines
+    assert {k.kind for k in only.kernels} >= {"extern", "generated"}
+    assert only.compiled_us + f.unattributed_us == pytest.approx(f.profile_us["compiled"], abs=0.1)
+    assert b.train_step.lines == []  # the forward only, for now
+    assert any("line by line" in s for s in stages) and b.phases_s["line_costs"] > 0
+    frames = b.compile_time.frames
+    assert frames and frames[0].compile_id == "0/0" and frames[0].function == "forward"
+    assert os.path.realpath(frames[0].path) == os.path.realpath(MODELS) and frames[0].line == line_of("Tiny") + 10
+    assert {"dynamo", "aot_autograd", "inductor", "codegen_build"} <= set(frames[0].phases_s)
+    assert sum(frames[0].phases_s.values()) == pytest.approx(frames[0].total_s, rel=0.01)
+
+
 # --- in-process parts (children replaced) --------------------------------------------------
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from ..protocol import (
 )
 from ..speed_words import direction, speed_words
 from ..speed_words import rel_width as speed_words_rel_width
-from . import phases
+from . import line_costs, phases
 from .findings import break_count_text, is_break_finding
 from .levers_text import levers_json, levers_lines
 
@@ -234,6 +234,7 @@ def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0, not_
         for t in sorted(report.targets, key=lambda t: t.line):
             if t.benchmark is not None:
                 bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {benchmark_summary(t.benchmark)}")
+                bench.extend(line_costs.top_lines_text(t.benchmark, cwd))
             bench.extend(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: lever {line}" for line in levers_lines(t))
             if t.status != "error" and _incomplete(t):  # a phase failed or was left out: say which, and why
                 bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {phases.summary(t)}")
@@ -303,6 +304,7 @@ def _timing_json(t: Timing | None) -> dict[str, Any] | None:
         found["guard_us_per_call"] = _finite(t.guard_us_per_call)
         found["guard_us_ci"] = [_finite(v) for v in t.guard_us_ci] if t.guard_us_ci else None
         found["guard_share"] = _finite(t.guard_share)
+    found.update(line_costs.timing_json(t))  # where the time goes, line by line
     return found
 
 
@@ -326,6 +328,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "torch": b.torch, "inputs": b.inputs, "measured_at": _finite(b.measured_at), "notes": list(b.notes),
         "guard_latency_us": _finite(b.guard_latency_us), "warm_cache": b.warm_cache,
         "unmeasured": dict(b.unmeasured),  # optional figures that could not be measured: why
+        "compile_time": line_costs.compile_time_json(b.compile_time),
     }
 
 

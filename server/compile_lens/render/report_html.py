@@ -13,7 +13,8 @@ file opens with no network; the only links out are the graph-break registry page
 
 Sections: the targets table (graph breaks, recompiles, forward and train-step speedup, compile
 time cold/warm, break-even, memory, accuracy, export, fallback ops, verdict); per measured target,
-the latency-vs-batch-size chart and the compile-time breakdown; every graph break with its
+the latency-vs-batch-size chart and the compile-time breakdown; where the time goes, per line and
+per frame (`report_lines`); every graph break with its
 location, registry id (linked) and hints; recompiles; other findings; notes.
 """
 
@@ -37,6 +38,7 @@ from .remote_cache import warm_remote_words
 from .report_charts import breakdown_chart, latency_chart
 from .report_compare import compare_section
 from .report_levers import levers_section
+from .report_lines import lines_section
 from .report_style import SCRIPT, STANDALONE_PALETTE, STYLE, WEBVIEW_PALETTE
 from .report_trial import trial_section
 
@@ -398,6 +400,7 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     charts = [c for c in charts if c]
     if charts:
         body.append("<section><h2>Speed and compile time</h2>" + "".join(charts) + "</section>")
+    body.append(lines_section(page, reports))  # per line and per frame (report_lines)
     if torch_diff:
         body.append(compare_section(torch_diff))
     if trial:

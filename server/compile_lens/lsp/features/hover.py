@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 from lsprotocol import types as lsp
 
 from ...protocol import TargetResult
-from ...render import cards
+from ...render import cards, line_costs
 from ..state import SHOW_REPORT, CompileLensServer
 from ..trial_feed import hover_line
 from .levers import hover_lines
@@ -31,7 +31,7 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
             if site.line <= line <= site.end_line:
                 name = site.target
     if name is None:
-        return None
+        return _line_hover(ls, state, line)
     spec = next(t for t in targets if t.name == name)
     current = ls.is_current(state)
     result = (state.traced.get(name) if current else None) or \
@@ -47,6 +47,14 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
     if tried:
         card += "\n\n" + "\n".join(tried)
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
+
+
+def _line_hover(ls: CompileLensServer, state: Any, line: int) -> Optional[lsp.Hover]:
+    """A costly line's kernels, fused lines, eager vs compiled and share (`render.line_costs`)."""
+    found = line_costs.line_at(state.benchmarks, state.path, line) if ls.is_current(state) else None
+    if found is None:
+        return None
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=line_costs.hover_markdown(*found)))
 
 
 def register(server: CompileLensServer) -> None:

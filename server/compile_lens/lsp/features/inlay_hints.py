@@ -1,10 +1,11 @@
-"""`textDocument/inlayHint`: a measured target's speedup after each `torch.compile(...)` call of it."""
+"""`textDocument/inlayHint`: a measured target's speedup after each `torch.compile(...)` call of it, and
+each costly line's eager → compiled time at its end (`render.line_costs`; setting `lineCosts.inlayHints`)."""
 
 from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from ...render import cards
+from ...render import cards, line_costs
 from ..state import CompileLensServer
 
 
@@ -21,6 +22,23 @@ def inlay_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp.Inl
             position=lsp.Position(site.end_line - 1, site.end_column - 1),
             label=" " + cards.hint_label(bench), kind=lsp.InlayHintKind.Type, padding_left=True,
             tooltip=cards.lens_title(bench)))
+    if ls.settings.line_hints:
+        hints.extend(_line_hints(ls, uri, state.path, state.benchmarks, rng))
+    return hints
+
+
+def _line_hints(ls: CompileLensServer, uri: str, path: str, benchmarks: dict, rng: lsp.Range) -> list[lsp.InlayHint]:
+    """`0.81 ms → 0.20 ms · fused ×3` at the end of each costly line (above `line_costs.HINT_SHARE`)."""
+    lines = ls.workspace.get_text_document(uri).lines
+    hints = []
+    for cost, timing in line_costs.costly_in_file(benchmarks, path):
+        row = cost.line - 1
+        if not (rng.start.line <= row <= rng.end.line) or row >= len(lines):
+            continue
+        hints.append(lsp.InlayHint(
+            position=lsp.Position(row, len(lines[row].rstrip("\r\n"))),
+            label=" " + line_costs.hint_label(cost, timing), kind=lsp.InlayHintKind.Type, padding_left=True,
+            tooltip=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=line_costs.hover_markdown(cost, timing))))
     return hints
 
 

@@ -41,6 +41,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     from ...remote_cache import remote_counts
     from ..loader import TargetError
     from . import benchmark as bench
+    from . import compile_frames
     from . import memory as mem
     from .dynamo_watch import _metrics
 
@@ -66,6 +67,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         if "compile" in job["tasks"]:
             result["cache"] = bench.cache_counts()
             result["remote_cache"] = remote_counts(_metrics(), device)
+            result["compile_time"] = asdict(compile_frames.collect())  # the cold compile per frame
     except TargetError as exc:
         result["error"] = asdict(exc.problem)
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it

@@ -45,7 +45,7 @@ model that draws random numbers, whose figures stay unset).
 This module runs the phases in order; the parts are in `devices` (which device, its name, OOM),
 `workload` (what is called: forward, training step), `cold_compile` (the fresh process and the
 limits), `dynamo_watch` (compiles, guards, cache hits), `timing` (paired rounds), `memory`,
-`accuracy` and `verdict` (figures to words).
+`accuracy`, `verdict` (figures to words), `line_costs` and `compile_frames` (time per line, per frame).
 """
 
 from __future__ import annotations
@@ -62,13 +62,13 @@ from typing import Any, Callable, Optional
 import torch
 import torch.utils.benchmark as tbench
 
-from ...protocol import Benchmark, Problem, Timing
+from ...protocol import Benchmark, CompileTime, Problem, Timing
 from ...remote_cache import Remote
 from ...remote_cache import resolve as resolve_remote
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import cache_keys
+from . import cache_keys, compile_frames, line_costs
 from . import memory as mem
 from .accuracy import _grads, compare_workload
 from .cold_compile import (
@@ -218,6 +218,7 @@ class _Cold:
     limit: float  # how long a later stage may be silent
     child_job: dict[str, Any]  # what the fresh process was asked, for the warm-remote ones
     fx_keys: list[dict[str, Any]]  # its FX-graph cache lookups (`cache_keys`): why a later compile missed
+    compile_time: Optional[CompileTime] = None  # its frames (`compile_frames`)
 
 
 @dataclass
@@ -326,7 +327,7 @@ def _cold_compile(job: _Job, workloads: list[str]) -> _Cold:
     cold_s = cold["compile_s"].get(workloads[0])
     job.notes.extend(n for n in cold.get("notes", []) if n not in job.notes)
     return _Cold(cold_s, float(cold.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds), child_job,
-                 cold.get("fx_keys") or [])
+                 cold.get("fx_keys") or [], compile_frames.read(cold))
 
 
 def _warm_remote(job: _Job, cold: _Cold) -> Optional[WarmRemote]:
@@ -365,6 +366,7 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
     eager.model.zero_grad()
     job.add_phase("memory", t_mem)
+    line_costs.after_timing(job, eager, compiled_obj, wl, figures.timings[wl], cold.limit)  # where the time goes, per line
 
 
 def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _Cold,
@@ -480,7 +482,7 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         train_step=train,
         compile_s={"cold": cold.compile_s, "warm": figures.warm_s,
                    **({"warm_remote": served.compile_s} if served else {})},
-        guard_latency_us=figures.guard_us,
+        guard_latency_us=figures.guard_us, compile_time=cold.compile_time,
         warm_cache=({**(figures.warm_cache or {}), "remote": served.counts} if served else figures.warm_cache),
         break_even_calls=calls,
         peak_memory_bytes=figures.memory,

@@ -1,0 +1,75 @@
+"""The compile report's "Where the time goes" section: per measured target, its lines sorted by cost
+with an eager and a compiled bar per row, and the cold compile by frame. Pure."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..protocol import CompileTime, FileReport, Timing
+from .html_parts import _e, _Page
+from .line_costs import kernel_words, share, us_text
+
+BAR_W = 160  # px: the costliest line's bar
+MAX_ROWS = 25  # a big model's long tail is not a table
+
+
+def _bars(eager: Optional[float], compiled: Optional[float], top: float) -> str:
+    def rect(y: int, us: Optional[float], cls: str) -> str:
+        w = 0.0 if not us or top <= 0 else max(1.0, BAR_W * us / top)
+        return f'<rect class="bar {cls}" x="0" y="{y}" width="{w:.1f}" height="6"/>'
+    return (f'<svg width="{BAR_W}" height="14" role="img" aria-label="eager {_e(us_text(eager))}, compiled '
+            f'{_e(us_text(compiled))}">{rect(0, eager, "s-eager")}{rect(8, compiled, "s-compiled")}</svg>')
+
+
+def _table(page: _Page, t: Timing) -> str:
+    if t.lines_note:
+        return f'<p class="warn">Line costs: {_e(t.lines_note)}</p>'
+    if not t.lines:
+        return ""
+    top = max(max(ln.eager_us or 0.0, ln.compiled_us or 0.0) for ln in t.lines)
+    rows = []
+    for ln in t.lines[:MAX_ROWS]:
+        compiled = us_text(ln.compiled_us) if ln.compiled_us is not None else (t.compiled_lines_note or "—")
+        extra = kernel_words(ln) + (["fused with " + ", ".join(f"line {r.line}" for r in ln.fused_with)] if ln.fused_with else []) \
+            + (["falls back"] if ln.fallback else [])
+        rows.append(f"<tr><td>{page.loc(ln.path, ln.line)}</td><td class=\"num\">{_e(us_text(ln.eager_us))}</td>"
+                    f"<td class=\"num\">{_e(compiled)}</td><td class=\"num\">{share(ln, t):.0%}</td>"
+                    f"<td>{_bars(ln.eager_us, ln.compiled_us, top)}</td><td>{_e('; '.join(extra).replace('`', ''))}</td></tr>")
+    more = f'<p class="muted">{len(t.lines) - MAX_ROWS} more lines below these.</p>' if len(t.lines) > MAX_ROWS else ""
+    tail = []
+    if t.unattributed_us:
+        whys = "; ".join(f"{k} {us_text(v)}" for k, v in t.unattributed_why.items() if not k.startswith("eager: "))
+        tail.append(f"Not on any line: {us_text(t.unattributed_us)} of the compiled {us_text(t.profile_us.get('compiled'))} ({whys}).")
+    tail.append("Per call, from a profile taken after the timing rounds: eager ops' self time at the innermost "
+                "workspace line that called them; compiled kernels at the lines Inductor's provenance names, a fused "
+                "kernel's time split evenly among its lines.")
+    return ('<div class="scroll"><table><tr><th>Line</th><th>eager</th><th>compiled</th><th>share</th>'
+            '<th><span class="s-eager">■</span> eager <span class="s-compiled">■</span> compiled</th><th>kernels</th></tr>'
+            + "".join(rows) + "</table></div>" + more + "".join(f'<p class="muted">{_e(x)}</p>' for x in tail))
+
+
+def _frames(page: _Page, ct: Optional[CompileTime]) -> str:
+    if ct is None or not ct.frames:
+        return f'<p class="muted">Compile time by frame: {_e(ct.note)}</p>' if ct and ct.note else ""
+    names = ("dynamo", "aot_autograd", "inductor", "codegen_build", "autotune")
+    rows = "".join(
+        f"<tr><td>{_e(f.compile_id)}</td><td>{page.loc(f.path, f.line, label=f.function)}</td>"
+        f"<td class=\"num\">{f.total_s:.2f} s</td>"
+        + "".join(f"<td class=\"num\">{f.phases_s[k]:.2f} s</td>" if k in f.phases_s else "<td>—</td>" for k in names)
+        + "</tr>" for f in ct.frames)
+    return ("<h4>Cold compile by frame (fresh process)</h4><div class=\"scroll\"><table><tr><th>compile id</th>"
+            "<th>frame</th><th>total</th><th>Dynamo</th><th>AOTAutograd</th><th>Inductor</th><th>code gen + build</th>"
+            "<th>autotune</th></tr>" + rows + "</table></div>")
+
+
+def lines_section(page: _Page, reports: list[FileReport]) -> str:
+    parts = []
+    for r in reports:
+        for t in sorted(r.targets, key=lambda t: t.line):
+            b = t.benchmark
+            if b is None:
+                continue
+            body = _table(page, b.forward) + _frames(page, b.compile_time)
+            if body:
+                parts.append(f"<h3>{page.loc(r.path, t.line, label=t.name)} · forward</h3>{body}")
+    return "<section><h2>Where the time goes</h2>" + "".join(parts) + "</section>" if parts else ""

@@ -1,0 +1,87 @@
+"""The cold compile, frame by frame: torch's own compilation metrics (one entry per compile id).
+
+Read in the fresh process that makes the cold compile (`bench_child`), right after it: a graph
+break splits a function into frames (`0/0` the code before it, `1/0` the code after), each with its
+compile time. Phases, from the cumulative timers torch keeps per compile id (microseconds):
+
+- `dynamo`: the whole frame minus its backend (bytecode tracing, guards);
+- `aot_autograd`: the backend minus Inductor (AOTAutograd's tracing and partitioning);
+- `inductor`: Inductor minus its code generation (lowering, scheduling);
+- `codegen_build`: Inductor's code generation, the C++/Triton build included;
+- `autotune`: compile-time autotuning, where torch records it (apart: it is not inside the others).
+
+A backward compiled later (`co_name` None) adds to the frame with its compile id. A torch that
+does not keep these timers gives the total only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ...protocol import CompileFrame, CompileTime
+
+
+def _us(m: Any, name: str) -> Optional[float]:
+    v = getattr(m, name, None)
+    return float(v) / 1e6 if isinstance(v, (int, float)) else None
+
+
+def collect() -> CompileTime:
+    """The compile ids this process compiled so far (torch keeps the last 64)."""
+    try:
+        from torch._dynamo.utils import get_compilation_metrics
+    except ImportError as exc:
+        return CompileTime(note=f"not on this torch ({exc})")
+    frames: dict[str, CompileFrame] = {}
+    for m in get_compilation_metrics():
+        cid = str(getattr(m, "compile_id", None) or "")
+        total = _us(m, "dynamo_cumulative_compile_time_us") or getattr(m, "entire_frame_compile_time_s", None)
+        if not cid or total is None:
+            continue
+        phases = _phases(m, float(total))
+        frame = frames.get(cid)
+        if frame is None:
+            if getattr(m, "co_name", None) is None:
+                continue  # a backward whose forward is not in the window
+            frame = frames[cid] = CompileFrame(cid, m.co_name, getattr(m, "co_filename", "") or "",
+                                               int(getattr(m, "co_firstlineno", 0) or 0), 0.0, {})
+        frame.total_s = round(frame.total_s + float(total), 4)
+        for k, v in phases.items():
+            frame.phases_s[k] = round(frame.phases_s.get(k, 0.0) + v, 4)
+    return CompileTime(frames=list(frames.values()))
+
+
+def read(child_result: dict[str, Any]) -> Optional[CompileTime]:
+    """What `bench_child` wrote (`collect()` as a dict), typed again; None from an older child."""
+    from ...protocol import from_dict
+
+    found = child_result.get("compile_time")
+    return from_dict(CompileTime, found) if found else None
+
+
+def _phases(m: Any, total: float) -> dict[str, float]:
+    aot = _us(m, "aot_autograd_cumulative_compile_time_us")
+    if aot is None:
+        aot = getattr(m, "backend_compile_time_s", None)
+    ind = _us(m, "inductor_cumulative_compile_time_us")
+    if ind is None:
+        ind = getattr(m, "inductor_compile_time_s", None)
+    gen = _us(m, "inductor_code_gen_cumulative_compile_time_us")
+    if gen is None:
+        gen = getattr(m, "code_gen_time_s", None)
+    phases: dict[str, float] = {}
+    if aot is not None:
+        phases["dynamo"] = max(total - aot, 0.0)
+        if ind is not None:
+            phases["aot_autograd"] = max(aot - ind, 0.0)
+            if gen is not None:
+                phases["inductor"] = max(ind - gen, 0.0)
+                phases["codegen_build"] = gen
+            else:
+                phases["inductor"] = ind
+        else:
+            phases["aot_autograd"] = aot  # Inductor's share not recorded on this torch
+    autotune = _us(m, "compile_time_autotune_time_us")
+    if autotune:
+        phases["autotune"] = autotune
+    return phases

@@ -1,0 +1,115 @@
+"""Per-line costs and compile frames → hint labels, hover, CLI text, JSON and the report's section."""
+
+from __future__ import annotations
+
+import re
+
+from compile_lens.protocol import (
+    Benchmark,
+    CompileFrame,
+    CompileTime,
+    FileReport,
+    KernelShare,
+    LineCost,
+    LineRef,
+    TargetResult,
+    Timing,
+)
+from compile_lens.render import cli_output, report_html
+from compile_lens.render import line_costs as lc
+
+PATH = "/ws/model.py"
+
+
+def timing(compiled_note=None) -> Timing:
+    fused = KernelShare("cpp_fused_add_mul_relu_0", "generated", 60.0, 3)
+    lines = [
+        LineCost(PATH, 15, 810.0, 200.0, [KernelShare("extern_kernels.addmm", "extern", 200.0)]),
+        LineCost(PATH, 16, 100.0, None if compiled_note else 20.0, [] if compiled_note else [fused],
+                 [] if compiled_note else [LineRef(PATH, 17), LineRef(PATH, 18)]),
+        LineCost(PATH, 17, 50.0, None if compiled_note else 20.0, [], [], False),
+        LineCost(PATH, 19, 30.0, None if compiled_note else 25.0, [KernelShare("aten._fft_r2c", "fallback", 25.0)],
+                 [], fallback=True),
+        LineCost(PATH, 30, 9.0, None if compiled_note else 1.0, []),  # under 3% of either side: no hint
+    ]
+    t = Timing(1.0, 0.3, 3.3, 0.01, 0.01, [3.0, 3.6], True, 10)
+    t.lines = lines
+    t.profile_us = {"eager": 999.0, "compiled": None if compiled_note else 300.0}
+    t.unattributed_us = None if compiled_note else 34.0
+    t.unattributed_why = {} if compiled_note else {"guards and the wrappers around compiled graphs": 34.0}
+    t.compiled_lines_note = compiled_note
+    return t
+
+
+def bench(t: Timing) -> Benchmark:
+    frames = CompileTime([CompileFrame("0/0", "forward", PATH, 14, 6.2, {"dynamo": 0.5, "aot_autograd": 0.7,
+                                                                          "inductor": 0.4, "codegen_build": 4.6}),
+                          CompileFrame("1/0", "torch_dynamo_resume_in_forward_at_20", PATH, 20, 1.1, {"dynamo": 0.2})])
+    return Benchmark("cpu", "cpu", "default", t, None, {"cold": 8.0, "warm": 1.0}, None, {}, {}, {}, "worth it",
+                     compile_time=frames)
+
+
+def test_hint_labels_say_eager_to_compiled_fused_and_fallback():
+    t = timing()
+    labels = {ln.line: lc.hint_label(ln, t) for ln in lc.costly(t)}
+    assert labels == {15: "0.81 ms → 0.20 ms", 16: "0.10 ms → 0.02 ms · fused ×3", 17: "0.05 ms → 0.02 ms",
+                      19: "0.03 ms → 0.03 ms · falls back"}  # line 30 is under 3% of both sides
+
+
+def test_without_provenance_the_compiled_column_says_so_and_eager_stands():
+    t = timing("not on this torch (torch 2.4 has no Inductor provenance tracking)")
+    assert lc.hint_label(t.lines[0], t) == "0.81 ms → 0.20 ms"
+    assert lc.hint_label(t.lines[1], t) == "0.10 ms → not on this torch"
+    assert "not on this torch" in "\n".join(lc.top_lines_text(bench(t), "/ws"))
+
+
+def test_hover_names_kernels_fused_lines_and_share():
+    t = timing()
+    text = lc.hover_markdown(t.lines[1], t)
+    assert "eager 0.10 ms → compiled 0.02 ms per call (10% of the profiled time)" in text
+    assert "`cpp_fused_add_mul_relu_0` (fused from 3 lines, time split evenly, 0.06 ms)" in text
+    assert "Fused with: line 17, line 18" in text
+    assert "Falls back" in lc.hover_markdown(t.lines[3], t)
+
+
+def test_cli_text_lists_the_five_costliest_lines_and_the_frames():
+    t = timing()
+    t.lines = t.lines + [LineCost(PATH, 40 + i, 1.0, 1.0) for i in range(3)]
+    text = lc.top_lines_text(bench(t), "/ws")
+    shown = [x for x in text if re.match(r"    model\.py:\d+ ", x)]
+    assert [x.split()[0] for x in shown] == ["model.py:15", "model.py:16", "model.py:17", "model.py:19", "model.py:30"]
+    assert any("not on a line: 0.03 ms compiled (guards and the wrappers around compiled graphs 0.03 ms)" in x for x in text)
+    assert text[-1] == ("  cold compile by frame: 0/0 forward (model.py:14) 6.2 s, "
+                        "1/0 torch_dynamo_resume_in_forward_at_20 (model.py:20) 1.1 s")
+
+
+def test_json_has_the_documented_shape():
+    b = bench(timing())
+    doc = cli_output.benchmark_json(b)
+    first = doc["forward"]["lines"][0]
+    assert set(first) == {"path", "line", "eager_us", "compiled_us", "kernels", "fused_with", "fallback"}
+    assert doc["forward"]["lines"][1]["fused_with"] == [{"path": PATH, "line": 17}, {"path": PATH, "line": 18}]
+    assert doc["forward"]["unattributed_us"] == 34.0
+    assert doc["compile_time"]["frames"][0] == {"compile_id": "0/0", "function": "forward", "path": PATH, "line": 14,
+                                                "total_s": 6.2, "phases_s": {"dynamo": 0.5, "aot_autograd": 0.7,
+                                                                             "inductor": 0.4, "codegen_build": 4.6}}
+
+
+def test_report_has_a_row_with_bars_per_line_and_a_frame_table():
+    report = FileReport(PATH, [TargetResult("Net", "module", 10, benchmark=bench(timing()))])
+    html = report_html.render_report([report], title="t", torch_version="2.13", device="cpu", cwd="/ws")
+    section = html[html.index("<h2>Where the time goes</h2>"):]
+    section = section[:section.index("</section>")]
+    rows = re.findall(r"<tr><td><code class=\"loc\">model\.py:(\d+)</code>", section)
+    assert rows == ["15", "16", "17", "19", "30"]  # by cost
+    assert section.count('<rect class="bar s-eager"') == 5 and section.count('<rect class="bar s-compiled"') == 5
+    assert "Cold compile by frame" in section and "torch_dynamo_resume_in_forward_at_20" in section
+    assert "a fused kernel&#x27;s time split evenly among its lines" in section or \
+        "a fused kernel's time split evenly among its lines" in section
+
+
+def test_a_failed_line_profile_is_said_once():
+    t = timing()
+    t.lines, t.lines_note = [], "not measurable: RuntimeError: the profiler is busy"
+    assert lc.costly(t) == []
+    assert lc.top_lines_text(bench(t), "/ws")[0] == "  line costs (forward): not measurable: RuntimeError: the profiler is busy"

@@ -1,0 +1,169 @@
+"""Where the forward's time goes, line by line (worker/measure/line_costs.py), against real torch
+and Inductor on the CPU (CUDA under scripts/gpu-check): one profiled compile of `Lines` is shared by the tests of its figures.
+
+What is checked is what must hold on any machine: lines + unattributed = the compiled profile's
+total; the lines Inductor fused name each other and the kernel its output code defines; an op
+Inductor did not lower is a fallback at its line; both frames of a broken graph have lines; the
+dominant line (a 1024² matmul, ~100× the rest) comes first in both columns; failures and a torch
+without provenance keep the eager column. No timing thresholds.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from paths import FIXTURES, SERVER  # noqa: E402
+
+try:
+    import compile_lens  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(SERVER))
+
+from compile_lens.worker.loader import import_file  # noqa: E402
+from compile_lens.worker.measure import line_costs, provenance  # noqa: E402
+from compile_lens.worker.measure.dynamo_watch import _clear_in_memory_caches  # noqa: E402
+
+MODELS = FIXTURES / "line_costs" / "models.py"
+DEVICE = os.environ.get("COMPILE_LENS_TEST_DEVICE", "cpu")  # scripts/gpu-check sets cuda
+ROOT = str(MODELS.parent)
+pytestmark = pytest.mark.slow
+
+
+def line(tag: str) -> int:
+    return next(i for i, text in enumerate(MODELS.read_text().splitlines(), 1) if f"# line: {tag}" in text)
+
+
+def calls(model):
+    x = torch.randn(256, 1024, device=DEVICE)
+    model.to(DEVICE).eval()
+
+    def eager():
+        with torch.no_grad():
+            return model(x)
+
+    def make():
+        _clear_in_memory_caches()
+        compiled = torch.compile(copy.deepcopy(model))
+
+        def call():
+            with torch.no_grad():
+                return compiled(x)
+        return call
+    return eager, make
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """OpenMP's threads spin-wait when other processes hold the cores (this machine is shared):
+    an elementwise kernel then takes as long as the matmul. One thread slows all ops alike."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def profiled(one_thread):
+    torch.manual_seed(0)
+    model = import_file(str(MODELS), ROOT).Lines()
+    eager, make = calls(model)
+    found = line_costs.measure(eager, make, root=ROOT, device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
+    yield found
+    torch._dynamo.reset()
+
+
+def by_line(found):
+    return {(Path(ln.path).name, ln.line): ln for ln in found.lines}
+
+
+def test_lines_and_unattributed_add_up_to_the_profile(profiled):
+    assert profiled.note is None and profiled.compiled_note is None, (profiled.note, profiled.compiled_note)
+    compiled = sum(ln.compiled_us for ln in profiled.lines)
+    assert profiled.unattributed_us is not None and profiled.unattributed_us >= 0
+    assert compiled + profiled.unattributed_us == pytest.approx(profiled.profile_us["compiled"], abs=0.05 * len(profiled.lines) + 0.05)
+    # each reason is a share of what no line took
+    assert sum(v for k, v in profiled.unattributed_why.items() if not k.startswith("eager: ")) == \
+        pytest.approx(profiled.unattributed_us, rel=0.01, abs=0.5)
+
+
+def test_fused_lines_name_each_other_and_the_kernel_in_the_output_code(profiled):
+    lines = by_line(profiled)
+    fused = {line("relu"), line("mul"), line("add")}
+    for n in fused:
+        ln = lines[("models.py", n)]
+        assert {r.line for r in ln.fused_with} >= fused - {n}, (n, ln.fused_with)
+        generated = [k for k in ln.kernels if k.kind == "generated"]
+        assert generated and all(k.lines >= 3 for k in generated), ln.kernels
+    defined = {k for g in profiled.graphs for k in provenance.output_code_kernels(g.output_code)}
+    named = {k.name for ln in profiled.lines for k in ln.kernels if k.kind == "generated"}
+    assert named and named <= defined, (named, defined)
+    # every kernel the output code defines that provenance ties to a workspace line is on a line
+    tied = {k.name for g in profiled.graphs for k in g.kernels if k.kind == "generated"
+            and any(str(MODELS) == p for s in k.stacks for p, _ in s)}
+    assert tied <= named, (tied, named)
+
+
+def test_extern_and_fallback_kernels_are_named_at_their_lines(profiled):
+    lines = by_line(profiled)
+    matmul = lines[("models.py", line("matmul"))]
+    assert any(k.kind == "extern" and "mm" in k.name for k in matmul.kernels), matmul.kernels
+    assert not matmul.fallback
+    fft = lines[("models.py", line("fft"))]
+    assert fft.fallback and any(k.kind == "fallback" and "fft" in k.name for k in fft.kernels), fft.kernels
+
+
+def test_both_frames_of_a_broken_graph_have_lines(profiled):
+    after = by_line(profiled)[("models.py", line("after break"))]
+    assert after.compiled_us and after.compiled_us > 0 and after.kernels
+    assert after.eager_us and after.eager_us > 0
+
+
+def test_the_dominant_line_comes_first_in_both_columns(profiled):
+    top_eager = max(profiled.lines, key=lambda ln: ln.eager_us or 0)
+    top_compiled = max(profiled.lines, key=lambda ln: ln.compiled_us or 0)
+    assert top_eager.line == top_compiled.line == line("matmul")
+    assert profiled.lines[0].line == line("matmul")  # sorted by cost
+
+
+def test_a_torch_without_provenance_keeps_the_eager_column(monkeypatch):
+    monkeypatch.setattr(provenance, "supported", lambda: "torch 2.4 has no Inductor provenance tracking")
+    model = import_file(str(MODELS), ROOT).Lines()
+    eager, _ = calls(model)
+
+    def never():
+        raise AssertionError("no compile without provenance")
+
+    found = line_costs.measure(eager, never, root=ROOT, device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
+    assert found.note is None
+    assert found.compiled_note.startswith("not on this torch")
+    assert found.lines and all(ln.compiled_us is None for ln in found.lines)
+    assert {ln.line for ln in found.lines} >= {line("matmul"), line("fft")}
+
+
+def test_a_failed_profile_is_a_note_not_an_error():
+    def broken():
+        raise RuntimeError("the profiler is busy")
+
+    found = line_costs.measure(broken, broken, root=ROOT, device=DEVICE, eager_ms=1.0, compiled_ms=1.0)
+    assert found.note == "not measurable: RuntimeError: the profiler is busy"
+    assert found.lines == [] and found.unattributed_us is None
+
+
+def test_lines_come_from_this_compile_not_a_cached_one(profiled, tmp_path):
+    """The same model one line lower in another folder: Inductor's caches would hand back the first
+    compile's provenance (its file, its lines); the profiled compile skips them."""
+    moved = tmp_path / "models.py"
+    moved.write_text("\n" + MODELS.read_text())
+    model = import_file(str(moved), str(tmp_path)).Lines()
+    eager, make = calls(model)
+    found = line_costs.measure(eager, make, root=str(tmp_path), device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
+    compiled = {(ln.path, ln.line) for ln in found.lines if ln.compiled_us}
+    assert compiled and all(path == str(moved) for path, _ in compiled), compiled
+    assert (str(moved), line("matmul") + 1) in compiled
