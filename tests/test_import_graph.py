@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("jobs", "trial"),  # what runs where (lanes, cache) · a trial's runs and their figures
     ("render", "trace_import"),  # results in, LSP types or CLI text/JSON/SARIF/HTML out · a torch trace read
     ("actions",),  # code actions: edits from findings
-    ("lsp", "cli", "__main__"),  # the two front ends (and `python -m compile_lens`)
+    ("lsp", "cli", "mcp_server", "__main__"),  # the front ends: editor, terminal, agents (and `python -m compile_lens`)
 ]
 # Imports that run back up a floor on purpose, each with its reason.
 UPWARD_ALLOWED = {

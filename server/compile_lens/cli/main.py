@@ -9,6 +9,7 @@ from typing import Optional
 from .. import __version__
 from .check import add_check_parser
 from .import_trace import add_import_parser
+from .mcp import add_mcp_parser
 from .record import add_record_parser
 from .report import add_report_parser
 from .trial import add_trial_parser
@@ -20,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_check_parser(sub)
     add_import_parser(sub)
+    add_mcp_parser(sub)
     add_record_parser(sub)
     add_report_parser(sub)
     add_trial_parser(sub)
