@@ -9,9 +9,8 @@ import argparse
 import json
 import re
 
-from paths import REPO
-
 from compile_lens.cli.main import build_parser
+from paths import REPO
 
 DOCS = REPO / "docs"
 CLI_PAGE = DOCS / "cli.md"
