@@ -52,6 +52,18 @@ def _cli(ws: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600, env={**os.environ, **_env(ws)})
 
 
+def test_usage_errors_are_one_line_and_exit_2(ws):
+    def run(code: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **_env(ws)})
+
+    no_folder = run(f"from compile_lens.cli.main import main; raise SystemExit(main(['mcp', '--trust', {str(ws / 'nope')!r}]))")
+    no_sdk = run("import sys; sys.modules['mcp'] = None\n"  # as where the SDK is not installed
+                 "from compile_lens.cli.main import main; raise SystemExit(main(['mcp']))")
+    assert (no_folder.returncode, no_folder.stderr.count("\n")) == (2, 1) and "not a folder" in no_folder.stderr
+    assert (no_sdk.returncode, no_sdk.stderr.count("\n")) == (2, 1) and "pip install mcp" in no_sdk.stderr
+
+
 async def test_tools_are_listed_with_schemas(ws):
     async with session(ws) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}

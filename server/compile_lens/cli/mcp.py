@@ -1,14 +1,13 @@
 """`compile-lens mcp [--trust DIR]...`: the MCP server for coding agents, over stdio.
 
 The parser needs no MCP SDK (so `--help` and the docs' flag check work without it); the server is
-imported only when it starts. Without the `mcp` package (Python 3.10+; `pip install
-'compile-lens[mcp]'`) it says so in one line and exits 2.
+imported only when it starts. Without the `mcp` package (Python 3.10+; `pip install mcp`, or the
+extra `compile-lens[mcp]`) it says so in one line and exits 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 from typing import Any
@@ -35,10 +34,19 @@ def run_mcp(args: argparse.Namespace) -> int:
     if missing:
         say(f"--trust {', '.join(missing)}: not a folder")
         return 2
-    if sys.version_info < (3, 10) or importlib.util.find_spec("mcp") is None:
-        say("the MCP server needs the `mcp` package (Python 3.10 or newer): pip install 'compile-lens[mcp]'")
+    if sys.version_info < (3, 10) or not _sdk_installed():
+        say("the MCP server needs the `mcp` package (Python 3.10 or newer) beside torch: pip install mcp "
+            "(or pip install 'compile-lens[mcp]')")
         return 2
     from ..mcp_server.server import serve
 
     serve([os.path.realpath(d) for d in args.trust])
     return 0
+
+
+def _sdk_installed() -> bool:
+    try:
+        import mcp  # noqa: F401  (the SDK: imported again by the server, this only asks)
+    except ImportError:
+        return False
+    return True
