@@ -61,7 +61,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   }
 
   // VS Code's agent mode gets the same tools as an MCP server, where this VS Code has the API.
-  const mcp = registerMcpServer(() => srv.resolveCommand(), String(context.extension.packageJSON.version ?? ''));
+  const mcp = registerMcpServer(() => srv.resolveCommand(), String(context.extension.packageJSON.version ?? ''), undefined,
+    (error) => log.warn(`the MCP server for agent mode is not registered: ${String(error)}`));
   if (mcp) {
     context.subscriptions.push(mcp);
   }

@@ -68,11 +68,22 @@ export function registerMcpServer(
   resolve: () => Promise<ServerCommand>,
   version: string,
   api: unknown = vscode,
+  onError: (error: unknown) => void = () => undefined,
 ): vscode.Disposable | undefined {
   const found = mcpApi(api);
   if (!found) {
     return undefined;
   }
+  try {
+    return register(found, resolve, version);
+  } catch (error) {
+    // an editor whose API is there but refuses (a fork, a policy): the language features go on
+    onError(error);
+    return undefined;
+  }
+}
+
+function register(found: McpApi, resolve: () => Promise<ServerCommand>, version: string): vscode.Disposable {
   const changed = new vscode.EventEmitter<void>();
   const provider: McpProvider = {
     onDidChangeMcpServerDefinitions: changed.event,
@@ -89,9 +100,10 @@ export function registerMcpServer(
       return [definition];
     },
   };
+  const registration = found.lm.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, provider);
   const subscriptions = [
     changed,
-    found.lm.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, provider),
+    registration,
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration(`${SECTION}.${MCP_SETTING}`) || event.affectsConfiguration(`${SECTION}.interpreter`)) {
         changed.fire();

@@ -51,6 +51,16 @@ describe('MCP server for agent mode', () => {
     assert.equal(mcpApi({ lm: { registerMcpServerDefinitionProvider() {} } }), undefined); // no McpStdioServerDefinition
   });
 
+  test('an API that refuses the registration: no error, the reason to the log', () => {
+    const errors: unknown[] = [];
+    const refusing = {
+      lm: { registerMcpServerDefinitionProvider() { throw new Error('not allowed here'); } },
+      McpStdioServerDefinition: class {},
+    };
+    assert.equal(registerMcpServer(async () => SERVER, '0.1.0', refusing, (e) => errors.push(e)), undefined);
+    assert.match(String(errors[0]), /not allowed here/);
+  });
+
   test('the command: the server interpreter, its arguments and environment, `mcp --trust` per folder', () => {
     const run = mcpCommand(SERVER, ['/work/a', '/work/b']);
     assert.equal(run.command, '/venv/bin/python');
