@@ -64,21 +64,18 @@ def test_usage_errors_are_one_line_and_exit_2(ws):
     assert (no_sdk.returncode, no_sdk.stderr.count("\n")) == (2, 1) and "pip install mcp" in no_sdk.stderr
 
 
-async def test_tools_are_listed_with_schemas(ws):
-    async with session(ws) as client:
-        listed = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(listed) == {"check", "explain", "fixes", "apply_fix", "trial", "import"}
-    assert listed["check"].input_schema["required"] == ["path"]
-    assert all(t.output_schema and t.output_schema["type"] == "object" for t in listed.values())
-
-
-async def test_explain_gives_torchs_text_and_the_codes_docs(ws):
+async def test_the_tools_and_explain(ws):
+    """The six tools with their schemas; explain gives torch's own registry text and the codes' docs."""
     registry = json.loads((Path(importlib.util.find_spec("torch").origin).parent
                            / "_dynamo" / "graph_break_registry.json").read_text())
     async with session(ws) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
         gb = (await client.call_tool("explain", {"code": "gb0124"})).structured_content
         cl = (await client.call_tool("explain", {"code": "CL211"})).structured_content
         bad = await client.call_tool("explain", {"code": "XY12"})
+    assert set(listed) == {"check", "explain", "fixes", "apply_fix", "trial", "import"}
+    assert listed["check"].input_schema["required"] == ["path"]
+    assert all(t.output_schema and t.output_schema["type"] == "object" for t in listed.values())
     assert gb["code"] == "GB0124"
     assert gb["torch"]["explanation"] == registry["GB0124"][0]["Explanation"]
     assert gb["torch"]["hints"] == registry["GB0124"][0]["Hints"]
@@ -143,7 +140,8 @@ async def test_check_fixes_apply_fix_and_import_on_a_real_break(ws, tmp_path):
 
 
 async def test_a_cancelled_trial_stops_the_program(ws):
-    """The trial's program blocks forever; the client cancels the call and the program's process ends."""
+    """The trial's program blocks forever; the client cancels the call and the program's process ends,
+    and no next run starts (the trial goes on to its compiled run when only its eager run is killed)."""
     fifo = ws / "started"
     os.mkfifo(fifo)
     (ws / "forever.py").write_text(
@@ -160,5 +158,8 @@ async def test_a_cancelled_trial_stops_the_program(ws):
             tg.start_soon(client.call_tool, "trial", {"command": f"{sys.executable} forever.py", "root": str(ws),
                                                       "steps": 1})
             program = psutil.Process(await anyio.to_thread.run_sync(started_pid))
+            trial = program.parent()
             tg.cancel_scope.cancel()
         program.wait(timeout=60)  # raises TimeoutExpired while it still runs
+        trial.wait(timeout=60)
+    assert not [p for p in psutil.process_iter(["cwd"]) if p.info["cwd"] == str(ws)]

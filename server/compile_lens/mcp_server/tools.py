@@ -11,6 +11,7 @@ subprocess (its figures file is the answer; killing it stops the user's program 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -18,6 +19,7 @@ import sys
 import tempfile
 from typing import Any, Callable, Optional, Sequence
 
+import psutil
 from lsprotocol import types as lsp
 
 from .. import actions
@@ -26,7 +28,6 @@ from ..cli.check import check as run_check
 from ..cli.common import finish, open_cache, project_settings, workspace_root
 from ..cli.import_trace import import_json
 from ..config import python_files
-from ..processes import kill_tree
 from ..protocol import FileReport, Finding
 from ..render import keys
 from ..render.assembly import in_workspace
@@ -244,7 +245,7 @@ async def trial(command: str, root: str, trust: Trust, *, steps: int = DEFAULT_T
             await asyncio.gather(read(proc.stdout, False), read(proc.stderr, True))
             code = await proc.wait()
         except BaseException:
-            kill_tree(proc.pid)
+            _end_tree(proc.pid)
             await proc.wait()  # a cancel reaches this task once (server.isolated): the wait runs
             raise
         figures = None
@@ -252,6 +253,20 @@ async def trial(command: str, root: str, trust: Trust, *, steps: int = DEFAULT_T
             with open(figures_file, encoding="utf-8") as f:
                 figures = json.load(f)
     return {"command": command, "root": root, "exit_code": code, "figures": figures, "output_tail": tail}
+
+
+def _end_tree(pid: int) -> None:
+    """SIGKILL the trial and everything it started. It is stopped first: killed children first, the
+    trial would start its next run (eager ended → the compiled run) before its own kill arrived."""
+    try:
+        trial = psutil.Process(pid)
+        trial.suspend()
+        tree = trial.children(recursive=True)
+    except psutil.Error:
+        return
+    for proc in [*tree, trial]:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
 
 
 def import_(trace: str, root: str, maps: Sequence[str] = ()) -> dict[str, Any]:
