@@ -163,3 +163,34 @@ async def test_a_cancelled_trial_stops_the_program(ws):
         program.wait(timeout=60)  # raises TimeoutExpired while it still runs
         trial.wait(timeout=60)
     assert not [p for p in psutil.process_iter(["cwd"]) if p.info["cwd"] == str(ws)]
+
+
+async def test_a_cancelled_check_stops_its_worker(ws):
+    """A file whose import never ends (the worker's timeout raised past the test's wait): cancelled once
+    the worker reports it is importing it, the worker ends and the server goes on."""
+    (ws / "pyproject.toml").write_text('[project]\nname = "ws"\n\n[tool.compile-lens]\n"worker.timeoutSeconds" = 600\n')
+    (ws / "blocked.py").write_text("import threading\n\nfrom torch import nn\n\nthreading.Event().wait()\n\n\n"
+                                   "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                                   "        self.fc = nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+                                   "        return self.fc(x)\n")
+    importing = anyio.Event()
+
+    async def on_progress(done, total, message):
+        if "importing" in message:
+            importing.set()
+
+    def workers() -> list[psutil.Process]:
+        return [proc for proc in psutil.process_iter(["cmdline", "cwd"])
+                if proc.info["cwd"] == str(ws) and "compile_lens.worker" in " ".join(proc.info["cmdline"] or [])]
+
+    async with session(ws, ws) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: client.call_tool("check", {"path": str(ws / "blocked.py")},
+                                                   progress_callback=on_progress))
+            await importing.wait()
+            started = workers()
+            tg.cancel_scope.cancel()
+        assert started
+        _, alive = psutil.wait_procs(started, timeout=30)
+        assert alive == []
+        assert not (await client.call_tool("explain", {"code": "CL101"})).is_error
