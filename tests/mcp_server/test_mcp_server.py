@@ -100,7 +100,6 @@ async def test_an_untrusted_folder_runs_nothing(ws):
     assert "capture_scalar_outputs" not in (ws / "item_scale.py").read_text()
 
 
-@pytest.mark.slow
 async def test_check_fixes_apply_fix_and_import_on_a_real_break(ws, tmp_path):
     path = str(ws / "item_scale.py")
     progress: list[str] = []
