@@ -3,7 +3,7 @@ PY        := .venv/bin/python
 STAMP     := .venv/.installed
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: demo test setup redis-server pytest lint bench vsix e2e ts-test gpu-check clean
+.PHONY: demo test setup redis-server pytest lint docs bench vsix e2e screenshots ts-test gpu-check clean
 
 # Set-up: a venv with the project (editable), the test tools and torch pinned to the CPU build on
 # this disk; requirements-dev.txt doubles as the constraints file so pip never picks a newer torch.
@@ -37,6 +37,11 @@ pytest: setup
 lint: setup
 	$(PY) -m ruff check server tests scripts
 
+# The docs site (mkdocs.yml, docs/): strict, so a broken link or anchor fails the build. No -q: it
+# would hide the warnings strict mode counts.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
+
 ts-test: $(NPM_STAMP)
 	npm test --silent
 
@@ -46,7 +51,11 @@ vsix: $(STAMP) $(NPM_STAMP)
 e2e: $(STAMP) $(NPM_STAMP)
 	bash scripts/e2e/run.sh
 
-test: lint pytest ts-test e2e
+# the README's and the docs' pictures from the last e2e run
+screenshots:
+	bash scripts/e2e/screenshots.sh
+
+test: lint pytest docs ts-test e2e
 
 bench: setup
 	$(PY) scripts/bench.py

@@ -16,7 +16,7 @@ MAX_LINES = 500  # over it, the module's docstring says why
 
 # The floors of the package, lowest first: a module imports from its own floor or a lower one.
 # A name is a package (`worker` holds `worker.*`) or a top-level module; `compile_lens` is the
-# package's own `__init__` (the version). The README's "Development" tree is checked against it.
+# package's own `__init__` (the version). The "Development" tree of docs/architecture.md is checked against it.
 LAYERS: list[tuple[str, ...]] = [
     ("compile_lens", "protocol", "codes", "comments", "cost", "processes", "stable_text", "ranks", "timeline",
      "gpu", "interpreters", "torch_diff", "guard_words", "remote_cache", "speed_words"),  # plain data and rules · is the GPU busy (NVML, psutil)
@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("jobs", "trial"),  # what runs where (lanes, cache) · a trial's runs and their figures
     ("render", "trace_import"),  # results in, LSP types or CLI text/JSON/SARIF/HTML out · a torch trace read
     ("actions",),  # code actions: edits from findings
-    ("lsp", "cli", "__main__"),  # the two front ends (and `python -m compile_lens`)
+    ("lsp", "cli", "mcp_server", "__main__"),  # the front ends: editor, terminal, agents (and `python -m compile_lens`)
 ]
 # Imports that run back up a floor on purpose, each with its reason.
 UPWARD_ALLOWED = {
@@ -176,12 +176,12 @@ def test_the_scan_finds_an_import_up_a_floor():
         ["compile_lens.trial.summary -> compile_lens.render.cards"]
 
 
-README = PACKAGE.parent.parent / "README.md"
+ARCHITECTURE = PACKAGE.parent.parent / "docs" / "architecture.md"
 
 
-def _readme_tree() -> tuple[dict[int, set[str]], str]:
-    """The README's "Development" tree: the names on each floor's line, and the whole block's text."""
-    text = README.read_text(encoding="utf-8").split("## Development", 1)[1]
+def _docs_tree() -> tuple[dict[int, set[str]], str]:
+    """docs/architecture.md's "Development" tree: the names on each floor's line, and the whole block's text."""
+    text = ARCHITECTURE.read_text(encoding="utf-8").split("## Development", 1)[1]
     block = text.split("```", 2)[1]
     floors: dict[int, set[str]] = {}
     for line in block.splitlines():
@@ -196,8 +196,8 @@ def _readme_tree() -> tuple[dict[int, set[str]], str]:
     return floors, block
 
 
-def test_the_readme_tree_has_the_floors_of_layers():
-    floors, _ = _readme_tree()
+def test_the_docs_tree_has_the_floors_of_layers():
+    floors, _ = _docs_tree()
     sub = {p.name for p in PACKAGE.rglob("*") if p.is_dir() and (p / "__init__.py").is_file() and p.parent != PACKAGE
            and p != PACKAGE}
     wanted = {i: {"__init__" if n == "compile_lens" else n for n in names} for i, names in enumerate(LAYERS)}
@@ -206,8 +206,8 @@ def test_the_readme_tree_has_the_floors_of_layers():
     assert sub <= set().union(*floors.values())
 
 
-def test_the_readme_tree_names_every_module():
-    _, block = _readme_tree()
+def test_the_docs_tree_names_every_module():
+    _, block = _docs_tree()
     words = set(block.replace("/", " ").replace("+", " ").replace(".py", " ").replace(",", " ")
                 .replace("(", " ").replace(")", " ").replace(":", " ").replace(";", " ").split())
     missing = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")

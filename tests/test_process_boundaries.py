@@ -30,3 +30,14 @@ def test_the_worker_does_not_import_the_servers_modules():
                             "compile_lens.worker.measure.benchmark")
     assert not loaded & {"compile_lens.discovery", "compile_lens.discovery.inputs", "compile_lens.jobs",
                          "compile_lens.jobs.lanes", "compile_lens.config", "compile_lens.lsp", "compile_lens.cli"}
+
+
+def test_the_mcp_server_does_not_import_torch():
+    """Its tools' modules loaded and a code explained from torch's graph-break registry (read as a file)."""
+    import pytest
+
+    pytest.importorskip("mcp")
+    loaded = _modules_after("import compile_lens.mcp_server.server as s, compile_lens.mcp_server.explain as e\n"
+                            "assert e.explain('GB0124')['torch']['hints']")
+    assert "mcp" in loaded
+    assert not {m for m in loaded if m == "torch" or m.startswith("torch.")}

@@ -1,10 +1,11 @@
 // Wiring only: ids live in constants.ts; the interpreter in python.ts; settings in settings.ts; the
 // server's command line in bundled.ts and serverCommand.ts, its log in serverLog.ts, its commands'
 // client side in middleware.ts, its lifecycle in server.ts; the status item in status.ts; the
-// compile report in report.ts; the torch comparison in compare.ts.
+// compile report in report.ts; the torch comparison in compare.ts; the MCP server for agent mode in mcp.ts.
 import * as vscode from 'vscode';
 import { compareTorch } from './compare';
 import { COMPARE_TORCH, RESTART_SERVER, SECTION, SHOW_OUTPUT, SHOW_REPORT } from './constants';
+import { registerMcpServer } from './mcp';
 import { onDidChangePythonInterpreter } from './python';
 import { ReportView } from './report';
 import { CompileLensServer } from './server';
@@ -57,6 +58,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
   if (pythonListener) {
     context.subscriptions.push(pythonListener);
+  }
+
+  // VS Code's agent mode gets the same tools as an MCP server, where this VS Code has the API.
+  const mcp = registerMcpServer(() => srv.resolveCommand(), String(context.extension.packageJSON.version ?? ''), undefined,
+    (error) => log.warn(`the MCP server for agent mode is not registered: ${String(error)}`));
+  if (mcp) {
+    context.subscriptions.push(mcp);
   }
 
   await srv.start();

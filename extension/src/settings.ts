@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import { SECTION } from './constants';
 
 /** Settings that only the client uses; the server never sees them. */
-const CLIENT_ONLY = new Set(['interpreter', 'compareInterpreter']);
+const CLIENT_ONLY = new Set(['interpreter', 'compareInterpreter', 'mcp.enabled']);
 
 export type FlatSettings = Record<string, unknown>;
 

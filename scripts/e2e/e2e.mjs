@@ -1140,7 +1140,7 @@ const restricted = {
 /**
  * A training run on the GPU, as the server would see it through NVML: a real process started as
  * `python train.py` (it only sleeps; this machine has no GPU) and a readings file that says it
- * holds GPU 0 at 92% (`COMPILE_LENS_GPU_READINGS`, which stands in for NVML; README, Development).
+ * holds GPU 0 at 92% (`COMPILE_LENS_GPU_READINGS`, which stands in for NVML; docs/architecture.md, Development).
  */
 function busyGpu() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compile-lens-e2e-gpu-'));

@@ -1,4 +1,4 @@
-"""A small training script to try `compile-lens trial` on (the README's report screenshot):
+"""A small training script to try `compile-lens trial` on (the report screenshots in docs/trial.md):
 
     compile-lens trial --steps 60 --gpu-price 2.5 --gpus 8 --hours-per-month 300 \
         --migration-days 10 --day-rate 1000 -- python train.py

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-# The oldest torch the worker reads (README "How it works"; docs/torch-apis.md): each API newer
+# The oldest torch the worker reads (docs/architecture.md "How it works"; docs/torch-apis.md): each API newer
 # than this is feature-detected, older ones are assumed.
 MIN_TORCH = (2, 4)
 MIN_PYTHON = (3, 9)  # pyproject's requires-python: the worker's code runs there as it is

@@ -1,5 +1,5 @@
 """What another torch changes, target by target (`check --compare-with PYTHON`): the one pure
-comparison of two analyses of the same files, JSON-safe (its shape is `torch_diff` in the README).
+comparison of two analyses of the same files, JSON-safe (its shape is `torch_diff` in docs/torch-upgrades.md).
 
 No torch, no I/O: two lists of `FileReport` in, a dict out. A figure counts as changed only when
 it says so itself: speedups when both 95% intervals exist and do not overlap; a cold compile when

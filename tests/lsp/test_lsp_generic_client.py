@@ -1,5 +1,5 @@
 """The server driven by a minimal generic LSP client (as Neovim, Helix or Emacs would be): none of
-the VS Code extension's initialization options (only the plain settings the README's Neovim
+the VS Code extension's initialization options (only the plain settings docs/lsp-clients.md's Neovim
 snippet sends too, to keep the measurement short), no client capabilities. Every command a lens, a hover link or a code
 action offers must be one the server executes, and it must run without an error; hovers are plain
 CommonMark (no HTML entities); no `window/workDoneProgress/create` goes to a client that cannot

@@ -1,7 +1,7 @@
 """The pieces of the trial's per-shape view that need no run: torch's CUDA-graph log records read
 (the messages taken from torch's own source, so a torch that words them otherwise fails here), and a
 guard said in the user's terms from a real file. A CUDA run with `--mode reduce-overhead` must still
-confirm that these records fire per new shape on a GPU (see README, trial section)."""
+confirm that these records fire per new shape on a GPU (see docs/trial.md)."""
 
 from __future__ import annotations
 

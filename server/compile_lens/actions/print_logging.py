@@ -1,7 +1,7 @@
 """`print` (GB0059, GB0296, CL101) and logger calls (GB0291, CL107) in compiled code: reorder or
 ignore them through `torch._dynamo.config`.
 
-Measured on torch 2.13 (README "Code actions", BENCHMARKS.md "Logging breaks"): a reordered call
+Measured on torch 2.13 (docs/editor.md "Code actions", BENCHMARKS.md "Logging breaks"): a reordered call
 runs after the graph only where it is in the function torch compiles itself; in a module or helper
 that function inlines, torch drops it (only the outermost frame's reordered calls are replayed).
 So reordering is offered only for a break in the outermost traced frame (`depth` 0), and its title

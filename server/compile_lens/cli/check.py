@@ -16,7 +16,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .. import __version__
 from ..config import find_root
@@ -122,11 +122,16 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 root: Optional[str] = None, targets: Optional[list[TargetPick]] = None,
                 cache: Optional[ResultCache] = None, trace_dir: Optional[str] = None,
                 wait_gpu: Optional[float] = None, python: Optional[str] = None,
-                levers: bool = False) -> tuple[list[FileReport], dict]:
+                levers: bool = False,
+                on_progress: Optional[Callable[[str], None]] = None,
+                static_only: bool = False) -> tuple[list[FileReport], dict]:
     """Analyse `files`; each in its own workspace root unless `root` is given. Results come from
     `cache` when it has every part asked for (no worker starts when it has them all). `python`: the
-    workers' interpreter when not this one (`--compare-with`), already probed."""
+    workers' interpreter when not this one (`--compare-with`), already probed. `on_progress`: where
+    the progress lines go instead of stderr (the MCP server's progress notifications);
+    `static_only`: the lints and what needs no torch, no code of the user's run (an untrusted folder)."""
     python = None if is_own(python) else python
+    note = on_progress or (None if quiet else say)
     version = torch_version(python)
     workers = _Workers(settings, cache, python)
     gpu_free = GpuWait(wait_gpu if benchmark else None, settings, quiet=quiet)
@@ -156,7 +161,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             chosen = [t for t in discovery.targets if picked is None or t.name in picked]
             lints, statics = _static_findings(source, path, chosen, discovery, picked)
             report.findings = lints + statics
-            runnable = [t for t in chosen if t.inputs is not None]
+            runnable = [] if static_only else [t for t in chosen if t.inputs is not None]
             if not runnable:
                 continue
             results: dict[str, TargetResult] = {}
@@ -187,11 +192,11 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                     report.error = gone.problem
                     return reports, workers.runtime
                 await gpu_free(os.path.relpath(path))
-                if not quiet:
-                    say(f"tracing {os.path.relpath(path)}"
-                        + (f" ({len(results)} of {len(runnable)} targets from the cache)" if results else ""))
+                if note:
+                    note(f"tracing {os.path.relpath(path)}"
+                         + (f" ({len(results)} of {len(runnable)} targets from the cache)" if results else ""))
                 writer = ResultWriter(cache, keys, source) if cache else None
-                told = None if quiet else lambda stage, target: say(f"  {stage}")
+                told = (note and (lambda stage, target: note(f"  {stage}")))
                 if todo:
                     run = await analyze_file(
                         slot, path, file_root, discovery, settings, benchmark=benchmark, recompiles=recompiles,
@@ -203,8 +208,8 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                     run = await levers_only(slot, path, file_root, discovery, settings, results, levers_todo,
                                             writer, told)
                     report.error = run.problem
-            elif not quiet:
-                say(f"{os.path.relpath(path)}: from the cache")
+            elif note:
+                note(f"{os.path.relpath(path)}: from the cache")
             _fill(report, discovery, results, runnable, lints, statics, file_root)
         runtime = workers.runtime
         if not runtime and cache is not None:
@@ -213,6 +218,15 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
         return reports, runtime or {"torch": version}
     finally:
         await workers.stop()
+
+
+def json_document(reports: list[FileReport], runtime: dict, settings: Settings, *, recompiles: bool,
+                  benchmark: bool, graph_breaks: bool = True) -> dict[str, Any]:
+    """`--format json`'s document (the MCP server's `check` returns it too): `check`'s reports, with
+    the phases that ran."""
+    device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
+    checks = {"graph_breaks": graph_breaks, "recompiles": recompiles, "benchmark": benchmark}
+    return render_json(reports, torch_version=runtime.get("torch"), device=device, checks=checks)
 
 
 def _static_findings(source: str, path: str, chosen: list[TargetSpec], discovery: Discovery,
@@ -374,9 +388,8 @@ def run_check(args: argparse.Namespace) -> int:
         if diff is not None:
             text += "\n\n" + render_torch_diff_text(diff)
     elif args.format == "json":
-        device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
-        checks = {"graph_breaks": True, "recompiles": not args.no_recompiles, "benchmark": not args.no_benchmark}
-        doc = render_json(reports, torch_version=runtime.get("torch"), device=device, checks=checks)
+        doc = json_document(reports, runtime, settings, recompiles=not args.no_recompiles,
+                            benchmark=not args.no_benchmark)
         if diff is not None:
             doc["compare"] = diff
         text = json.dumps(doc, indent=2)

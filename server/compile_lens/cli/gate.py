@@ -18,7 +18,7 @@ from ..render.cli_output import report_problems
 @dataclass(frozen=True)
 class Kind:
     name: str
-    what: str  # said in --help and README
+    what: str  # said in --help and docs/cli.md
     phase: Optional[str] = None  # the check it needs: "recompiles" or "benchmark" (None: the trace)
     finding: Optional[Callable[[Finding], bool]] = None
     target: Optional[Callable[[TargetResult], bool]] = None

@@ -21,6 +21,7 @@ from ..jobs.cache import cache_dir
 from .check import add_check_parser
 from .common import say
 from .import_trace import add_import_parser
+from .mcp import add_mcp_parser
 from .preflight import preflight
 from .record import add_record_parser
 from .report import add_report_parser
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_check_parser(sub)
     add_import_parser(sub)
+    add_mcp_parser(sub)
     add_record_parser(sub)
     add_report_parser(sub)
     add_trial_parser(sub)

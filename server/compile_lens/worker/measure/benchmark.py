@@ -259,7 +259,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     with graph_break_log() as break_log, inductor_cache(cache_dir):
         compiled_obj = _same_weights_copy(eager.obj, target, device) if eager.is_module else eager.obj
         # The workload that drives break-even first: its warm compile is then this process's
-        # first since the cold one, the closest to a new process's (see README). The train
+        # first since the cold one, the closest to a new process's (see docs/cli.md, "How a measurement is made"). The train
         # step's SGD steps move the weights (each side by its own number of calls): both models
         # get the starting weights back before the forward is compared.
         start_state = copy.deepcopy(eager.obj.state_dict()) if "train" in eager.workloads else None
