@@ -23,6 +23,7 @@ MINIMAL = {
     "import": ["trace.log"],
     "record": ["--", "python", "train.py"],
     "trial": ["--", "python", "train.py"],
+    "mcp": [],
 }
 
 

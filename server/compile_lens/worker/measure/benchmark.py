@@ -3,9 +3,9 @@
 Where each figure comes from:
 
 - **steady-state timings** — in this process, eager and compiled in paired rounds (`timing`): the
-  speedup is the median of the rounds' ratios with a 95% bootstrap interval, *conclusive* only when
-  the interval excludes 1× and is narrow, from rounds during which other processes left our cores
-  alone; otherwise "inconclusive" with the reason. The forward is timed as a user times it:
+  speedup is the median of the rounds' ratios with a 95% bootstrap interval, *conclusive* (the
+  direction certain; "imprecise" when wide) when it excludes 1× in rounds other processes left our
+  cores alone; otherwise "inconclusive" with the reason. The forward is timed as a user times it:
   `with torch.no_grad(): model(*args)`, eval mode, the process's thread count. The first compiled
   calls run (and are checked for recompiles) before anything is timed.
 - **cold compile** — `torch.compile()` (it imports Dynamo) plus the first compiled call of the
@@ -32,8 +32,8 @@ Where each figure comes from:
   The cold child never sees a remote cache or a PGO profile (cold by construction).
 - **guard cost per call** — the compiled forward with guard evaluation skipped, as a third block
   of the forward's paired rounds (`guard_cost`): `guard_us_per_call` with its interval and share.
-- **optional parts** — guard cost, peak memory, accuracy, the warm-remote compile: each `isolated`, a
-  failure is "not measurable: <why>" on that figure alone (`Benchmark.unmeasured`).
+- **optional parts** — guard cost, peak memory, accuracy, the warm-remote compile, the line costs:
+  each `isolated`, a failure is "not measurable: <why>" on that figure alone (`Benchmark.unmeasured`).
 - **graph breaks and recompiles** seen while benchmarking go into `notes` (prefixed "graph breaks:",
   "recompiles:"), and a recompile during a timed loop says the timing includes compiling.
 
@@ -42,10 +42,9 @@ Where each figure comes from:
 the ones it warns about ("accuracy:" is a difference beyond tolerance; "accuracy not compared:" a
 model that draws random numbers, whose figures stay unset).
 
-This module runs the phases in order; the parts are in `devices` (which device, its name, OOM),
-`workload` (what is called: forward, training step), `cold_compile` (the fresh process and the
-limits), `dynamo_watch` (compiles, guards, cache hits), `timing` (paired rounds), `memory`,
-`accuracy`, `verdict` (figures to words), `line_costs` and `compile_frames` (time per line, per frame).
+This module runs the phases in order; the parts: `devices`, `workload` (forward, training step),
+`cold_compile` (the fresh process, the limits), `dynamo_watch` (compiles, guards, cache hits),
+`timing`, `memory`, `accuracy`, `verdict`, `line_costs` and `compile_frames` (per line, per frame).
 """
 
 from __future__ import annotations
@@ -366,7 +365,7 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
     eager.model.zero_grad()
     job.add_phase("memory", t_mem)
-    line_costs.after_timing(job, eager, compiled_obj, wl, figures.timings[wl], cold.limit)  # where the time goes, per line
+    line_costs.after_timing(job, eager, compiled_obj, wl, figures.timings[wl], cold.limit)  # time per line
 
 
 def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _Cold,
