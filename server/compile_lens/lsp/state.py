@@ -26,7 +26,8 @@ from ..positions import PositionMap, position_map
 from ..protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec
 from ..settings import Settings
 from .gpu_gate import GpuGate
-from .published import CompileLensProtocol, EncodedDiagnostics
+from .published import EncodedDiagnostics
+from .wire import CompileLensProtocol
 
 log = logging.getLogger("compile_lens")
 
