@@ -31,8 +31,14 @@ setup: $(STAMP) redis-server
 demo: setup
 	.venv/bin/compile-lens check examples/; test $$? -le 1
 
+# pytest on PYTEST_WORKERS processes (pytest-xdist; tests/conftest.py keeps each module, and the
+# modules that share a session fixture, on one of them so shared fixtures are built once, heaviest
+# first), its slowest tests printed and
+# its JUnit XML kept for the ledger (scripts/suite_ledger.py, BENCHMARKS.md). PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 2
 pytest: setup
-	$(PY) -m pytest -q
+	@mkdir -p build
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=20 --junitxml=build/pytest.xml
 
 lint: setup
 	$(PY) -m ruff check server tests scripts
@@ -46,7 +52,9 @@ vsix: $(STAMP) $(NPM_STAMP)
 e2e: $(STAMP) $(NPM_STAMP)
 	bash scripts/e2e/run.sh
 
-test: lint pytest ts-test e2e
+# each stage's time and the total are printed at the end (the budget: 20 minutes on CI's 2 cores)
+test:
+	@bash scripts/test_stages.sh lint pytest ts-test e2e
 
 bench: setup
 	$(PY) scripts/bench.py
