@@ -21,8 +21,8 @@ import torch._dynamo
 
 from ...protocol import Frame, GraphBreak, SkippedLoop
 from ...stable_text import stable_text
+from ...torch_text.frames import frame_name, is_environment_file, is_user_file, real
 from .. import dynamo
-from ..frames import frame_name, is_environment_file, is_user_file, real
 from ..loader import BuiltTarget
 from .collector import collect
 from .records import BreakFields, BreakSeen

@@ -16,8 +16,8 @@ from typing import Any
 from ...guard_words import meaning
 from ...protocol import Frame, Recompile
 from ...stable_text import stable_text
+from ...torch_text.frames import frame_name, is_user_file
 from ..dynamo import recompile_limit
-from ..frames import frame_name, is_user_file
 from ..loader import BuiltTarget
 from .log_text import LIMIT_RE
 from .records import GuardFailure, RecompileEntry
