@@ -23,8 +23,8 @@ from ..remote_cache import parse as parse_remote
 from ..remote_cache import remote_counts, unreachable
 from ..render import trial_ranks_text, trial_text
 from ..settings import Settings
+from ..torch_text import cache_keys
 from ..trial import keep_record, rank_figures, runner, shapes, store, summary, torchrun
-from ..worker.measure import cache_keys
 from .common import add_program, remote_address
 from .common import program as program_of
 

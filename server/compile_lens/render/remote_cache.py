@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..protocol import Benchmark
-from ..worker.measure.cache_keys import reason_words
+from ..torch_text.cache_keys import reason_words
 
 
 def _seconds(s: float) -> str:

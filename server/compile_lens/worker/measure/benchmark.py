@@ -63,10 +63,10 @@ import torch.utils.benchmark as tbench
 from ...protocol import Benchmark, Problem, Timing
 from ...remote_cache import Remote
 from ...remote_cache import resolve as resolve_remote
+from ...torch_text import cache_keys
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import cache_keys
 from . import memory as mem
 from .accuracy import _grad_accuracy, _grads, _output_accuracy
 from .cold_compile import (
