@@ -18,7 +18,7 @@ MAX_LINES = 500  # over it, the module's docstring says why
 # A name is a package (`worker` holds `worker.*`) or a top-level module; `compile_lens` is the
 # package's own `__init__` (the version). The README's "Development" tree is checked against it.
 LAYERS: list[tuple[str, ...]] = [
-    ("compile_lens", "protocol", "codes", "comments", "cost", "processes", "stable_text", "ranks",
+    ("compile_lens", "protocol", "codes", "comments", "cost", "processes", "ranks",
      "gpu", "interpreters", "torch_diff", "guard_words", "remote_cache", "torch_text"),  # plain data and rules · is the GPU busy (NVML, psutil)
     ("positions", "settings"),
     ("config",),  # pyproject.toml's [tool.compile-lens]

@@ -15,8 +15,8 @@ from typing import Any
 
 from ...guard_words import meaning
 from ...protocol import Frame, Recompile
-from ...stable_text import stable_text
 from ...torch_text.frames import frame_name, is_user_file
+from ...torch_text.stable_text import stable_text
 from ..dynamo import recompile_limit
 from ..loader import BuiltTarget
 from .log_text import LIMIT_RE
