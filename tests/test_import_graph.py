@@ -19,7 +19,7 @@ MAX_LINES = 500  # over it, the module's docstring says why
 # package's own `__init__` (the version). The README's "Development" tree is checked against it.
 LAYERS: list[tuple[str, ...]] = [
     ("compile_lens", "protocol", "codes", "comments", "cost", "processes", "ranks",
-     "gpu", "interpreters", "torch_diff", "guard_words", "remote_cache", "torch_text"),  # plain data and rules · is the GPU busy (NVML, psutil)
+     "gpu", "interpreters", "torch_diff", "remote_cache", "torch_text"),  # plain data and rules · is the GPU busy (NVML, psutil)
     ("positions", "settings"),
     ("config",),  # pyproject.toml's [tool.compile-lens]
     ("record",),  # runs inside the user's program: stdlib and protocol only

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...guard_words import meaning
 from ...protocol import Frame, Recompile
 from ...torch_text.frames import frame_name, is_user_file
+from ...torch_text.guard_words import meaning
 from ...torch_text.stable_text import stable_text
 from ..dynamo import recompile_limit
 from ..loader import BuiltTarget
