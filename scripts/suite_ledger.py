@@ -32,7 +32,8 @@ def main() -> None:
     args = parser.parse_args()
     root = ET.parse(args.xml).getroot()
     suite = root if root.tag == "testsuite" else root.find("testsuite")
-    cases = [(float(c.get("time") or 0), f"{c.get('classname')}::{c.get('name')}") for c in suite.iter("testcase")]
+    cases = [(float(c.get("time") or 0), f"{c.get('classname')}::{c.get('name')}") for c in suite.iter("testcase")
+             if c.get("classname")]  # an interrupted run ends with a nameless case
     per_file: collections.Counter[str] = collections.Counter()
     for seconds, name in cases:
         per_file[test_file(name.split("::")[0])] += seconds

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),  # pyproject.toml's [tool.compile-lens]
     ("record",),  # runs inside the user's program: stdlib and protocol only
     ("discovery", "lints"),  # source text → targets, inputs, static findings; no torch
-    ("worker",),  # the torch process
+    ("worker",),  # the torch process (what it shares with trial/, render/ and trace_import/ is torch_text/, floor 0)
     ("jobs", "trial"),  # what runs where (lanes, cache) · a trial's runs and their figures
     ("render", "trace_import"),  # results in, LSP types or CLI text/JSON/SARIF/HTML out · a torch trace read
     ("actions",),  # code actions: edits from findings
