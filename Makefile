@@ -35,10 +35,13 @@ demo: setup
 # modules that share a session fixture, on one of them so shared fixtures are built once, heaviest
 # first), its slowest tests printed and
 # its JUnit XML kept for the ledger (scripts/suite_ledger.py, BENCHMARKS.md). PYTEST_WORKERS=0: one process.
+# Tests marked `alone` (they assert on their own timing figures) run after, in one process.
 PYTEST_WORKERS ?= 2
 pytest: setup
 	@mkdir -p build
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=20 --junitxml=build/pytest.xml
+	$(PY) -m pytest -q -m "not alone" -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=20 --junitxml=build/pytest.xml
+	$(PY) -m pytest -q -m alone --durations=10 --junitxml=build/pytest-alone.xml
+	@$(PY) scripts/suite_ledger.py build/pytest.xml build/pytest-alone.xml --top 20
 
 lint: setup
 	$(PY) -m ruff check server tests scripts

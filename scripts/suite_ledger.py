@@ -27,19 +27,26 @@ def test_file(classname: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("xml", nargs="?", default="build/pytest.xml")
+    parser.add_argument("xml", nargs="*", default=["build/pytest.xml"], help="one or more (their runs one after the other)")
     parser.add_argument("--top", type=int, default=20)
     args = parser.parse_args()
-    root = ET.parse(args.xml).getroot()
-    suite = root if root.tag == "testsuite" else root.find("testsuite")
-    cases = [(float(c.get("time") or 0), f"{c.get('classname')}::{c.get('name')}") for c in suite.iter("testcase")
-             if c.get("classname")]  # an interrupted run ends with a nameless case
+    cases: list[tuple[float, str]] = []
+    counts = {k: 0 for k in ("tests", "failures", "errors", "skipped")}
+    wall = 0.0
+    for path in args.xml:
+        if not os.path.exists(path):
+            continue
+        root = ET.parse(path).getroot()
+        suite = root if root.tag == "testsuite" else root.find("testsuite")
+        cases += [(float(c.get("time") or 0), f"{c.get('classname')}::{c.get('name')}") for c in suite.iter("testcase")
+                  if c.get("classname")]  # an interrupted run ends with a nameless case
+        counts = {k: v + int(suite.get(k) or 0) for k, v in counts.items()}
+        wall += float(suite.get("time") or 0)
     per_file: collections.Counter[str] = collections.Counter()
     for seconds, name in cases:
         per_file[test_file(name.split("::")[0])] += seconds
-    counts = {k: suite.get(k) for k in ("tests", "failures", "errors", "skipped")}
     print(f"pytest: {counts['tests']} tests ({counts['failures']} failed, {counts['errors']} errors, "
-          f"{counts['skipped']} skipped), wall {float(suite.get('time') or 0):.0f} s, "
+          f"{counts['skipped']} skipped), wall {wall:.0f} s, "
           f"sum of test times {sum(s for s, _ in cases):.0f} s\n")
     print(f"| slowest {args.top} tests | s |\n| --- | ---: |")
     for seconds, name in sorted(cases, reverse=True)[:args.top]:
