@@ -8,9 +8,9 @@ from typing import Optional
 
 from .. import __version__
 from .check import add_check_parser
-from .import_trace import add_import_parser
 from .record import add_record_parser
 from .report import add_report_parser
+from .trace_import import add_import_parser
 from .trial import add_trial_parser
 
 
