@@ -31,8 +31,17 @@ setup: $(STAMP) redis-server
 demo: setup
 	.venv/bin/compile-lens check examples/; test $$? -le 1
 
+# pytest on PYTEST_WORKERS processes (pytest-xdist; tests/conftest.py keeps each module, and the
+# modules that share a session fixture, on one of them so shared fixtures are built once, heaviest
+# first), its slowest tests printed and
+# its JUnit XML kept for the ledger (scripts/suite_ledger.py, BENCHMARKS.md). PYTEST_WORKERS=0: one process.
+# Tests marked `alone` (they assert on their own timing figures) run after, in one process.
+PYTEST_WORKERS ?= 2
 pytest: setup
-	$(PY) -m pytest -q
+	@mkdir -p build
+	$(PY) -m pytest -q -m "not alone" -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=20 --junitxml=build/pytest.xml
+	$(PY) -m pytest -q -m alone --durations=10 --junitxml=build/pytest-alone.xml
+	@$(PY) scripts/suite_ledger.py build/pytest.xml build/pytest-alone.xml --top 20
 
 lint: setup
 	$(PY) -m ruff check server tests scripts
@@ -55,7 +64,9 @@ e2e: $(STAMP) $(NPM_STAMP)
 screenshots:
 	bash scripts/e2e/screenshots.sh
 
-test: lint pytest docs ts-test e2e
+# each stage's time and the total are printed at the end (the budget: 20 minutes on CI's 2 cores)
+test:
+	@bash scripts/test_stages.sh lint pytest docs ts-test e2e
 
 bench: setup
 	$(PY) scripts/bench.py

@@ -114,7 +114,7 @@ def bench_import(trace: Path, cases: int, seed: int, work: Path) -> list[dict]:
         code, err = call_main(["import", str(log), "--root", str(work), "--format", ("text", "json", "sarif")[n % 3]])
         rows["cli"]["codes"][code] += 1
         rows["cli"]["crashes"] += crashed(err)
-        try:  # what the server's compileLens.importTrace runs (lsp/features/imported_trace.py)
+        try:  # what the server's compileLens.importTrace runs (lsp/features/trace_import.py)
             imported = import_trace(str(log), str(work))
             json.dumps({"ranks": ranks_json(imported), "divergence": [divergence_text(e) for e in imported.rank_divergence],
                         "notes": imported.notes}, allow_nan=False)

@@ -18,13 +18,13 @@ MAX_LINES = 500  # over it, the module's docstring says why
 # A name is a package (`worker` holds `worker.*`) or a top-level module; `compile_lens` is the
 # package's own `__init__` (the version). The "Development" tree of docs/architecture.md is checked against it.
 LAYERS: list[tuple[str, ...]] = [
-    ("compile_lens", "protocol", "codes", "comments", "cost", "processes", "stable_text", "ranks", "timeline",
-     "gpu", "interpreters", "torch_diff", "guard_words", "remote_cache", "speed_words"),  # plain data and rules · is the GPU busy (NVML, psutil)
+    ("compile_lens", "protocol", "codes", "comments", "cost", "processes", "ranks", "timeline",
+     "gpu", "interpreters", "torch_diff", "remote_cache", "speed_words", "torch_text"),  # plain data and rules · is the GPU busy (NVML, psutil)
     ("positions", "settings"),
     ("config",),  # pyproject.toml's [tool.compile-lens]
     ("record",),  # runs inside the user's program: stdlib and protocol only
     ("discovery", "lints"),  # source text → targets, inputs, static findings; no torch
-    ("worker",),  # the torch process
+    ("worker",),  # the torch process (what it shares with trial/, render/ and trace_import/ is torch_text/, floor 0)
     ("jobs", "trial"),  # what runs where (lanes, cache) · a trial's runs and their figures
     ("render", "trace_import"),  # results in, LSP types or CLI text/JSON/SARIF/HTML out · a torch trace read
     ("actions",),  # code actions: edits from findings

@@ -17,7 +17,7 @@ import pytest
 from compile_lens.cli.baseline import apply_baseline, write_baseline
 from compile_lens.protocol import FileReport, Finding
 from compile_lens.render.keys import identity
-from compile_lens.stable_text import stable_text
+from compile_lens.torch_text.stable_text import stable_text
 from paths import FIXTURES
 
 FIXTURES = FIXTURES / "ci"

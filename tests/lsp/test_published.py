@@ -60,3 +60,27 @@ def test_each_publish_equals_encoding_every_finding_afresh():
 def test_params_leave_out_a_version_they_do_not_have():
     assert json.loads(params_json("file:///a.py", None, [])) == {"uri": "file:///a.py", "diagnostics": []}
     assert json.loads(params_json("file:///a.py", 0, ['{"message": "m"}']))["version"] == 0
+
+
+def test_the_kept_key_covers_every_field_of_a_finding_and_of_its_frames():
+    """`_key` lists Finding's fields by hand (it runs per finding per keystroke): a field added to
+    Finding or Frame and left out of it would publish a kept diagnostic with the old value."""
+    from compile_lens.lsp.published import _key
+
+    base = Finding(PATH, 3, 1, 3, 5, "warning", "GB0124", "m", url="u", data={"a": 1},
+                   related=[Frame(PATH, 1, "f", note="n")])
+    changed = {int: 99, str: "changed", bool: True}
+    for field in dataclasses.fields(Finding):
+        if field.name == "related":
+            continue
+        value = getattr(base, field.name)
+        other = {"a": 2} if isinstance(value, dict) else changed.get(type(value), "changed")
+        assert other != value
+        assert _key(dataclasses.replace(base, **{field.name: other}), "x") != _key(base, "x"), field.name
+    frame = base.related[0]
+    for field in dataclasses.fields(Frame):
+        value = getattr(frame, field.name)
+        other = changed.get(type(value), "changed")
+        moved = dataclasses.replace(base, related=[dataclasses.replace(frame, **{field.name: other})])
+        assert _key(moved, "x") != _key(base, "x"), f"related.{field.name}"
+    assert _key(base, "y") != _key(base, "x")  # and the line's text

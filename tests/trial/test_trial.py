@@ -30,6 +30,7 @@ from compile_lens.render import report_trial
 from compile_lens.render.cards import money
 from compile_lens.render.cards import trial_line as view_trial_line
 from compile_lens.render.html_parts import _Page
+from compile_lens.render.units import STEP, duration
 from compile_lens.trial import store, summary
 from lsp_support import locate, open_file, start_server, stop_server
 
@@ -350,7 +351,7 @@ def test_the_report_has_the_trial_section(trained):
     assert "expected 16, actual 4" in section and "(step 6, inputs [[4, 12]])" in section
     assert "losses match" in section and "compile time in the run" in section
     steady = figures["compiled"]["steady"]["wall_s"]
-    assert f"IQR {report_trial._t(steady['q1'])}–{report_trial._t(steady['q3'])}, n={steady['n']}" in section
+    assert f"IQR {duration(steady['q1'], STEP)}–{duration(steady['q3'], STEP)}, n={steady['n']}" in section
     assert section.count("<svg") == 1 and "http" not in section  # inline chart, nothing fetched
     wall = figures["speedup"]["wall"]
     bill = summary.bill(figures, CostInputs(price_per_gpu_hour=2.5, gpus=8, hours_per_month=300, migration_days=10,

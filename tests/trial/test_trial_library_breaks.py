@@ -19,8 +19,8 @@ import paths
 from compile_lens.protocol import Frame
 from compile_lens.render import report_trial
 from compile_lens.render.html_parts import _Page
+from compile_lens.torch_text.frames import torch_dir
 from compile_lens.trial import library_breaks
-from compile_lens.worker.frames import torch_dir
 
 FIXTURE = paths.FIXTURES / "trial_library"
 

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from compile_lens.guard_words import meaning, say, value_read_at
+from compile_lens.torch_text.guard_words import meaning, say, value_read_at
 from compile_lens.trial import cudagraph_events, shapes
 from paths import FIXTURES
 

@@ -47,6 +47,10 @@ from compile_lens.worker.measure import benchmark as bench  # noqa: E402
 from compile_lens.worker.measure import timing as tm  # noqa: E402
 from compile_lens.worker.measure import verdict as verdicts  # noqa: E402
 
+# its module fixture times a model and the tests assert on those figures (rounds, an interval):
+# with another test compiling beside it on 2 cores the budget can go to one round
+pytestmark = pytest.mark.alone
+
 FIXTURES = paths.FIXTURES / "bench"
 MODELS = str(FIXTURES / "bench_models.py")
 ROOT = str(FIXTURES)

@@ -1,4 +1,4 @@
-"""Why a cache missed, from torch's own FX-graph cache-key details (worker/measure/cache_keys.py): two
+"""Why a cache missed, from torch's own FX-graph cache-key details (torch_text/cache_keys.py): two
 fresh processes against the same Inductor cache folder, one Inductor config option changed between
 them, and the miss named by that option."""
 
@@ -10,7 +10,7 @@ from dataclasses import asdict
 import pytest
 
 from compile_lens.protocol import InputRecipe, TargetSpec, Timing
-from compile_lens.worker.measure import cache_keys
+from compile_lens.torch_text import cache_keys
 from compile_lens.worker.measure.cold_compile import run_child
 from compile_lens.worker.measure.verdict import _metric_notes
 from paths import FIXTURES

@@ -16,13 +16,13 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from .. import __version__
 from ..config import find_root
 from ..discovery import Discovery, dependency_fingerprint, discover
 from ..discovery.inputs import resolve_inputs
-from ..interpreters import is_own
+from ..interpreters import Interpreter, is_own
 from ..jobs.analysis import analyze_file, safe_lint
 from ..jobs.cache import (
     ResultCache,
@@ -312,16 +312,18 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
     return chk
 
 
-def run_check(args: argparse.Namespace) -> int:
-    if args.write_baseline and not args.baseline:
-        print("compile-lens: --write-baseline needs --baseline FILE (where to write it)", file=sys.stderr)
-        return 2
-    # the baseline is parsed, and -o, --root and --trace-dir checked, before this runs (`preflight`)
-    try:
-        fail_on = gate.parse(args.fail_on) if args.fail_on is not None else None
-    except ValueError as exc:
-        print(f"compile-lens: {exc}", file=sys.stderr)
-        return 2
+@dataclass
+class AnalysisInputs:
+    """What `check` and `report` analyse, every part checked before any long work starts."""
+
+    files: list[str]  # this shard's
+    root: str
+    settings: Settings  # [tool.compile-lens] in pyproject.toml, then the flags
+    other: Optional[Interpreter]  # `--compare-with`'s, probed
+
+
+def analysis_inputs(args: argparse.Namespace) -> Union[int, AnalysisInputs]:
+    """The inputs of `check` and `report` from their flags, or 2 (said on stderr) for a usage error."""
     found = files_and_root(args)
     if isinstance(found, int):
         return found
@@ -333,6 +335,39 @@ def run_check(args: argparse.Namespace) -> int:
     files = shard_files(args, files, root)
     if isinstance(files, int):
         return files
+    return AnalysisInputs(files, root, settings, other)
+
+
+def check_with_other(files: list[str], settings: Settings, other: Optional[Interpreter], *, quiet: bool,
+                     **run: Any) -> tuple[list[FileReport], dict, Optional[tuple[list[FileReport], dict]]]:
+    """`check` with this interpreter, then (`--compare-with`) with the other, its reports finished:
+    (reports, runtime, the other's (reports, runtime) or None)."""
+    if other and not quiet:
+        say(f"with {label(None)}")
+    reports, runtime = asyncio.run(check(files, settings, quiet=quiet, **run))
+    if not other:
+        return reports, runtime, None
+    if not quiet:
+        say(f"with {label(other)}")
+    theirs = asyncio.run(check(files, settings, quiet=quiet, python=other.python, **run))
+    finish(theirs[0])
+    return reports, runtime, theirs
+
+
+def run_check(args: argparse.Namespace) -> int:
+    if args.write_baseline and not args.baseline:
+        print("compile-lens: --write-baseline needs --baseline FILE (where to write it)", file=sys.stderr)
+        return 2
+    # the baseline is parsed, and -o, --root and --trace-dir checked, before this runs (`preflight`)
+    try:
+        fail_on = gate.parse(args.fail_on) if args.fail_on is not None else None
+    except ValueError as exc:
+        print(f"compile-lens: {exc}", file=sys.stderr)
+        return 2
+    inputs = analysis_inputs(args)
+    if isinstance(inputs, int):
+        return inputs
+    files, root, settings, other = inputs.files, inputs.root, inputs.settings, inputs.other
     picks = [TargetPick.parse(t) for t in args.targets] if args.targets else None
     # a trace is of a run that happens now: results from the cache would write none
     cache = open_cache(args.no_cache or bool(args.trace_dir))
@@ -342,16 +377,8 @@ def run_check(args: argparse.Namespace) -> int:
         return 2
     run = dict(levers=args.levers, benchmark=not args.no_benchmark, quiet=args.quiet, recompiles=not args.no_recompiles, root=args.root,
                targets=picks, cache=cache, trace_dir=trace_dir, wait_gpu=args.wait_gpu)
-    theirs = None
     try:
-        if other and not args.quiet:
-            say(f"with {label(None)}")
-        reports, runtime = asyncio.run(check(files, settings, **run))  # type: ignore[arg-type]
-        if other:
-            if not args.quiet:
-                say(f"with {label(other)}")
-            theirs = asyncio.run(check(files, settings, python=other.python, **run))  # type: ignore[arg-type]
-            finish(theirs[0])
+        reports, runtime, theirs = check_with_other(files, settings, other, **run)  # type: ignore[arg-type]
     except KeyboardInterrupt:
         return 2
     finally:

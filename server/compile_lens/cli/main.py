@@ -20,11 +20,11 @@ from .. import __version__
 from ..jobs.cache import cache_dir
 from .check import add_check_parser
 from .common import say
-from .import_trace import add_import_parser
 from .mcp import add_mcp_parser
 from .preflight import preflight
 from .record import add_record_parser
 from .report import add_report_parser
+from .trace_import import add_import_parser
 from .trial import add_trial_parser
 
 USAGE, INTERNAL = 2, 2

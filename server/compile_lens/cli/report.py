@@ -12,7 +12,6 @@ written.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from typing import Any
@@ -20,12 +19,12 @@ from typing import Any
 from ..settings import DEVICES, MODES
 from ..trial import store as trial_store
 from ..trial import summary as trial_summary
-from .check import check
-from .common import add_remote_cache_argument, files_and_root, finish, open_cache, say, settings_for
-from .compare import add_compare_argument, label, other_interpreter, torch_diff
+from .check import analysis_inputs, check_with_other
+from .common import add_remote_cache_argument, finish, open_cache
+from .compare import add_compare_argument, torch_diff
 from .gpu_wait import add_wait_gpu_argument
 from .levers import FLAG_HELP as LEVERS_HELP
-from .shard import add_shard_argument, shard_files
+from .shard import add_shard_argument
 from .trial import add_bill_arguments, bill_flag_error, bill_inputs
 
 DEFAULT_OUTPUT = "compile-report.html"
@@ -72,31 +71,16 @@ def run_report(args: argparse.Namespace) -> int:
     if problem:
         print(f"compile-lens: {problem}", file=sys.stderr)
         return 2
-    found = files_and_root(args)
-    if isinstance(found, int):
-        return found
-    files, root = found
-    other = other_interpreter(args)
-    if isinstance(other, int):
-        return other
     # [tool.compile-lens] in pyproject.toml gives the defaults, as for `check`; flags win
-    settings = settings_for(args, files, root)
-    files = shard_files(args, files, root)
-    if isinstance(files, int):
-        return files
+    inputs = analysis_inputs(args)
+    if isinstance(inputs, int):
+        return inputs
+    files, root, settings, other = inputs.files, inputs.root, inputs.settings, inputs.other
     cache = open_cache(args.no_cache)
-    theirs = None
     try:
-        if other and not args.quiet:
-            say(f"with {label(None)}")
-        reports, runtime = asyncio.run(check(files, settings, benchmark=True, quiet=args.quiet, root=args.root,
-                                             cache=cache, wait_gpu=args.wait_gpu, levers=args.levers))
-        if other:
-            if not args.quiet:
-                say(f"with {label(other)}")
-            theirs = asyncio.run(check(files, settings, benchmark=True, quiet=args.quiet, root=args.root,
-                                       cache=cache, wait_gpu=args.wait_gpu, python=other.python))
-            finish(theirs[0])
+        reports, runtime, theirs = check_with_other(files, settings, other, benchmark=True, quiet=args.quiet,
+                                                    root=args.root, cache=cache, wait_gpu=args.wait_gpu,
+                                                    levers=args.levers)
     except KeyboardInterrupt:
         return 2
     finally:

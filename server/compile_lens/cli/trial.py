@@ -17,15 +17,14 @@ import sys
 import tempfile
 from typing import Any, Optional
 
-from .. import guard_words
 from ..config import find_root, load_project_config
 from ..cost import BILL_FIELDS, CostInputs
 from ..remote_cache import parse as parse_remote
 from ..remote_cache import remote_counts, unreachable
 from ..render import trial_ranks_text, trial_text
 from ..settings import Settings
+from ..torch_text import cache_keys, guard_words
 from ..trial import keep_record, rank_figures, runner, shapes, store, summary, torchrun
-from ..worker.measure import cache_keys
 from .common import add_program, remote_address
 from .common import program as program_of
 

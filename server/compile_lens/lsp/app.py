@@ -16,18 +16,18 @@ from .features import (
     commands,  # analyzeFile, measure, clearCache, workerPids, stats
     diagnostics,  # lints + trace results, published on the scheduler's events
     hover,  # the target's card
-    imported_trace,  # compileLens.importTrace / clearImportedTrace: a torch trace made anywhere
     inlay_hints,  # the speedup after each torch.compile(...) call
     levers,  # compileLens.tryLevers: the levers phase of one target, on its "Try levers" lens
     lifecycle,  # initialize, settings, workspace folders, shutdown, the client watch
     report,  # compileLens.reportHtml: the compile report webview
     text_sync,  # didOpen/didChange/didSave/didClose
     torch_trace,  # compileLens.saveTrace: torch's structured trace, for tlparse
+    trace_import,  # compileLens.importTrace / clearImportedTrace: a torch trace made anywhere
 )
 from .state import CompileLensServer
 
 FEATURES = (lifecycle, text_sync, diagnostics, code_lens, inlay_hints, hover, code_actions, commands, report,
-            torch_trace, imported_trace, levers)
+            torch_trace, trace_import, levers)
 
 server = CompileLensServer()
 for feature in FEATURES:

@@ -6,18 +6,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Optional
+from typing import Optional, Protocol
 
 from ..gpu.busy import Busy
 from ..gpu.readers import Reader, open_reader
 from ..gpu.wait import wait_while_busy
-
-if TYPE_CHECKING:
-    from .state import CompileLensServer
+from ..settings import Settings
 
 log = logging.getLogger("compile_lens")
 
 MEASURE_ANYWAY = "compileLens.measureAnyway"
+
+
+class Server(Protocol):
+    """What the gate uses of the server (lsp/state.py's CompileLensServer, which holds the gate):
+    its settings, the status bar and the views. Typed here, so the gate does not import the state."""
+
+    settings: Settings
+
+    def status(self, state: str, detail: str = "", lane: Optional[str] = None) -> None: ...
+
+    def refresh_views(self) -> None: ...
 
 
 class GpuGate:
@@ -28,7 +37,7 @@ class GpuGate:
         self.busy: dict[str, Busy] = {}  # uri -> why its measurement waits (the lens says it)
         self._release: Optional[asyncio.Event] = None  # set by "Measure anyway"; one per group of waiters
 
-    async def wait(self, ls: CompileLensServer, uri: str, what: str) -> None:
+    async def wait(self, ls: Server, uri: str, what: str) -> None:
         """Returns when the GPU is free for measuring `uri` (`what`: its file name), or when released."""
         if ls.settings.device == "cpu":
             return

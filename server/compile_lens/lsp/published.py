@@ -8,26 +8,20 @@ hides it), so the encoded diagnostic is kept under exactly that key: a kept diag
 be wrong, only missing. A finding that moved (lines added above it) or changed has another key: its
 range is written anew, and the rest of its JSON is reused when all but its position is the same
 (no line numbers in its message, data or call chain). The publish goes out as one pre-encoded message
-(`CompileLensProtocol.notify_json`): pygls would otherwise re-encode the kept dicts on every publish.
+(`lsp/wire.py`'s `notify_json`): pygls would otherwise re-encode the kept dicts on every publish.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import inspect
 import json
-import logging
-from typing import Any, Optional
+from typing import Optional
 
 from cattrs import Converter
-from pygls.protocol import LanguageServerProtocol
 
 from ..protocol import Finding
 from ..render import findings as fnd
 from ..render.lsp import to_diagnostic, to_range
-
-log = logging.getLogger("compile_lens")
 
 # (line, column, code, message) as shown: the same finding twice is published once
 Place = tuple[int, int, str, str]
@@ -124,38 +118,3 @@ def _encode(finding: Finding, lines: list[str], converter: Converter, body_key: 
     text = (f'{{"range": {{"start": {{"line": {r.start.line}, "character": {r.start.character}}}, '
             f'"end": {{"line": {r.end.line}, "character": {r.end.character}}}}}, {body}')
     return place, text, body_key, body
-
-
-class CompileLensProtocol(LanguageServerProtocol):
-    """pygls's protocol, plus notifications whose params are JSON already (`notify_json`)."""
-
-    framed = True  # Content-Length headers (stdio); a websocket sends bare bodies
-
-    @property
-    def converter(self) -> Converter:
-        """lsprotocol's cattrs converter, as pygls uses it for every message."""
-        return self._converter
-
-    def set_writer(self, writer: Any, include_headers: bool = True) -> None:
-        super().set_writer(writer, include_headers)
-        self.framed = include_headers
-
-    def notify_json(self, method: str, params: str) -> None:
-        """Send a notification whose params are encoded JSON, framed as pygls frames its own."""
-        if self.writer is None:
-            log.error("cannot send %s: no transport", method)
-            return
-        body = f'{{"jsonrpc": "2.0", "method": {json.dumps(method)}, "params": {params}}}'.encode()
-        if self.framed:
-            header = (f"Content-Length: {len(body)}\r\n"
-                      f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n")
-            body = header.encode() + body
-        try:
-            sent = self.writer.write(body)
-            if inspect.isawaitable(sent):
-                asyncio.ensure_future(sent)
-        except BrokenPipeError:
-            log.exception("sending %s failed: the client is gone", method)
-            raise
-        except Exception:  # noqa: BLE001 - as pygls does for its own messages: said, not raised
-            log.exception("sending %s failed", method)

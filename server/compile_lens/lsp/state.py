@@ -27,7 +27,8 @@ from ..protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec
 from ..settings import Settings
 from ..timeline import Timeline
 from .gpu_gate import GpuGate
-from .published import CompileLensProtocol, EncodedDiagnostics
+from .published import EncodedDiagnostics
+from .wire import CompileLensProtocol
 
 log = logging.getLogger("compile_lens")
 

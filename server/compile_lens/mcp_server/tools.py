@@ -4,7 +4,7 @@
 `fixes` are `actions.code_actions` resolved into edits, as the editor's light bulb offers them;
 `apply_fix` writes one and traces the file again; `trial` is `compile-lens trial --json` run as a
 subprocess (its figures file is the answer; killing it stops the user's program too); `import` is
-`cli.import_trace.import_json`. A bad argument or a refusal raises `ToolProblem` with one line.
+`cli.trace_import.import_json`. A bad argument or a refusal raises `ToolProblem` with one line.
 `note` receives progress lines while a tool runs.
 """
 
@@ -26,7 +26,7 @@ from .. import actions
 from ..cli.check import TargetPick, json_document
 from ..cli.check import check as run_check
 from ..cli.common import finish, open_cache, project_settings, workspace_root
-from ..cli.import_trace import import_json
+from ..cli.trace_import import import_json
 from ..config import python_files
 from ..protocol import FileReport, Finding
 from ..render import keys

@@ -14,24 +14,11 @@ from ..speed_words import direction, short_speed, speed_words
 from .findings import break_count_text, recompile_findings
 from .phases import phase_states
 from .remote_cache import warm_remote_words
+from .units import duration, format_bytes
 
 
 def _x(speedup: float) -> str:
     return f"{speedup:.2f}×"
-
-
-def _seconds(s: Optional[float]) -> str:
-    return "–" if s is None else (f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms")
-
-
-def format_bytes(n: Optional[float]) -> str:
-    if n is None or (isinstance(n, float) and not math.isfinite(n)):
-        return "–"
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"
 
 
 def age(measured_at: float, now: Optional[float] = None) -> str:
@@ -85,7 +72,7 @@ def lens_title(b: Benchmark) -> str:
     pays back after 870 steps`, `forward slower: 0.84–0.90× (median 0.87×) · …`, or
     `inconclusive — machine busy …`."""
     main = b.train_step or b.forward
-    compile_part = f"compile {_seconds(b.compile_s.get('cold'))}"
+    compile_part = f"compile {duration(b.compile_s.get('cold'))}"
     if not main.conclusive:
         what = "train step" if b.train_step is not None else "forward"
         return f"⚡ torch.compile: {what} inconclusive — {inconclusive_reason(b)} · {compile_part}"
@@ -316,7 +303,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         _row("forward", b.forward),
         _row("train step", b.train_step),
         "",
-        f"- compile: {_seconds(b.compile_s.get('cold'))} cold, {_seconds(b.compile_s.get('warm'))} with warm caches"
+        f"- compile: {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} with warm caches"
         + (f", {remote} on a fresh machine" if (remote := warm_remote_words(b)) else ""),
         (f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
          else "- never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive

@@ -35,6 +35,7 @@ from ..speed_words import rel_width as speed_words_rel_width
 from . import line_costs, phases
 from .findings import break_count_text, is_break_finding
 from .levers_text import levers_json, levers_lines
+from .units import SECONDS, duration
 
 SOURCE = "Compile Lens"
 SARIF_SRCROOT = "%SRCROOT%"
@@ -147,9 +148,6 @@ def _finite(x: Any) -> Any:
 
 # --- text -------------------------------------------------------------------------------------
 
-def _seconds(s: float) -> str:
-    return f"{s:.1f} s" if s >= 1 else f"{s:.2f} s"
-
 
 def _speed(t: Timing) -> str:
     """`faster: 1.08–1.15× (median 1.12×)` (`speed_words`), or `inconclusive (95% CI 0.31–4.13×)`:
@@ -167,9 +165,9 @@ def benchmark_summary(b: Benchmark) -> str:
     if b.train_step is not None:
         parts.append(f"train step {_speed(b.train_step)}")
     cold, warm = b.compile_s.get("cold"), b.compile_s.get("warm")
-    compile_parts = [f"{_seconds(v)} {label}" for label, v in (("cold", cold), ("warm", warm)) if v is not None]
+    compile_parts = [f"{duration(v, SECONDS)} {label}" for label, v in (("cold", cold), ("warm", warm)) if v is not None]
     if b.compile_s.get("warm_remote") is not None:
-        compile_parts.append(f"{_seconds(b.compile_s['warm_remote'])} warm-remote")
+        compile_parts.append(f"{duration(b.compile_s['warm_remote'], SECONDS)} warm-remote")
     if compile_parts:
         parts.append("compile " + " / ".join(compile_parts))
     main = b.train_step or b.forward

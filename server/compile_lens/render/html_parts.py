@@ -30,23 +30,6 @@ def _x(speedup: Optional[float]) -> str:
     return "–" if _finite(speedup) is None else f"{speedup:.2f}×"
 
 
-def _s(seconds: Optional[float]) -> str:
-    seconds = _finite(seconds)
-    if seconds is None:
-        return "–"
-    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1000:.0f} ms"
-
-
-def _ms(ms: Optional[float]) -> str:
-    ms = _finite(ms)
-    if ms is None:
-        return "–"
-    if ms >= 100:
-        return f"{ms:.0f} ms"
-    if ms >= 1:
-        return f"{ms:.2f} ms"
-    us = ms * 1000
-    return f"{us:.0f} µs" if us >= 100 or us == int(us) else f"{us:.1f} µs"
 
 
 def _sci(x: Optional[float]) -> str:

@@ -13,7 +13,7 @@ import os
 from typing import Optional
 
 from ..protocol import Finding
-from ..stable_text import stable_text
+from ..torch_text.stable_text import stable_text
 
 # the fields of `Finding.data` that say which finding this is (never a count, a figure or a text
 # made for reading); gb_type only stands in where torch gave no registry id

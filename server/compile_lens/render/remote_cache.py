@@ -5,11 +5,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..protocol import Benchmark
-from ..worker.measure.cache_keys import reason_words
-
-
-def _seconds(s: float) -> str:
-    return f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms"
+from ..torch_text.cache_keys import reason_words
+from .units import duration
 
 
 def hits_words(remote: Optional[dict[str, Any]]) -> str:
@@ -30,7 +27,7 @@ def warm_remote_words(b: Benchmark) -> Optional[str]:
     if s is None:
         return None
     hits = hits_words((b.warm_cache or {}).get("remote"))
-    return f"{_seconds(s)} from the remote cache" + (f" ({hits})" if hits else "")
+    return f"{duration(s)} from the remote cache" + (f" ({hits})" if hits else "")
 
 
 def trial_miss_words(run: Optional[dict[str, Any]], what: str) -> Optional[str]:

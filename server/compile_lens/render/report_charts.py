@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .html_parts import _e, _finite, _ms, _s, nice_ticks, y_grid
+from .html_parts import _e, _finite, nice_ticks, y_grid
+from .units import FINE, duration
 
 PHASES = [  # compile-time breakdown: key in report["compile_breakdown"], label, CSS class
     ("dynamo_s", "Dynamo (tracing)", "c1"),
@@ -17,8 +18,8 @@ PHASES = [  # compile-time breakdown: key in report["compile_breakdown"], label,
 
 def _tick_label(value: float, unit: str) -> str:
     if unit == "ms":
-        return _ms(value) if value else "0"
-    return _s(value) if value else "0"
+        return duration(style=FINE, ms=value) if value else "0"
+    return duration(value) if value else "0"
 
 
 def latency_chart(sweep: dict[str, Any], *, title: str = "Forward latency vs batch size") -> str:
@@ -58,7 +59,7 @@ def latency_chart(sweep: dict[str, Any], *, title: str = "Forward latency vs bat
             if iqr > 0:
                 lo, hi = y_at(max(0.0, p[f"{side}_ms"] - iqr / 2)), y_at(min(y_max, p[f"{side}_ms"] + iqr / 2))
                 parts.append(f'<line class="whisker {cls}" x1="{x:.1f}" x2="{x:.1f}" y1="{lo:.1f}" y2="{hi:.1f}"/>')
-            tip = f"batch {p['batch']}, {side}: {_ms(p[f'{side}_ms'])} (IQR {_ms(iqr)})"
+            tip = f"batch {p['batch']}, {side}: {duration(style=FINE, ms=p[f'{side}_ms'])} (IQR {duration(style=FINE, ms=iqr)})"
             if side == "compiled" and _finite(p.get("speedup")) is not None:
                 tip += f", {p['speedup']:.2f}× eager"
             parts.append(f'<circle class="dot {cls}" cx="{x:.1f}" cy="{y:.1f}" r="3.5"><title>{_e(tip)}</title></circle>')
@@ -111,10 +112,10 @@ def breakdown_chart(breakdown: Optional[dict[str, Any]], cold_s: Optional[float]
             w = plot_w * value / x_max
             if w > 0:
                 parts.append(f'<rect class="bar {cls}" x="{x:.1f}" y="{y}" width="{max(w, 1.0):.1f}" height="{bar_h}">'
-                             f'<title>{_e(seg_label)}: {_e(_s(value))}</title></rect>')
+                             f'<title>{_e(seg_label)}: {_e(duration(value))}</title></rect>')
             x += w
         total = sum(v for _, _, v in segments)
-        parts.append(f'<text class="axis" x="{x + 6:.1f}" y="{y + bar_h / 2 + 4:.1f}">{_e(_s(total))}</text>')
+        parts.append(f'<text class="axis" x="{x + 6:.1f}" y="{y + bar_h / 2 + 4:.1f}">{_e(duration(total))}</text>')
     if breakdown:
         lx, ly = 8, axis_y + 26
         for _key, label, cls in PHASES:

@@ -28,11 +28,11 @@ from typing import Any, Iterable, Optional
 from .. import __version__, codes
 from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
 from ..speed_words import direction, speed_words
-from .cards import EXPORT_PART, FALLBACK_PART, format_bytes
+from .cards import EXPORT_PART, FALLBACK_PART
 from .cli_output import display_path
 from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
 from .findings import break_count_text, recompile_findings
-from .html_parts import _e, _finite, _ms, _Page, _plural, _s, _sci, _slug
+from .html_parts import _e, _finite, _Page, _plural, _sci, _slug
 from .phases import phase_states
 from .remote_cache import warm_remote_words
 from .report_charts import breakdown_chart, latency_chart
@@ -41,6 +41,7 @@ from .report_levers import levers_section
 from .report_lines import lines_section
 from .report_style import SCRIPT, STANDALONE_PALETTE, STYLE, WEBVIEW_PALETTE
 from .report_trial import trial_section
+from .units import FINE, duration, format_bytes
 
 RECOMPILE_CODES = set(_RECOMPILE_KINDS.values())
 
@@ -52,7 +53,7 @@ SPEEDUP_GOOD = 1.1  # as the benchmark's verdict: below this a speedup is not wo
 def _speed_cell(t: Optional[Timing]) -> str:
     if t is None or _finite(t.speedup) is None:
         return '<td class="num muted">–</td>'
-    title = f"eager {_ms(t.eager_ms)} ± {_ms(t.eager_iqr_ms)}, compiled {_ms(t.compiled_ms)} ± {_ms(t.compiled_iqr_ms)} (median ± IQR)"
+    title = f"eager {duration(style=FINE, ms=t.eager_ms)} ± {duration(style=FINE, ms=t.eager_iqr_ms)}, compiled {duration(style=FINE, ms=t.compiled_ms)} ± {duration(style=FINE, ms=t.compiled_iqr_ms)} (median ± IQR)"
     if t.speedup_ci:
         title += f"; 95% CI {t.speedup_ci[0]:.2f}–{t.speedup_ci[1]:.2f}× over {t.rounds} paired rounds"
     if not direction(t):  # never a bare noisy ratio
@@ -138,8 +139,8 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
         cells += [
             _speed_cell(b.forward),
             _speed_cell(b.train_step),
-            f'<td class="num" title="{_e(warm_remote_words(b) or "")}">{_s(b.compile_s.get("cold"))} / {_s(b.compile_s.get("warm"))}'
-            + (f' / {_s(b.compile_s["warm_remote"])} remote' if b.compile_s.get("warm_remote") is not None else "") + '</td>',
+            f'<td class="num" title="{_e(warm_remote_words(b) or "")}">{duration(b.compile_s.get("cold"))} / {duration(b.compile_s.get("warm"))}'
+            + (f' / {duration(b.compile_s["warm_remote"])} remote' if b.compile_s.get("warm_remote") is not None else "") + '</td>',
             f'<td class="num">{calls}</td>',
             f'<td class="num" title="{_e(b.peak_memory_bytes.get("method"))}">{memory}</td>',
             f'<td class="num {acc_cls}">{_e(acc)}</td>',

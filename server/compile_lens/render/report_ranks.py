@@ -9,16 +9,13 @@ from typing import Any
 
 from .html_parts import _e, _Page, _x
 from .trial_ranks_text import ddp_text
-
-
-def _ms(seconds: Any) -> str:
-    return "–" if seconds is None else f"{seconds * 1000:.1f} ms"
+from .units import MS, duration
 
 
 def _run_cell(rank: dict[str, Any], run: str) -> str:
     figures = rank.get(run) or {}
     steady = ((figures.get("steady") or {}).get("wall_s") or {}).get("median")
-    text = f"{len(figures.get('steps') or [])} steps, steady {_ms(steady)}"
+    text = f"{len(figures.get('steps') or [])} steps, steady {duration(steady, MS)}"
     failure = figures.get("failure")
     if failure:
         return f'{_e(text)}<br><span class="bad">failed at step {_e(failure.get("step"))}: {_e(failure.get("message"))}</span>'

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .html_parts import _e, _s, _x, code_spans
-
-
-def _ms(seconds: Any) -> str:
-    return "–" if seconds is None else f"{seconds * 1000:.1f} ms"
+from .html_parts import _e, _x, code_spans
+from .units import MS, duration
 
 
 def shapes_part(figures: dict[str, Any]) -> str:
@@ -31,13 +28,13 @@ def shapes_part(figures: dict[str, Any]) -> str:
             times = f'<td colspan="3" class="muted">{_e(r["note"])}</td>'
         else:
             cls = {"faster": "good", "slower": "bad"}.get(r.get("verdict"), "muted")
-            times = (f"<td>{_ms(r['eager_median_s'])}</td><td>{_ms(r['compiled_median_s'])}</td>"
+            times = (f"<td>{duration(r['eager_median_s'], MS)}</td><td>{duration(r['compiled_median_s'], MS)}</td>"
                      f'<td class="{cls}">{_x(r["speedup"])} <span class="sub">({_e(r.get("verdict"))})</span></td>')
         graph = (f"<td>{r.get('cudagraph_records', 0)}"
                  + (f" <span class=\"sub\">({r['cudagraph_rerecords']} re-records)</span>" if r.get("cudagraph_rerecords") else "")
                  + "</td>") if graphs else ""
         body.append(f"<tr><td><code>{_e(r['signature'])}</code></td><td>{r['step_count']}</td><td>{r['compiles']}</td>"
-                    f"<td>{r['recompiles']}</td><td>{_s(r['compile_s']) if r['compiles'] else '–'}</td>{times}{graph}</tr>")
+                    f"<td>{r['recompiles']}</td><td>{duration(r['compile_s']) if r['compiles'] else '–'}</td>{times}{graph}</tr>")
     out = [f"<h3>By input shape: {len(rows)} shapes</h3>",
            f'<div class="scroll"><table class="shapes">{head}{"".join(body)}</table></div>']
     for finding in figures.get("shape_findings") or []:

@@ -13,32 +13,23 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..trial.summary import step_times
-from .cards import format_bytes, money
-from .html_parts import _e, _finite, _Page, _s, _x, code_spans, nice_ticks, y_grid
+from .cards import money
+from .html_parts import _e, _finite, _Page, _x, code_spans, nice_ticks, y_grid
 from .remote_cache import trial_miss_words, trial_remote_words
 from .report_ranks import ranks_part
 from .report_shapes import shapes_part
 from .trial_text import break_text, none_timed, untimed
+from .units import STEP, duration, format_bytes
 
 DAYS = 30
 
-
-def _t(seconds: Optional[float]) -> str:
-    """A step time to three figures (12.8 ms vs 13.4 ms must not both read 13 ms)."""
-    seconds = _finite(seconds)
-    if seconds is None:
-        return "–"
-    if seconds >= 1:
-        return f"{seconds:.1f} s"
-    ms = seconds * 1000
-    return f"{ms:.0f} ms" if ms >= 100 else f"{ms:.1f} ms" if ms >= 1 else f"{ms * 1000:.0f} µs"
 
 
 def _steady(figures: dict[str, Any], key: str) -> str:
     q = (figures.get("steady") or {}).get(key)
     if not q:
         return "–"
-    return f"{_t(q['median'])} <span class=\"sub\">(IQR {_t(q['q1'])}–{_t(q['q3'])}, n={q['n']})</span>"
+    return f"{duration(q['median'], STEP)} <span class=\"sub\">(IQR {duration(q['q1'], STEP)}–{duration(q['q3'], STEP)}, n={q['n']})</span>"
 
 
 def _warmup(figures: dict[str, Any]) -> str:
@@ -48,7 +39,7 @@ def _warmup(figures: dict[str, Any]) -> str:
     shown = ", ".join(str(i) for i in warm[:8]) + (" …" if len(warm) > 8 else "")
     if none_timed(figures):
         return '<span class="muted">not timed</span> <span class="sub">(step 0: the model was found at its end)</span>'
-    return (f"{_t(figures.get('warmup_wall_s'))} <span class=\"sub\">(step{'s' if len(warm) != 1 else ''} {_e(shown)})"
+    return (f"{duration(figures.get('warmup_wall_s'), STEP)} <span class=\"sub\">(step{'s' if len(warm) != 1 else ''} {_e(shown)})"
             f"{_e(untimed(figures))}</span>")
 
 
@@ -86,12 +77,12 @@ def _verdict(figures: dict[str, Any]) -> str:
     if not wall:
         return '<p class="muted">No steady-state steps in both runs: no speedup to state.</p>'
     if wall["verdict"] == "inconclusive":
-        return (f'<p class="warn"><b>Speedup per step: inconclusive</b> (medians {_t(wall["eager_median_s"])} eager, '
-                f'{_t(wall["compiled_median_s"])} compiled, but {_e(wall.get("why") or "their quartile ranges overlap")}): '
+        return (f'<p class="warn"><b>Speedup per step: inconclusive</b> (medians {duration(wall["eager_median_s"], STEP)} eager, '
+                f'{duration(wall["compiled_median_s"], STEP)} compiled, but {_e(wall.get("why") or "their quartile ranges overlap")}): '
                 "more steps or a quieter machine may settle it. No payback projection and no money figure from it.</p>")
     cls = "good" if wall["verdict"] == "faster" else "bad"
     return (f'<p><b class="{cls}">{_x(wall["ratio"])} per step</b> at steady state ({_e(wall["verdict"])}: '
-            f'{_t(wall["eager_median_s"])} eager vs {_t(wall["compiled_median_s"])} compiled, wall time, quartile ranges '
+            f'{duration(wall["eager_median_s"], STEP)} eager vs {duration(wall["compiled_median_s"], STEP)} compiled, wall time, quartile ranges '
             "apart).</p>")
 
 
@@ -100,7 +91,7 @@ def _facts(page: _Page, figures: dict[str, Any]) -> str:
     ct = figures.get("compile_time")
     if ct:
         caches = "empty Inductor caches" if figures.get("cold") else "Inductor caches as the machine had them"
-        items.append(f"<li>compile time in the run: <b>{_s(ct['total_s'])}</b> over {ct['compiles']} frame compiles "
+        items.append(f"<li>compile time in the run: <b>{duration(ct['total_s'])}</b> over {ct['compiles']} frame compiles "
                      f"(in steps {_e(', '.join(map(str, ct['steps'])))}; {caches})</li>")
     else:
         items.append('<li>compile time: <span class="muted">nothing was compiled in the run</span></li>')
@@ -108,7 +99,7 @@ def _facts(page: _Page, figures: dict[str, Any]) -> str:
     if artifact:
         warm = artifact.get("compile_time")
         if artifact.get("path") and warm:
-            items.append(f"<li>compile time warm from the cache artifact, in a fresh process: <b>{_s(warm['total_s'])}</b> "
+            items.append(f"<li>compile time warm from the cache artifact, in a fresh process: <b>{duration(warm['total_s'])}</b> "
                          f"(<code>{_e(artifact['path'])}</code>, {_e(format_bytes(artifact.get('bytes')))}: ship it with the job)</li>")
         else:
             items.append(f'<li>cache artifact: <span class="muted">not measured: {_e(artifact.get("note"))}</span></li>')
@@ -239,7 +230,7 @@ def time_chart(figures: dict[str, Any]) -> Optional[str]:
         return None
     paid = figures.get("payback") or {}
     marker = (paid["step"] + 1, f"ahead from step {paid['step']}") if paid.get("measured") and paid.get("step") is not None else None
-    return _line_chart("Cumulative wall time over the run's steps", series, "steps", lambda v: _s(v) if v else "0",
+    return _line_chart("Cumulative wall time over the run's steps", series, "steps", lambda v: duration(v) if v else "0",
                        float(n), marker)
 
 

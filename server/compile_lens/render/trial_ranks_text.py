@@ -5,7 +5,7 @@ come from `trial/rank_figures.py`.
 
 from __future__ import annotations
 
-from typing import Optional
+from .units import MISSING_TEXT, MS, duration
 
 
 def ddp_text(split: dict) -> str:
@@ -25,7 +25,7 @@ def render_text(figures: dict) -> str:
         for name in ("eager", "compiled"):
             f = r[name]
             steady = (f.get("steady") or {}).get("wall_s")
-            state = f"{len(f['steps'])} steps" + (f", steady {_ms(steady['median'])}/step" if steady else "")
+            state = f"{len(f['steps'])} steps" + (f", steady {duration(steady['median'], MS, MISSING_TEXT)}/step" if steady else "")
             if f.get("failure"):
                 state += f", failed at step {f['failure'].get('step')}: {f['failure'].get('message')}"
             elif (r.get("killed") or {}).get(name):
@@ -50,7 +50,3 @@ def render_text(figures: dict) -> str:
         for lever in d.get("levers") or []:
             lines.append(f"    lever: {lever}")
     return "\n".join(lines)
-
-
-def _ms(seconds: Optional[float]) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.1f} ms"

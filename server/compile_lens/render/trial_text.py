@@ -6,11 +6,10 @@ Pure, no torch; the figures come from `trial/summary.py`.
 from __future__ import annotations
 
 import os
-from typing import Optional
 
-from .cards import format_bytes
 from .remote_cache import trial_miss_words, trial_remote_words
 from .trial_shapes_text import shape_lines
+from .units import MISSING_TEXT, MS_UNDER_10S, duration, format_bytes
 
 
 def break_text(b: dict) -> str:
@@ -28,10 +27,6 @@ def break_text(b: dict) -> str:
         text += (f" — inside the loop at {os.path.basename(loop['where'])}: torch skips the whole "
                  f"`{loop['skipped']}`, which runs eagerly")
     return text
-
-
-def _ms(seconds: Optional[float]) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
 
 
 def untimed(figures: dict) -> str:
@@ -54,8 +49,8 @@ def _steady(figures: dict) -> str:
     if not steady:
         return "no steady-state steps"
     w, h = steady["wall_s"], steady["hook_s"]
-    return (f"steady {_ms(w['median'])}/step wall (IQR {_ms(w['q1'])}–{_ms(w['q3'])}, n={w['n']}), "
-            f"{_ms(h['median'])} in model+backward+step")
+    return (f"steady {duration(w['median'], MS_UNDER_10S, MISSING_TEXT)}/step wall (IQR {duration(w['q1'], MS_UNDER_10S, MISSING_TEXT)}–{duration(w['q3'], MS_UNDER_10S, MISSING_TEXT)}, n={w['n']}), "
+            f"{duration(h['median'], MS_UNDER_10S, MISSING_TEXT)} in model+backward+step")
 
 
 def render_text(summary: dict) -> str:
@@ -67,7 +62,7 @@ def render_text(summary: dict) -> str:
             continue
         warm = f"warm-up steps {figures['warmup_steps']} " + (
             "not timed (the model was found at the end of step 0)" if none_timed(figures)
-            else f"took {_ms(figures['warmup_wall_s'])}{untimed(figures)}")
+            else f"took {duration(figures['warmup_wall_s'], MS_UNDER_10S, MISSING_TEXT)}{untimed(figures)}")
         lines.append(f"  {name:8} {len(figures['steps'])} steps; {warm}; {_steady(figures)}")
         memory = figures.get("peak_memory_bytes")
         method = (figures.get("memory_method") or "method unknown").split(":")[0]  # the JSON has it whole

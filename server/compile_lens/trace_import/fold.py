@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import IO, Optional
 
-from ..worker.frames import frame_name  # pure: no torch (the worker's naming rule, shared)
+from ..torch_text.frames import frame_name  # pure: no torch (the worker's naming rule, shared)
 from .reader import ReadStats, Record, is_int, read_records, torch_version_of
 
 BREAK_AT_RE = re.compile(r"Graph break in user code at (.+):(\d+)\s*$", re.M)

@@ -273,7 +273,7 @@ def _record_fx_keys() -> None:
     if not os.environ.get("COMPILE_LENS_TRIAL_FX_KEYS"):
         return
     try:
-        from ..worker.measure import cache_keys  # stdlib only
+        from ..torch_text import cache_keys  # stdlib only
 
         _fx_keys = cache_keys.record_all()
     except Exception as exc:  # noqa: BLE001 - never change what the program does

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Optional
 
 from ..protocol import Frame
-from ..worker.frames import (
+from ..torch_text.frames import (
     frame_name,
     is_environment_file,
     is_tool_file,

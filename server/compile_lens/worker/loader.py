@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from ..protocol import Problem, TargetSpec, fix_hint, where_from
-from .frames import is_environment_file, is_user_file, real, under
+from ..torch_text.frames import is_environment_file, is_user_file, real, under
 
 sys.dont_write_bytecode = True  # never leave .pyc files in the user's folders
 

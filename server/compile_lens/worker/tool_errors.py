@@ -19,7 +19,7 @@ import traceback
 from functools import cache
 from typing import Optional
 
-from .frames import OUR_DIR, real
+from ..torch_text.frames import OUR_DIR, real
 
 BUG_HINT = "a bug in Compile Lens, not in your code"
 

@@ -45,8 +45,8 @@ from typing import Any, Iterator, Optional
 import torch
 
 from ...protocol import Frame
+from ...torch_text.frames import frame_name, is_user_file, real, torch_dir
 from ..dynamo import current_compile_id
-from ..frames import frame_name, is_user_file, real, torch_dir
 from . import log_text
 from .records import BreakFields, BreakSeen, RecompileEntry
 from .spans import span

@@ -20,10 +20,10 @@ import torch
 import torch._dynamo
 
 from ...protocol import Frame, GraphBreak, SkippedLoop
-from ...stable_text import stable_text
 from ...timeline import Timeline
+from ...torch_text.frames import frame_name, is_environment_file, is_user_file, real
+from ...torch_text.stable_text import stable_text
 from .. import dynamo
-from ..frames import frame_name, is_environment_file, is_user_file, real
 from ..loader import BuiltTarget
 from .collector import collect
 from .records import BreakFields, BreakSeen

@@ -16,7 +16,7 @@ import re
 from typing import Iterator, Optional
 
 from ...protocol import Frame
-from ..frames import frame_name, is_user_file
+from ...torch_text.frames import frame_name, is_user_file
 from .records import BreakSeen, GuardFailure, RecompileEntry
 from .spans import caret_columns, source_line, span_from_first_line
 

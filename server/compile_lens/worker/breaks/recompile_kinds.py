@@ -13,11 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...guard_words import meaning
 from ...protocol import Frame, Recompile
-from ...stable_text import stable_text
+from ...torch_text.frames import frame_name, is_user_file
+from ...torch_text.guard_words import meaning
+from ...torch_text.stable_text import stable_text
 from ..dynamo import recompile_limit
-from ..frames import frame_name, is_user_file
 from ..loader import BuiltTarget
 from .log_text import LIMIT_RE
 from .records import GuardFailure, RecompileEntry

@@ -40,7 +40,7 @@ from typing import Any, Callable
 import torch
 
 from ...protocol import Problem, Recompile
-from ...stable_text import stable_text
+from ...torch_text.stable_text import stable_text
 from .. import dynamo
 from ..dynamo import recompile_limit
 from ..loader import BuiltTarget, TargetError, describe, user_line

@@ -111,7 +111,7 @@ def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
     """The cold compile of each workload, timed from Dynamo's and Inductor's import on; the compiled Model."""
     import torch
 
-    from . import cache_keys
+    from ...torch_text import cache_keys
 
     device, workloads = job["device"], job["workloads"]
 

@@ -64,10 +64,11 @@ import torch.utils.benchmark as tbench
 from ...protocol import Benchmark, CompileTime, Problem, Timing
 from ...remote_cache import Remote
 from ...remote_cache import resolve as resolve_remote
+from ...torch_text import cache_keys
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import cache_keys, compile_frames, line_costs
+from . import compile_frames, line_costs
 from . import memory as mem
 from .accuracy import _grads, compare_workload
 from .cold_compile import (

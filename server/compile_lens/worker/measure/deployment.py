@@ -61,8 +61,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
+from ...torch_text.frames import is_user_file
 from .. import dynamo
-from ..frames import is_user_file
 from ..loader import BuiltTarget, innermost_user_frame
 from . import benchmark as bench
 from .isolated import isolated

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from ...remote_cache import Remote
-from .cache_keys import reason_words, reasons
+from ...torch_text.cache_keys import reason_words, reasons
 from .cold_compile import run_child
 
 

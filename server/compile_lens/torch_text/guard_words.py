@@ -5,7 +5,7 @@ torch states a recompile as its guard (`___stack0 == 6.29358434677124` in
 a `___stackN` guard in a resumed frame is a value the frame received from the line it broke at
 (`x.abs().max().item()`), read here from the user's source. Stdlib only, imports nothing of the
 package (plain rules: the worker, the trial and the renderers use it); a resumed frame's name is
-read as `worker.frames.frame_name` reads it.
+read as `torch_text.frames.frame_name` reads it.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def say(recompile: dict) -> dict:
     where = recompile.get("where") or ""
     path = where.rpartition(":")[0] or None
     resumed = _RESUMED.match(raw)
-    out = {**recompile, "function": resumed.group(1) if resumed else raw}  # as worker.frames.frame_name names it
+    out = {**recompile, "function": resumed.group(1) if resumed else raw}  # as torch_text.frames.frame_name names it
     if resumed:
         out["resumed_at_line"] = int(resumed.group(2))
     out["meaning"] = meaning(recompile.get("reason") or "", raw, path)
