@@ -68,8 +68,7 @@ from ...torch_text import cache_keys
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import compile_frames, line_costs
-from . import memory as mem
+from . import compile_frames, line_costs, memory
 from .accuracy import _grads, compare_workload
 from .cold_compile import (
     CACHE_PREFIX,
@@ -247,7 +246,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     job = _Job(target, path, root, device, mode, max_seconds, progress, state, cache_dir, notes, remote)
     eager = _run_eagerly(job)  # a target that cannot run fails here, not after the compiles
     cold = _cold_compile(job, eager.workloads)
-    figures = _Figures(memory={"eager": None, "compiled": None, "method": mem.method(device, eager.workloads[0])})
+    figures = _Figures(memory={"eager": None, "compiled": None, "method": memory.method(device, eager.workloads[0])})
     with isolated("warm-remote compile", figures.unmeasured):
         figures.served = _warm_remote(job, cold)
     unmeasurable = guards_supported()
@@ -360,7 +359,7 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
     if wl == eager.workloads[0]:  # the allocator peak of the workload that drives break-even
         job.stage(f"measuring the peak memory of the {label}", f"measuring the peak memory of the {label}…",
                   limit_s=cold.limit)
-        mem.record_peaks(figures.memory, {"eager": (eager.model.run(wl), eager.model.zero_grad),
+        memory.record_peaks(figures.memory, {"eager": (eager.model.run(wl), eager.model.zero_grad),
                                           "compiled": (compiled.run(wl), compiled.zero_grad)}, job.device, figures.unmeasured)
     if wl == "forward" and watch.guard_us:  # every call checks each compiled frame's guards
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
