@@ -82,6 +82,20 @@ def test_internal_error_is_one_line_and_2(command, runs, workspace, capsys, monk
     assert written.parent == tmp_path / "cache" / "errors" and "Traceback" in written.read_text()
 
 
+def test_a_closed_output_is_one_line_and_2(tmp_path):
+    """`compile-lens check … | head`: the reader leaves early; one line, exit 2, no traceback (none
+    written either: it is not an internal error). A real pipe, closed before the program writes; a
+    file without targets, so no worker starts."""
+    code = ("import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1); "
+            "from compile_lens.cli.main import main; sys.exit(main(['check', 'plain.py', '--format', 'json']))")
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COMPILE_LENS_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert "broken pipe" in done.stderr and not (tmp_path / "cache" / "errors").exists()
+
+
 def test_a_clean_run_keeps_its_code(runs, workspace):
     assert cli_main.main(["check", "model.py"]) == 0 and runs["calls"] == ["check"]
 

@@ -74,6 +74,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         return args.run(args)
     except KeyboardInterrupt:
         return USAGE
+    except BrokenPipeError:  # `compile-lens check … | head`: the reader left; not a bug of ours
+        # stdout onto /dev/null, or the interpreter's last flush prints its own traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        say("the output was closed before it was all written (broken pipe)")
+        return USAGE
     except Exception as exc:  # noqa: BLE001 — the rule: one line and exit 2, never a traceback
         where = write_traceback(args.command, traceback.format_exc())
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
