@@ -31,7 +31,7 @@ def test_report_writes_one_standalone_page(tmp_path):
     assert 'id="t-' in page and "<strong>Tiny</strong>" in page and "tiny.py:5" in page
     assert "✓ strict" in page  # torch.export
     assert "extern_kernels.addmm" in page  # the Linear's GEMM, labelled as a library call
-    assert page.count("<svg") == 2  # latency vs batch size, compile-time breakdown
+    assert page.count("<svg class=\"chart\"") == 2  # latency vs batch size, compile-time breakdown (not the line bars)
     assert "http://" not in page and "https://" not in page  # no graph breaks, so no links at all
 
 
