@@ -546,7 +546,11 @@ function oneLine(text) {
 }
 
 const SPEEDUP = /\d+\.\d\d×/;
-const VERDICT = /worth it|no clear gain|only for long runs|faster but check first|inconclusive/;
+// the inlay hint (cards.hint_label): `⚡ train step 2.10× faster`, `⚡ forward: inconclusive`
+const HINT = /⚡ (forward|train step)(: inconclusive| \d+\.\d\d× (faster|slower))/;
+// what a conclusive timing says (speed_words.py): the direction, the interval, the median
+const SPEED_WORDS = /(faster|slower): \d+\.\d\d(–\d+\.\d\d)?×/;
+const VERDICT = /worth it|little gain|no clear gain|only for long runs|faster but check first|inconclusive/;
 // On a busy machine the figure is "inconclusive", with the reason, and no ratio (issue 14)
 const INCONCLUSIVE = /inconclusive — (machine busy: other processes used \d+% CPU during timing|no measurable difference|the rounds disagreed)/;
 
@@ -574,8 +578,8 @@ async function measureLensClicked(wb, state) {
   // each figure is a ratio, or says the rounds could not tell it (one of two may be inconclusive)
   const figures = inconclusive ? [] : ['forward', 'train step'];
   for (const figure of figures) {
-    if (!new RegExp(`${SPEEDUP.source} ${figure}|${figure} inconclusive`).test(text)) {
-      throw new Error(`the measured lens has neither "N.NN× ${figure}" nor "${figure} inconclusive": "${text}"`);
+    if (!new RegExp(`${figure} ${SPEED_WORDS.source}|${figure} inconclusive`).test(text)) {
+      throw new Error(`the measured lens has neither "${figure} faster|slower: lo–hi× (median m×)" nor "${figure} inconclusive": "${text}"`);
     }
   }
   if (figures.length && !SPEEDUP.test(text)) {
@@ -601,13 +605,13 @@ async function inlayHintShown(wb, state) {
   let text = '';
   while (Date.now() < deadline) {
     text = oneLine(await line.innerText().catch(() => ''));
-    if (new RegExp(`torch\\.compile\\(Tiny\\(\\)\\)\\s*⚡ (${SPEEDUP.source}|train step: inconclusive)`).test(text)) {
+    if (new RegExp(`torch\\.compile\\(Tiny\\(\\)\\)\\s*${HINT.source}`).test(text)) {
       break;
     }
     await sleep(500);
   }
-  if (!new RegExp(`⚡ (${SPEEDUP.source}|train step: inconclusive)`).test(text)) {
-    throw new Error(`no "⚡ N.NN×" hint after torch.compile(Tiny()); the line reads "${text}"`);
+  if (!HINT.test(text)) {
+    throw new Error(`no "⚡ train step N.NN× faster|slower" hint after torch.compile(Tiny()); the line reads "${text}"`);
   }
   const shot = await wb.screenshot('inlay-hint');
   return `"${text}", ${shot}`;
