@@ -471,6 +471,13 @@ def test_interval_that_contains_one_is_inconclusive():
     quiet = tm.timing_of(tm.Paired([1e-3 * j for j in jitter], [1e-3 * j for j in reversed(jitter)]))
     assert not quiet.conclusive
     assert "no measurable difference" in verdicts.inconclusive_why(quiet, {"other_cpu_percent": 1.0})
+    # compiled clearly slower, but most rounds shared the cores (the run's average stayed under the
+    # busy line): inconclusive, and the reason must not claim an interval that contains 1×
+    rounds = tm.Paired([1e-3] * 10, [3e-3 * j for j in jitter], quiet=[True] * 3 + [False] * 7)
+    shared = tm.timing_of(rounds)
+    assert not shared.conclusive and shared.speedup_ci[1] < 1.0
+    why = verdicts.inconclusive_why(shared, {"other_cpu_percent": 22.0, "cpus": 2, "threads": 2})
+    assert why.startswith("machine busy: other processes took our cores") and "contains 1×" not in why
 
 
 def test_a_certain_direction_is_said_however_wide_and_fail_on_slower_reads_it():

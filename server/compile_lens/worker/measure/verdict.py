@@ -96,13 +96,19 @@ def _timed_in_rounds(t: Timing) -> bool:
 
 
 def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
-    """Why a timing has no direction: the machine was busy, one round only, no difference to
-    measure, or rounds that disagree both ways (an interval that contains 1×, and wide)."""
+    """Why a timing has no direction: the machine was busy (on average, or in most rounds), one
+    round only, no difference to measure, or rounds that disagree both ways (an interval that
+    contains 1×, and wide)."""
     busy = busy_words(contention)
     if busy:
         return f"{busy} — re-measure when idle"
     if t.speedup_ci is None and t.rounds == 1:  # a big model: the compile took the budget
         return "one timing round fitted in the budget after the compile — raise compileLens.benchmark.maxSeconds"
+    if t.speedup_ci and not t.speedup_ci[0] <= 1.0 <= t.speedup_ci[1]:
+        # `timing_of`: too few rounds had our cores to themselves, though the run's average load
+        # stayed under the busy line; the interval (of all rounds) is not an idle machine's
+        return ("machine busy: other processes took our cores in most timing rounds (too few quiet ones)"
+                " — re-measure when idle")
     if t.speedup_ci and t.speedup_ci[0] <= 1.0 <= t.speedup_ci[1] and (
             t.speedup_ci[1] - t.speedup_ci[0]) <= MAX_CI_WIDTH * max(t.speedup, 1e-9):
         return "no measurable difference (the 95% interval contains 1×)"
