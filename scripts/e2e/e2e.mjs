@@ -552,7 +552,7 @@ const HINT = /⚡ (forward|train step)(: inconclusive| \d+\.\d\d× (faster|slowe
 const SPEED_WORDS = /(faster|slower): \d+\.\d\d(–\d+\.\d\d)?×/;
 const VERDICT = /worth it|little gain|no clear gain|only for long runs|faster but check first|inconclusive/;
 // On a busy machine the figure is "inconclusive", with the reason, and no ratio (issue 14)
-const INCONCLUSIVE = /inconclusive — (machine busy: other processes used \d+% CPU during timing|no measurable difference|the rounds disagreed)/;
+const INCONCLUSIVE = /inconclusive — (machine busy: other processes (used \d+% CPU during timing|took our cores)|no measurable difference|the rounds disagreed)/;
 
 async function measureLensShown(wb) {
   await wb.openFile(config.measureFile);
