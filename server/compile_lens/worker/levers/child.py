@@ -14,14 +14,11 @@ The result travels in the file named by `result_path`, as bench_child's does.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from dataclasses import asdict
 from typing import Any, Callable
-
-from ...processes import watch_parent
 
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
@@ -115,15 +112,9 @@ def _cpu_s() -> float:
 
 
 def main(argv: list[str]) -> int:
-    job = json.loads(argv[1])
-    watch_parent(exit_code=3)  # exit when the worker that started us goes away: no orphan compiles
-    from ..measure.bench_child import _write
+    from ..measure.bench_child import serve
 
-    result = run(job)
-    _write(job["result_path"], result)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    return 0
+    return serve(run, argv)
 
 
 if __name__ == "__main__":

@@ -157,15 +157,19 @@ def _problem(exc: Exception, job: dict[str, Any], stage: str) -> Any:
                    "run the model under torch.compile in a plain script to see the full error")
 
 
-def main(argv: list[str]) -> int:
+def serve(run_job: Callable[[dict], dict], argv: list[str]) -> int:
+    """A fresh child's whole life: the job from argv, its result into the job's result file (the
+    parent reads only that: stdout is left to the user's prints). Also the levers' child."""
     job = json.loads(argv[1])
     watch_parent(exit_code=3)  # exit when the worker that started us goes away: no orphan compiles
-    # Protect nothing on stdout: the parent reads only the result file. Keep user prints flowing.
-    result = run(job)
-    _write(job["result_path"], result)
+    _write(job["result_path"], run_job(job))
     sys.stdout.flush()
     sys.stderr.flush()
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return serve(run, argv)
 
 
 if __name__ == "__main__":
