@@ -1,4 +1,4 @@
-"""A recorded analysis of another torch, for `test_compare_torch`: `check`'s FileReports as JSON
+"""A recorded analysis of another torch, for `test_torch_diff`: `check`'s FileReports as JSON
 with paths relative to the analysed folder, so the recording reads the same on any checkout.
 
 Record (the other interpreter runs the workers; this one, with the project, drives them):

@@ -53,11 +53,11 @@ from .common import (
     settings_for,
     write_output,
 )
-from .compare import add_compare_argument, label, other_interpreter, torch_diff
 from .gpu_wait import GpuWait, add_wait_gpu_argument
 from .levers import FLAG_HELP as LEVERS_HELP
 from .levers import levers_only, with_cached_levers
 from .shard import Shard, add_shard_argument, shard_files
+from .torch_diff import add_compare_argument, label, other_interpreter, torch_diff
 
 # --- which targets (--target NAME or path.py:NAME) ---------------------------------------------
 

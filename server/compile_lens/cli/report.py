@@ -21,10 +21,10 @@ from ..trial import store as trial_store
 from ..trial import summary as trial_summary
 from .check import analysis_inputs, check_with_other
 from .common import add_remote_cache_argument, finish, open_cache
-from .compare import add_compare_argument, torch_diff
 from .gpu_wait import add_wait_gpu_argument
 from .levers import FLAG_HELP as LEVERS_HELP
 from .shard import add_shard_argument
+from .torch_diff import add_compare_argument, torch_diff
 from .trial import add_bill_arguments, bill_flag_error, bill_inputs
 
 DEFAULT_OUTPUT = "compile-report.html"

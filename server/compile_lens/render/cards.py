@@ -13,7 +13,7 @@ from ..protocol import Benchmark, TargetResult, Timing
 from ..speed_words import direction, short_speed, speed_words
 from .findings import break_count_text, recompile_findings
 from .phases import phase_states
-from .remote_cache import warm_remote_words
+from .remote_cache_words import warm_remote_words
 from .units import duration, format_bytes
 
 

@@ -34,12 +34,12 @@ from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
 from .findings import break_count_text, recompile_findings
 from .html_parts import _e, _finite, _Page, _plural, _sci, _slug
 from .phases import phase_states
-from .remote_cache import warm_remote_words
+from .remote_cache_words import warm_remote_words
 from .report_charts import breakdown_chart, latency_chart
-from .report_compare import compare_section
 from .report_levers import levers_section
 from .report_lines import lines_section
 from .report_style import SCRIPT, STANDALONE_PALETTE, STYLE, WEBVIEW_PALETTE
+from .report_torch_diff import compare_section
 from .report_trial import trial_section
 from .units import FINE, duration, format_bytes
 

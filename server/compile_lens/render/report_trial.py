@@ -15,7 +15,7 @@ from typing import Any, Optional
 from ..trial.summary import step_times
 from .cards import money
 from .html_parts import _e, _finite, _Page, _x, code_spans, nice_ticks, y_grid
-from .remote_cache import trial_miss_words, trial_remote_words
+from .remote_cache_words import trial_miss_words, trial_remote_words
 from .report_ranks import ranks_part
 from .report_shapes import shapes_part
 from .trial_text import break_text, none_timed, untimed

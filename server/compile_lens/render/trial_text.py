@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from .remote_cache import trial_miss_words, trial_remote_words
+from .remote_cache_words import trial_miss_words, trial_remote_words
 from .trial_shapes_text import shape_lines
 from .units import MISSING_TEXT, MS_UNDER_10S, duration, format_bytes
 

@@ -19,7 +19,7 @@ import pytest
 
 from compile_lens.cli.check import check
 from compile_lens.interpreters import MIN_TORCH, InterpreterError, probe
-from compile_lens.render.report_compare import compare_section
+from compile_lens.render.report_torch_diff import compare_section
 from compile_lens.render.torch_diff_text import render_torch_diff_text
 from compile_lens.settings import Settings
 from compile_lens.torch_diff import compare
