@@ -202,6 +202,6 @@ def test_no_bill_until_it_is_set_and_null_unsets_it():
     assert not CostInputs.from_settings(Settings()).given()  # defaults: no money shown
     priced, _ = Settings.from_client({"compileLens.bill.gpuPricePerHour": 3})
     again, problems = Settings.from_client({**priced.as_client(), "bill.gpuPricePerHour": None})  # VS Code's reset
-    assert priced.gpu_price == 3.0 and again.gpu_price is None and problems == []
+    assert priced.price_per_gpu_hour == 3.0 and again.price_per_gpu_hour is None and problems == []
     _, problems = Settings.from_client({"bill.gpus": 1.5})
     assert problems and "a whole number from 1" in problems[0]

@@ -20,7 +20,7 @@ No figure comes from an inconclusive speedup; no money figure without a price.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Optional
 
 DAYS_PER_MONTH = 30.0
@@ -32,11 +32,11 @@ COMPILE_SOURCES = {"warm-remote": "a fresh process served by the team's remote c
 
 @dataclass(frozen=True)
 class BillField:
-    """One input of the bill, under each of its names: the setting, its key, the bill's field, the flag."""
+    """One input of the bill, under each of its names: the flag, its setting key, the field."""
 
-    setting: str  # Settings field and `--flag` (underscores as dashes)
+    flag: str  # `--flag` (underscores as dashes) and its argparse dest
     key: str  # compileLens.<key> and [tool.compile-lens] <key>
-    cost: str  # CostInputs field
+    cost: str  # the CostInputs field, which Settings inherits
     kind: type  # float or int
     optional: bool  # null / unset means not known
     words: str  # what a value must be, said when one is rejected
@@ -70,6 +70,8 @@ BILL_FIELDS: tuple[BillField, ...] = (
 
 @dataclass
 class CostInputs:
+    """The bill's inputs; `settings.Settings` inherits these fields, so a setting and its input are one field."""
+
     price_per_gpu_hour: Optional[float] = None
     gpus: int = 1
     hours_per_month: Optional[float] = None
@@ -82,7 +84,7 @@ class CostInputs:
     @classmethod
     def from_settings(cls, settings: Any) -> CostInputs:
         """The `bill.*` settings (compile_lens.settings.Settings): editor, pyproject or flags."""
-        return cls(**{f.cost: getattr(settings, f.setting) for f in BILL_FIELDS})
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
 
     def given(self) -> bool:
         return any(v is not None for v in (self.price_per_gpu_hour, self.hours_per_month, self.steps_per_run,

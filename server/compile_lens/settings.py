@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Optional
 
-from .cost import BILL_FIELDS
+from .cost import BILL_FIELDS, CostInputs
 from .remote_cache import parse as parse_remote
 
 # setting key -> dataclass field
@@ -20,17 +20,19 @@ _KEYS = {
     "remoteCache": "remote_cache",
     "lineCosts.inlayHints": "line_hints",
     # the GPU bill (compile_lens/cost.py): the team's own figures; unset (null) means not known
-    **{f.key: f.setting for f in BILL_FIELDS},
+    **{f.key: f.cost for f in BILL_FIELDS},
 }
 # What each bill key must be, said in the words a rejected value is answered with
-_BILL_WORDS = {f.setting: f.words for f in BILL_FIELDS}
-_OPTIONAL = {"memory_limit_mb": int} | {f.setting: f.kind for f in BILL_FIELDS if f.optional} | {"remote_cache": str}
+_BILL_WORDS = {f.cost: f.words for f in BILL_FIELDS}
+_OPTIONAL = {"memory_limit_mb": int} | {f.cost: f.kind for f in BILL_FIELDS if f.optional} | {"remote_cache": str}
 DEVICES = ("auto", "cpu", "cuda")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 @dataclass
-class Settings:
+class Settings(CostInputs):
+    """The editor's settings, and the GPU bill's inputs (`bill.*`, inherited from `cost.CostInputs`)."""
+
     device: str = "auto"
     timeout_s: float = 60.0  # the longest one step (import, one trace, one benchmark stage) may take
     memory_limit_mb: Optional[int] = None  # the worker's whole process tree (PSS); None: half of the machine's
@@ -42,14 +44,6 @@ class Settings:
     gpu_busy_threshold: float = 50.0
     remote_cache: Optional[str] = None  # redis://HOST:PORT of the team's Inductor cache; None: the environment's
     line_hints: bool = True  # after a measurement, inlay hints on the costly lines (render/line_costs.py)
-    gpu_price: Optional[float] = None  # no money figure until it is set
-    gpus: int = 1
-    hours_per_month: Optional[float] = None
-    steps_per_run: Optional[float] = None
-    runs_per_month: Optional[float] = None
-    restarts_per_run: float = 0.0
-    migration_days: Optional[float] = None
-    day_rate: Optional[float] = None
 
     @classmethod
     def from_client(cls, raw: Any) -> tuple[Settings, list[str]]:

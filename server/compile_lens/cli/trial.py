@@ -77,11 +77,11 @@ def add_bill_arguments(parser: argparse.ArgumentParser) -> None:
     bill = parser.add_argument_group("the GPU bill (figures from your team; defaults: [tool.compile-lens] bill.* "
                                      "in pyproject.toml; no money shown without a price)")
     for field in BILL_FIELDS:
-        bill.add_argument("--" + field.setting.replace("_", "-"), type=field.kind, help=field.help,
-                          **({"metavar": "PER_HOUR"} if field.setting == "gpu_price" else {}))
+        bill.add_argument("--" + field.flag.replace("_", "-"), type=field.kind, help=field.help,
+                          **({"metavar": "PER_HOUR"} if field.flag == "gpu_price" else {}))
 
 
-_FLAGS = {f.setting: f.cost for f in BILL_FIELDS}  # flag (argparse dest) -> CostInputs field
+_FLAGS = {f.flag: f.cost for f in BILL_FIELDS}  # flag (argparse dest) -> CostInputs field
 
 
 def bill_inputs(args: argparse.Namespace, settings: Settings) -> CostInputs:
@@ -107,7 +107,7 @@ def bill_flag_error(args: argparse.Namespace) -> Optional[str]:
     return None
 
 
-_SETTING = {f.setting: f.key for f in BILL_FIELDS}  # flag -> setting key
+_SETTING = {f.flag: f.key for f in BILL_FIELDS}  # flag -> setting key
 
 
 def _settings(folder: str, root: str) -> Settings:

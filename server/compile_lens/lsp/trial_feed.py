@@ -15,7 +15,7 @@ from ..render.cards import trial_line
 from ..settings import Settings
 from ..trial import store, summary
 
-_BILL_FIELDS = {f.setting for f in BILL_FIELDS}
+_BILL_FIELDS = {f.cost for f in BILL_FIELDS}
 
 
 def bill_settings(path: str, root: str, editor: Settings) -> Settings:
