@@ -296,14 +296,19 @@ async def test_reorderable_print_fix(tmp_path_factory):
 # --- every offered action, on every fixture and example: applied, compiled and imported -----------
 
 IMPORT_CHECK = '''\
-import json, os, signal, sys, time, traceback
+import importlib.util, json, os, select, signal, sys, tempfile, time, traceback
 import torch  # once, before the forks: each import then costs milliseconds
 import torch._dynamo  # what `@torch.compile` at import time pulls in (seconds, once)
 import torch._inductor.compile_fx
+if importlib.util.find_spec("transformers"):  # what the GPT-2 fixtures import (seconds, once)
+    import transformers.models.gpt2.modeling_gpt2
 from compile_lens.worker import loader
 
+# the loader's look at every loaded module (which could be a workspace's), once here, not in each child
+loader.purge_user_modules(tempfile.gettempdir())
 results = {}
 for job in json.load(sys.stdin):
+    started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
@@ -315,25 +320,23 @@ for job in json.load(sys.stdin):
                 f.write(traceback.format_exc()[-2000:])
             code = 1
         os._exit(code)
-    started = time.monotonic()
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-            results[job["id"]] = ["ok" if ok else "failed", time.monotonic() - started]
-            break
-        if time.monotonic() > started + 10:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            results[job["id"]] = ["timeout", 10.0]
-            break
-        time.sleep(0.01)
+    exited = os.pidfd_open(pid)  # readable when the child ends: wait on it, up to the job's limit
+    if not select.select([exited], [], [], job["limit_s"])[0]:
+        os.kill(pid, signal.SIGKILL)
+    os.close(exited)
+    _, status = os.waitpid(pid, 0)
+    ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    results[job["id"]] = ["ok" if ok else "timeout" if killed else "failed", time.monotonic() - started]
 print(json.dumps(results))
 '''
 
 
-def _import_check(jobs: list[dict], tmp: Path) -> dict[str, tuple[str, float]]:
-    """Import each job's file with the worker's own loader, in a forked child (10 s each):
+IMPORTABLE_S = 3.0  # an original file that imports within this is checked after each edit
+
+
+def _import_check(jobs: list[dict], tmp: Path, limit_s: float) -> dict[str, tuple[str, float]]:
+    """Import each job's file with the worker's own loader, in a forked child (`limit_s` each):
     ("ok" | "failed" | "timeout", seconds)."""
     import json
     import os
@@ -342,8 +345,9 @@ def _import_check(jobs: list[dict], tmp: Path) -> dict[str, tuple[str, float]]:
 
     script = tmp / "import_check.py"
     script.write_text(IMPORT_CHECK)
-    out = subprocess.run([sys.executable, str(script)], input=json.dumps(jobs), capture_output=True, text=True,
-                         timeout=120 + 15 * len(jobs), env={**os.environ, "OMP_NUM_THREADS": "1"})
+    out = subprocess.run([sys.executable, str(script)], input=json.dumps([{**job, "limit_s": limit_s} for job in jobs]),
+                         capture_output=True, text=True, timeout=120 + (limit_s + 5) * len(jobs),
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert out.returncode == 0, out.stderr[-3000:]
     return {job: (status, seconds) for job, (status, seconds) in json.loads(out.stdout.strip().splitlines()[-1]).items()}
 
@@ -380,9 +384,11 @@ def _apply_everywhere(root: Path, found, tmp: Path) -> None:
 
     tmp.mkdir(parents=True, exist_ok=True)
     files = sorted(p for p in root.rglob("*.py") if ".compile-lens" not in p.parts)
-    originals = _import_check([{"id": str(p), "file": str(p), "root": str(root)} for p in files], tmp)
-    # files that import (fault fixtures that loop, sleep or hog memory on purpose are compiled only)
-    importable = {Path(p) for p, (status, seconds) in originals.items() if status == "ok" and seconds < 3}
+    # files that import (fault fixtures that loop, sleep or hog memory on purpose are compiled only):
+    # one that takes longer than IMPORTABLE_S is not one, so its import is stopped there
+    originals = _import_check([{"id": str(p), "file": str(p), "root": str(root)} for p in files], tmp,
+                              limit_s=IMPORTABLE_S)
+    importable = {Path(p) for p, (status, seconds) in originals.items() if status == "ok" and seconds < IMPORTABLE_S}
     assert len(importable) > len(files) // 2, originals  # most fixtures import: the check is real
     jobs, variants = [], {}
     for n, (path, action, resolved) in enumerate(found):
@@ -400,7 +406,7 @@ def _apply_everywhere(root: Path, found, tmp: Path) -> None:
             job = str(len(jobs))
             jobs.append({"id": job, "file": str(copy / target.relative_to(root)), "root": str(copy)})
             variants[job] = (path, action.title, target)
-    statuses = _import_check(jobs, tmp)
+    statuses = _import_check(jobs, tmp, limit_s=10)
     broken = []
     for job, (status, _seconds) in statuses.items():
         if status != "ok":

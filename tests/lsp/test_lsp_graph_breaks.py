@@ -21,13 +21,16 @@ from paths import FIXTURES
 from torch_log import LOOP_TARGETS, lines_torch_names
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+# breaks, hovers and recompile warnings: no measurement after each trace (one would hold the sweep
+# lane for its whole budget, so a later file's recompile warnings wait behind it)
+SETTINGS = {"benchmark.onSave": False}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def ws(tmp_path_factory):
     root = tmp_path_factory.mktemp("spine") / "ws"
     shutil.copytree(FIXTURES / "spine", root)
-    client = await start_server(root)
+    client = await start_server(root, settings=SETTINGS)
     yield root, client
     await stop_server(client)
 
@@ -184,7 +187,7 @@ async def test_ignore_comments(ws):
 async def truth(tmp_path_factory):
     root = tmp_path_factory.mktemp("truth") / "ws"
     shutil.copytree(FIXTURES / "truth", root)
-    client = await start_server(root)
+    client = await start_server(root, settings=SETTINGS)
     yield root, client
     await stop_server(client)
 
@@ -218,7 +221,7 @@ async def test_each_line_torch_names_in_a_loop_has_its_warning(tmp_path_factory)
     root = tmp_path_factory.mktemp("loops") / "ws"
     shutil.copytree(FIXTURES / "loops", root)
     named = lines_torch_names(root, LOOP_TARGETS)
-    client = await start_server(root)
+    client = await start_server(root, settings=SETTINGS)
     try:
         for file in LOOP_TARGETS:
             uri = open_file(client, root / file)

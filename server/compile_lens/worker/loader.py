@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from ..protocol import Problem, TargetSpec, fix_hint, where_from
-from ..torch_text.frames import is_environment_file, is_user_file, real, under
+from ..torch_text.frames import is_environment_file, is_tool_file, is_user_file, real, under
 
 sys.dont_write_bytecode = True  # never leave .pyc files in the user's folders
 
@@ -119,8 +119,9 @@ def purge_user_modules(root: str) -> None:
     `third_party/`, pip-installed into the workspace), and Compile Lens itself."""
     source: dict[str, str] = {}
     keep: set[str] = set()  # top-level packages that are not workspace source
+    resolved_root = real(root)
     for name, module in list(sys.modules.items()):
-        path = _workspace_path(name, module, root)
+        path = _workspace_path(name, module, resolved_root)
         if path is None:
             continue
         top = name.partition(".")[0]
@@ -133,23 +134,32 @@ def purge_user_modules(root: str) -> None:
             del sys.modules[name]
 
 
-# The purge before each import looks at every module in sys.modules (≈ 2,000 with torch: ≈ 4 ms
-# a job when each is asked afresh): a module object's answer is kept while it is the one loaded.
-_SEEN: dict[tuple[str, str], tuple[weakref.ref, str | None]] = {}
+# The purge before each import looks at every module in sys.modules (≈ 2,000 with torch). Whether a
+# module could be anyone's workspace file (not synthetic, torch's, ours, the standard library's or an
+# installed package's) and its resolved path do not depend on the root, and cost a few `realpath`s
+# each (≈ 0.1–0.4 s for all of them): a module object's answer is kept while it is the one loaded, so
+# a job in another root (a multi-root workspace, another project) pays string comparisons only.
+_SEEN: dict[str, tuple[weakref.ref, str | None, str | None]] = {}
 
 
-def _workspace_path(name: str, module: Any, root: str) -> str | None:
+def _workspace_path(name: str, module: Any, resolved_root: str) -> str | None:
     """The module's file when it is one of the workspace's files, else None."""
-    seen = _SEEN.get((name, root))
+    seen = _SEEN.get(name)
     if seen is not None and seen[0]() is module:
-        return seen[1]
-    path = getattr(module, "__file__", None)
-    found = path if path and is_user_file(path, root) else None
-    try:
-        _SEEN[(name, root)] = (weakref.ref(module), found)
-    except TypeError:  # not a module (sys.modules may hold anything) and not weak-referenceable
-        pass
-    return found
+        _, path, resolved = seen
+    else:
+        path = getattr(module, "__file__", None)
+        # is_user_file's rule but its last step (under the root), the one that is asked per root
+        candidate = (isinstance(path, str) and not is_tool_file(path) and os.path.isabs(path)
+                     and not is_environment_file(path))
+        resolved = real(path) if candidate else None
+        try:
+            _SEEN[name] = (weakref.ref(module), path, resolved)
+        except TypeError:  # not a module (sys.modules may hold anything) and not weak-referenceable
+            pass
+    if resolved is None:
+        return None
+    return path if resolved == resolved_root or resolved.startswith(resolved_root + os.sep) else None
 
 
 def module_name(path: str, root: str) -> str:
