@@ -9,11 +9,9 @@ tests/lsp/test_lsp_code_actions.py `test_reorderable_print_fix`.)"""
 from __future__ import annotations
 
 import ast
-import asyncio
 import logging
 import shutil
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,7 @@ from lsprotocol import types as lsp
 
 from compile_lens import actions
 from compile_lens.worker.jobs import escape_hatches
-from lsp_support import change_file, open_file, start_server, stop_server
+from lsp_support import _until, change_file, open_file, start_server, stop_server
 from paths import FIXTURES
 
 FIXTURE = FIXTURES / "escape_hatches"
@@ -35,15 +33,17 @@ CAPABILITIES = lsp.ClientCapabilities(text_document=lsp.TextDocumentClientCapabi
 
 
 async def analysed(client, since: int, timeout: float = 240.0) -> None:
-    """Until the trace and recompile sweep of every target that started after status `since` end."""
-    deadline = time.monotonic() + timeout
-    while True:
+    """Until the trace and recompile sweep of every target that started after status `since` end
+    (woken by each `compileLens/status`)."""
+    def found() -> list:
         seen = client.statuses[since:]
         swept = [i for i, s in enumerate(seen) if (s.detail or "").startswith("checking recompiles in")]
-        if swept and any(s.state == "idle" for s in seen[swept[0] + 1:]):
-            return
-        assert time.monotonic() < deadline, [(s.state, s.detail) for s in seen][-8:]
-        await asyncio.sleep(0.2)
+        return [True] if swept and any(s.state == "idle" for s in seen[swept[0] + 1:]) else []
+
+    def seen() -> str:
+        return f"a sweep's end; seen: {[(s.state, s.detail) for s in client.statuses[since:]][-8:]}"
+
+    await _until(client.status_event, found, timeout, seen)
 
 
 def breaks(client, uri: str, text: str) -> dict[str, str]:

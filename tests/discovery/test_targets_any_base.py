@@ -183,7 +183,7 @@ pytestmark_lsp = pytest.mark.asyncio(loop_scope="module")
 async def ws(tmp_path_factory):
     root = tmp_path_factory.mktemp("real_targets") / "ws"
     shutil.copytree(FIXTURES, root)
-    client = await start_server(root)
+    client = await start_server(root, settings={"benchmark.onSave": False})  # the traces' findings only
     path = root / "model.py"
     uri = open_file(client, path)
 

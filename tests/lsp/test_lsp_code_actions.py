@@ -300,14 +300,15 @@ import importlib.util, json, os, select, signal, sys, tempfile, time, traceback
 import torch  # once, before the forks: each import then costs milliseconds
 import torch._dynamo  # what `@torch.compile` at import time pulls in (seconds, once)
 import torch._inductor.compile_fx
-if importlib.util.find_spec("transformers"):  # what the GPT-2 fixtures import (seconds, once)
-    import transformers.models.gpt2.modeling_gpt2
 from compile_lens.worker import loader
 
+jobs = json.load(sys.stdin)
+if importlib.util.find_spec("transformers") and any("transformers" in open(job["file"]).read() for job in jobs):
+    import transformers.models.gpt2.modeling_gpt2  # what the GPT-2 fixtures import (seconds, once)
 # the loader's look at every loaded module (which could be a workspace's), once here, not in each child
 loader.purge_user_modules(tempfile.gettempdir())
 results = {}
-for job in json.load(sys.stdin):
+for job in jobs:
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:

@@ -130,7 +130,7 @@ def test_tlparse_reads_the_trace(traced, tmp_path):
 
 
 async def test_save_trace_command_writes_the_files(project, tmp_path):
-    client = await start_server(project)
+    client = await start_server(project, settings={"benchmark.onSave": False})  # a trace, nothing measured
     try:
         uri = open_file(client, project / "breaks.py")
         target = tmp_path / "from-editor"

@@ -133,7 +133,7 @@ async def lm(tmp_path_factory):
         pytest.skip("transformers is not installed")
     root = tmp_path_factory.mktemp("lm") / "ws"
     shutil.copytree(FIXTURES, root)
-    client = await start_server(root)
+    client = await start_server(root, settings={"benchmark.onSave": False})  # inputs and traces only
     path = root / "lm.py"
     uri = open_file(client, path)
     # the trace of every target is in when DecoderLayer's break shows (targets stream in file order)
