@@ -302,13 +302,15 @@ import torch._dynamo  # what `@torch.compile` at import time pulls in (seconds, 
 import torch._inductor.compile_fx
 from compile_lens.worker import loader
 
-jobs = json.load(sys.stdin)
-if importlib.util.find_spec("transformers") and any("transformers" in open(job["file"]).read() for job in jobs):
+plan = json.load(sys.stdin)
+if importlib.util.find_spec("transformers") and any("transformers" in open(job["file"]).read()
+                                                   for job in plan["originals"]):
     import transformers.models.gpt2.modeling_gpt2  # what the GPT-2 fixtures import (seconds, once)
 # the loader's look at every loaded module (which could be a workspace's), once here, not in each child
 loader.purge_user_modules(tempfile.gettempdir())
-results = {}
-for job in jobs:
+
+
+def run(job, limit_s):
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
@@ -321,24 +323,32 @@ for job in jobs:
                 f.write(traceback.format_exc()[-2000:])
             code = 1
         os._exit(code)
-    exited = os.pidfd_open(pid)  # readable when the child ends: wait on it, up to the job's limit
-    if not select.select([exited], [], [], job["limit_s"])[0]:
+    exited = os.pidfd_open(pid)  # readable when the child ends: wait on it, up to the limit
+    if not select.select([exited], [], [], limit_s)[0]:
         os.kill(pid, signal.SIGKILL)
     os.close(exited)
     _, status = os.waitpid(pid, 0)
     ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-    results[job["id"]] = ["ok" if ok else "timeout" if killed else "failed", time.monotonic() - started]
-print(json.dumps(results))
+    return ["ok" if ok else "timeout" if killed else "failed", time.monotonic() - started]
+
+
+# the original files first: a variant is imported only where its original file imports, in time
+originals = {job["id"]: run(job, plan["importable_s"]) for job in plan["originals"]}
+importable = {i for i, (status, seconds) in originals.items() if status == "ok" and seconds < plan["importable_s"]}
+variants = {job["id"]: run(job, plan["limit_s"]) for job in plan["variants"] if job["original"] in importable}
+print(json.dumps({"originals": originals, "variants": variants}))
 '''
 
 
 IMPORTABLE_S = 3.0  # an original file that imports within this is checked after each edit
+VARIANT_LIMIT_S = 10.0  # an edited file's import
 
 
-def _import_check(jobs: list[dict], tmp: Path, limit_s: float) -> dict[str, tuple[str, float]]:
-    """Import each job's file with the worker's own loader, in a forked child (`limit_s` each):
-    ("ok" | "failed" | "timeout", seconds)."""
+def _import_check(originals: list[dict], variants: list[dict], tmp: Path) -> tuple[dict, dict]:
+    """Import each original file, then each variant whose original imported within IMPORTABLE_S,
+    with the worker's own loader, each in a forked child of one process (that imports torch once):
+    ({id: ("ok" | "failed" | "timeout", seconds)} of the originals, the same of the variants)."""
     import json
     import os
     import subprocess
@@ -346,11 +356,13 @@ def _import_check(jobs: list[dict], tmp: Path, limit_s: float) -> dict[str, tupl
 
     script = tmp / "import_check.py"
     script.write_text(IMPORT_CHECK)
-    out = subprocess.run([sys.executable, str(script)], input=json.dumps([{**job, "limit_s": limit_s} for job in jobs]),
-                         capture_output=True, text=True, timeout=120 + (limit_s + 5) * len(jobs),
+    plan = {"originals": originals, "variants": variants, "importable_s": IMPORTABLE_S, "limit_s": VARIANT_LIMIT_S}
+    out = subprocess.run([sys.executable, str(script)], input=json.dumps(plan), capture_output=True, text=True,
+                         timeout=120 + (IMPORTABLE_S + 5) * len(originals) + (VARIANT_LIMIT_S + 5) * len(variants),
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert out.returncode == 0, out.stderr[-3000:]
-    return {job: (status, seconds) for job, (status, seconds) in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+    done = json.loads(out.stdout.strip().splitlines()[-1])
+    return done["originals"], done["variants"]
 
 
 async def _offered_everywhere(client, files: list[Path]) -> list[tuple[Path, lsp.CodeAction, lsp.CodeAction]]:
@@ -385,12 +397,6 @@ def _apply_everywhere(root: Path, found, tmp: Path) -> None:
 
     tmp.mkdir(parents=True, exist_ok=True)
     files = sorted(p for p in root.rglob("*.py") if ".compile-lens" not in p.parts)
-    # files that import (fault fixtures that loop, sleep or hog memory on purpose are compiled only):
-    # one that takes longer than IMPORTABLE_S is not one, so its import is stopped there
-    originals = _import_check([{"id": str(p), "file": str(p), "root": str(root)} for p in files], tmp,
-                              limit_s=IMPORTABLE_S)
-    importable = {Path(p) for p, (status, seconds) in originals.items() if status == "ok" and seconds < IMPORTABLE_S}
-    assert len(importable) > len(files) // 2, originals  # most fixtures import: the check is real
     jobs, variants = [], {}
     for n, (path, action, resolved) in enumerate(found):
         copy = tmp / f"v{n}"
@@ -403,11 +409,18 @@ def _apply_everywhere(root: Path, found, tmp: Path) -> None:
             compile(new, str(target), "exec", dont_inherit=True)  # raises SyntaxError: the test fails
             (copy / target.relative_to(root)).write_text(new)
             touched.add(target)
-        for target in touched & importable:
+        for target in sorted(touched):
             job = str(len(jobs))
-            jobs.append({"id": job, "file": str(copy / target.relative_to(root)), "root": str(copy)})
+            jobs.append({"id": job, "file": str(copy / target.relative_to(root)), "root": str(copy),
+                         "original": str(target)})
             variants[job] = (path, action.title, target)
-    statuses = _import_check(jobs, tmp, limit_s=10)
+    # files that import (fault fixtures that loop, sleep or hog memory on purpose are compiled only):
+    # one that takes longer than IMPORTABLE_S is not one, so its import is stopped there, and its
+    # variants are not imported
+    originals, statuses = _import_check([{"id": str(p), "file": str(p), "root": str(root)} for p in files], jobs, tmp)
+    importable = {p for p, (status, seconds) in originals.items() if status == "ok" and seconds < IMPORTABLE_S}
+    assert len(importable) > len(files) // 2, originals  # most fixtures import: the check is real
+    assert statuses and set(statuses) == {job["id"] for job in jobs if job["original"] in importable}  # all of those
     broken = []
     for job, (status, _seconds) in statuses.items():
         if status != "ok":
