@@ -11,8 +11,7 @@ from typing import Any, Optional
 from ..protocol import Lever, TargetResult
 
 NAMES = {"regional": "regional compilation", "dynamic": "dynamic shapes", "static": "static shapes",
-         "guard_filter": "guard filter", "aot_artifact": "aot_compile artifact"}
-NOT_DONE = "AOT artifact and CUDA graphs levers: not done in this version"
+         "guard_filter": "guard filter", "aot_artifact": "aot_compile artifact", "cudagraphs": "CUDA graphs"}
 
 
 def lever_line(lever: Lever) -> str:

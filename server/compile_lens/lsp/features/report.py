@@ -16,6 +16,7 @@ import logging
 import os
 from typing import Any, Callable, Optional
 
+from ...cost import CostInputs
 from ...positions import remap_result, same_file
 from ...protocol import FileReport, Finding, TargetResult
 from ...render.report_html import render_report
@@ -110,9 +111,11 @@ def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional
     elif uri and not reports:
         banner = "This file is not open in the editor, or Compile Lens has not seen it yet."
     trial, trial_bill = _trial(ls, reports)
+    bill = CostInputs.from_settings(bill_settings(reports[0].path, ls.root_for(reports[0].path), ls.settings)) \
+        if reports else None  # prices a restart in the levers section
     page = render_report(reports, title=title, torch_version=runtime.get("torch") or ls.torch_version,
                          device=device, cwd=ls.root, for_webview=True, banner=banner,
-                         trial=trial, trial_bill=trial_bill)
+                         trial=trial, trial_bill=trial_bill, bill=bill)
     return {"html": page, "files": len(reports), "targets": sum(len(r.targets) for r in reports)}
 
 

@@ -17,17 +17,19 @@ CHILD = "compile_lens.worker.levers.child"
 
 def compile_side(target: BuiltTarget, variant: str, *, path: str, root: str, device: str, mode: str,
                  max_seconds: float, progress: Callable[..., None],
-                 shapes: Optional[list[str]] = None) -> dict[str, Any]:
-    """{"cold_s", "cold_cpu_s", "warm_s", "compiles", "recompiles", "busy"} of one side."""
+                 shapes: Optional[list[str]] = None, module: str = CHILD,
+                 extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """{"cold_s", "cold_cpu_s", "warm_s", "compiles", "recompiles", "busy"} of one side (`module`:
+    another child, e.g. the restart paths' `restart_child`, with `extra` in its job)."""
     import os
 
     cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
     job = {"path": path, "root": root, "spec": dataclasses.asdict(target.spec), "device": device, "mode": mode,
-           "variant": variant, "shapes": shapes or [], "what": f"compiling ({variant})"}
+           "variant": variant, "shapes": shapes or [], "what": f"compiling ({variant})", **(extra or {})}
     others = OthersCPU()
     others.start()
     try:
-        found = run_child(job, cache_dir=cache_dir, timeout=cold_limit(max_seconds), progress=progress, module=CHILD)
+        found = run_child(job, cache_dir=cache_dir, timeout=cold_limit(max_seconds), progress=progress, module=module)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
     pct = others.percent()
