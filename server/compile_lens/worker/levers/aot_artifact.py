@@ -87,6 +87,10 @@ def measure(result: TargetResult, target: BuiltTarget, *, path: str, root: str, 
         built = side("aot_save", "building the aot_compile artifact")
         if built.get("graph_breaks"):
             return Lever("aot_artifact", CHANGE, "not measured", data={"graph_breaks": built["graph_breaks"]})
+        if built.get("unsaveable"):  # one graph, but torch cannot write it down: said, not dropped
+            return Lever("aot_artifact", CHANGE, "not measured",
+                         f"not measured: torch cannot save an aot_compile artifact of this model ({built['unsaveable']}; "
+                         "a guard on an object's identity cannot be checked in another process)")
         default = side("default", "compiling the default way, then saving its Mega-Cache")
         loaded = side("aot_load", "loading the aot_compile artifact and calling it")
         mega = side("mega_load", "loading the Mega-Cache and compiling") if default.get("mega_bytes") else None

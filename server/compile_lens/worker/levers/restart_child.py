@@ -11,7 +11,9 @@
 
 A restart's seconds run from importing Dynamo and Inductor to the end of the first call, as the cold
 compile's do (`child`); building the model is outside them on every path. A target Dynamo cannot
-trace to one graph comes back as `{"graph_breaks": torch's message}`: `aot_compile` needs one graph.
+trace to one graph comes back as `{"graph_breaks": torch's message}`: `aot_compile` needs one graph;
+one whose guards torch cannot save as `{"unsaveable": torch's message}` (a guard on an object's
+identity, `ID_MATCH`, as transformers' GPT-2 has on torch 2.13).
 """
 
 from __future__ import annotations
@@ -65,7 +67,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         result["error"] = asdict(exc.problem)
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it
         if job["task"] == "aot_save" and _is_graph_break(exc):
-            return {"graph_breaks": str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__}
+            return {"graph_breaks": _first_line(exc)}
+        if job["task"] == "aot_save" and "cannot be serialized" in str(exc):  # e.g. torch's ID_MATCH guards
+            return {"unsaveable": f"{type(exc).__name__}: {_first_line(exc).rstrip('.')}"}
         result["error"] = asdict(_problem(exc, job, where["stage"]))
     return result
 
@@ -75,6 +79,7 @@ def _entry(model: Any) -> tuple[Callable, Callable[[tuple], tuple]]:
     (the artifact holds the code, never the weights), a function its own arguments."""
     import torch
 
+    model = getattr(model, "_orig_mod", model)  # a module the user's file compiled already: its own forward
     if isinstance(model, torch.nn.Module):
         return type(model).forward, lambda args: (model, *args)
     return model, lambda args: tuple(args)
@@ -142,6 +147,11 @@ def _save_mega(path: str) -> dict[str, Any]:
     with open(path, "wb") as f:
         f.write(saved[0])
     return {"mega_bytes": len(saved[0])}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def _is_graph_break(exc: BaseException) -> bool:
