@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from compile_lens.protocol import InputRecipe, Lever, TargetResult, TargetSpec
-from compile_lens.render.levers_text import lever_line
+from compile_lens.render.levers_text import cudagraph_skips_in, lever_line
 from compile_lens.torch_text.cudagraph_events import LOGGER, SKIP_LOGGER, skip_of
 from compile_lens.worker.levers import cudagraphs
 from compile_lens.worker.levers.phase import run_levers
@@ -79,6 +79,17 @@ def test_the_lever_line_says_how_much_was_graphed():
                   why="forward 1.40×; " + cudagraphs.graphed_words(1, 1, rows))
     assert lever_line(lever) == ("CUDA graphs: better — forward 1.40×; 1 of 2 graph(s) CUDA-graphed; "
                                  "skipped: mutated inputs (1 instances) at model.py:6")
+
+
+def test_a_skip_goes_on_the_line_torch_traced_it_to_in_that_file_only():
+    rows = [{"reason": "mutated inputs (1 instances)", "path": "/w/model.py", "line": 16},
+            {"reason": "multiple devices: …", "path": None, "line": None},
+            {"reason": "cpu device (l_y_)", "path": "/w/other.py", "line": 3}]
+    result = TargetResult("Mutates", "module", 9, levers=[Lever("cudagraphs", cudagraphs.CHANGE, "worse",
+                                                                data={"skips": rows})])
+    assert cudagraph_skips_in([result], "/w/model.py") == [(16, "CUDA graphs skipped: mutated inputs (1 instances)",
+                                                             "Mutates")]
+    assert cudagraph_skips_in([result], "/w/none.py") == []
 
 
 def test_applies_only_on_a_gpu_and_not_where_the_mode_graphs_already():
