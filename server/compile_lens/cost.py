@@ -159,19 +159,27 @@ def gpu_bill(inputs: CostInputs, *, eager_step_s: Optional[float], compiled_step
 
 def restart_lines(paths: dict[str, Optional[float]], inputs: CostInputs) -> list[str]:
     """`GPU bill: the fastest restart measured is …`: the quickest of the measured restart paths
-    (seconds from a fresh process to its first call), with its cost per restart when a price is set."""
+    (seconds from a fresh process to its first call), with its cost per restart when a price is set;
+    when that is this machine's own disk cache ("warm"), also the quickest a fresh machine can have."""
     measured = {k: v for k, v in paths.items() if v is not None}
     if not measured:
         return []
-    best = min(measured, key=lambda k: measured[k])
     gpus = max(1, int(inputs.gpus))
+    price = inputs.price_per_gpu_hour
+
+    def priced(seconds: float) -> str:
+        return f" = {seconds / 3600 * gpus * price:,.2f}" if price is not None else ""
+
+    best = min(measured, key=lambda k: measured[k])
     text = f"GPU bill: the fastest restart measured is {measured[best]:.1f} s ({COMPILE_SOURCES.get(best, best)})"
+    text += f" on {gpus} GPUs{priced(measured[best])} per restart" if price is not None else ""
+    fresh = {k: v for k, v in measured.items() if k != "warm"}
+    if best == "warm" and fresh:
+        other = min(fresh, key=lambda k: fresh[k])
+        text += f"; on a fresh machine {fresh[other]:.1f} s ({COMPILE_SOURCES.get(other, other)}){priced(fresh[other])}"
     cold = measured.get("cold")
-    if inputs.price_per_gpu_hour is not None:
-        each = measured[best] / 3600 * gpus * inputs.price_per_gpu_hour
-        text += f" on {gpus} GPUs = {each:,.2f} per restart"
-        if cold is not None and best != "cold":
-            text += f" (cold: {cold:.1f} s = {cold / 3600 * gpus * inputs.price_per_gpu_hour:,.2f})"
-    elif cold is not None and best != "cold":
-        text += f", against {cold:.1f} s cold; set a GPU price per hour for money figures"
+    if cold is not None and best != "cold":
+        text += f" (cold: {cold:.1f} s{priced(cold)})"
+    if price is None:
+        text += "; set a GPU price per hour for money figures"
     return [text]

@@ -85,7 +85,11 @@ def test_the_gpu_bill_prices_a_restart_at_the_fastest_path():
     assert line == ("GPU bill: the fastest restart measured is 4.8 s (a fresh process loading the aot_compile "
                     "artifact) on 8 GPUs = 0.04 per restart (cold: 35.0 s = 0.28)")
     [line] = restart_lines(PATHS, CostInputs())
-    assert line.endswith("against 35.0 s cold; set a GPU price per hour for money figures")
+    assert line.endswith("(cold: 35.0 s); set a GPU price per hour for money figures")
+    [line] = restart_lines({**PATHS, "warm": 0.13}, CostInputs(price_per_gpu_hour=3.6, gpus=8))
+    assert line == ("GPU bill: the fastest restart measured is 0.1 s (this machine's disk cache) on 8 GPUs = 0.00 "
+                    "per restart; on a fresh machine 4.8 s (a fresh process loading the aot_compile artifact) = 0.04 "
+                    "(cold: 35.0 s = 0.28)")
     assert restart_lines({"cold": None}, CostInputs()) == []
 
 
