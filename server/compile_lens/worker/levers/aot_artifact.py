@@ -112,7 +112,7 @@ def measure(result: TargetResult, target: BuiltTarget, *, path: str, root: str, 
                         **({"mega_missing": default["mega_missing"]} if default.get("mega_missing") else {})})
     ratio = compile_change(default, loaded, default.get("busy") or loaded.get("busy"))
     restart = f"restart {paths['cold']:.1f} s → {paths['aot_artifact']:.1f} s"
-    every = f"restart paths (fresh process to first call): {paths_words(paths)}"
+    every = f"restart paths (importing Dynamo to the first call): {paths_words(paths)}"
     if ratio is None:
         lever.verdict = "inconclusive"
         lever.why = f"{restart}, but {default.get('busy') or loaded.get('busy') or 'the wall and CPU clocks disagree'}; {every}"

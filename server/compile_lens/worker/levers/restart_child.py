@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict
 from typing import Any, Callable
 
-from .child import _build, _cpu_s
+from .child import _build, _cpu_s, descendants_cpu_s
 from .child import run as run_side
 
 
@@ -63,6 +63,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 torch.cuda.synchronize()
         result["cold_s"] = time.perf_counter() - t0
         result["cold_cpu_s"] = _cpu_s() - cpu0
+        result["descendants_cpu_s"] = descendants_cpu_s()
     except TargetError as exc:
         result["error"] = asdict(exc.problem)
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it
