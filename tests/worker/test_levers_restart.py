@@ -17,7 +17,16 @@ import pytest
 import torch
 
 from compile_lens.cost import CostInputs, restart_lines
-from compile_lens.protocol import FileReport, InputRecipe, Lever, Phase, TargetResult, TargetSpec
+from compile_lens.protocol import (
+    Benchmark,
+    FileReport,
+    InputRecipe,
+    Lever,
+    Phase,
+    TargetResult,
+    TargetSpec,
+    Timing,
+)
 from compile_lens.render.report_levers import levers_section
 from compile_lens.worker.levers import aot_artifact
 from compile_lens.worker.levers.sides import compile_side
@@ -89,6 +98,20 @@ def test_the_fastest_path_measured_is_named():
     assert aot_artifact.fastest({k: None for k in PATHS}) is None
     words = aot_artifact.paths_words(PATHS)
     assert words.endswith("aot_compile artifact 4.8 s (fastest)") and "remote" not in words
+
+
+def test_the_remote_path_is_a_restart_path_only_when_the_measurement_timed_the_forward_alone():
+    forward = Timing(1.0, 0.5, 2.0, 0.1, 0.1)
+    default, loaded = {"cold_s": 35.004, "warm_s": 7.5}, {"cold_s": 4.75}
+    served_forward = Benchmark("cpu", "cpu", "default", forward, None, {"cold": 30.0, "warm_remote": 6.0}, None, {},
+                               {}, {}, "faster")
+    paths, apart = aot_artifact.restart_paths(default, {"cold_s": 12.0}, loaded, served_forward)
+    assert paths == {"cold": 35.0, "warm": 7.5, "mega_cache": 12.0, "warm_remote": 6.0, "aot_artifact": 4.75}
+    assert apart == {}
+    served_train = dataclasses.replace(served_forward, train_step=forward)  # its first workload: the train step
+    paths, apart = aot_artifact.restart_paths(default, None, loaded, served_train)
+    assert paths["warm_remote"] is None and paths["mega_cache"] is None and apart == {"warm_remote_train_step_s": 6.0}
+    assert aot_artifact.restart_paths(default, None, loaded, None)[0]["warm_remote"] is None
 
 
 def test_the_gpu_bill_prices_a_restart_at_the_fastest_path():

@@ -8,7 +8,8 @@ fresh process from importing Dynamo and Inductor to the end of the first call (`
 - mega_cache: an empty cache folder loaded with the default compile's Mega-Cache
   (`torch.compiler.save_cache_artifacts` / `load_cache_artifacts`);
 - warm_remote: the measurement's own figure, a fresh process served by the team's remote cache
-  (only where the measurement ran with one);
+  (only where the measurement ran with one, and only when it measured the forward alone: a served
+  train step is not the same first call, and stays apart as `warm_remote_train_step_s`);
 - aot_artifact: an empty cache folder, the artifact loaded and called (the lever's `after`).
 
 `fastest` names the quickest path measured: the GPU bill prices a restart at it (`cost.restart_line`).
@@ -22,7 +23,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ...protocol import Lever, TargetResult
+from ...protocol import Benchmark, Lever, TargetResult
 from ..loader import BuiltTarget
 from ..measure.workload import compile_kwargs
 from .judge import compile_change
@@ -71,6 +72,19 @@ def paths_words(paths: dict[str, Optional[float]]) -> str:
                      for k, v in paths.items() if v is not None)
 
 
+def restart_paths(default: dict[str, Any], mega: Optional[dict[str, Any]], loaded: dict[str, Any],
+                  bench: Optional[Benchmark]) -> tuple[dict[str, Optional[float]], dict[str, float]]:
+    """Seconds per restart path (None: not measured), and what was measured of another first call: the
+    measurement's served compile is of its first workload, the forward only when it timed no train step."""
+    remote = (bench.compile_s or {}).get("warm_remote") if bench else None
+    forward_remote = remote if bench is not None and bench.train_step is None else None
+    paths = {"cold": default["cold_s"], "warm": default.get("warm_s"),
+             "mega_cache": mega["cold_s"] if mega else None, "warm_remote": forward_remote,
+             "aot_artifact": loaded["cold_s"]}
+    apart = {"warm_remote_train_step_s": round(remote, 2)} if remote is not None and forward_remote is None else {}
+    return {k: round(v, 2) if v is not None else None for k, v in paths.items()}, apart
+
+
 def measure(result: TargetResult, target: BuiltTarget, *, path: str, root: str, device: str, mode: str,
             max_seconds: float, progress: Callable[..., None]) -> Lever:
     """The lever; one that `dropped` says of when the target does not trace to one graph (not shown)."""
@@ -96,12 +110,7 @@ def measure(result: TargetResult, target: BuiltTarget, *, path: str, root: str, 
         mega = side("mega_load", "loading the Mega-Cache and compiling") if default.get("mega_bytes") else None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    bench = result.benchmark
-    paths = {"cold": default["cold_s"], "warm": default.get("warm_s"),
-             "mega_cache": mega["cold_s"] if mega else None,
-             "warm_remote": (bench.compile_s or {}).get("warm_remote") if bench else None,
-             "aot_artifact": loaded["cold_s"]}
-    paths = {k: round(v, 2) if v is not None else None for k, v in paths.items()}
+    paths, apart = restart_paths(default, mega, loaded, result.benchmark)
     best = fastest(paths)
     lever = Lever("aot_artifact", CHANGE, "no change",
                   compile_s={"before": paths["cold"], "after": paths["aot_artifact"],
@@ -109,7 +118,8 @@ def measure(result: TargetResult, target: BuiltTarget, *, path: str, root: str, 
                   data={"paths": paths, "fastest": best, "build_s": _r(built.get("cold_s")),
                         "artifact_bytes": built.get("bytes"), "mega_bytes": default.get("mega_bytes"),
                         "max_abs_error": loaded.get("max_abs_error"),
-                        **({"mega_missing": default["mega_missing"]} if default.get("mega_missing") else {})})
+                        **({"mega_missing": default["mega_missing"]} if default.get("mega_missing") else {}),
+                        **apart})
     ratio = compile_change(default, loaded, default.get("busy") or loaded.get("busy"))
     restart = f"restart {paths['cold']:.1f} s → {paths['aot_artifact']:.1f} s"
     every = f"restart paths (importing Dynamo to the first call): {paths_words(paths)}"
