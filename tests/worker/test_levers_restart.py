@@ -80,7 +80,7 @@ def test_a_traced_graph_break_keeps_the_lever_out_before_anything_compiles():
     broken = TargetResult("M", "module", 1, graph_count=2)
     assert not aot_artifact.applies(broken, torch.nn.Linear(2, 2))
     assert aot_artifact.applies(TargetResult("M", "module", 1, graph_count=1), torch.nn.Linear(2, 2))
-    assert aot_artifact.applies(TargetResult("M", "module", 1), torch.nn.Linear(2, 2))  # not traced: tried
+    assert not aot_artifact.applies(TargetResult("M", "module", 1), torch.nn.Linear(2, 2))  # not traced: not known
 
 
 def test_a_torch_without_aot_compile_says_so(monkeypatch):

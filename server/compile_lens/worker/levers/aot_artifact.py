@@ -50,8 +50,8 @@ def missing() -> Optional[str]:
 
 
 def applies(result: TargetResult, obj: Any) -> bool:
-    """One graph as far as the trace saw (not traced: tried, and dropped if it breaks)."""
-    return callable(obj) and not result.graph_breaks and (result.graph_count is None or result.graph_count <= 1)
+    """The trace saw one graph and no break (a target not traced is not known to be one: not tried)."""
+    return callable(obj) and not result.graph_breaks and result.graph_count == 1
 
 
 def dropped(lever: Lever) -> bool:
