@@ -33,6 +33,7 @@ CHILD = "compile_lens.worker.levers.restart_child"
 CHANGE = "torch.compile(..., fullgraph=True).aot_compile(...) saved once, loaded at each start"
 PATHS = {"cold": "cold compile", "warm": "warm (this machine's disk cache)",
          "mega_cache": "Mega-Cache artifact", "warm_remote": "remote cache", "aot_artifact": "aot_compile artifact"}
+ERROR_SAID = 1e-4  # the loaded artifact's output against eager, above which the lever says so
 CHILDREN = 4  # fresh processes: default (+ its Mega-Cache), aot build, aot load, Mega-Cache load
 
 
@@ -133,6 +134,10 @@ def measure(result: TargetResult, target: BuiltTarget, *, path: str, root: str, 
         lever.verdict, lever.why = "worse", f"{restart}; {every}"
     else:
         lever.why = f"{restart} (within the noise of one restart each); {every}"
+    error = loaded.get("max_abs_error")
+    if error is not None and error > ERROR_SAID:  # said whatever the clocks say; no edit offered on it
+        lever.why += f"; the loaded artifact's first output differs from eager by up to {error:.2g}"
+        lever.action = ""
     return lever
 
 
