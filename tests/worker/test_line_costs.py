@@ -1,4 +1,4 @@
-"""Where the forward's time goes, line by line (worker/measure/line_costs.py), against real torch
+"""Where the forward's and the train step's time go, line by line (worker/measure/line_costs.py), against real torch
 and Inductor on the CPU (CUDA under scripts/gpu-check): one profiled compile of `Lines` is shared by the tests of its figures.
 
 What is checked is what must hold on any machine: lines + unattributed = the compiled profile's
@@ -167,3 +167,49 @@ def test_lines_come_from_this_compile_not_a_cached_one(profiled, tmp_path):
     compiled = {(ln.path, ln.line) for ln in found.lines if ln.compiled_us}
     assert compiled and all(path == str(moved) for path, _ in compiled), compiled
     assert (str(moved), line("matmul") + 1) in compiled
+
+
+@pytest.fixture(scope="module")
+def trained(one_thread):
+    """The train step (forward, loss, backward, SGD step) of `Lines`, profiled once for the tests below."""
+    from compile_lens.worker.measure.workload import Model
+
+    torch.manual_seed(0)
+    model = import_file(str(MODELS), ROOT).Lines().to(DEVICE)
+    x = torch.randn(256, 1024, device=DEVICE)
+    eager = Model(model, model, (x,), False)
+
+    def make():
+        _clear_in_memory_caches()
+        other = copy.deepcopy(model)
+        return Model(torch.compile(other), other, (x,), False).run("train")
+
+    found = line_costs.measure(eager.run("train"), make, root=ROOT, device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
+    yield found
+    torch._dynamo.reset()
+
+
+def test_train_step_backward_kernels_go_to_the_forward_lines_they_came_from(trained):
+    assert trained.note is None and trained.compiled_note is None, (trained.note, trained.compiled_note)
+    assert any(g.backward for g in trained.graphs) and any(not g.backward for g in trained.graphs)
+    lines = by_line(trained)
+    matmul = lines[("models.py", line("matmul"))]
+    assert {(k.kind, k.backward) for k in matmul.kernels} >= {("extern", False), ("extern", True)}, matmul.kernels
+    # a backward kernel named on a line is one the backward graph's output code defines
+    backward_code = {k for g in trained.graphs if g.backward for k in provenance.output_code_kernels(g.output_code)}
+    named = {k.name for ln in trained.lines for k in ln.kernels if k.backward and k.kind == "generated"}
+    assert named and named <= backward_code, (named, backward_code)
+    assert any(k.backward for k in lines[("models.py", line("after break"))].kernels)  # the second frame's backward
+    assert any(k.backward for k in lines[("models.py", line("relu"))].kernels)
+
+
+def test_train_step_lines_add_up_and_the_sgd_step_is_on_no_line(trained):
+    compiled = sum(ln.compiled_us for ln in trained.lines)
+    assert compiled + trained.unattributed_us == pytest.approx(trained.profile_us["compiled"], abs=0.05 * len(trained.lines) + 0.05)
+    assert line_costs.WHY_OPTIMIZER in trained.unattributed_why
+    assert "eager: " + line_costs.WHY_OPTIMIZER in trained.unattributed_why
+    # every line is a line of the model: the loss and the SGD step (Compile Lens's loop) are on none
+    assert {Path(ln.path).name for ln in trained.lines} == {"models.py"}
+    top_eager = max(trained.lines, key=lambda ln: ln.eager_us or 0)
+    top_compiled = max(trained.lines, key=lambda ln: ln.compiled_us or 0)
+    assert top_eager.line == top_compiled.line == line("matmul")
