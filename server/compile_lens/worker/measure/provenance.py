@@ -35,10 +35,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-# `  File "/path/m.py", line 17, in forward` in the stack traces Inductor keeps per FX node
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+from ...torch_text import kernel_provenance
+
 _GRAPH_PREFIX = re.compile(r'RecordFunction\w*\s+\w+\("(graph_\d+)_')
-_CPP_KERNEL = re.compile(r"^(cpp_|triton_)")
 KERNEL = "compile_lens.kernel:"  # the range `kernel_ranges` opens: "compile_lens.kernel:0:cpp_fused_relu_0"
 
 
@@ -116,7 +115,7 @@ class _Catch(logging.Handler):
             name = (meta.get("artifact") or {}).get("name")
             if name == "inductor_provenance_tracking_node_mappings":
                 self._maps[cid] = json.loads(getattr(record, "payload", "") or "{}") or {}
-            elif name == "inductor_provenance_tracking_kernel_stack_traces":
+            elif name == kernel_provenance.STACK_TRACES:
                 stacks = json.loads(getattr(record, "payload", "") or "{}") or {}
                 code = self._code if self._code and self._code[0] == cid else (cid, "", None)
                 graph = _graph(cid, stacks, self._maps.pop(cid, {}), code[1])
@@ -136,37 +135,8 @@ def _compile_id(meta: dict[str, Any]) -> Optional[str]:
 def _graph(cid: Optional[str], stacks: dict[str, list[str]], maps: dict[str, Any], code: str) -> Graph:
     prefix = _GRAPH_PREFIX.search(code)
     graph = Graph(cid, prefix.group(1) if prefix else None, output_code=code)
-    keys = list(stacks) + [k for k in (maps.get("cppCodeToPost") or {}) if k not in stacks]
-    for key in keys:
-        name, _, handle = key.rpartition(":")
-        if not name:
-            name, handle = key, "0"
-        graph.kernels.append(Kernel(_short(name), _kind(name), int(handle) if handle.isdigit() else 0,
-                                    [_frames(s) for s in stacks.get(key, [])]))
-    graph.kernels.sort(key=lambda k: k.order)
+    graph.kernels = [Kernel(name, kind, order, frames) for name, kind, order, frames in kernel_provenance.kernels(stacks, maps)]
     return graph
-
-
-def _kind(name: str) -> str:
-    if name.startswith("extern_kernels."):
-        return "extern"
-    if _CPP_KERNEL.match(name):
-        return "generated"
-    return "fallback"
-
-
-def _short(name: str) -> str:
-    """`torch.ops.aten._fft_r2c.default` → `aten._fft_r2c`; others as Inductor names them."""
-    if name.startswith("torch.ops."):
-        parts = name.split(".")[2:]
-        if len(parts) >= 3 and parts[-1] in ("default", "Tensor", "Scalar", "int", "dim", "self", "out"):
-            parts = parts[:-1]
-        return ".".join(parts)
-    return name
-
-
-def _frames(stack: str) -> list[tuple[str, int]]:
-    return [(m.group(1), int(m.group(2))) for m in _FRAME.finditer(stack)]
 
 
 def aten_name(kernel: Kernel) -> Optional[str]:
