@@ -213,3 +213,56 @@ def test_train_step_lines_add_up_and_the_sgd_step_is_on_no_line(trained):
     top_eager = max(trained.lines, key=lambda ln: ln.eager_us or 0)
     top_compiled = max(trained.lines, key=lambda ln: ln.compiled_us or 0)
     assert top_eager.line == top_compiled.line == line("matmul")
+
+
+TRITON_MODEL = '''import torch
+
+
+def forward(a, b, c):
+    x = a * 3.14
+    y = torch.addmm(c, x, b)
+    z = torch.nn.functional.gelu(y)
+    return z
+'''
+
+
+def test_triton_kernels_replayed_on_the_cpu_go_to_their_lines(tmp_path):
+    """The CUDA path's names, on the CPU: a graph's provenance as Inductor writes it for CUDA (torch's
+    own test_provenance_tracing: `triton_poi_fused_mul_0:1`, `extern_kernels.mm:2`,
+    `triton_poi_fused_addmm_gelu_1:3`), and a real profile of a call shaped as the compiled one runs on
+    a GPU: the compiled region, `## Call CompiledFxGraph`, each Triton launch in a range named after its
+    kernel (`_RecordFunctionFast`, as Inductor's launcher opens it) and the extern `aten::mm`. The
+    CUDA time itself (`self_device_time_total`) is scripts/gpu-check's."""
+    source = tmp_path / "tri.py"
+    source.write_text(TRITON_MODEL)
+    at = {tag: i for i, text in enumerate(TRITON_MODEL.splitlines(), 1) for tag in ("x =", "y =", "z =") if tag in text}
+
+    def stack(n):
+        return f'  File "{source}", line {n}, in forward\n    {TRITON_MODEL.splitlines()[n - 1].strip()}\n'
+
+    stacks = {"triton_poi_fused_mul_0:1": [stack(at["x ="])], "extern_kernels.mm:2": [stack(at["y ="])],
+              "triton_poi_fused_addmm_gelu_1:3": [stack(at["y ="]), stack(at["z ="])]}
+    graphs = [provenance._graph("0/0", stacks, {}, "")]
+    a, b, c = torch.randn(64, 64), torch.randn(64, 64), torch.randn(64)
+    fast = torch._C._profiler._RecordFunctionFast
+
+    def compiled_call():
+        with torch.profiler.record_function("Torch-Compiled Region: 0/0"), \
+                torch.profiler.record_function("## Call CompiledFxGraph replay ##"):
+            with fast("triton_poi_fused_mul_0"):
+                x = a * 3.14
+            y = torch.mm(x, b)
+            with fast("triton_poi_fused_addmm_gelu_1"):
+                z = torch.nn.functional.gelu(y + c)
+        return z
+
+    prof = line_costs._profile(compiled_call, 5, "cpu")
+    events, n = line_costs._quiet(line_costs._events(prof), "cpu")
+    found = line_costs._attribute(events, graphs, line_costs._Places(str(tmp_path)), "cpu", n)
+    lines = {where[1]: us for where, us in found.per_line.items()}
+    assert set(lines) == {at["x ="], at["y ="], at["z ="]}, lines
+    names = {where[1]: {(k.name, k.kind) for k in shares.values()} for where, shares in found.kernels.items()}
+    assert names[at["x ="]] == {("triton_poi_fused_mul_0", "generated")}
+    assert names[at["y ="]] == {("extern_kernels.mm", "extern"), ("triton_poi_fused_addmm_gelu_1", "generated")}
+    assert found.fused[(str(source), at["z ="])] == {(str(source), at["y ="])}
+    assert found.total == pytest.approx(sum(found.per_line.values()) + sum(found.loose.values()), rel=1e-6)
