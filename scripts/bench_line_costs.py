@@ -31,6 +31,19 @@ TARGETS = [  # (file, target, inputs): the examples that measure (graph breaks i
 ]
 
 
+PARTS: dict[str, float] = {}
+
+
+def _clocked(fn, name):
+    def call(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            PARTS[name] = PARTS.get(name, 0.0) + time.perf_counter() - t0
+    return call
+
+
 def child(path: str, name: str, inputs: str, root: str, seconds: float, off: bool) -> None:
     from compile_lens.protocol import InputRecipe, TargetSpec
     from compile_lens.worker.loader import build_target, import_file
@@ -48,6 +61,8 @@ def child(path: str, name: str, inputs: str, root: str, seconds: float, off: boo
             shipped(*a, **k)
             step_cpu[0] += time.process_time() - c0
         line_costs.after_timing = counted
+        for part in ("eager_lines", "compiled_lines", "_profile"):  # where the step's seconds go
+            setattr(line_costs, part, _clocked(getattr(line_costs, part), part))
     line = next(n.lineno for n in ast.walk(ast.parse(open(path).read()))
                 if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == name)
     spec = TargetSpec(name, "module" if name[0].isupper() else "function", line, inputs=InputRecipe("directive", inputs))
@@ -58,7 +73,7 @@ def child(path: str, name: str, inputs: str, root: str, seconds: float, off: boo
     f = b.forward
     t = b.train_step
     compiled_lines = sum(ln.compiled_us or 0.0 for ln in f.lines)
-    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "line_costs_cpu_s": step_cpu[0],
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "line_costs_cpu_s": step_cpu[0], "parts_s": {k: round(v, 2) for k, v in PARTS.items()},
                       "line_costs_s": b.phases_s.get("line_costs"), "lines": len(f.lines),
                       "train_lines": len(t.lines) if t else None, "train_note": t.lines_note if t else None,
                       "note": f.lines_note, "compiled_note": f.compiled_lines_note,
@@ -95,7 +110,7 @@ def main() -> None:
         print(f"{file}:{name}: wall before {a['wall_s']:.1f} s, after {b['wall_s']:.1f} s; CPU (all processes) "
               f"before {a['all_cpu_s']:.1f} s, after {b['all_cpu_s']:.1f} s; line-cost step "
               f"{b['line_costs_s'] or 0:.2f} s = {share:.0%} of the after run (its CPU {b['line_costs_cpu_s']:.2f} s "
-              f"in-process); lines {b['lines']}, train-step lines {b['train_lines']} {b['train_note'] or ''}; "
+              f"in-process; parts {b['parts_s']}); lines {b['lines']}, train-step lines {b['train_lines']} {b['train_note'] or ''}; "
               f"lines+unattributed {b['sum_check_us'][0]:.1f} µs vs profile {b['sum_check_us'][1]} µs; "
               f"compiled lines {b['compiled_lines_us']:.1f} µs vs measured compiled call {b['compiled_call_us']:.1f} µs; "
               f"notes {b['note']!r} {b['compiled_note']!r}; top {b['top']}; frames {b['frames']}")
