@@ -143,3 +143,12 @@ def test_train_step_lines_in_json_cli_and_report():
     report = FileReport(PATH, [TargetResult("Net", "module", 10, benchmark=b)])
     html = report_html.render_report([report], title="t", torch_version="2.13", device="cpu", cwd="/ws")
     assert "· train step (forward + backward)</h3>" in html and "backward of line 15" in html
+
+
+def test_hints_show_the_forward_and_the_train_step_only_where_the_forward_is_not_costly():
+    b = bench(timing())
+    b.train_step = train_timing()
+    b.train_step.lines.append(LineCost(PATH, 50, 400.0, 100.0, [KernelShare("extern_kernels.mm", "extern", 100.0, 1, True)]))
+    found = {ln.line: lc.hint_label(ln, t) for ln, t in lc.costly_in_file({"Net": b}, PATH)}
+    assert found[15] == "0.81 ms → 0.20 ms"  # the forward's
+    assert found[50] == "train 0.40 ms → 0.10 ms"  # only the train step (a backward) makes it costly
