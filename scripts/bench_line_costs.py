@@ -87,25 +87,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-seconds", type=float, default=20.0)
     parser.add_argument("--only", default=None)
+    parser.add_argument("--after-only", action="store_true", help="only the run with the step on (e.g. another "
+                        "checkout's code: PYTHONPATH=/other/server)")
     parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         path, name, inputs, root, seconds, off = args.child
         child(path, name, inputs, root, float(seconds), off == "1")
         return
-    print(f"load average before: {os.getloadavg()}; code: {os.path.dirname(sys.modules['compile_lens'].__file__) if 'compile_lens' in sys.modules else ''}")
+    import compile_lens
+
+    print(f"load average before: {os.getloadavg()}; code: {os.path.dirname(compile_lens.__file__)}")
     for file, name, inputs in TARGETS:
         if args.only and args.only != name:
             continue
         runs = {}
-        for label, off in (("before", "1"), ("after", "0")):
+        for label, off in ((("before", "1"),) if not args.after_only else ()) + (("after", "0"),):
             kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             out = subprocess.run([sys.executable, __file__, "--child", os.path.join(EXAMPLES, file), name, inputs,
                                   EXAMPLES, str(args.max_seconds), off], capture_output=True, text=True, check=True)
             runs[label] = json.loads(out.stdout.strip().splitlines()[-1])
             kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the child and its fresh processes, C++ builds included
             runs[label]["all_cpu_s"] = kids.ru_utime + kids.ru_stime - kids0.ru_utime - kids0.ru_stime
-        a, b = runs["before"], runs["after"]
+        b = runs["after"]
+        a = runs.get("before") or {"wall_s": float("nan"), "all_cpu_s": float("nan")}
         share = (b["line_costs_s"] or 0) / b["wall_s"]
         print(f"{file}:{name}: wall before {a['wall_s']:.1f} s, after {b['wall_s']:.1f} s; CPU (all processes) "
               f"before {a['all_cpu_s']:.1f} s, after {b['all_cpu_s']:.1f} s; line-cost step "
