@@ -91,3 +91,15 @@ def test_the_text_shows_each_line_and_a_trace_without_provenance_has_none(import
     doc = import_json(import_trace(str(plain), str(imported["ws"])))
     assert all(t["lines"] == [] for e in doc["files"] for t in e["targets"])
     json.dumps(doc)  # still JSON
+
+
+def test_a_backward_graph_names_only_its_own_kernels(imported):
+    """Inductor's globals make each lazily compiled backward graph's artifacts also list the backward
+    graphs compiled before it (`kernel_provenance`, stale entries): 0/0's backward is compiled after
+    1/0's (the backward runs the frames in reverse), so without dropping them the lines after the
+    break would get kernels of compile 0/0."""
+    lines = lines_of(imported["doc"], imported["ws"])
+    brk = line("scale = x.abs().max().item()")
+    for n, ln in lines.items():  # the break's own line starts the resumed frame: it may have both
+        frames = {k["compile_id"].split("/")[0] for k in ln["kernels"]}
+        assert n == brk or frames == ({"0"} if n < brk else {"1"}), (n, ln["kernels"])

@@ -266,3 +266,28 @@ def test_triton_kernels_replayed_on_the_cpu_go_to_their_lines(tmp_path):
     assert names[at["y ="]] == {("extern_kernels.mm", "extern"), ("triton_poi_fused_addmm_gelu_1", "generated")}
     assert found.fused[(str(source), at["z ="])] == {(str(source), at["y ="])}
     assert found.total == pytest.approx(sum(found.per_line.values()) + sum(found.loose.values()), rel=1e-6)
+
+
+def test_a_second_train_step_names_none_of_the_firsts_lines(trained, tmp_path):
+    """Inductor's provenance globals keep every earlier lazily compiled backward graph's kernels
+    (`kernel_provenance`, stale entries): after `trained`, another model's train step must still name
+    only its own lines."""
+    from compile_lens.worker.measure.workload import Model
+
+    other = tmp_path / "other.py"
+    other.write_text("import torch\n\n\nclass Two(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "        self.a = torch.nn.Linear(64, 64)\n\n    def forward(self, x):\n"
+                     "        return torch.tanh(self.a(x))\n")
+    model = import_file(str(other), str(tmp_path)).Two().to(DEVICE)
+    x = torch.randn(32, 64, device=DEVICE)
+    eager = Model(model, model, (x,), False)
+
+    def make():
+        _clear_in_memory_caches()
+        copied = copy.deepcopy(model)
+        return Model(torch.compile(copied), copied, (x,), False).run("train")
+
+    found = line_costs.measure(eager.run("train"), make, root=str(tmp_path), device=DEVICE, eager_ms=1.0, compiled_ms=1.0)
+    assert found.note is None and found.compiled_note is None, (found.note, found.compiled_note)
+    assert {(Path(ln.path).name, ln.line) for ln in found.lines if ln.compiled_us} == {("other.py", 10)}
+    assert any(k.backward for ln in found.lines for k in ln.kernels)

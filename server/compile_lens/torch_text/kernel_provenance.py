@@ -9,6 +9,14 @@ the artifacts `inductor_provenance_tracking_node_mappings` ({"preToPost", "postT
 (a generated C++ kernel), `triton_poi_fused_x_0:1` (Triton), `extern_kernels.addmm:1` (a library
 kernel), `torch.ops.aten._fft_r2c.default:3` (an aten op Inductor did not lower); the handle is the
 order in which the graph's `call()` runs them. A stack trace text is Python's: `File "m.py", line 17, in forward`.
+
+Stale entries (torch 2.13): Inductor keeps these maps in module globals that it resets around a
+forward compile and *restores* after it; a backward compiled later (lazily, at the first
+`.backward()`) adds to the restored globals, so each backward graph's artifacts also list every
+kernel of the backward graphs compiled before it in the process (seen: a second model's backward
+naming the first model's `extern_kernels.mm` at the first model's lines). The handle counter is
+not reset for them either, so a new kernel always has a new key: a key an earlier backward graph
+listed is stale (`keys`, `kernels(stale=...)`).
 """
 
 from __future__ import annotations
@@ -46,15 +54,23 @@ def frames(stack: str) -> list[tuple[str, int]]:
     return [(m.group(1), int(m.group(2))) for m in _FRAME.finditer(stack)]
 
 
-def kernels(stacks: Any, maps: Any = None) -> list[tuple[str, str, int, list[list[tuple[str, int]]]]]:
-    """(name, kind, order, stacks per node) for each kernel of one graph, in `call()`'s order; a
-    kernel the node mappings name without a stack trace has none. Anything of another shape is skipped."""
+def keys(stacks: Any, maps: Any = None) -> list[str]:
+    """The kernel keys of one graph's artifacts: its stack traces', then those only the node mappings name."""
     stacks = stacks if isinstance(stacks, dict) else {}
-    code_to_post = (maps or {}).get("cppCodeToPost") if isinstance(maps, dict) else None
-    keys = [k for k in stacks if isinstance(k, str)]
-    keys += [k for k in (code_to_post if isinstance(code_to_post, dict) else {}) if isinstance(k, str) and k not in stacks]
+    code_to_post = maps.get("cppCodeToPost") if isinstance(maps, dict) else None
+    found = [k for k in stacks if isinstance(k, str)]
+    return found + [k for k in (code_to_post if isinstance(code_to_post, dict) else {}) if isinstance(k, str) and k not in stacks]
+
+
+def kernels(stacks: Any, maps: Any = None, stale: Any = ()) -> list[tuple[str, str, int, list[list[tuple[str, int]]]]]:
+    """(name, kind, order, stacks per node) for each kernel of one graph, in `call()`'s order, less
+    the `stale` keys (see above); a kernel the node mappings name without a stack trace has none.
+    Anything of another shape is skipped."""
+    stacks = stacks if isinstance(stacks, dict) else {}
     out = []
-    for key in keys:
+    for key in keys(stacks, maps):
+        if key in stale:
+            continue
         name, _, handle = key.rpartition(":")
         if not name:
             name, handle = key, "0"

@@ -220,6 +220,7 @@ class _Folder:
         self.pending_reasons: dict[str, list[str]] = {}
         self.node_maps: dict[Optional[str], object] = {}  # a graph's node mappings, until its stack traces come
         self.graphs_of: dict[str, int] = {}  # provenance graphs seen per compile id: the second is the backward
+        self.stale: set[str] = set()  # kernel keys earlier backward graphs listed (`kernel_provenance`: stale entries)
 
     def function(self, frame: int, name: str, path: str, line: int) -> CompiledFunction:
         if frame in self.by_frame:
@@ -293,9 +294,11 @@ class _Folder:
         elif name == kernel_provenance.STACK_TRACES and fn is not None and cid is not None:
             backward = self.graphs_of.get(cid, 0) > 0
             self.graphs_of[cid] = self.graphs_of.get(cid, 0) + 1
-            for kname, kind, _, stacks in kernel_provenance.kernels(json.loads(record.payload or "{}"),
-                                                                    self.node_maps.pop(cid, None)):
+            payload, maps = json.loads(record.payload or "{}"), self.node_maps.pop(cid, None)
+            for kname, kind, _, stacks in kernel_provenance.kernels(payload, maps, self.stale if backward else ()):
                 fn.kernels.append(SeenKernel(kname, kind, cid, backward, stacks))
+            if backward:
+                self.stale.update(kernel_provenance.keys(payload, maps))
         elif name == "recompile_reasons" and cid is not None:
             self.pending_reasons[cid] = reasons_of(record.payload)
 

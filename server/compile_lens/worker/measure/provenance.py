@@ -100,6 +100,7 @@ class _Catch(logging.Handler):
         self._code: Optional[tuple[Optional[str], str, Optional[str]]] = None  # the last output code: (compile id, text, file)
         self._maps: dict[Optional[str], dict[str, Any]] = {}
         self._joint: set[Optional[str]] = set()  # compile ids AOTAutograd split into forward and backward
+        self.stale: set[str] = set()  # kernel keys earlier backward graphs listed (`kernel_provenance`, stale entries)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -118,10 +119,13 @@ class _Catch(logging.Handler):
             elif name == kernel_provenance.STACK_TRACES:
                 stacks = json.loads(getattr(record, "payload", "") or "{}") or {}
                 code = self._code if self._code and self._code[0] == cid else (cid, "", None)
-                graph = _graph(cid, stacks, self._maps.pop(cid, {}), code[1])
-                graph.module_path = code[2]
+                maps = self._maps.pop(cid, {})
                 # forward first, then its backward (compiled with the first backward call)
-                graph.backward = cid in self._joint and any(g.compile_id == cid for g in self.graphs)
+                backward = cid in self._joint and any(g.compile_id == cid for g in self.graphs)
+                graph = _graph(cid, stacks, maps, code[1], self.stale if backward else set())
+                graph.module_path, graph.backward = code[2], backward
+                if backward:
+                    self.stale.update(kernel_provenance.keys(stacks, maps))
                 self.graphs.append(graph)
         except Exception:  # noqa: BLE001 - a record we cannot read costs its graph, never the compile
             return
@@ -132,10 +136,12 @@ def _compile_id(meta: dict[str, Any]) -> Optional[str]:
     return None if frame is None else f"{frame}/{attempt if attempt is not None else 0}"
 
 
-def _graph(cid: Optional[str], stacks: dict[str, list[str]], maps: dict[str, Any], code: str) -> Graph:
+def _graph(cid: Optional[str], stacks: dict[str, list[str]], maps: dict[str, Any], code: str,
+           stale: Any = ()) -> Graph:
     prefix = _GRAPH_PREFIX.search(code)
     graph = Graph(cid, prefix.group(1) if prefix else None, output_code=code)
-    graph.kernels = [Kernel(name, kind, order, frames) for name, kind, order, frames in kernel_provenance.kernels(stacks, maps)]
+    graph.kernels = [Kernel(name, kind, order, frames)
+                     for name, kind, order, frames in kernel_provenance.kernels(stacks, maps, stale)]
     return graph
 
 
@@ -171,6 +177,11 @@ def catching() -> Iterator[_Catch]:
 
     trace_log = _internal.trace_log
     handler = _Catch()
+    # what earlier lazy backward compiles in this process left in Inductor's globals is stale
+    from torch._inductor import debug as inductor_debug
+
+    for name in ("_inductor_kernel_stack_trace", "_inductor_triton_kernel_to_post_grad_node_info"):
+        handler.stale.update(k for k in (getattr(inductor_debug, name, None) or {}) if isinstance(k, str))
     saved = trace_log.level
     trace_log.setLevel(logging.DEBUG)
     trace_log.addHandler(handler)
