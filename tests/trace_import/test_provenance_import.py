@@ -12,6 +12,8 @@ import re
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compile_lens.cli.trace_import import import_json, import_text
 from compile_lens.trace_import.report import import_trace
@@ -103,3 +105,31 @@ def test_a_backward_graph_names_only_its_own_kernels(imported):
     for n, ln in lines.items():  # the break's own line starts the resumed frame: it may have both
         frames = {k["compile_id"].split("/")[0] for k in ln["kernels"]}
         assert n == brk or frames == ({"0"} if n < brk else {"1"}), (n, ln["kernels"])
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=30), inner, max_size=4),
+                    max_leaves=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stacks=JSON, maps=JSON)
+def test_provenance_payloads_of_any_shape_never_raise(imported, tmp_path_factory, stacks, maps):
+    """The two artifacts' payloads replaced by any JSON (a newer torch, a cut log): the import still
+    gives the rest, and any line it gives is well formed."""
+    out, replace = [], None
+    for raw in imported["text"].splitlines(keepends=True):
+        if not raw.startswith("\t"):
+            replace = (stacks if "kernel_stack_traces" in raw else maps if "node_mappings" in raw else None)
+            out.append(raw)
+            if replace is not None:
+                out.append("\t" + json.dumps(replace) + "\n")
+        elif replace is None:
+            out.append(raw)
+    trace = tmp_path_factory.mktemp("fuzz")
+    (trace / "dedicated_log_torch_trace_0.log").write_text("".join(out))
+    doc = import_json(import_trace(str(trace), str(imported["ws"])))
+    for e in doc["files"]:
+        for t in e["targets"]:
+            for ln in t["lines"]:
+                assert isinstance(ln["line"], int) and all(isinstance(k["name"], str) for k in ln["kernels"])
