@@ -332,7 +332,8 @@ def _mark(evt: Any, counted: set[int]) -> None:
 
 def _generated(name: str, by_prefix: dict[Optional[str], provenance.Graph],
                candidates: list[provenance.Graph]) -> Optional[provenance.Kernel]:
-    """The generated kernel a profiler range names: `graph_0_cpp_fused_x_0` (C++), `triton_poi_x_0` (GPU)."""
+    """The generated kernel a profiler range names without `kernel_ranges`: `graph_0_cpp_fused_x_0` (a C++ kernel
+    compiled with `cpp.enable_kernel_profile` on), `triton_poi_x_0` (a Triton launch on a GPU)."""
     graph_prefix, _, rest = name.partition("_cpp_")
     if rest and graph_prefix in by_prefix:
         return next((k for k in by_prefix[graph_prefix].kernels if k.name == "cpp_" + rest), None)

@@ -56,7 +56,7 @@ class Graph:
     """One compiled graph's kernels (a frame's forward, or its backward)."""
 
     compile_id: Optional[str]  # "0/0", from the structured-trace record
-    prefix: Optional[str]  # "graph_0": what the profiler calls its C++ kernels (`graph_0_cpp_fused_x_0`)
+    prefix: Optional[str]  # "graph_0": the C++ kernels' range prefix when `cpp.enable_kernel_profile` was on (`graph_0_cpp_fused_x_0`)
     kernels: list[Kernel] = field(default_factory=list)
     output_code: str = ""
     module_path: Optional[str] = None  # the output code's file (`inductor_output_code`'s `file_path`)
