@@ -161,31 +161,33 @@ class Recorded:
 
 
 @dataclass
-class ArtifactRun:
-    """`--cache-artifact`: a fresh process warmed by the artifact the compiled run saved."""
+class ServedRun:
+    """A fresh process meant to be served its compiles (from the artifact, or the remote cache), up to the
+    compiled run's last step that compiled."""
 
-    path: Optional[str]  # None: not measured (`note` says why)
-    note: Optional[str] = None
-    bytes: Optional[int] = None
+    note: Optional[str] = None  # why it was not run, or what it shows
     steps: Optional[int] = None
     exit_code: Optional[int] = None
-    loaded: bool = False
     compile_time: Optional[CompileTime] = None
-    miss_reasons: list[str] = field(default_factory=list)
+    miss_reasons: list[str] = field(default_factory=list)  # what differed in the FX-graph cache keys it missed
 
 
 @dataclass
-class RemoteRun:
-    """`--remote-cache`: a fresh process with an empty local cache, served by the team's Redis only."""
+class ArtifactRun(ServedRun):
+    """`--cache-artifact`: warmed by the artifact the compiled run saved."""
 
-    url: str
-    note: Optional[str] = None
-    steps: Optional[int] = None
-    exit_code: Optional[int] = None
+    path: Optional[str] = None  # None: not measured (`note` says why)
+    bytes: Optional[int] = None
+    loaded: bool = False
+
+
+@dataclass
+class RemoteRun(ServedRun):
+    """`--remote-cache`: an empty local cache, served by the team's Redis only."""
+
+    url: str = ""
     remote: Optional[dict[str, Any]] = None  # per cache: hits, misses (`remote_cache.remote_counts`)
     served: bool = False
-    compile_time: Optional[CompileTime] = None
-    miss_reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
