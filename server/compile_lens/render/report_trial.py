@@ -118,15 +118,15 @@ def _events(page: _Page, figures: TrialFigures) -> str:
     out = [f"<h3>Graph breaks in the run: {len(breaks)}</h3>"]
     if breaks:
         out.append("<ul>" + "".join(
-            f"<li>{_where(page, b.get('where'))} <span class=\"gb\">{_e(b.get('gb') or '')}</span> {_e(break_text(b))} "
-            f"<span class=\"sub\">(step {_e(b.get('step'))}, inputs {_e(b.get('shapes'))})</span></li>" for b in breaks) + "</ul>")
+            f"<li>{_where(page, b.where)} <span class=\"gb\">{_e(b.gb or '')}</span> {_e(break_text(b))} "
+            f"<span class=\"sub\">(step {_e(b.step)}, inputs {_e(b.shapes)})</span></li>" for b in breaks) + "</ul>")
     out.append(f"<h3>Recompiles in the run: {len(recs)}</h3>")
     if recs:
         out.append("<ul>" + "".join(
-            f"<li><code>{_e(r.get('function'))}</code>{' at ' + _where(page, r['where']) if r.get('where') else ''}: "
-            + (f"{code_spans(r['meaning'])} <span class=\"sub\">(torch's guard: <code>{_e(r.get('reason'))}</code>)</span> "
-               if r.get("meaning") else f"{_e(r.get('reason'))} ") +
-            f"<span class=\"sub\">(step {_e(r.get('step'))}, inputs {_e(r.get('shapes'))})</span></li>" for r in recs) + "</ul>")
+            f"<li><code>{_e(r.function)}</code>{' at ' + _where(page, r.where) if r.where else ''}: "
+            + (f"{code_spans(r.meaning)} <span class=\"sub\">(torch's guard: <code>{_e(r.reason)}</code>)</span> "
+               if r.meaning else f"{_e(r.reason)} ") +
+            f"<span class=\"sub\">(step {_e(r.step)}, inputs {_e(r.shapes)})</span></li>" for r in recs) + "</ul>")
     return "".join(out)
 
 

@@ -8,23 +8,23 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from ..trial.figures import Machine, RunFigures, TrialFigures
+from ..trial.figures import Machine, RunBreak, RunFigures, TrialFigures
 from .remote_cache_words import trial_miss_words, trial_remote_words
 from .trial_shapes_text import shape_lines
 from .units import MISSING_TEXT, MS_UNDER_10S, duration, format_bytes
 
 
-def break_text(b: dict) -> str:
+def break_text(b: RunBreak) -> str:
     """A break's type; for a break torch reported inside a library, where (the break itself is at the
     program's line that called it); for a break in a loop, what it costs (the whole frame runs eagerly)."""
-    text = b.get("reason") or ""
-    inside = b.get("inside")
-    if inside:
+    text = b.reason or ""
+    inside = b.inside
+    if inside and b.where:
         reported = ("" if inside["reported"] == inside["where"] else
                     f"; torch reports it at {inside['reported_shown']}")
         text += (f" — inside `{inside['function']}` ({inside['shown']}{reported}), called from "
-                 f"{os.path.basename(b['where'].rpartition(':')[0])}:{b['where'].rpartition(':')[2]}")
-    loop = b.get("loop")
+                 f"{os.path.basename(b.where.rpartition(':')[0])}:{b.where.rpartition(':')[2]}")
+    loop = b.loop
     if loop:
         text += (f" — inside the loop at {os.path.basename(loop['where'])}: torch skips the whole "
                  f"`{loop['skipped']}`, which runs eagerly")
@@ -141,12 +141,12 @@ def render_text(summary: TrialFigures) -> str:
     breaks, recs = summary.graph_breaks, summary.recompiles
     lines.append(f"  graph breaks in the run: {len(breaks)}")
     for b in breaks:
-        lines.append(f"    {b['where']}  {b['gb'] or ''} {break_text(b)}  (step {b['step']}, inputs {b['shapes']})")
+        lines.append(f"    {b.where}  {b.gb or ''} {break_text(b)}  (step {b.step}, inputs {b.shapes})")
     lines.append(f"  recompiles in the run: {len(recs)}")
     for r in recs:
-        at = f" at {r['where']}" if r["where"] else ""
-        said = f"{r['meaning']} (torch's guard: {r['reason']})" if r.get("meaning") else r["reason"]
-        lines.append(f"    {r['function']}{at}: {said}  (step {r['step']}, inputs {r['shapes']})")
+        at = f" at {r.where}" if r.where else ""
+        said = f"{r.meaning} (torch's guard: {r.reason})" if r.meaning else r.reason
+        lines.append(f"    {r.function}{at}: {said}  (step {r.step}, inputs {r.shapes})")
     lines += shape_lines(summary)
     if summary.cost:
         lines += ["  " + line for line in summary.cost.get("lines", [])]

@@ -2,10 +2,10 @@
 trial.json and `render/` words, read by attribute. Pure: no torch.
 
 The JSON of a record is `dataclasses.asdict` of it (`to_dict`), so `--json` and trial.json keep the
-keys below; `TrialRecord.from_dict` rebuilds it (`protocol.from_dict`). Lists of per-event rows
-(graph breaks, recompiles, per-shape rows and findings, rank partings, the bill) stay plain dicts:
-their shapes are written where they are made (`summary.graph_breaks`, `shapes.by_shape`,
-`ranks.rank_divergence`, `cost.gpu_bill`).
+keys below; `TrialRecord.from_dict` rebuilds it (`protocol.from_dict`). Still plain dicts, their
+shapes written where they are made: per-shape rows and findings (`shapes.by_shape`, `findings`),
+rank partings (`ranks.rank_divergence`, shared with `compile-lens import`), the bill
+(`cost.gpu_bill`), and a break's `inside`/`loop` (`library_breaks`, `events`).
 
 SCHEMA numbers trial.json's layout: 2 since the figures are these records (1: the untyped dict of
 earlier versions, which `store.load` names as made by an older compile-lens, to be run again).
@@ -89,6 +89,33 @@ class RunFigures:
     compiled_by_program: bool = False
     other_cpu_percent: Optional[float] = None  # other processes' CPU during the run
     dropout_in: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunBreak:
+    """A distinct graph break the compiled run hit (`summary.graph_breaks`)."""
+
+    where: Optional[str]  # "train.py:24": the program's line (for a break inside a library, the line that called it)
+    reason: Optional[str]
+    gb: Optional[str] = None  # torch's graph-break id, "GB0124"
+    explanation: Optional[str] = None
+    inside: Optional[dict[str, Any]] = None  # torch reported it inside a library: {function, where, shown, reported, …}
+    loop: Optional[dict[str, Any]] = None  # inside a loop: {where, skipped}: the whole frame runs eagerly
+    step: Optional[int] = None
+    shapes: Optional[list] = None  # the step's input shapes
+
+
+@dataclass
+class RunRecompile:
+    """A recompile of the compiled run (`summary.recompiles`), in the user's terms once `guard_words.say` read it."""
+
+    function: str
+    where: Optional[str]
+    reason: Optional[str]  # the guard that failed, as torch says it
+    step: Optional[int] = None
+    shapes: Optional[list] = None
+    meaning: Optional[str] = None  # the guard in the user's terms, when it has some
+    resumed_at_line: Optional[int] = None  # a resumed frame's function: the line it resumed at
 
 
 @dataclass
@@ -198,8 +225,8 @@ class RankFigures:
     eager: RunFigures
     compiled: RunFigures
     speedup: Optional[Speedup] = None
-    graph_breaks: list[dict[str, Any]] = field(default_factory=list)
-    recompiles: list[dict[str, Any]] = field(default_factory=list)
+    graph_breaks: list[RunBreak] = field(default_factory=list)
+    recompiles: list[RunRecompile] = field(default_factory=list)
     ddp_splits: list[dict[str, Any]] = field(default_factory=list)
     compile_time: Optional[CompileTime] = None
     frames_compiled: list[dict[str, Any]] = field(default_factory=list)
@@ -217,8 +244,8 @@ class TrialFigures:
     command: str = ""
     speedup: Optional[Speedups] = None  # None: the compiled run failed
     payback: Optional[Payback] = None
-    graph_breaks: list[dict[str, Any]] = field(default_factory=list)
-    recompiles: list[dict[str, Any]] = field(default_factory=list)
+    graph_breaks: list[RunBreak] = field(default_factory=list)
+    recompiles: list[RunRecompile] = field(default_factory=list)
     compile_time: Optional[CompileTime] = None
     by_shape: list[dict[str, Any]] = field(default_factory=list)
     shape_findings: list[dict[str, Any]] = field(default_factory=list)

@@ -14,6 +14,7 @@ them. Progress goes to `say`, one line a run.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import tempfile
@@ -25,7 +26,7 @@ from ..remote_cache import parse as parse_remote
 from ..remote_cache import remote_counts, unreachable
 from ..torch_text import cache_keys, guard_words
 from . import keep_record, ranks, runner, shapes, summary, torchrun
-from .figures import ArtifactRun, Failure, Machine, Recorded, RemoteRun, TrialFigures
+from .figures import ArtifactRun, Failure, Machine, Recorded, RemoteRun, RunRecompile, TrialFigures
 
 DEFAULT_STEPS = 30
 
@@ -121,7 +122,7 @@ def _eager_failed(plan: TrialPlan, eager: Optional[dict], code: int, kept: Optio
 def _add_what_it_saw(figures: TrialFigures, compiled_run: Optional[dict], kept: Optional[tuple[str, list[str]]],
                      say: Callable[[str], None]) -> None:
     """The recompiles in the user's terms, the run per input shape, and the record kept for the editor."""
-    figures.recompiles = [guard_words.say(r) for r in figures.recompiles]
+    figures.recompiles = [RunRecompile(**guard_words.say(dataclasses.asdict(r))) for r in figures.recompiles]
     figures.by_shape = shapes.by_shape(figures.eager, figures.compiled, compiled_run, figures.recompiles)
     figures.shape_findings = shapes.findings(figures.by_shape, figures.wall, figures.compiled, figures.eager)
     figures.recorded = Recorded(path=kept[0], targets=kept[1]) if kept else None

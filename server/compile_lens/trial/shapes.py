@@ -21,7 +21,7 @@ import dataclasses
 import json
 from typing import Any, Optional
 
-from .figures import Quartiles, RunFigures, Speedup, Step
+from .figures import Quartiles, RunFigures, RunRecompile, Speedup, Step
 from .summary import MIN_STEADY, busy_during, judge, quartiles
 
 OPTIONS = ("mark the varying dimension dynamic (`torch._dynamo.mark_dynamic(x, 0)` before the first call, "
@@ -48,7 +48,8 @@ def _compile_seconds(entry: dict) -> float:
     return entry.get("inductor_compile_time_s") or entry.get("backend_compile_time_s") or 0.0
 
 
-def by_shape(eager: RunFigures, compiled: RunFigures, compiled_run: Optional[dict], recompiles: list[dict]) -> list[dict]:
+def by_shape(eager: RunFigures, compiled: RunFigures, compiled_run: Optional[dict],
+             recompiles: list[RunRecompile]) -> list[dict]:
     """One row per shape signature, the most frequent first (`summary.run_figures` of both runs, the
     compiled run's record for its compile entries and CUDA-graph events, `summary.recompiles`)."""
     base = compiled if compiled.steps else eager
@@ -74,7 +75,7 @@ def by_shape(eager: RunFigures, compiled: RunFigures, compiled_run: Optional[dic
             "shapes": shapes_of[key], "signature": key, "step_count": len(steps),
             "steps": sorted(indexes),
             "compiles": sum(1 for e in mine if e.get("co_name")),
-            "recompiles": sum(1 for r in recompiles if signature(r.get("shapes")) == key),
+            "recompiles": sum(1 for r in recompiles if signature(r.shapes) == key),
             "compile_s": sum(_compile_seconds(e) for e in mine),
             "eager_median_s": e_steady.median if e_steady else None,
             "compiled_median_s": c_steady.median if c_steady else None,

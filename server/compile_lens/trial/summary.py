@@ -20,7 +20,9 @@ from .figures import (
     LossFigures,
     Payback,
     Quartiles,
+    RunBreak,
     RunFigures,
+    RunRecompile,
     Speedup,
     Speedups,
     Steady,
@@ -209,29 +211,30 @@ def losses(eager: RunFigures, compiled: RunFigures, rtol: float, atol: float,
                             "torch.nn.functional, compiled code draws different ones: rerun with it off)")
 
 
-def graph_breaks(run: Optional[dict]) -> list[dict]:
+def graph_breaks(run: Optional[dict]) -> list[RunBreak]:
     """Distinct breaks the compiled run hit, where, why, in which step, with which input shapes; a break
     torch reported inside a library is at the program's line that called it, torch's place in `inside`."""
     found: dict = {}
     for event in (run or {}).get("events", []):
         if event.get("kind") == "graph_break":
             found.setdefault((event.get("where"), event.get("reason"), (event.get("inside") or {}).get("reported")),
-                             {k: event.get(k) for k in ("where", "inside", "reason", "gb", "explanation", "loop",
-                                                        "step", "shapes")})
+                             RunBreak(**{k: event.get(k) for k in ("where", "inside", "reason", "gb", "explanation",
+                                                                     "loop", "step", "shapes")}))
     return list(found.values())
 
 
-def recompiles(run: Optional[dict]) -> list[dict]:
+def recompiles(run: Optional[dict]) -> list[RunRecompile]:
     """Every recompile: the function, the guard that failed, the step and the model's input shapes then."""
     found = []
     for event in (run or {}).get("events", []):
         if event.get("kind") != "recompile":
             continue
-        recompile = {k: event.get(k) for k in ("function", "where", "reason", "step", "shapes")}
-        if "_dynamo/external_utils.py" in (recompile["where"] or "").replace("\\", "/"):
+        recompile = RunRecompile(function=event.get("function") or "", where=event.get("where"),
+                                 reason=event.get("reason"), step=event.get("step"), shapes=event.get("shapes"))
+        if "_dynamo/external_utils.py" in (recompile.where or "").replace("\\", "/"):
             # the frame `torch.compile(model)` adds around the model's call: the model is what recompiled
             model = ", ".join((run or {}).get("outermost_modules") or []) or "the model"
-            recompile.update(function=f"{model} (its compiled call)", where=None)
+            recompile.function, recompile.where = f"{model} (its compiled call)", None
         found.append(recompile)
     return found
 
