@@ -109,12 +109,13 @@ def _user_frame(stack: list[dict[str, Any]], files: dict[int, str]) -> Optional[
 
 
 def specialised_words(found: list[dict[str, Any]], root: str) -> str:
-    """`your code made dimension 1 of `x` a constant (9) at model.py:13 (`for t in range(1, T):`)`."""
+    """`your code made dimension 1 of `x` a constant (9) at model.py:13 (`for t in range(1, T):`), which
+    dynamic=True cannot undo`."""
     def one(f: dict[str, Any]) -> str:
         where = os.path.relpath(f["path"], root) if root and f["path"].startswith(os.path.abspath(root)) else f["path"]
         code = f" (`{f['code']}`)" if f["code"] else ""
-        return f"dimension {f['dim']} of `{f['input']}` made a constant ({f['value']}) at {where}:{f['line']}{code}"
-    return "your code specialised " + "; ".join(one(f) for f in found) + ": dynamic=True cannot keep it dynamic"
+        return f"dimension {f['dim']} of `{f['input']}` a constant ({f['value']}) at {where}:{f['line']}{code}"
+    return "your code made " + "; ".join(one(f) for f in found) + ", which dynamic=True cannot undo"
 
 
 def measure(target: BuiltTarget, shapes: list[str], *, path: str, root: str, device: str, mode: str,
@@ -152,7 +153,7 @@ def measure(target: BuiltTarget, shapes: list[str], *, path: str, root: str, dev
             lever.action = f"Keep shapes static (dynamic=False): dynamic kernels measured {kernels}"
     elif ratio is None:
         lever.verdict, lever.why = "inconclusive", f"{figures}; the compile clocks disagree or the machine was busy"
-    elif (ratio <= 0.8 or after["compiles"] < before["compiles"]) and not specialised:
+    elif ratio <= 0.8 or after["compiles"] < before["compiles"]:
         lever.verdict, lever.why = "better", figures
         lever.action = f"Mark shapes dynamic (dynamic=True): {figures}"
     elif ratio >= 1.25 and not (forward_faster(forward) or forward_faster(step)):
