@@ -18,6 +18,8 @@ from compile_lens.actions.levers import lever_actions
 from compile_lens.actions.source import Source
 from compile_lens.protocol import InputRecipe, TargetResult, TargetSpec
 from compile_lens.worker.levers import isolated as isolated_module
+from compile_lens.worker.levers.dynamic import Specialisations, specialised_words
+from compile_lens.worker.levers.judge import figures_words
 from compile_lens.worker.levers.phase import run_levers
 from compile_lens.worker.levers.sides import compile_side
 from compile_lens.worker.loader import build_target, import_file
@@ -101,3 +103,36 @@ def test_a_lever_that_fails_says_why_and_alone(monkeypatch):
 
     lever = isolated_module.isolated("regional", "each Block compiled once", boom)
     assert (lever.verdict, lever.why) == ("not measured", "not measured: RuntimeError: Inductor fell over")
+
+
+def test_a_levers_figures_say_what_each_timing_tells_and_bracket_what_it_cannot():
+    faster = {"speedup": 1.2, "ci": [1.1, 1.3], "conclusive": True}
+    unsure = {"speedup": 0.61, "ci": [0.3, 1.4], "conclusive": False}
+    busy = {**unsure, "busy": "machine busy: other processes used 150% CPU during timing (2 CPUs)"}
+    cold = "cold compile 41.0 s → 7.0 s"
+    assert figures_words(cold, faster) == "cold compile 41.0 s → 7.0 s, forward 1.20× faster"
+    assert figures_words(cold, unsure) == "cold compile 41.0 s → 7.0 s (forward: no measurable change)"
+    assert figures_words(cold, faster, busy) == \
+        "cold compile 41.0 s → 7.0 s, forward 1.20× faster (train step: inconclusive, machine busy)"
+    assert figures_words("", {"speedup": 0.8, "ci": [0.7, 0.85], "conclusive": True}) == "forward 0.80× slower"
+    assert "0.61" not in figures_words(cold, unsure)  # never a bare noisy ratio
+
+
+def test_the_line_that_made_a_varied_dimension_constant_is_named():
+    """torch's own `symbolic_shape_specialization` records while `dynamic=True` compiles nanoGPT-style
+    code that loops over T (Dynamo's shape reasoning is the backend's input: the eager backend keeps
+    this test free of an Inductor compile)."""
+    import torch
+
+    path = FIXTURES / "levers" / "seqloop.py"
+    module = import_file(str(path), str(path.parent))
+    caught = Specialisations()
+    torch._dynamo.reset()
+    with caught.listening():
+        torch.compile(module.TimeMix(), backend="eager", dynamic=True)(torch.randn(2, 9, 16))
+    torch._dynamo.reset()
+    loop = next(i for i, row in enumerate(path.read_text().splitlines(), 1) if "for t in range(T)" in row)
+    [found] = caught.lines({("x", 1)})  # the sequence length, which the sweep varied
+    assert (found["path"], found["line"], found["value"]) == (str(path), loop, "9")
+    assert caught.lines({("x", 0)}) == []  # the batch stayed dynamic
+    assert f"seqloop.py:{loop} (`for t in range(T):  # one step per position" in specialised_words([found], str(path.parent))
