@@ -136,3 +136,108 @@ def test_the_line_that_made_a_varied_dimension_constant_is_named():
     assert (found["path"], found["line"], found["value"]) == (str(path), loop, "9")
     assert caught.lines({("x", 0)}) == []  # the batch stayed dynamic
     assert f"seqloop.py:{loop} (`for t in range(T):  # one step per position" in specialised_words([found], str(path.parent))
+
+
+def _tiny(path: Path):
+    """Tiny (Linear, ReLU) as the tool reads the file: its `torch.compile(Tiny(...))` call's options too."""
+    from compile_lens.discovery import discover
+
+    [spec] = [t for t in discover(path.read_text()).targets if t.name == "Tiny"]
+    spec = dataclasses.replace(spec, inputs=InputRecipe("directive", "(torch.randn(8, 16),)"))
+    return build_target(import_file(str(path), str(path.parent)), spec, str(path))
+
+
+def _keyword_edit(path: Path, lever) -> str:
+    source = path.read_text()
+    src, uri = Source.parse(source), path.as_uri()
+    spec = _tiny(path).spec
+    [action] = [actions.resolve(a, source) for a in lever_actions(src, uri, spec.line, {"Tiny": [lever]}, [spec])]
+    assert action.title == lever.action
+    return apply_edits(source, action.edit.changes[uri])
+
+
+@pytest.mark.slow
+def test_the_dynamic_lever_times_the_train_step_and_its_edit_recompiles_as_measured(tmp_path):
+    """The dynamic lever on Tiny over the batch sizes the sweep varies (its train step timed too, as the
+    measurement's is), then its edit applied to the file's own `torch.compile(Tiny())` and the edited
+    file compiled again, as the tool reads it, in a fresh process over the same shapes."""
+    from compile_lens.protocol import Recompile
+    from compile_lens.worker.breaks.variations import batch_variations
+    from compile_lens.worker.levers import dynamic
+
+    path = tmp_path / "tiny.py"
+    shutil.copy(FIXTURES / "measure" / "tiny.py", path)
+    target = _tiny(path)
+    label = batch_variations(target.args)[0].label  # "batch 16"
+    seen = [Recompile(target.spec.line, label, "automatic-dynamic",
+                      "tensor 'x' size mismatch at index 0. expected 8, actual 16", "x")]
+    lever = dynamic.measure(target, dynamic.size_shapes(seen), path=str(path), root=str(tmp_path), device="cpu",
+                            mode="default", max_seconds=30.0, progress=lambda stage, **kw: None, steady_s=3.0,
+                            train=True, recompiles=seen)
+    assert lever.train_step["rounds"] >= 2 and lever.train_step["before"] > 0 and lever.forward["before"] > 0
+    assert lever.recompiles == {"before": 2, "after": 1}  # automatic dynamic recompiles once; dynamic=True not
+    assert lever.data["dims"] == [["x", 0]] and "specialized" not in lever.data
+    if lever.verdict != "better":  # a busy machine may leave it inconclusive: the edit is checked all the same
+        title = "Keep shapes static (dynamic=False)" if lever.lever == "static" else "Mark shapes dynamic (dynamic=True)"
+        lever = dataclasses.replace(lever, verdict="better", action=title)
+    edited = tmp_path / "edited.py"
+    edited.write_text(_keyword_edit(path, lever))
+    now_target = _tiny(edited)
+    assert now_target.spec.compile_options == {"dynamic": lever.lever == "dynamic"}
+    now = compile_side(now_target, "default", path=str(edited), root=str(tmp_path), device="cpu", mode="default",
+                       max_seconds=60.0, progress=lambda stage, **kw: None, shapes=lever.data["shapes"])
+    # the edited file compiles as the lever's side did: one graph for both batch sizes (dynamic=True),
+    # or one per size (dynamic=False)
+    assert now["compiles"] == (lever.recompiles["after"] if lever.lever == "dynamic" else 2)
+
+
+@pytest.mark.slow
+def test_the_guard_filter_edit_makes_the_files_own_compile_skip_those_guards(tmp_path):
+    """The filter's edit on Tiny's `torch.compile(Tiny())`, the edited file run as written: a new weight
+    on its torch.nn Linear no longer recompiles (the assumption the title states), where the file as it
+    was recompiles. The forward's figure is the lever's own (paired rounds, `guards.measure`)."""
+    import importlib.util
+
+    import torch
+
+    from compile_lens.protocol import Lever
+    from compile_lens.worker.levers.variants import guard_filters
+
+    name = "skip_guard_on_inbuilt_nn_modules_unsafe"
+    assert name in guard_filters()
+    path = tmp_path / "tiny.py"
+    shutil.copy(FIXTURES / "measure" / "tiny.py", path)
+    lever = Lever("guard_filter", "", "better", action=f"Skip guards ({name}): forward 1.10× faster — assumes …",
+                  data={"filter": name})
+    edited = tmp_path / "edited.py"
+    edited.write_text(_keyword_edit(path, lever))
+
+    def compiles_after_a_new_weight(file: Path) -> int:
+        spec = importlib.util.spec_from_file_location(file.stem, file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        torch._dynamo.reset()
+        torch._dynamo.utils.clear_compilation_metrics()
+        x = torch.randn(8, 16)
+        with torch.no_grad():
+            module.model(x)
+            module.model._orig_mod.fc.weight = torch.nn.Parameter(torch.randn(16, 16))
+            module.model(x)
+        count = len(torch._dynamo.utils.get_compilation_metrics())
+        torch._dynamo.reset()
+        return count
+
+    assert compiles_after_a_new_weight(edited) == 1
+    assert compiles_after_a_new_weight(path) == 2
+
+
+def test_the_specialising_line_has_its_own_hover_text():
+    from compile_lens.protocol import Lever
+    from compile_lens.render.levers_text import specialised_here
+
+    where = {"input": "x", "dim": 1, "value": "9", "path": "/w/seqloop.py", "line": 19, "code": "for t in range(T):"}
+    result = TargetResult("TimeMix", "module", 9)
+    result.levers = [Lever("dynamic", "", "no change", data={"specialized": [where]})]
+    [text] = specialised_here([result], "/w/seqloop.py", 19)
+    assert "dimension 1 of `x` a constant (9)" in text and "`TimeMix`" in text
+    assert specialised_here([result], "/w/seqloop.py", 18) == [] and specialised_here([result], "/w/other.py", 19) == []

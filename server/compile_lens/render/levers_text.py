@@ -6,6 +6,7 @@ in `blocks` (8) compiled once…)`; a table per target for the report; the JSON 
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Optional
 
 from ..protocol import Lever, TargetResult
@@ -37,6 +38,21 @@ def levers_lines(result: TargetResult) -> list[str]:
 
 def levers_json(result: TargetResult) -> list[dict[str, Any]]:
     return [dataclasses.asdict(lever) for lever in result.levers]
+
+
+def specialised_here(results: list[TargetResult], path: str, line: int) -> list[str]:
+    """The hover of a line the dynamic lever found making a varied dimension a constant (torch's
+    `symbolic_shape_specialization`, `Lever.data["specialized"]`): what it did and what it costs."""
+    found = []
+    for result in results:
+        for lever in result.levers:
+            for spec in lever.data.get("specialized") or []:
+                if spec.get("line") == line and os.path.abspath(spec.get("path") or "") == os.path.abspath(path):
+                    found.append(f"**Specialised here** — this line made dimension {spec['dim']} of `{spec['input']}` a "
+                                 f"constant ({spec['value']}) when `{result.name}` compiled with dynamic=True: each new "
+                                 f"size of it compiles again, whatever `dynamic` says ({lever_name(lever)}: "
+                                 f"{lever.verdict}).")
+    return found
 
 
 def offered(result: TargetResult) -> list[Lever]:
