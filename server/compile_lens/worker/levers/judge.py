@@ -8,10 +8,9 @@ the wall time alone on an idle machine; a steady-state time counts when its inte
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, Optional
 
-from ...speed_words import direction, short_speed
+from ...speed_words import pair_words
 
 CLEAR_DROP = 0.8  # after/before at or below this: compiles faster; at or above 1/CLEAR_DROP: slower
 SLOWER_OK = 0.9  # a lever whose forward is conclusively below this speedup costs more than it saves
@@ -43,28 +42,15 @@ def forward_faster(forward: dict[str, Any]) -> bool:
     return bool(forward.get("conclusive") and ci and ci[0] > 1.0)
 
 
-def timing_words(timing: dict[str, Any], label: str = "forward") -> str:
-    """`forward 1.05× faster` / `forward 0.87× slower` (`speed_words.short_speed`, the lever's speed
-    relative to the default), else `forward: no measurable change`, or `forward: inconclusive,
-    machine busy` — never a bare noisy ratio."""
-    if not timing:
-        return f"{label} not timed"
-    t = SimpleNamespace(speedup=timing.get("speedup", float("nan")), speedup_ci=timing.get("ci"),
-                        conclusive=bool(timing.get("conclusive")), ci_rel_width=None)
-    if direction(t) is not None:
-        return f"{label} {short_speed(t)}"
-    return f"{label}: inconclusive, machine busy" if timing.get("busy") else f"{label}: no measurable change"
-
-
 def ratio_words(forward: dict[str, Any]) -> str:
-    return timing_words(forward, "forward")
+    return pair_words(forward, "forward")
 
 
 def figures_words(main: str, forward: dict[str, Any], train: Optional[dict[str, Any]] = None) -> str:
     """A lever's figures in one phrase, for its `why` and its action's title alike: `cold compile 41.0 s
     → 7.0 s, forward 1.05× faster`, or with the timings that cannot tell in brackets: `cold compile
     41.0 s → 7.0 s (forward: no measurable change)`."""
-    said = [timing_words(forward, "forward")] + ([timing_words(train, "train step")] if train else [])
+    said = [pair_words(forward, "forward")] + ([pair_words(train, "train step")] if train else [])
     told = [w for w in said if ": " not in w]
     unsure = [w for w in said if ": " in w]
     text = ", ".join([main] + told if main else told)
