@@ -79,6 +79,26 @@ def test_the_edit_at_the_call_site_compiles_each_block_with_the_same_options(tmp
     assert getattr(built, "_compiled_call_impl", None) is None  # the whole model no longer compiles
 
 
+def test_the_regional_edit_on_model_compile_compiles_each_block_with_its_options(tmp_path):
+    source = (FIXTURES / "levers" / "blocks.py").read_text() + textwrap.dedent("""
+
+        def build():
+            model = Stack()
+            model.compile(
+                fullgraph=False,
+            )
+            return model
+        """)
+    [action] = _offered(source)
+    edited = apply_edits(source, action.edit.changes[URI])
+    assert "model.compile(" not in edited and "        block.compile(fullgraph=False)" in edited
+    path = tmp_path / "edited_method.py"
+    path.write_text(edited)
+    built = _load(path).build()
+    assert all(getattr(b, "_compiled_call_impl", None) is not None for b in built.blocks)
+    assert getattr(built, "_compiled_call_impl", None) is None
+
+
 # --- dynamic, static and guard filters: a keyword on the user's own compile call ---------------
 
 NET = '''import torch

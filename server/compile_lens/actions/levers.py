@@ -152,9 +152,20 @@ def _built_from(src: Source, target: str) -> set[str]:
 
 
 def _at_call_site(src: Source, data: dict) -> Optional[list[Edit]]:
-    """`compiled = torch.compile(model, **kw)` → each block compiled with `**kw`, then `compiled = model`."""
+    """`compiled = torch.compile(model, **kw)` → each block compiled with `**kw`, then `compiled = model`;
+    `model.compile(**kw)` → each block compiled with `**kw`."""
     models = _built_from(src, data["target"])
     for node in ast.walk(src.tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and not node.value.args and \
+                isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "compile" and \
+                isinstance(node.value.func.value, ast.Name) and node.value.func.value.id in models:
+            model = node.value.func.value.id
+            options = ", ".join(ast.get_source_segment(src.text, k) or "" for k in node.value.keywords)
+            indent = src.rows[node.lineno - 1][: node.col_offset]
+            text = (f"for block in {_blocks_expr(model, data)}:  # {COMMENT.format(cls=data['block_class'])}"
+                    f"{src.nl}{indent}    block.compile({options})")
+            return [Edit(node.lineno - 1, node.col_offset, (node.end_lineno or node.lineno) - 1,
+                         node.end_col_offset or 0, text)]
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and isinstance(node.value, ast.Call) and dotted_name(node.value.func) in COMPILES
                 and len(node.value.args) == 1 and isinstance(node.value.args[0], ast.Name)
