@@ -135,7 +135,7 @@ def test_the_line_that_made_a_varied_dimension_constant_is_named():
     [found] = caught.lines({("x", 1)})  # the sequence length, which the sweep varied
     assert (found["path"], found["line"], found["value"]) == (str(path), loop, "9")
     assert caught.lines({("x", 0)}) == []  # the batch stayed dynamic
-    assert f"seqloop.py:{loop} (`for t in range(T):  # one step per position" in specialised_words([found], str(path.parent))
+    assert f"seqloop.py:{loop} (`for t in range(T):`)" in specialised_words([found], str(path.parent))
 
 
 def _tiny(path: Path):
@@ -249,3 +249,15 @@ def test_the_guard_filter_edit_makes_the_files_own_compile_skip_those_guards(tmp
 
     assert compiles_after_a_new_rate(edited) == 1
     assert compiles_after_a_new_rate(path) == 2
+
+
+def test_the_specialising_line_has_its_own_hover_text():
+    from compile_lens.protocol import Lever
+    from compile_lens.render.levers_text import specialised_here
+
+    where = {"input": "x", "dim": 1, "value": "9", "path": "/w/seqloop.py", "line": 19, "code": "for t in range(T):"}
+    result = TargetResult("TimeMix", "module", 9)
+    result.levers = [Lever("dynamic", "", "no change", data={"specialized": [where]})]
+    [text] = specialised_here([result], "/w/seqloop.py", 19)
+    assert "dimension 1 of `x` a constant (9)" in text and "`TimeMix`" in text
+    assert specialised_here([result], "/w/seqloop.py", 18) == [] and specialised_here([result], "/w/other.py", 19) == []

@@ -104,7 +104,8 @@ def _user_frame(stack: list[dict[str, Any]], files: dict[int, str]) -> Optional[
     for frame in reversed(stack):
         path = files.get(frame.get("filename"), frame.get("filename"))
         if isinstance(path, str) and not path.startswith(torch_dir) and "site-packages" not in path:
-            return path, int(frame.get("line") or 0), str(frame.get("loc") or "").strip()
+            code = re.sub(r"\s+#[^'\"]*$", "", str(frame.get("loc") or "")).strip()  # the line, not its comment
+            return path, int(frame.get("line") or 0), code
     return None
 
 
