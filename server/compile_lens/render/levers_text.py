@@ -9,12 +9,12 @@ import dataclasses
 import os
 from typing import Any, Optional
 
+from ..positions import same_file
 from ..protocol import Lever, TargetResult
 from ..speed_words import pair_words
 
 NAMES = {"regional": "regional compilation", "dynamic": "dynamic shapes", "static": "static shapes",
-         "guard_filter": "guard filter", "aot_artifact": "aot_compile artifact"}
-NOT_DONE = "AOT artifact and CUDA graphs levers: not done in this version"
+         "guard_filter": "guard filter", "aot_artifact": "aot_compile artifact", "cudagraphs": "CUDA graphs"}
 
 
 def lever_line(lever: Lever) -> str:
@@ -35,6 +35,18 @@ def lever_name(lever: Lever) -> str:
 def levers_lines(result: TargetResult) -> list[str]:
     """What the levers phase tried on `result`, one line each; nothing when it did not run."""
     return [lever_line(lever) for lever in result.levers]
+
+
+def cudagraph_skips_in(results: list[TargetResult], path: str) -> list[tuple[int, str, str]]:
+    """The CUDA-graphs lever's skips that torch traced to a line of `path`: (line, label, the target),
+    for an inlay hint at the end of that line (`CUDA graphs skipped: mutated inputs (1 instances)`)."""
+    found = []
+    for result in results:
+        for lever in result.levers:
+            for skip in lever.data.get("skips") or () if lever.lever == "cudagraphs" else ():
+                if skip.get("line") and same_file(skip.get("path"), path):
+                    found.append((int(skip["line"]), f"CUDA graphs skipped: {skip['reason']}", result.name))
+    return found
 
 
 def levers_json(result: TargetResult) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ import time
 from typing import Any, Iterable, Optional
 
 from .. import __version__, codes
+from ..cost import CostInputs
 from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
 from ..speed_words import direction, speed_words
 from .cards import EXPORT_PART, FALLBACK_PART
@@ -364,11 +365,12 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
                   cwd: str, for_webview: bool = False, nonce: Optional[str] = None,
                   generated_at: Optional[float] = None, banner: Optional[str] = None,
                   trial: Optional[dict[str, Any]] = None, trial_bill: Optional[dict[str, Any]] = None,
-                  torch_diff: Optional[dict[str, Any]] = None) -> str:
+                  torch_diff: Optional[dict[str, Any]] = None, bill: Optional[CostInputs] = None) -> str:
     """The whole page. `nonce` (webview only) is the script's CSP nonce; one is made when not given.
     `banner`: a line shown above everything (e.g. results hidden because the file changed).
     `trial`: the workspace's saved `compile-lens trial` (trial.store) and `trial_bill` its bill.
-    `torch_diff`: what another torch changes (`torch_diff.compare`, `report --compare-with`)."""
+    `torch_diff`: what another torch changes (`torch_diff.compare`, `report --compare-with`).
+    `bill`: the GPU bill's inputs (they price a restart in the levers section)."""
     page = _Page(cwd, for_webview)
     head = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">']
     if for_webview:
@@ -407,7 +409,7 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     if trial:
 
         body.append(trial_section(page, trial, trial_bill))
-    body += [levers_section(page, reports), _breaks(page, reports), _recompiles(page, reports),
+    body += [levers_section(page, reports, bill), _breaks(page, reports), _recompiles(page, reports),
              _other_findings(page, reports), _notes(reports)]
     body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
                 "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), with its 95% interval, "

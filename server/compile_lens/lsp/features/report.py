@@ -16,6 +16,7 @@ import logging
 import os
 from typing import Any, Callable, Optional
 
+from ...cost import CostInputs
 from ...positions import remap_result, same_file
 from ...protocol import FileReport, Finding, TargetResult
 from ...render.report_html import render_report
@@ -84,6 +85,13 @@ def _trial(ls: CompileLensServer, reports: list[FileReport]) -> tuple[Optional[d
     return trial, bill_of(trial, bill_settings(reports[0].path, root, ls.settings))
 
 
+def _restart_bill(ls: CompileLensServer, reports: list[FileReport]) -> Optional[CostInputs]:
+    """The bill's inputs that price a restart in the levers section, when a restart lever was measured."""
+    if not any(lever.data.get("paths") for r in reports for t in r.targets for lever in t.levers):
+        return None
+    return CostInputs.from_settings(bill_settings(reports[0].path, ls.root_for(reports[0].path), ls.settings))
+
+
 def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional[FindingsOf] = None) -> dict[str, Any]:
     """The page for `uri`, or for every open document when `uri` is None. `findings_of`: what the
     diagnostics feature publishes for a document (default)."""
@@ -110,9 +118,10 @@ def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional
     elif uri and not reports:
         banner = "This file is not open in the editor, or Compile Lens has not seen it yet."
     trial, trial_bill = _trial(ls, reports)
+    bill = _restart_bill(ls, reports)
     page = render_report(reports, title=title, torch_version=runtime.get("torch") or ls.torch_version,
                          device=device, cwd=ls.root, for_webview=True, banner=banner,
-                         trial=trial, trial_bill=trial_bill)
+                         trial=trial, trial_bill=trial_bill, bill=bill)
     return {"html": page, "files": len(reports), "targets": sum(len(r.targets) for r in reports)}
 
 

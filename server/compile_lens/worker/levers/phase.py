@@ -12,7 +12,7 @@ import torch
 
 from ...protocol import Benchmark, Lever, TargetResult
 from ..loader import BuiltTarget
-from . import dynamic, guards, regional
+from . import aot_artifact, cudagraphs, dynamic, guards, regional
 from .blocks import already_regional, repeated_blocks
 from .isolated import isolated
 from .variants import guard_filters
@@ -82,4 +82,28 @@ def run_levers(result: TargetResult, target: BuiltTarget, *, path: str, root: st
             levers.append(Lever("guard_filter", change, "not measured", why, data={"filter": name}) if why else isolated(
                 "guard_filter", change, lambda n=name, a=assumption: guards.measure(
                     target, n, a, device=device, mode=mode, steady_s=steady_s, train=train), data={"filter": name}))
+    levers += _restart_and_graphs(result, target, obj, fits, path=path, root=root, device=device, mode=mode,
+                                  max_seconds=max_seconds, progress=say, steady_s=steady_s)
+    return levers
+
+
+def _restart_and_graphs(result: TargetResult, target: BuiltTarget, obj: object, fits: Callable[[int], Optional[str]],
+                        *, path: str, root: str, device: str, mode: str, max_seconds: float,
+                        progress: Callable[..., None], steady_s: float) -> list[Lever]:
+    """CUDA graphs (on a GPU) and the aot_compile restart path (one graph), where they apply."""
+    levers: list[Lever] = []
+    if cudagraphs.applies(device, mode):
+        why = fits(0)
+        progress("levers: timing the forward with CUDA graphs (mode=\"reduce-overhead\")…")
+        levers.append(Lever("cudagraphs", cudagraphs.CHANGE, "not measured", why) if why else isolated(
+            "cudagraphs", cudagraphs.CHANGE, lambda: cudagraphs.measure(
+                target, root=root, device=device, mode=mode, steady_s=steady_s)))
+    if aot_artifact.applies(result, obj):
+        why = aot_artifact.missing() or fits(aot_artifact.CHILDREN)
+        lever = Lever("aot_artifact", aot_artifact.CHANGE, "not measured", why) if why else isolated(
+            "aot_artifact", aot_artifact.CHANGE, lambda: aot_artifact.measure(
+                result, target, path=path, root=root, device=device, mode=mode, max_seconds=max_seconds,
+                progress=progress))
+        if not aot_artifact.dropped(lever):
+            levers.append(lever)
     return levers
