@@ -113,9 +113,9 @@ def measure(target: BuiltTarget, *, root: str, device: str, mode: str, steady_s:
         lever.action = f'CUDA graphs (mode="reduce-overhead"): {fwd}, {graphs} (measured)'
     elif forward_slower(forward):
         lever.verdict, lever.why = "worse", f"{fwd}; {graphs}"
-    elif not forward.get("conclusive") and forward.get("busy"):
-        lever.verdict, lever.why = "inconclusive", f"{fwd}: {forward['busy']}; {graphs}"
+    elif not forward.get("conclusive") and forward.get("busy"):  # `fwd` already says "machine busy"
+        lever.verdict, lever.why = "inconclusive", f"{fwd} ({forward['busy']}); {graphs}"
     else:
-        lever.why = f"{fwd}: no measurable difference; {graphs}"
+        lever.why = f"{fwd}; {graphs}"  # "forward: no measurable change"
     return lever
 
