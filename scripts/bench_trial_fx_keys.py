@@ -31,7 +31,7 @@ def one(workspace: str, steps: int, keys: bool) -> tuple[float, float, int]:
                                     scratch=scratch, steps=steps, cold_cache=True, fx_keys=keys)
     assert code == 0 and run, code
     overhead = sum(c.get("structured_logging_overhead_s") or 0.0 for c in run.get("compiles") or [])
-    return summary.compile_time(run)["total_s"], overhead, len(run.get("fx_keys") or [])
+    return summary.compile_time(run).total_s, overhead, len(run.get("fx_keys") or [])
 
 
 def main() -> None:

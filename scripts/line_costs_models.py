@@ -1,15 +1,17 @@
-"""Per-line costs on real model code (issue 33): a nanoGPT-style block, a tiny random-weight GPT-2
-and BERT from `transformers` configs, and a model that breaks the graph. Prints, per model, the
+"""Per-line costs on real model code (issue 33): three big matmuls (a model whose time is in its
+kernels), a nanoGPT-style block, a tiny random-weight GPT-2 and BERT from `transformers` configs,
+and a model that breaks the graph; the forward, and with --train the train step too. Prints, per model, the
 costliest lines (eager → compiled per call), what no line took and why, and the truth checks:
 lines + unattributed = the compiled profile's total; the lines' compiled sum against the compiled
 forward timed on its own (torch.utils.benchmark, same thread count).
 
-    .venv/bin/python scripts/line_costs_models.py [--threads 1]
+    .venv/bin/python scripts/line_costs_models.py [--threads 1] [--only matmuls] [--train] [--device cuda]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 import tempfile
@@ -21,6 +23,7 @@ import torch.utils.benchmark as tbench
 from compile_lens.worker.loader import import_file
 from compile_lens.worker.measure import line_costs
 from compile_lens.worker.measure.dynamo_watch import _clear_in_memory_caches
+from compile_lens.worker.measure.workload import Model
 
 NANOGPT = '''
 import math
@@ -74,6 +77,20 @@ class Block(nn.Module):
         return x
 
 
+class MatMuls(nn.Module):
+    """Three 512-wide layers on 256 rows: ~0.4 GFLOP per forward (a few ms: short calls, so a preempted
+    one is dropped as noisy, not averaged in), next to nothing elementwise."""
+
+    def __init__(self, n=512):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(n, n), nn.Linear(n, n), nn.Linear(n, n)
+
+    def forward(self, x):
+        h = self.a(x)
+        h = self.b(torch.relu(h))
+        return self.c(torch.relu(h))
+
+
 class Broken(nn.Module):
     def __init__(self, n_embd=128):
         super().__init__()
@@ -93,6 +110,7 @@ def models(root: str):
     with open(path, "w") as f:
         f.write(textwrap.dedent(NANOGPT))
     mod = import_file(path, root)
+    yield "three big matmuls (256×512 @ 512×512)", mod.MatMuls(), (torch.randn(256, 512),)
     x = torch.randn(8, 64, 128)
     yield "nanoGPT-style Block", mod.Block(), (x,)
     yield "graph break (print) after a Block", mod.Broken(), (x,)
@@ -105,58 +123,70 @@ def models(root: str):
         num_hidden_layers=2, hidden_size=128, num_attention_heads=4, intermediate_size=512, vocab_size=1000)), (ids,)
 
 
-def sides(model, inputs):
-    """The eager forward, and how to compile it (the compiled call is kept, to time it apart)."""
+def sides(model, inputs, workload):
+    """The eager call, and how to compile it (the compiled call is kept, to time it apart): the
+    forward under no_grad, or the train step (`workload.Model`: forward, loss, backward, SGD step)."""
     compiled_fn = {}
-
-    def eager():
-        with torch.no_grad():
-            return model(*inputs)
+    eager = Model(model, model, inputs, False).run(workload)
 
     def make():
         _clear_in_memory_caches()
-        c = torch.compile(model)
-
-        def call():
-            with torch.no_grad():
-                return c(*inputs)
+        other = copy.deepcopy(model)
+        call = Model(torch.compile(other), other, inputs, False).run(workload)
         compiled_fn["call"] = call
         return call
     return eager, make, compiled_fn
 
 
-def timed(fn) -> float:
+def timed(fn, device: str) -> float:
+    if device.startswith("cuda"):
+        def synced():
+            fn()
+            torch.cuda.synchronize()
+        return tbench.Timer("fn()", globals={"fn": synced}).blocked_autorange(min_run_time=1.0).median * 1e6
     return tbench.Timer("fn()", globals={"fn": fn}, num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=1.0).median * 1e6
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only", default=None, help="models whose label contains this")
+    parser.add_argument("--train", action="store_true", help="the train step too")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()}")
     root = tempfile.mkdtemp(prefix="line-costs-ws-")
     for label, model, inputs in models(root):
-        model.eval()
-        eager, make, compiled_fn = sides(model, inputs)
-        eager_us = timed(eager)
-        found = line_costs.measure(eager, make, root=root, device="cpu", eager_ms=eager_us / 1e3, compiled_ms=eager_us / 1e3)
-        compiled_us = timed(compiled_fn["call"]) if "call" in compiled_fn else float("nan")
-        lines_c = sum(ln.compiled_us or 0.0 for ln in found.lines)
-        lines_e = sum(ln.eager_us or 0.0 for ln in found.lines)
-        print(f"\n== {label}: eager {eager_us:.0f} µs, compiled {compiled_us:.0f} µs per call (timed apart)")
-        print(f"   notes: {found.note!r} {found.compiled_note!r}; profile {found.profile_us}")
-        print(f"   lines: {len(found.lines)}; eager lines {lines_e:.0f} µs; compiled lines {lines_c:.0f} µs "
-              f"+ unattributed {found.unattributed_us} = {lines_c + (found.unattributed_us or 0):.0f} µs "
-              f"(profile {found.profile_us.get('compiled')}); compiled lines / timed compiled call = "
-              f"{lines_c / compiled_us:.2f}; why: {found.unattributed_why}")
-        for ln in found.lines[:6]:
-            kernels = ", ".join(f"{k.name}[{k.kind}{'×' + str(k.lines) if k.lines > 1 else ''}]" for k in ln.kernels[:4])
-            fused = [r.line for r in ln.fused_with]
-            print(f"   {os.path.basename(ln.path)}:{ln.line}: {ln.eager_us:.0f} → {ln.compiled_us} µs "
-                  f"{'fused with ' + str(fused) if fused else ''}{' FALLBACK' if ln.fallback else ''} · {kernels}")
+        if args.only and args.only not in label:
+            continue
+        model.to(args.device)
+        inputs = tuple(t.to(args.device) for t in inputs)
+        for workload in ("forward", "train") if args.train else ("forward",):
+            report(f"{label} · {workload}", model, inputs, workload, root, args.device)
         torch._dynamo.reset()
     sys.stdout.flush()
+
+
+def report(label, model, inputs, workload, root, device) -> None:
+    eager, make, compiled_fn = sides(model, inputs, workload)
+    eager_us = timed(eager, device)
+    found = line_costs.measure(eager, make, root=root, device=device, eager_ms=eager_us / 1e3, compiled_ms=eager_us / 1e3)
+    compiled_us = timed(compiled_fn["call"], device) if "call" in compiled_fn else float("nan")
+    lines_c = sum(ln.compiled_us or 0.0 for ln in found.lines)
+    lines_e = sum(ln.eager_us or 0.0 for ln in found.lines)
+    print(f"\n== {label}: eager {eager_us:.0f} µs, compiled {compiled_us:.0f} µs per call (timed apart)")
+    print(f"   notes: {found.note!r} {found.compiled_note!r}; profile {found.profile_us}")
+    print(f"   lines: {len(found.lines)}; eager lines {lines_e:.0f} µs; compiled lines {lines_c:.0f} µs "
+          f"+ unattributed {found.unattributed_us} = {lines_c + (found.unattributed_us or 0):.0f} µs "
+          f"(profile {found.profile_us.get('compiled')}); compiled lines / timed compiled call = "
+          f"{lines_c / compiled_us:.2f}; why: {found.unattributed_why}")
+    for ln in found.lines[:6]:
+        kernels = ", ".join(f"{k.name}[{'bwd ' if k.backward else ''}{k.kind}{'×' + str(k.lines) if k.lines > 1 else ''}]"
+                            for k in ln.kernels[:4])
+        fused = [r.line for r in ln.fused_with]
+        print(f"   {os.path.basename(ln.path)}:{ln.line}: {ln.eager_us:.0f} → {ln.compiled_us} µs "
+              f"{'fused with ' + str(fused) if fused else ''}{' FALLBACK' if ln.fallback else ''} · {kernels}")
 
 
 if __name__ == "__main__":

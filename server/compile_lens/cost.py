@@ -13,7 +13,10 @@ conclusive, compile seconds per process start). Definitions:
 - compile cost per restart: `compile_s / 3600 × gpus × price`, where `compile_s` is what a process
   start pays as measured (`compile_from`, said in the output: "warm-remote" — a fresh process served
   by the team's remote cache —, "artifact" — warmed by a cache artifact —, or "compiled run");
-- payback of the migration: `migration_days × day_rate / money saved per month`, in months.
+- payback of the migration: `migration_days × day_rate / money saved per month`, in months;
+- a restart at the fastest path the levers phase measured (`restart_lines`: cold, warm, Mega-Cache,
+  remote cache, `aot_compile` artifact, each a fresh process to its first call), priced like the
+  compile at each start, beside the cold compile it replaces.
 
 No figure comes from an inconclusive speedup; no money figure without a price.
 """
@@ -27,7 +30,13 @@ DAYS_PER_MONTH = 30.0
 # where a restart's compile seconds come from (`gpu_bill(compile_from=...)`), in the bill's words
 COMPILE_SOURCES = {"warm-remote": "a fresh process served by the team's remote cache",
                    "artifact": "a fresh process warmed by the cache artifact",
-                   "compiled run": "the compiled run's own compile"}
+                   "compiled run": "the compiled run's own compile",
+                   # the levers phase's restart paths (`worker/levers/aot_artifact`), each a fresh process
+                   "cold": "a cold compile, nothing cached",
+                   "warm": "this machine's disk cache",
+                   "mega_cache": "a fresh process loading the Mega-Cache artifact",
+                   "warm_remote": "a fresh process served by the team's remote cache",
+                   "aot_artifact": "a fresh process loading the aot_compile artifact"}
 
 
 @dataclass(frozen=True)
@@ -146,3 +155,31 @@ def gpu_bill(inputs: CostInputs, *, eager_step_s: Optional[float], compiled_step
         else:
             lines.append("GPU bill: the migration does not pay back: compiled costs more per month")
     return out
+
+
+def restart_lines(paths: dict[str, Optional[float]], inputs: CostInputs) -> list[str]:
+    """`GPU bill: the fastest restart measured is …`: the quickest of the measured restart paths
+    (seconds from a fresh process to its first call), with its cost per restart when a price is set;
+    when that is this machine's own disk cache ("warm"), also the quickest a fresh machine can have."""
+    measured = {k: v for k, v in paths.items() if v is not None}
+    if not measured:
+        return []
+    gpus = max(1, int(inputs.gpus))
+    price = inputs.price_per_gpu_hour
+
+    def priced(seconds: float) -> str:
+        return f" = {seconds / 3600 * gpus * price:,.2f}" if price is not None else ""
+
+    best = min(measured, key=lambda k: measured[k])
+    text = f"GPU bill: the fastest restart measured is {measured[best]:.1f} s ({COMPILE_SOURCES.get(best, best)})"
+    text += f" on {gpus} GPUs{priced(measured[best])} per restart" if price is not None else ""
+    fresh = {k: v for k, v in measured.items() if k != "warm"}
+    if best == "warm" and fresh:
+        other = min(fresh, key=lambda k: fresh[k])
+        text += f"; on a fresh machine {fresh[other]:.1f} s ({COMPILE_SOURCES.get(other, other)}){priced(fresh[other])}"
+    cold = measured.get("cold")
+    if cold is not None and best != "cold":
+        text += f" (cold: {cold:.1f} s{priced(cold)})"
+    if price is None:
+        text += "; set a GPU price per hour for money figures"
+    return [text]

@@ -150,6 +150,7 @@ class KernelShare:
     kind: str  # "generated" (fused by Inductor) | "extern" (a library kernel) | "fallback" (an aten op Inductor did not lower)
     us: Optional[float]  # the whole kernel's time per call (None: no profile, e.g. an imported trace)
     lines: int = 1  # the lines it was fused from: its time is split evenly among them
+    backward: bool = False  # a train step's backward kernel: the gradient of the line(s) it is given to
 
 
 @dataclass
@@ -187,7 +188,7 @@ class Timing:
     guard_us_per_call: Optional[float] = None
     guard_us_ci: Optional[list[float]] = None
     guard_share: Optional[float] = None
-    # where the time goes, line by line (worker/measure/line_costs.py; the forward only for now),
+    # where the time goes, line by line (worker/measure/line_costs.py; a train step's lines include their backward),
     # profiled after the timing rounds: lines by cost; what no line took, per reason; each side's
     # profile total per call ({"eager", "compiled"}: lines + unattributed_us = "compiled")
     lines: list[LineCost] = field(default_factory=list)
@@ -258,7 +259,7 @@ class Lever:
     paired rounds with a 95% interval. `before` is the default, `after` the lever; a figure that could
     not be measured is None, and a lever that could not be measured at all says why in `why`."""
 
-    lever: str  # "regional" | "dynamic" | "static" | "guard_filter" | "aot_artifact"
+    lever: str  # "regional" | "dynamic" | "static" | "guard_filter" | "aot_artifact" | "cudagraphs"
     change: str  # what was changed, in the user's words ("each Block in `blocks` compiled once (block.compile())")
     verdict: str  # "better" | "worse" | "no change" | "inconclusive" | "not measured"
     why: str = ""  # the figure that decided the verdict, or why it could not be measured

@@ -180,8 +180,11 @@ async def test_try_levers_runs_the_levers_phase_and_the_hover_lists_what_was_tri
     hover = await client.text_document_hover_async(lsp.HoverParams(
         lsp.TextDocumentIdentifier(uri), lsp.Position(line, col + len("class T"))))
     tried = hover.contents.value.split("**Levers tried**", 1)[1].strip().splitlines()
-    assert tried and all(re.match(r"- (dynamic|static) shapes: ((better|worse|no change|inconclusive) — |not measured: )",
-                                  row) for row in tried), tried
+    # the dynamic lever applies (the sweep's batch recompiles); a guard filter (a tiny model's guard
+    # share can pass 5%) and the aot_compile artifact (one graph) may be tried beside it
+    row = r"- ((dynamic|static) shapes|guard filter \w+|aot_compile artifact): ((better|worse|no change|inconclusive) — |not measured: )"
+    assert tried and all(re.match(row, r) for r in tried), tried
+    assert any(re.match(r"- (dynamic|static) shapes", r) for r in tried), tried
     assert (await levers_lens()).startswith("levers: ")
 
 

@@ -35,7 +35,10 @@ def test_one_line_per_lever_and_only_the_better_one_offered():
         "guard filter skip_guard_on_globals_unsafe: no change — forward 1.00×: no measurable difference"]
     assert [lever.lever for lever in offered(result)] == ["regional"]
     row = table_rows(result)[0]
-    assert row[2:6] == ["40.0 s → 12.0 s", "5.0 s → 2.0 s", "1.01× [0.97, 1.05] (inconclusive)", "1 → 1"]
+    # an interval that cannot tell shows no ratio; a train step not timed shows none
+    assert row[2:7] == ["40.0 s → 12.0 s", "5.0 s → 2.0 s", "no measurable change", "—", "1 → 1"]
+    result.levers[0].train_step = {"before": 2.0, "after": 1.6, "speedup": 1.25, "ci": [1.2, 1.3], "conclusive": True}
+    assert table_rows(result)[0][5] == "1.25× faster [1.20, 1.30]"
 
 
 def test_the_json_and_the_phases_carry_the_levers_phase():

@@ -113,3 +113,42 @@ def test_a_failed_line_profile_is_said_once():
     t.lines, t.lines_note = [], "not measurable: RuntimeError: the profiler is busy"
     assert lc.costly(t) == []
     assert lc.top_lines_text(bench(t), "/ws")[0] == "  line costs (forward): not measurable: RuntimeError: the profiler is busy"
+
+
+def train_timing() -> Timing:
+    t = timing()
+    t.lines[0].kernels.append(KernelShare("extern_kernels.mm", "extern", 180.0, 1, backward=True))
+    t.lines[1].kernels.append(KernelShare("cpp_fused_threshold_backward_0", "generated", 40.0, 2, backward=True))
+    t.unattributed_why["eager: the train step's SGD step (Compile Lens's loop, not a line of the model)"] = 90.0
+    return t
+
+
+def test_a_train_step_hover_says_which_kernels_are_a_lines_backward():
+    t = train_timing()
+    text = lc.hover_markdown(t.lines[0], t)
+    assert text.startswith("**Compile Lens · this line's train step (forward + backward) cost:**")
+    assert "`extern_kernels.mm` (backward of line 15, extern kernel, 0.18 ms)" in text
+    assert "`extern_kernels.addmm` (extern kernel, 0.20 ms)" in text  # the forward's own kernel says nothing more
+    assert "(backward of line 16, fused from 2 lines, time split evenly, 0.04 ms)" in lc.hover_markdown(t.lines[1], t)
+    assert lc.hover_markdown(timing().lines[0], timing()).startswith("**Compile Lens · this line's forward cost:**")
+
+
+def test_train_step_lines_in_json_cli_and_report():
+    b = bench(timing())
+    b.train_step = train_timing()
+    doc = cli_output.benchmark_json(b)
+    kernels = doc["train_step"]["lines"][0]["kernels"]
+    assert {(k["name"], k["backward"]) for k in kernels} == {("extern_kernels.addmm", False), ("extern_kernels.mm", True)}
+    assert any(x.startswith("  where the train step time goes") for x in lc.top_lines_text(b, "/ws"))
+    report = FileReport(PATH, [TargetResult("Net", "module", 10, benchmark=b)])
+    html = report_html.render_report([report], title="t", torch_version="2.13", device="cpu", cwd="/ws")
+    assert "· train step (forward + backward)</h3>" in html and "backward of line 15" in html
+
+
+def test_hints_show_the_forward_and_the_train_step_only_where_the_forward_is_not_costly():
+    b = bench(timing())
+    b.train_step = train_timing()
+    b.train_step.lines.append(LineCost(PATH, 50, 400.0, 100.0, [KernelShare("extern_kernels.mm", "extern", 100.0, 1, True)]))
+    found = {ln.line: lc.hint_label(ln, t) for ln, t in lc.costly_in_file({"Net": b}, PATH)}
+    assert found[15] == "0.81 ms → 0.20 ms"  # the forward's
+    assert found[50] == "train 0.40 ms → 0.10 ms"  # only the train step (a backward) makes it costly

@@ -32,6 +32,14 @@ from compile_lens.render.cards import trial_line as view_trial_line
 from compile_lens.render.html_parts import _Page
 from compile_lens.render.units import STEP, duration
 from compile_lens.trial import store, summary
+from compile_lens.trial.figures import (
+    Quartiles,
+    RunFigures,
+    Steady,
+    Step,
+    TrialFigures,
+    TrialRecord,
+)
 from lsp_support import locate, open_file, start_server, stop_server
 
 FIXTURES = paths.FIXTURES / "trial"
@@ -200,33 +208,32 @@ def test_a_library_model_the_program_compiles_itself_keeps_its_own_compile(tmp_p
 
 def test_losses_that_differ_with_dropout_are_not_called_a_divergence():
     def run(losses, dropout):
-        return {"steps": [{"index": i, "loss": v} for i, v in enumerate(losses)], "dropout_in": dropout}
+        return RunFigures(ran=True, steps=[Step(index=i, loss=v) for i, v in enumerate(losses)], dropout_in=dropout)
 
     eager = run([2.0, 1.5, 1.2, 1.0], [])
     drifted = [2.0, 1.5, 1.25, 1.1]
     plain = summary.losses(eager, run(drifted, []), rtol=1e-3, atol=1e-5)
-    assert plain["verdict"] == "diverge" and plain["first_divergent_step"] == 2
-    assert "losses diverge from step 2" in plain["text"] and "dropout" in plain["text"]
+    assert plain.verdict == "diverge" and plain.first_divergent_step == 2
+    assert "losses diverge from step 2" in plain.text and "dropout" in plain.text
     random = summary.losses(eager, run(drifted, ["GPT2LMHeadModel"]), rtol=1e-3, atol=1e-5)
-    assert random["verdict"] == "random" and random["first_divergent_step"] == 2
-    assert "GPT2LMHeadModel has dropout" in random["text"]
+    assert random.verdict == "random" and random.first_divergent_step == 2
+    assert "GPT2LMHeadModel has dropout" in random.text
     same = summary.losses(eager, run([2.0, 1.5, 1.2, 1.0], ["GPT2LMHeadModel"]), rtol=1e-3, atol=1e-5)
-    assert same["verdict"] == "match"  # dropout alone changes nothing when the losses agree
+    assert same.verdict == "match"  # dropout alone changes nothing when the losses agree
 
 
 def test_a_run_that_others_took_cpu_from_gives_no_verdict():
     def run(median, others):
-        q = {"median": median, "q1": median * 0.95, "q3": median * 1.05, "min": median * 0.9,
-             "max": median * 1.1, "n": 10}
-        return {"steady": {"wall_s": q, "hook_s": q}, "other_cpu_percent": others}
+        q = Quartiles(median=median, q1=median * 0.95, q3=median * 1.05, min=median * 0.9, max=median * 1.1, n=10)
+        return RunFigures(ran=True, steady=Steady(wall_s=q, hook_s=q), other_cpu_percent=others)
 
     quiet = summary.speedup(run(0.02, 3.0), run(0.01, 12.0))
-    assert quiet["verdict"] == "faster" and quiet["why"] is None and quiet["ratio"] == pytest.approx(2.0)
+    assert quiet.verdict == "faster" and quiet.why is None and quiet.ratio == pytest.approx(2.0)
     busy = summary.speedup(run(0.02, 180.0), run(0.01, 12.0))
-    assert busy["verdict"] == "inconclusive"
-    assert busy["why"] == "machine busy: other processes used 180% CPU during the eager run"
+    assert busy.verdict == "inconclusive"
+    assert busy.why == "machine busy: other processes used 180% CPU during the eager run"
     unknown = summary.speedup(run(0.02, None), run(0.01, None))  # not measured: the quartiles decide
-    assert unknown["verdict"] == "faster"
+    assert unknown.verdict == "faster"
 
 
 def test_the_bill_by_hand():
@@ -269,14 +276,14 @@ def test_payback_measured_and_projected():
     # 5 s of compiling in step 0, then half the time a step
     compiled = run([5.5] + [0.5] * 9, compiles=(0,))
     ratio = summary.speedup(eager, compiled)
-    assert ratio["verdict"] == "faster" and ratio["ratio"] == pytest.approx(2.0)
+    assert ratio.verdict == "faster" and ratio.ratio == pytest.approx(2.0)
     paid = summary.payback(eager, compiled, ratio)
     # cumulative: eager i+1, compiled 5.5 + 0.5 i -> equal at i = 9 (10 vs 10)
-    assert paid["measured"] and paid["step"] == 9
+    assert paid.measured and paid.step == 9
     slow_start = run([20.5] + [0.5] * 9, compiles=(0,))
     projected = summary.payback(eager, slow_start, summary.speedup(eager, slow_start))
     # behind by 25 - 10 = 15 s after 10 steps, gaining 0.5 s a step: 30 more steps
-    assert not projected["measured"] and projected["step"] == 40
+    assert not projected.measured and projected.step == 40
 
 
 @pytest.mark.slow
@@ -307,7 +314,7 @@ def test_a_cache_artifact_run_that_missed_says_what_differed(tmp_path):
     assert artifact["miss_reasons"] == ["Inductor config option `size_asserts` (True → False)"]
     assert ("the cache artifact run compiled again the FX graphs the compiled run wrote; its cache key differed in "
             "Inductor config option `size_asserts` (True → False) (compiled run → this run)") in done.stderr
-    page = report_trial.trial_section(_Page("/w", False), {"figures": figures}, None)
+    page = report_trial.trial_section(_Page("/w", False), TrialRecord.from_dict({"figures": figures}), None)
     assert ('<li class="warn">the cache artifact run compiled again the FX graphs the compiled run wrote; its cache '
             "key differed in Inductor config option `size_asserts` (True → False)") in page
 
@@ -320,9 +327,9 @@ def _root(done: subprocess.CompletedProcess) -> Path:
 def test_the_trial_is_saved_in_the_workspace_store(trained):
     done, figures = trained
     saved = store.read(str(_root(done)))
-    assert saved is not None and saved["targets"] == ["train.py:Net"]  # as recorded.json names it; not Block
-    assert saved["command"].endswith("train.py") and re.match(r"\d{4}-\d\d-\d\dT", saved["at"])
-    assert saved["figures"] == figures  # what --json got
+    assert saved is not None and saved.targets == ["train.py:Net"]  # as recorded.json names it; not Block
+    assert saved.command.endswith("train.py") and re.match(r"\d{4}-\d\d-\d\dT", saved.at)
+    assert saved.figures.to_dict() == figures  # what --json got
     assert "figures saved in .compile-lens/trial.json" in done.stderr
 
 
@@ -354,7 +361,7 @@ def test_the_report_has_the_trial_section(trained):
     assert f"IQR {duration(steady['q1'], STEP)}–{duration(steady['q3'], STEP)}, n={steady['n']}" in section
     assert section.count("<svg") == 1 and "http" not in section  # inline chart, nothing fetched
     wall = figures["speedup"]["wall"]
-    bill = summary.bill(figures, CostInputs(price_per_gpu_hour=2.5, gpus=8, hours_per_month=300, migration_days=10,
+    bill = summary.bill(TrialFigures.from_dict(figures), CostInputs(price_per_gpu_hour=2.5, gpus=8, hours_per_month=300, migration_days=10,
                                             day_rate=1000))
     if wall["verdict"] == "inconclusive":
         assert "Speedup per step: inconclusive" in section and "no money figure" in section
@@ -395,7 +402,7 @@ async def test_the_hover_card_of_the_trained_model_shows_the_run(trained):
     assert "measured in your run" not in cards["Block"]  # the trial compiled Net, not its blocks
     line = next(ln for ln in cards["Net"].splitlines() if ln.startswith("- measured in your run"))
     wall, paid = figures["speedup"]["wall"], figures["payback"]
-    bill = summary.bill(figures, CostInputs(price_per_gpu_hour=2.5, gpus=8, hours_per_month=300))
+    bill = summary.bill(TrialFigures.from_dict(figures), CostInputs(price_per_gpu_hour=2.5, gpus=8, hours_per_month=300))
     if wall["verdict"] == "inconclusive":
         assert "per step inconclusive over 24 steps" in line and "no money figure" in line and "per month" not in line
     else:
@@ -439,8 +446,7 @@ def test_a_conclusive_trial_in_the_hover_line_and_the_report_section():
 
     figures = summary.summarize(run([1.0] * 10), 0, run([5.5] + [0.5] * 9), 0, rtol=1e-3, atol=1e-5,
                                 command="python train.py")
-    trial = {"command": "python train.py", "at": "2026-01-01T00:00:00Z", "targets": ["train.py:Net"],
-             "figures": figures}
+    trial = TrialRecord(command="python train.py", at="2026-01-01T00:00:00Z", targets=["train.py:Net"], figures=figures)
     priced = summary.bill(figures, CostInputs(price_per_gpu_hour=2.0, hours_per_month=100))
     # 100 h eager -> 50 h compiled = 50 GPU-hours x 2.00 = 100 saved a month
     assert priced["money_saved_per_month"] == pytest.approx(100)

@@ -16,7 +16,7 @@ import pytest
 
 import paths
 from compile_lens.remote_cache import PGO_SWITCHES, REMOTE_SWITCHES
-from compile_lens.trial import store
+from compile_lens.trial import store, summary
 
 FAILS = """
 import sys
@@ -50,7 +50,9 @@ def _trial(root: Path, *args: str, env: dict | None = None) -> subprocess.Comple
 def test_a_failed_eager_run_stops_the_trial_and_keeps_the_last_good_one(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.compile-lens]\n")
     (tmp_path / "train.py").write_text(FAILS)
-    good = store.write(str(tmp_path), {"eager": {"steps": [1]}, "compiled": {"steps": [1]}}, command="python good.py")
+    one_step = {"steps": [{"index": 0, "wall_s": 1.0, "hook_s": 1.0}]}
+    figures = summary.summarize(one_step, 0, one_step, 0, rtol=1e-3, atol=1e-5, command="python good.py")
+    good = store.write(str(tmp_path), figures, command="python good.py")
     before = Path(good).read_text()
     done = _trial(tmp_path, "--steps", "10", "--json", "out.json", "--", sys.executable, "train.py")
     assert done.returncode == 3, done.stderr[-3000:]  # the program's own status

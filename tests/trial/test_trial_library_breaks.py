@@ -21,6 +21,7 @@ from compile_lens.render import report_trial
 from compile_lens.render.html_parts import _Page
 from compile_lens.torch_text.frames import torch_dir
 from compile_lens.trial import library_breaks
+from compile_lens.trial.figures import TrialFigures
 
 FIXTURE = paths.FIXTURES / "trial_library"
 
@@ -56,7 +57,7 @@ def test_a_break_inside_a_library_helper_is_at_the_workspace_line_that_called_it
     assert b["inside"]["shown"] == f"../vendor/fastnorm/__init__.py:{item}"
     assert b["inside"]["reported"] == f"{os.path.realpath(base / 'vendor' / 'fastnorm' / '__init__.py')}:{item}"
     assert f"inside `rms_norm` (../vendor/fastnorm/__init__.py:{item}), called from train.py:{call}" in done.stderr
-    html = report_trial._events(_Page(str(base / "proj"), False), figures)
+    html = report_trial._events(_Page(str(base / "proj"), False), TrialFigures.from_dict(figures))
     assert f"inside `rms_norm` (../vendor/fastnorm/__init__.py:{item}), called from train.py:{call}" in html
 
 

@@ -16,9 +16,18 @@ from pathlib import Path
 import pytest
 
 import paths
-from compile_lens.cli.trial import _remote_run
 from compile_lens.cost import CostInputs
-from compile_lens.trial import summary
+from compile_lens.trial import session, summary
+from compile_lens.trial.figures import (
+    ArtifactRun,
+    CompileTime,
+    LossFigures,
+    RemoteRun,
+    RunFigures,
+    Speedup,
+    Speedups,
+    TrialFigures,
+)
 from redis_server import free_port, key_count, redis_server
 
 FIXTURES = paths.FIXTURES / "trial"
@@ -74,22 +83,30 @@ def test_the_second_trial_is_served_and_the_bill_prices_a_restart_from_it(two_tr
 def test_an_address_that_does_not_answer_runs_nothing_and_says_so(tmp_path):
     url = f"redis://127.0.0.1:{free_port()}"
     started = time.perf_counter()
-    served = _remote_run([sys.executable, "-c", "raise SystemExit(9)"], url, str(tmp_path), {}, None, {})
+    plan = session.TrialPlan(program=[sys.executable, "-c", "raise SystemExit(9)"], root=str(tmp_path), remote_cache=url)
+    served = session._remote_run(plan, str(tmp_path), None, {}, lambda _: None)
     assert time.perf_counter() - started < 2.0
-    assert served["url"] == url and "check the address" in served["note"] and "compile_time" not in served
+    assert served.url == url and "check the address" in served.note and served.compile_time is None
 
 
 def test_a_restart_compiles_warm_remote_else_from_the_artifact_else_as_the_compiled_run_did():
-    compiled = {"compile_time": {"total_s": 40.0}}
-    artifact = {"artifact": {"compile_time": {"total_s": 9.0}}}
-    served = {"remote_cache": {"served": True, "compile_time": {"total_s": 4.0}}}
-    filled = {"remote_cache": {"served": False, "compile_time": {"total_s": 38.0}}}
-    assert summary.restart_compile_s({**compiled, **artifact, **served}) == (4.0, "warm-remote")
-    assert summary.restart_compile_s({**compiled, **artifact, **filled}) == (9.0, "artifact")
-    assert summary.restart_compile_s({**compiled, **filled}) == (40.0, "compiled run")
-    assert summary.restart_compile_s({}) == (None, None)
-    figures = {**compiled, **served, "speedup": {"wall": {"eager_median_s": 1.0, "compiled_median_s": 0.5,
-                                                          "verdict": "faster"}}}
+    def seconds(total_s: float) -> CompileTime:
+        return CompileTime(total_s=total_s, forward_frames_s=total_s, backward_s=0.0, compiles=1, steps=[0])
+
+    def trial(**fields) -> TrialFigures:
+        return TrialFigures(eager=RunFigures(ran=True), compiled=RunFigures(ran=True),
+                            loss=LossFigures(rtol=0.0, atol=0.0, verdict="no-loss", text=""), **fields)
+
+    compiled = {"compile_time": seconds(40.0)}
+    artifact = {"artifact": ArtifactRun(path="a.bin", compile_time=seconds(9.0))}
+    served = {"remote_cache": RemoteRun(url="redis://r:1", served=True, compile_time=seconds(4.0))}
+    filled = {"remote_cache": RemoteRun(url="redis://r:1", served=False, compile_time=seconds(38.0))}
+    assert summary.restart_compile_s(trial(**compiled, **artifact, **served)) == (4.0, "warm-remote")
+    assert summary.restart_compile_s(trial(**compiled, **artifact, **filled)) == (9.0, "artifact")
+    assert summary.restart_compile_s(trial(**compiled, **filled)) == (40.0, "compiled run")
+    assert summary.restart_compile_s(trial()) == (None, None)
+    figures = trial(**compiled, **served, speedup=Speedups(wall=Speedup(
+        ratio=2.0, verdict="faster", why=None, eager_median_s=1.0, compiled_median_s=0.5)))
     bill = summary.bill(figures, CostInputs(price_per_gpu_hour=3.0, gpus=4, hours_per_month=100))
     assert bill["compile_source"] == "warm-remote"
     assert any("4.0 s (a fresh process served by the team's remote cache)" in line for line in bill["lines"])

@@ -126,11 +126,11 @@ def test_the_bill_says_it_was_measured_on_the_cpu(charlm):
 def test_the_report_section_and_the_hover_line_show_the_shapes(charlm):
     root, _, _ = charlm
     saved = store.read(str(root))
-    section = trial_section(_Page(str(root), False), saved, saved["figures"]["cost"])
+    section = trial_section(_Page(str(root), False), saved, saved.figures.cost)
     assert "By input shape: 2 shapes" in section and "<code>[5, 16] [5, 16]</code>" in section
     assert "seen only in warm-up steps" in section and "was baked in" in section
     assert "torch_dynamo_resume_in" not in section and "measured on the CPU, not a GPU" in section
-    hover = trial_line(saved, saved["figures"]["cost"])
+    hover = trial_line(saved, saved.figures.cost)
     line = next(ln for ln in hover.splitlines() if ln.startswith("- by input shape in your run"))
     assert "`[8, 16] [8, 16]` 11 steps" in line and "`[5, 16] [5, 16]` 1 step warm-up only" in line
 

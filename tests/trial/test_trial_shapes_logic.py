@@ -13,6 +13,7 @@ import pytest
 
 from compile_lens.torch_text.guard_words import meaning, say, value_read_at
 from compile_lens.trial import cudagraph_events, shapes
+from compile_lens.trial.summary import run_figures
 from paths import FIXTURES
 
 CHARLM = FIXTURES / "trial" / "train_charlm.py"
@@ -48,9 +49,10 @@ def test_torch_cudagraph_records_become_events_with_their_step_and_shapes():
 
 
 def test_cudagraph_records_are_counted_per_shape():
-    steps = [{"index": i, "wall_s": 0.01, "shapes": [[5, 16]] if i == 9 else [[8, 16]], "compiles": int(i in (0, 9))}
+    steps = [{"index": i, "wall_s": 0.01, "hook_s": 0.01, "shapes": [[5, 16]] if i == 9 else [[8, 16]], "compiles": int(i in (0, 9))}
              for i in range(12)]
-    run = {"steps": steps, "warmup_steps": [0, 9], "steady": None}
+    run = run_figures({"steps": steps}, 0)
+    assert run.warmup_steps == [0, 9]
     events = [{"kind": "cudagraph_record", "rerecord": r, "step": s, "shapes": sh}
               for s, sh, r in ((0, [[8, 16]], False), (9, [[5, 16]], False), (9, [[5, 16]], True))]
     rows = shapes.by_shape(run, run, {"events": events, "compiles": []}, [])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import paths
-from compile_lens.trial import rank_figures, torchrun
+from compile_lens.trial import ranks, torchrun
 from paths import REPO
 
 EXAMPLE = REPO / "scripts" / "trial_example" / "train_ddp.py"
@@ -167,11 +167,11 @@ def test_a_killed_ranks_step_log_is_its_record(tmp_path):
              {"step": {"index": 1, "wall_s": 0.1}, "events": [], "compiles": []}]
     Path(torchrun.rank_log(out, "1")).write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"step": {"ind')
     Path(torchrun.rank_out(out, "0")).write_text(json.dumps({"steps": [{"index": 0, "wall_s": 2.0}], "killed": None}))
-    ranks = torchrun.read_ranks(out)
-    assert ranks[0]["finished"] is True
-    assert ranks[1]["finished"] is False and ranks[1]["mode"] == "compiled"
-    assert [s["index"] for s in ranks[1]["steps"]] == [0, 1] and len(ranks[1]["events"]) == 1
-    merged = rank_figures.merge(ranks)
+    records = torchrun.read_ranks(out)
+    assert records[0]["finished"] is True
+    assert records[1]["finished"] is False and records[1]["mode"] == "compiled"
+    assert [s["index"] for s in records[1]["steps"]] == [0, 1] and len(records[1]["events"]) == 1
+    merged = ranks.merge(records)
     assert [s["wall_s"] for s in merged["steps"]] == [2.0]  # the steps every rank finished, at the slowest
 
 
@@ -179,12 +179,14 @@ def test_a_killed_ranks_step_log_is_its_record(tmp_path):
 def test_the_reports_trial_section_shows_each_rank_and_the_divergence(ddp_trial, tmp_path):
     from compile_lens.render import report_trial
     from compile_lens.render.html_parts import _Page
+    from compile_lens.trial.figures import TrialRecord
 
     _, figures = ddp_trial
-    html = report_trial.trial_section(_Page("/w", False), {"figures": figures, "command": figures["command"]}, None)
+    trial = TrialRecord.from_dict({"figures": figures, "command": figures["command"]})
+    html = report_trial.trial_section(_Page("/w", False), trial, None)
     assert "<h3>Ranks: 2 (torchrun)</h3>" in html
     assert re.search(r"<td>rank 1</td>.*?<td class=\"num\">1</td>", html)  # rank 1's one recompile
-    assert "Rank divergence (error) from step 5</b>: rank(s) 1 ran compiled code rank(s) 0 did not" in html
+    assert "Rank divergence (error)</b> from step 5, rank 1 ran compiled code rank 0 did not" in html
     (Path(os.environ.get("COMPILE_LENS_SHOTS", tmp_path)) / "trial-ranks.html").write_text(
         f"<html><body>{html}</body></html>")
 

@@ -198,7 +198,7 @@ def test_result_survives_json(measured):
 
 @pytest.mark.slow
 def test_the_forward_has_its_lines_and_the_cold_compile_its_frames(measured):
-    """After the timing rounds: where the forward's time goes per line (worker/measure/line_costs.py,
+    """After the timing rounds: where the forward's and the train step's time go per line (worker/measure/line_costs.py,
     its own tests in test_line_costs.py), and the fresh process's compile per frame."""
     b, stages, _ = measured
     f = b.forward
@@ -209,7 +209,13 @@ def test_the_forward_has_its_lines_and_the_cold_compile_its_frames(measured):
     [only] = f.lines
     assert {k.kind for k in only.kernels} >= {"extern", "generated"}
     assert only.compiled_us + f.unattributed_us == pytest.approx(f.profile_us["compiled"], abs=0.1)
-    assert b.train_step.lines == []  # the forward only, for now
+    # the train step too, after its own timing rounds: the line's backward kernels come back to it
+    t = b.train_step
+    assert t.lines_note is None and t.compiled_lines_note is None, (t.lines_note, t.compiled_lines_note)
+    [trained] = [ln for ln in t.lines if ln.compiled_us]
+    assert (os.path.realpath(trained.path), trained.line) == (os.path.realpath(MODELS), forward_line)
+    assert any(k.backward for k in trained.kernels) and any(not k.backward for k in trained.kernels)
+    assert sum(ln.compiled_us or 0.0 for ln in t.lines) + t.unattributed_us == pytest.approx(t.profile_us["compiled"], abs=0.1)
     assert any("line by line" in s for s in stages) and b.phases_s["line_costs"] > 0
     frames = b.compile_time.frames
     assert frames and frames[0].compile_id == "0/0" and frames[0].function == "forward"

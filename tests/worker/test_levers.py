@@ -18,6 +18,8 @@ from compile_lens.actions.levers import lever_actions
 from compile_lens.actions.source import Source
 from compile_lens.protocol import InputRecipe, TargetResult, TargetSpec
 from compile_lens.worker.levers import isolated as isolated_module
+from compile_lens.worker.levers.dynamic import Specialisations, specialised_words
+from compile_lens.worker.levers.judge import figures_words
 from compile_lens.worker.levers.phase import run_levers
 from compile_lens.worker.levers.sides import compile_side
 from compile_lens.worker.loader import build_target, import_file
@@ -101,3 +103,161 @@ def test_a_lever_that_fails_says_why_and_alone(monkeypatch):
 
     lever = isolated_module.isolated("regional", "each Block compiled once", boom)
     assert (lever.verdict, lever.why) == ("not measured", "not measured: RuntimeError: Inductor fell over")
+
+
+def test_a_levers_figures_say_what_each_timing_tells_and_bracket_what_it_cannot():
+    faster = {"speedup": 1.2, "ci": [1.1, 1.3], "conclusive": True}
+    unsure = {"speedup": 0.61, "ci": [0.3, 1.4], "conclusive": False}
+    busy = {**unsure, "busy": "machine busy: other processes used 150% CPU during timing (2 CPUs)"}
+    cold = "cold compile 41.0 s → 7.0 s"
+    assert figures_words(cold, faster) == "cold compile 41.0 s → 7.0 s, forward 1.20× faster"
+    assert figures_words(cold, unsure) == "cold compile 41.0 s → 7.0 s (forward: no measurable change)"
+    assert figures_words(cold, faster, busy) == \
+        "cold compile 41.0 s → 7.0 s, forward 1.20× faster (train step: inconclusive, machine busy)"
+    assert figures_words("", {"speedup": 0.8, "ci": [0.7, 0.85], "conclusive": True}) == "forward 0.80× slower"
+    assert "0.61" not in figures_words(cold, unsure)  # never a bare noisy ratio
+
+
+def test_the_line_that_made_a_varied_dimension_constant_is_named():
+    """torch's own `symbolic_shape_specialization` records while `dynamic=True` compiles nanoGPT-style
+    code that loops over T (Dynamo's shape reasoning is the backend's input: the eager backend keeps
+    this test free of an Inductor compile)."""
+    import torch
+
+    path = FIXTURES / "levers" / "seqloop.py"
+    module = import_file(str(path), str(path.parent))
+    caught = Specialisations()
+    torch._dynamo.reset()
+    with caught.listening():
+        torch.compile(module.TimeMix(), backend="eager", dynamic=True)(torch.randn(2, 9, 16))
+    torch._dynamo.reset()
+    loop = next(i for i, row in enumerate(path.read_text().splitlines(), 1) if "for t in range(T)" in row)
+    [found] = caught.lines({("x", 1)})  # the sequence length, which the sweep varied
+    assert (found["path"], found["line"], found["value"]) == (str(path), loop, "9")
+    assert caught.lines({("x", 0)}) == []  # the batch stayed dynamic
+    assert f"seqloop.py:{loop} (`for t in range(T):`)" in specialised_words([found], str(path.parent))
+
+
+def _tiny(path: Path):
+    """Tiny (Linear, ReLU) as the tool reads the file: its `torch.compile(Tiny(...))` call's options too."""
+    from compile_lens.discovery import discover
+
+    [spec] = [t for t in discover(path.read_text()).targets if t.name == "Tiny"]
+    spec = dataclasses.replace(spec, inputs=InputRecipe("directive", "(torch.randn(8, 16),)"))
+    return build_target(import_file(str(path), str(path.parent)), spec, str(path))
+
+
+def _keyword_edit(path: Path, lever) -> str:
+    source = path.read_text()
+    src, uri = Source.parse(source), path.as_uri()
+    spec = _tiny(path).spec
+    [action] = [actions.resolve(a, source) for a in lever_actions(src, uri, spec.line, {"Tiny": [lever]}, [spec])]
+    assert action.title == lever.action
+    return apply_edits(source, action.edit.changes[uri])
+
+
+@pytest.mark.slow
+def test_the_dynamic_lever_times_the_train_step_and_its_edit_recompiles_as_measured(tmp_path):
+    """The dynamic lever on Tiny over the batch sizes the sweep varies (its train step timed too, as the
+    measurement's is), then its edit applied to the file's own `torch.compile(Tiny())` and the edited
+    file compiled again, as the tool reads it, in a fresh process over the same shapes."""
+    from compile_lens.protocol import Recompile
+    from compile_lens.worker.breaks.variations import batch_variations
+    from compile_lens.worker.levers import dynamic
+
+    path = tmp_path / "tiny.py"
+    shutil.copy(FIXTURES / "measure" / "tiny.py", path)
+    target = _tiny(path)
+    label = batch_variations(target.args)[0].label  # "batch 16"
+    seen = [Recompile(target.spec.line, label, "automatic-dynamic",
+                      "tensor 'x' size mismatch at index 0. expected 8, actual 16", "x")]
+    lever = dynamic.measure(target, dynamic.size_shapes(seen), path=str(path), root=str(tmp_path), device="cpu",
+                            mode="default", max_seconds=30.0, progress=lambda stage, **kw: None, steady_s=3.0,
+                            train=True, recompiles=seen)
+    assert lever.train_step["rounds"] >= 2 and lever.train_step["before"] > 0 and lever.forward["before"] > 0
+    assert lever.recompiles == {"before": 2, "after": 1}  # automatic dynamic recompiles once; dynamic=True not
+    assert lever.data["dims"] == [["x", 0]] and "specialized" not in lever.data
+    if lever.verdict != "better":  # a busy machine may leave it inconclusive: the edit is checked all the same
+        title = "Keep shapes static (dynamic=False)" if lever.lever == "static" else "Mark shapes dynamic (dynamic=True)"
+        lever = dataclasses.replace(lever, verdict="better", action=title)
+    edited = tmp_path / "edited.py"
+    edited.write_text(_keyword_edit(path, lever))
+    now_target = _tiny(edited)
+    assert now_target.spec.compile_options == {"dynamic": lever.lever == "dynamic"}
+    now = compile_side(now_target, "default", path=str(edited), root=str(tmp_path), device="cpu", mode="default",
+                       max_seconds=60.0, progress=lambda stage, **kw: None, shapes=lever.data["shapes"])
+    # the edited file compiles as the lever's side did: one graph for both batch sizes (dynamic=True),
+    # or one per size (dynamic=False)
+    assert now["compiles"] == (lever.recompiles["after"] if lever.lever == "dynamic" else 2)
+
+
+GUARDED = """import torch
+from torch import nn
+
+
+# compile-lens: inputs=(torch.randn(8, 16),)
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(torch.relu(self.fc(x)))
+
+
+model = torch.compile(Tiny())
+"""
+
+
+@pytest.mark.slow
+def test_the_guard_filter_edit_makes_the_files_own_compile_skip_those_guards(tmp_path):
+    """The filter's edit on the file's `torch.compile(Tiny())`, the edited file run as written: a new
+    dropout rate on its torch.nn Dropout no longer recompiles (the assumption the title states), where
+    the file as it was recompiles. The forward's figure is the lever's own (paired rounds, `guards.measure`)."""
+    import importlib.util
+
+    import torch
+
+    from compile_lens.protocol import Lever
+    from compile_lens.worker.levers.variants import guard_filters
+
+    name = "skip_guard_on_inbuilt_nn_modules_unsafe"
+    assert name in guard_filters()
+    path = tmp_path / "tiny.py"
+    path.write_text(GUARDED)
+    lever = Lever("guard_filter", "", "better", action=f"Skip guards ({name}): forward 1.10× faster — assumes …",
+                  data={"filter": name})
+    edited = tmp_path / "edited.py"
+    edited.write_text(_keyword_edit(path, lever))
+
+    def compiles_after_a_new_rate(file: Path) -> int:
+        spec = importlib.util.spec_from_file_location(file.stem, file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        torch._dynamo.reset()
+        torch._dynamo.utils.clear_compilation_metrics()
+        x = torch.randn(8, 16)
+        inner = module.model._orig_mod.eval()
+        with torch.no_grad():
+            module.model(x)
+            inner.drop.p = 0.1  # read by the forward: torch guards on it unless told to skip
+            module.model(x)
+        count = len(torch._dynamo.utils.get_compilation_metrics())
+        torch._dynamo.reset()
+        return count
+
+    assert compiles_after_a_new_rate(edited) == 1
+    assert compiles_after_a_new_rate(path) == 2
+
+
+def test_the_specialising_line_has_its_own_hover_text():
+    from compile_lens.protocol import Lever
+    from compile_lens.render.levers_text import specialised_here
+
+    where = {"input": "x", "dim": 1, "value": "9", "path": "/w/seqloop.py", "line": 19, "code": "for t in range(T):"}
+    result = TargetResult("TimeMix", "module", 9)
+    result.levers = [Lever("dynamic", "", "no change", data={"specialized": [where]})]
+    [text] = specialised_here([result], "/w/seqloop.py", 19)
+    assert "dimension 1 of `x` a constant (9)" in text and "`TimeMix`" in text
+    assert specialised_here([result], "/w/seqloop.py", 18) == [] and specialised_here([result], "/w/other.py", 19) == []

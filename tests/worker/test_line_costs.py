@@ -1,4 +1,4 @@
-"""Where the forward's time goes, line by line (worker/measure/line_costs.py), against real torch
+"""Where the forward's and the train step's time go, line by line (worker/measure/line_costs.py), against real torch
 and Inductor on the CPU (CUDA under scripts/gpu-check): one profiled compile of `Lines` is shared by the tests of its figures.
 
 What is checked is what must hold on any machine: lines + unattributed = the compiled profile's
@@ -167,3 +167,127 @@ def test_lines_come_from_this_compile_not_a_cached_one(profiled, tmp_path):
     compiled = {(ln.path, ln.line) for ln in found.lines if ln.compiled_us}
     assert compiled and all(path == str(moved) for path, _ in compiled), compiled
     assert (str(moved), line("matmul") + 1) in compiled
+
+
+@pytest.fixture(scope="module")
+def trained(one_thread):
+    """The train step (forward, loss, backward, SGD step) of `Lines`, profiled once for the tests below."""
+    from compile_lens.worker.measure.workload import Model
+
+    torch.manual_seed(0)
+    model = import_file(str(MODELS), ROOT).Lines().to(DEVICE)
+    x = torch.randn(256, 1024, device=DEVICE)
+    eager = Model(model, model, (x,), False)
+
+    def make():
+        _clear_in_memory_caches()
+        other = copy.deepcopy(model)
+        return Model(torch.compile(other), other, (x,), False).run("train")
+
+    found = line_costs.measure(eager.run("train"), make, root=ROOT, device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
+    yield found
+    torch._dynamo.reset()
+
+
+def test_train_step_backward_kernels_go_to_the_forward_lines_they_came_from(trained):
+    assert trained.note is None and trained.compiled_note is None, (trained.note, trained.compiled_note)
+    assert any(g.backward for g in trained.graphs) and any(not g.backward for g in trained.graphs)
+    lines = by_line(trained)
+    matmul = lines[("models.py", line("matmul"))]
+    assert {(k.kind, k.backward) for k in matmul.kernels} >= {("extern", False), ("extern", True)}, matmul.kernels
+    # a backward kernel named on a line is one the backward graph's output code defines
+    backward_code = {k for g in trained.graphs if g.backward for k in provenance.output_code_kernels(g.output_code)}
+    named = {k.name for ln in trained.lines for k in ln.kernels if k.backward and k.kind == "generated"}
+    assert named and named <= backward_code, (named, backward_code)
+    assert any(k.backward for k in lines[("models.py", line("after break"))].kernels)  # the second frame's backward
+    assert any(k.backward for k in lines[("models.py", line("relu"))].kernels)
+
+
+def test_train_step_lines_add_up_and_the_sgd_step_is_on_no_line(trained):
+    compiled = sum(ln.compiled_us for ln in trained.lines)
+    assert compiled + trained.unattributed_us == pytest.approx(trained.profile_us["compiled"], abs=0.05 * len(trained.lines) + 0.05)
+    assert line_costs.WHY_OPTIMIZER in trained.unattributed_why
+    assert "eager: " + line_costs.WHY_OPTIMIZER in trained.unattributed_why
+    # every line is a line of the model: the loss and the SGD step (Compile Lens's loop) are on none
+    assert {Path(ln.path).name for ln in trained.lines} == {"models.py"}
+    top_eager = max(trained.lines, key=lambda ln: ln.eager_us or 0)
+    top_compiled = max(trained.lines, key=lambda ln: ln.compiled_us or 0)
+    assert top_eager.line == top_compiled.line == line("matmul")
+
+
+TRITON_MODEL = '''import torch
+
+
+def forward(a, b, c):
+    x = a * 3.14
+    y = torch.addmm(c, x, b)
+    z = torch.nn.functional.gelu(y)
+    return z
+'''
+
+
+def test_triton_kernels_replayed_on_the_cpu_go_to_their_lines(tmp_path):
+    """The CUDA path's names, on the CPU: a graph's provenance as Inductor writes it for CUDA (torch's
+    own test_provenance_tracing: `triton_poi_fused_mul_0:1`, `extern_kernels.mm:2`,
+    `triton_poi_fused_addmm_gelu_1:3`), and a real profile of a call shaped as the compiled one runs on
+    a GPU: the compiled region, `## Call CompiledFxGraph`, each Triton launch in a range named after its
+    kernel (`_RecordFunctionFast`, as Inductor's launcher opens it) and the extern `aten::mm`. The
+    CUDA time itself (`self_device_time_total`) is scripts/gpu-check's."""
+    source = tmp_path / "tri.py"
+    source.write_text(TRITON_MODEL)
+    at = {tag: i for i, text in enumerate(TRITON_MODEL.splitlines(), 1) for tag in ("x =", "y =", "z =") if tag in text}
+
+    def stack(n):
+        return f'  File "{source}", line {n}, in forward\n    {TRITON_MODEL.splitlines()[n - 1].strip()}\n'
+
+    stacks = {"triton_poi_fused_mul_0:1": [stack(at["x ="])], "extern_kernels.mm:2": [stack(at["y ="])],
+              "triton_poi_fused_addmm_gelu_1:3": [stack(at["y ="]), stack(at["z ="])]}
+    graphs = [provenance._graph("0/0", stacks, {}, "")]
+    a, b, c = torch.randn(64, 64), torch.randn(64, 64), torch.randn(64)
+    fast = torch._C._profiler._RecordFunctionFast
+
+    def compiled_call():
+        with torch.profiler.record_function("Torch-Compiled Region: 0/0"), \
+                torch.profiler.record_function("## Call CompiledFxGraph replay ##"):
+            with fast("triton_poi_fused_mul_0"):
+                x = a * 3.14
+            y = torch.mm(x, b)
+            with fast("triton_poi_fused_addmm_gelu_1"):
+                z = torch.nn.functional.gelu(y + c)
+        return z
+
+    prof = line_costs._profile(compiled_call, 5, "cpu")
+    events, n = line_costs._quiet(line_costs._events(prof), "cpu")
+    found = line_costs._attribute(events, graphs, line_costs._Places(str(tmp_path)), "cpu", n)
+    lines = {where[1]: us for where, us in found.per_line.items()}
+    assert set(lines) == {at["x ="], at["y ="], at["z ="]}, lines
+    names = {where[1]: {(k.name, k.kind) for k in shares.values()} for where, shares in found.kernels.items()}
+    assert names[at["x ="]] == {("triton_poi_fused_mul_0", "generated")}
+    assert names[at["y ="]] == {("extern_kernels.mm", "extern"), ("triton_poi_fused_addmm_gelu_1", "generated")}
+    assert found.fused[(str(source), at["z ="])] == {(str(source), at["y ="])}
+    assert found.total == pytest.approx(sum(found.per_line.values()) + sum(found.loose.values()), rel=1e-6)
+
+
+def test_a_second_train_step_names_none_of_the_firsts_lines(trained, tmp_path):
+    """Inductor's provenance globals keep every earlier lazily compiled backward graph's kernels
+    (`kernel_provenance`, stale entries): after `trained`, another model's train step must still name
+    only its own lines."""
+    from compile_lens.worker.measure.workload import Model
+
+    other = tmp_path / "other.py"
+    other.write_text("import torch\n\n\nclass Two(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "        self.a = torch.nn.Linear(64, 64)\n\n    def forward(self, x):\n"
+                     "        return torch.tanh(self.a(x))\n")
+    model = import_file(str(other), str(tmp_path)).Two().to(DEVICE)
+    x = torch.randn(32, 64, device=DEVICE)
+    eager = Model(model, model, (x,), False)
+
+    def make():
+        _clear_in_memory_caches()
+        copied = copy.deepcopy(model)
+        return Model(torch.compile(copied), copied, (x,), False).run("train")
+
+    found = line_costs.measure(eager.run("train"), make, root=str(tmp_path), device=DEVICE, eager_ms=1.0, compiled_ms=1.0)
+    assert found.note is None and found.compiled_note is None, (found.note, found.compiled_note)
+    assert {(Path(ln.path).name, ln.line) for ln in found.lines if ln.compiled_us} == {("other.py", 10)}
+    assert any(k.backward for ln in found.lines for k in ln.kernels)

@@ -3,8 +3,15 @@ on its target, with the figures in the title, the edit in the user's own code.
 
 Regional compilation: where this file compiles the model (`compiled = torch.compile(model, ...)`),
 that statement compiles each block instead (`for block in model.blocks: block.compile(...)`); where
-it does not, the model's `__init__` ends by compiling its blocks — its own code, no wrapper. Only
-the regional lever has an edit so far; the others are shown (hover, CLI, report) without one.
+it does not, the model's `__init__` ends by compiling its blocks — its own code, no wrapper.
+
+Dynamic, static and guard filters: a keyword on each call of this file that compiles the target, as
+the user wrote it — `torch.compile(model, …)`, `torch.compile(Net(), …)`, `model.compile(…)`,
+`@torch.compile` — whatever its layout (one argument a line, a trailing comma, keywords already
+there): `dynamic=True` / `dynamic=False` (the value replaced where `dynamic=` is written),
+`options={"guard_filter_fn": torch.compiler.<filter>}` (a key added to an `options={…}` already
+there). Where the target is not compiled in this file there is nothing of the user's to edit, and
+nothing is offered; a guard filter is not offered beside `mode=` (torch takes one or the other).
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from typing import Any, Optional
 from lsprotocol import types as lsp
 
 from ..lints.facts import dotted_name
+from .dynamic import _add_keyword, _compile_sites
+from .header import header_edits
 from .source import COMPILES, REWRITE, Edit, Source, _action
 
 COMMENT = "regional compilation: each {cls} compiled once and reused (measured by Compile Lens)"
@@ -28,11 +37,96 @@ def lever_actions(src: Source, uri: str, line: int, levers: dict[str, list[Any]]
         if spec.line != line:
             continue
         for lever in levers.get(spec.name, []):
-            if lever.verdict == "better" and lever.action and lever.lever == "regional":
+            if lever.verdict != "better" or not lever.action:
+                continue
+            if lever.lever == "regional":
                 found.append(_action(lever.action, REWRITE, {
                     "fix": "regional", "uri": uri, "target": spec.name, "attribute": lever.data.get("attribute", ""),
                     "names": lever.data.get("names", []), "block_class": lever.data.get("block_class", "block")}))
+                continue
+            data = _keyword_data(lever, uri, spec.name)
+            if data is not None and _resolve_lever_keyword(src, data):
+                found.append(_action(lever.action, REWRITE, data))
     return found
+
+
+def _keyword_data(lever: Any, uri: str, target: str) -> Optional[dict]:
+    if lever.lever in ("dynamic", "static"):
+        return {"fix": "lever_keyword", "uri": uri, "target": target, "keyword": "dynamic",
+                "value": "True" if lever.lever == "dynamic" else "False"}
+    if lever.lever == "guard_filter" and lever.data.get("filter"):
+        return {"fix": "lever_keyword", "uri": uri, "target": target, "keyword": "options",
+                "value": f"torch.compiler.{lever.data['filter']}"}
+    return None
+
+
+def _target_compiles(src: Source, target: str) -> list[ast.AST]:
+    """What compiles `target` in this file: `torch.compile(...)` calls and decorators (as the CL210
+    fix finds them), and `model.compile(...)` on a name built `model = Target(...)`."""
+    sites: list[ast.AST] = [site.node for site in _compile_sites(src, target)]
+    models = _built_from(src, target)
+    for call in src.calls():
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "compile" and \
+                isinstance(call.func.value, ast.Name) and call.func.value.id in models:
+            sites.append(call)
+    return sorted(sites, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+
+
+def _keyword(call: ast.AST, name: str) -> Optional[ast.keyword]:
+    return next((k for k in getattr(call, "keywords", []) if k.arg == name), None)
+
+
+def _resolve_lever_keyword(src: Source, data: dict) -> Optional[list[Edit]]:
+    """`dynamic=True|False`, or the guard filter in `options=`, on every call that compiles the target."""
+    edits: list[Edit] = []
+    for node in _target_compiles(src, str(data["target"])):
+        if data["keyword"] == "options" and _refuses_options(node):
+            return None  # a guard filter beside `mode=`: torch refuses the call
+        edit = _dynamic_edit(src, node, data["value"]) if data["keyword"] == "dynamic" else \
+            _options_edit(src, node, data["value"])
+        if edit is not None:
+            edits.append(edit)
+    if not edits:
+        return None
+    return header_edits(src, ["torch"], []) + edits if data["keyword"] == "options" else edits
+
+
+def _dynamic_edit(src: Source, node: ast.AST, value: str) -> Optional[Edit]:
+    if not isinstance(node, ast.Call):  # a bare `@torch.compile`
+        line, col = src.end(node)
+        return Edit(line, col, line, col, f"(dynamic={value})")
+    kw = _keyword(node, "dynamic")
+    if kw is None:
+        return _add_keyword(src, node, f"dynamic={value}")
+    if isinstance(kw.value, ast.Constant) and repr(kw.value.value) == value:
+        return None  # already so
+    (l1, c1), (l2, c2) = src.start(kw.value), src.end(kw.value)
+    return Edit(l1, c1, l2, c2, value)
+
+
+def _refuses_options(node: ast.AST) -> bool:
+    mode = _keyword(node, "mode")
+    return mode is not None and not (isinstance(mode.value, ast.Constant) and mode.value.value is None)
+
+
+def _options_edit(src: Source, node: ast.AST, value: str) -> Optional[Edit]:
+    entry = f'"guard_filter_fn": {value}'
+    if not isinstance(node, ast.Call):  # a bare `@torch.compile`
+        line, col = src.end(node)
+        return Edit(line, col, line, col, "(options={" + entry + "})")
+    kw = _keyword(node, "options")
+    if kw is None:
+        return _add_keyword(src, node, "options={" + entry + "}")
+    if isinstance(kw.value, ast.Dict):
+        if any(isinstance(k, ast.Constant) and k.value == "guard_filter_fn" for k in kw.value.keys):
+            return None  # the user chose a filter already
+        if not kw.value.keys:
+            (l1, c1), (l2, c2) = src.start(kw.value), src.end(kw.value)
+            return Edit(l1, c1, l2, c2, "{" + entry + "}")
+        line, col = src.end(kw.value.values[-1])
+        return Edit(line, col, line, col, f", {entry}")
+    (l1, c1), (l2, c2) = src.start(kw.value), src.end(kw.value)  # `options=opts`: the user's, and the filter
+    return Edit(l1, c1, l2, c2, "{**" + (ast.get_source_segment(src.text, kw.value) or "") + ", " + entry + "}")
 
 
 def _blocks_expr(owner: str, data: dict) -> str:
@@ -58,9 +152,20 @@ def _built_from(src: Source, target: str) -> set[str]:
 
 
 def _at_call_site(src: Source, data: dict) -> Optional[list[Edit]]:
-    """`compiled = torch.compile(model, **kw)` → each block compiled with `**kw`, then `compiled = model`."""
+    """`compiled = torch.compile(model, **kw)` → each block compiled with `**kw`, then `compiled = model`;
+    `model.compile(**kw)` → each block compiled with `**kw`."""
     models = _built_from(src, data["target"])
     for node in ast.walk(src.tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and not node.value.args and \
+                isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "compile" and \
+                isinstance(node.value.func.value, ast.Name) and node.value.func.value.id in models:
+            model = node.value.func.value.id
+            options = ", ".join(ast.get_source_segment(src.text, k) or "" for k in node.value.keywords)
+            indent = src.rows[node.lineno - 1][: node.col_offset]
+            text = (f"for block in {_blocks_expr(model, data)}:  # {COMMENT.format(cls=data['block_class'])}"
+                    f"{src.nl}{indent}    block.compile({options})")
+            return [Edit(node.lineno - 1, node.col_offset, (node.end_lineno or node.lineno) - 1,
+                         node.end_col_offset or 0, text)]
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and isinstance(node.value, ast.Call) and dotted_name(node.value.func) in COMPILES
                 and len(node.value.args) == 1 and isinstance(node.value.args[0], ast.Name)

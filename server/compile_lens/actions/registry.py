@@ -15,7 +15,7 @@ from .dynamic import _recompile_fixes, _resolve_dynamic, _resolve_mark_dynamic
 from .hatches import _hatch_fixes, _resolve_leaf, _resolve_nonstrict
 from .header import _resolve_config
 from .ignore import _ignore, _resolve_ignore
-from .levers import _resolve_regional
+from .levers import _resolve_lever_keyword, _resolve_regional
 from .print_logging import _log_reorder_fix, _logging_fix, _print_fix
 from .scalars import _capture_scalar
 from .source import QUICKFIX, REWRITE, Edit, Source, _action
@@ -84,4 +84,5 @@ _RESOLVERS: dict[str, Callable[[Source, dict], Optional[list[Edit]]]] = {
     "nonstrict": _resolve_nonstrict,
     "leaf": _resolve_leaf,
     "regional": _resolve_regional,
+    "lever_keyword": _resolve_lever_keyword,
 }

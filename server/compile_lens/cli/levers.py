@@ -12,7 +12,7 @@ from ..jobs.levers import levers_only as levers_only
 from ..protocol import LEVERS, TargetResult, with_phase
 
 FLAG_HELP = ("after the measurement, try torch's levers on each target (regional compilation, dynamic/static "
-             "shapes, guard filters) and measure each against the default; costs up to 3× a measurement")
+             "shapes, guard filters, the aot_compile restart path, CUDA graphs on a GPU) and measure each against the default; costs up to 3× a measurement")
 
 
 def with_cached_levers(cache: Optional[ResultCache], keys: Optional[TargetKeys],

@@ -93,10 +93,13 @@ def run_report(args: argparse.Namespace) -> int:
         print(f"compile-lens: {problem.message}", file=sys.stderr)
         return 2
     device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
-    trial = trial_store.read(root)
-    trial_bill = trial_summary.bill(trial["figures"], bill_inputs(args, settings)) if trial else None
+    trial, trial_note = trial_store.load(root)
+    if trial_note:
+        print(f"compile-lens report: {trial_note}", file=sys.stderr)
+    bill = bill_inputs(args, settings)
+    trial_bill = trial_summary.bill(trial.figures, bill) if trial else None
     page = render_report(reports, title=args.title or _title(args.paths), torch_version=runtime.get("torch"),
-                         device=device, cwd=root, trial=trial, trial_bill=trial_bill,
+                         device=device, cwd=root, trial=trial, trial_bill=trial_bill, trial_note=trial_note, bill=bill,
                          torch_diff=torch_diff((reports, runtime), theirs, other, root) if other and theirs else None)
     try:
         directory = os.path.dirname(os.path.abspath(args.output))

@@ -16,6 +16,7 @@ from .. import __version__
 from ..render import sarif_limits
 from ..render.cli_output import display_path, exit_code, render_json, render_text
 from ..render.sarif import render_sarif
+from ..trace_import import kernel_lines
 from ..trace_import.paths import parse_maps
 from ..trace_import.report import (
     SOURCE,
@@ -79,6 +80,8 @@ def import_text(imported: Imported, root: str) -> str:
             lines.append(f"{display_path(report.path, root)}:{t.line}: {rank}{t.name}: {len(extra['compile_ids'])} compiles "
                          f"({', '.join(extra['compile_ids'])}), compile {extra['compile_s']:.1f} s, "
                          f"cache {extra['cache']['hits']} hits / {extra['cache']['misses']} misses")
+            for entry in extra.get("lines") or []:  # the run tracked provenance: each line's kernels, no times
+                lines.append(f"  {display_path(entry['path'], root)}:{entry['line']}: {kernel_lines.text(entry)}")
     return "\n".join(lines) + "\n\n" + render_text(imported.reports, cwd=root)
 
 

@@ -14,6 +14,7 @@ from ..cost import BILL_FIELDS, CostInputs
 from ..render.cards import trial_line
 from ..settings import Settings
 from ..trial import store, summary
+from ..trial.figures import TrialRecord
 
 _BILL_FIELDS = {f.cost for f in BILL_FIELDS}
 
@@ -28,8 +29,8 @@ def bill_settings(path: str, root: str, editor: Settings) -> Settings:
     return merged
 
 
-def bill_of(trial: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    return summary.bill(trial.get("figures") or {}, CostInputs.from_settings(settings))
+def bill_of(trial: TrialRecord, settings: Settings) -> dict[str, Any]:
+    return summary.bill(trial.figures, CostInputs.from_settings(settings))
 
 
 def hover_line(root: str, path: str, name: str, editor: Settings) -> Optional[str]:

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from ..protocol import Benchmark, TargetResult, Timing
 from ..speed_words import direction, short_speed, speed_words
+from ..trial.figures import TrialRecord
 from .findings import break_count_text, recompile_findings
 from .phases import phase_states
 from .remote_cache_words import warm_remote_words
@@ -218,34 +219,35 @@ def money(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
 
 
-def trial_line(trial: Optional[dict[str, Any]], bill: Optional[dict[str, Any]] = None) -> Optional[str]:
+def trial_line(trial: Optional[TrialRecord], bill: Optional[dict[str, Any]] = None) -> Optional[str]:
     """`- measured in your run: 1.31× per step, pays back after 410 steps` from a saved
-    `compile-lens trial` (trial.store's document), with the bill's money when it has a figure."""
+    `compile-lens trial` (trial.store's record), with the bill's money when it has a figure."""
     if not trial:
         return None
-    figures = trial.get("figures") or {}
-    compiled = figures.get("compiled") or {}
-    steps = len(compiled.get("steps") or [])
-    head = f"- measured in your run ({_code(trial.get('command') or 'compile-lens trial', 60)}, {trial.get('at', '?')})"
-    failure = compiled.get("failure")
+    figures = trial.figures
+    compiled = figures.compiled
+    steps = len(compiled.steps)
+    head = f"- measured in your run ({_code(trial.command or 'compile-lens trial', 60)}, {trial.at or '?'})"
+    failure = compiled.failure
     if failure:
-        return f"{head}: ✗ the compiled run failed at step {failure.get('step')}: {_md(failure.get('message') or '', 120)}"
-    wall = (figures.get("speedup") or {}).get("wall")
+        return f"{head}: ✗ the compiled run failed at step {failure.step}: {_md(failure.message or '', 120)}"
+    wall = figures.wall
     if not wall:
         return f"{head}: no steady-state steps to compare ({steps} steps)"
-    if wall.get("verdict") == "inconclusive":
-        text = f"{head}: per step inconclusive over {steps} steps ({wall.get('why') or 'quartiles overlap'}); no money figure"
+    if wall.verdict == "inconclusive":
+        text = f"{head}: per step inconclusive over {steps} steps ({wall.why or 'quartiles overlap'}); no money figure"
     else:
-        slower = " (slower)" if wall["verdict"] == "slower" else ""
-        paid = figures.get("payback") or {}
-        when = (f"pays back after {paid['step']:,} steps" + ("" if paid.get("measured") else " (projected)")
-                if paid.get("step") is not None else f"does not pay back within {paid.get('steps_compared', steps)} steps")
-        text = f"{head}: **{_x(wall['ratio'])}** per step{slower}, {when}"
-    loss = (figures.get("loss") or {}).get("verdict")
+        slower = " (slower)" if wall.verdict == "slower" else ""
+        paid = figures.payback
+        within = paid.steps_compared if paid and paid.steps_compared is not None else steps
+        when = (f"pays back after {paid.step:,} steps" + ("" if paid.measured else " (projected)")
+                if paid and paid.step is not None else f"does not pay back within {within} steps")
+        text = f"{head}: **{_x(wall.ratio)}** per step{slower}, {when}"
+    loss = figures.loss.verdict
     if loss == "match":
         text += "; losses match"
     elif loss == "diverge":
-        text += f"; ⚠ losses diverge from step {figures['loss'].get('first_divergent_step')}"
+        text += f"; ⚠ losses diverge from step {figures.loss.first_divergent_step}"
     elif loss == "random":
         text += "; losses not comparable (dropout)"
     saved = (bill or {}).get("money_saved_per_month")
@@ -258,7 +260,7 @@ def trial_line(trial: Optional[dict[str, Any]], bill: Optional[dict[str, Any]] =
         text += f"; {abs(bill['gpu_hours_saved_per_month']):,.1f} GPU-hours {'saved' if bill['gpu_hours_saved_per_month'] >= 0 else 'added'} per month"
     if bill and bill.get("device") not in (None, "cuda") and (bill.get("gpu_hours_saved_per_month") is not None or saved is not None):
         text += f" (measured on {bill['device']}, not a GPU)"
-    shapes = shape_hover_line(figures.get("by_shape") or [])
+    shapes = shape_hover_line(figures.by_shape)
     return text + ("\n" + shapes if shapes else "")
 
 

@@ -6,13 +6,15 @@ in `blocks` (8) compiled once…)`; a table per target for the report; the JSON 
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Optional
 
+from ..positions import same_file
 from ..protocol import Lever, TargetResult
+from ..speed_words import pair_words
 
 NAMES = {"regional": "regional compilation", "dynamic": "dynamic shapes", "static": "static shapes",
-         "guard_filter": "guard filter", "aot_artifact": "aot_compile artifact"}
-NOT_DONE = "AOT artifact and CUDA graphs levers: not done in this version"
+         "guard_filter": "guard filter", "aot_artifact": "aot_compile artifact", "cudagraphs": "CUDA graphs"}
 
 
 def lever_line(lever: Lever) -> str:
@@ -35,8 +37,35 @@ def levers_lines(result: TargetResult) -> list[str]:
     return [lever_line(lever) for lever in result.levers]
 
 
+def cudagraph_skips_in(results: list[TargetResult], path: str) -> list[tuple[int, str, str]]:
+    """The CUDA-graphs lever's skips that torch traced to a line of `path`: (line, label, the target),
+    for an inlay hint at the end of that line (`CUDA graphs skipped: mutated inputs (1 instances)`)."""
+    found = []
+    for result in results:
+        for lever in result.levers:
+            for skip in lever.data.get("skips") or () if lever.lever == "cudagraphs" else ():
+                if skip.get("line") and same_file(skip.get("path"), path):
+                    found.append((int(skip["line"]), f"CUDA graphs skipped: {skip['reason']}", result.name))
+    return found
+
+
 def levers_json(result: TargetResult) -> list[dict[str, Any]]:
     return [dataclasses.asdict(lever) for lever in result.levers]
+
+
+def specialised_here(results: list[TargetResult], path: str, line: int) -> list[str]:
+    """The hover of a line the dynamic lever found making a varied dimension a constant (torch's
+    `symbolic_shape_specialization`, `Lever.data["specialized"]`): what it did and what it costs."""
+    found = []
+    for result in results:
+        for lever in result.levers:
+            for spec in lever.data.get("specialized") or []:
+                if spec.get("line") == line and os.path.abspath(spec.get("path") or "") == os.path.abspath(path):
+                    found.append(f"**Specialised here** — this line made dimension {spec['dim']} of `{spec['input']}` a "
+                                 f"constant ({spec['value']}) when `{result.name}` compiled with dynamic=True: each new "
+                                 f"size of it compiles again, whatever `dynamic` says ({lever_name(lever)}: "
+                                 f"{lever.verdict}).")
+    return found
 
 
 def offered(result: TargetResult) -> list[Lever]:
@@ -51,23 +80,28 @@ def _figure(pair: dict[str, Any], unit: str) -> str:
     return f"{before:.2f} {unit} → {after:.2f} {unit}" if unit == "ms" else f"{before:.1f} {unit} → {after:.1f} {unit}"
 
 
+def _speed(timing: dict[str, Any]) -> str:
+    """`1.20× faster [1.10, 1.30]`, `no measurable change`, `inconclusive, machine busy` (`speed_words`)."""
+    if timing.get("speedup") is None:
+        return "—"
+    words = pair_words(timing, "").lstrip(": ").strip()
+    ci = timing.get("ci")
+    return words + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if timing.get("conclusive") and ci else "")
+
+
 def table_rows(result: TargetResult) -> list[list[str]]:
-    """The report's levers table: lever, change, cold compile, warm compile, forward, compiles, verdict."""
+    """The report's levers table: lever, change, cold compile, warm compile, forward, train step,
+    compiles, verdict, why."""
     rows = []
     for lever in result.levers:
-        fwd = lever.forward
-        speed = "—"
-        if fwd.get("speedup") is not None:
-            ci = fwd.get("ci")
-            speed = f"{fwd['speedup']:.2f}×" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") \
-                + ("" if fwd.get("conclusive") else " (inconclusive)")
         compiles: Optional[str] = None
         if lever.recompiles.get("before") is not None:
             compiles = f"{lever.recompiles['before']} → {lever.recompiles['after']}"
         rows.append([lever_name(lever), lever.change, _figure(lever.compile_s, "s"),
-                     _figure(lever.warm_compile_s, "s"), speed, compiles or "—", lever.verdict, lever.why])
+                     _figure(lever.warm_compile_s, "s"), _speed(lever.forward), _speed(lever.train_step),
+                     compiles or "—", lever.verdict, lever.why])
     return rows
 
 
-TABLE_HEADER = ["lever", "change", "cold compile", "warm compile", "forward (lever/default)", "compiles",
-                "verdict", "why"]
+TABLE_HEADER = ["lever", "change", "cold compile", "warm compile", "forward (lever/default)",
+                "train step (lever/default)", "compiles", "verdict", "why"]

@@ -43,10 +43,10 @@ def compiled_text(line: LineCost, t: Timing) -> str:
 
 
 def hint_label(line: LineCost, t: Timing) -> str:
-    """`0.81 ms → 0.20 ms · fused ×3 · falls back`."""
+    """`0.81 ms → 0.20 ms · fused ×3 · falls back`; a train step's figures say so (`train 2.4 ms → 0.9 ms`)."""
     compiled = compiled_text(line, t) if line.compiled_us is not None else \
         "not on this torch" if (t.compiled_lines_note or "").startswith("not on this torch") else "not measured"
-    parts = [f"{us_text(line.eager_us)} → {compiled}"]
+    parts = [f"{'train ' if is_train_step(t) else ''}{us_text(line.eager_us)} → {compiled}"]
     if line.fused_with:
         parts.append(f"fused ×{len(line.fused_with) + 1}")
     if line.fallback:
@@ -60,18 +60,27 @@ def _where(path: str, line: int, cwd: Optional[str] = None) -> str:
 
 
 def kernel_words(line: LineCost) -> list[str]:
-    """One entry per kernel: `cpp_fused_mul_relu_0 (fused from 3 lines, 0.12 ms)`, `extern_kernels.addmm (extern)`."""
+    """One entry per kernel: `cpp_fused_mul_relu_0 (fused from 3 lines, 0.12 ms)`, `extern_kernels.addmm (extern)`;
+    a train step's backward kernel says whose: `extern_kernels.mm (backward of line 15, extern kernel, 6.1 ms)`."""
     out = []
     for k in line.kernels:
         what = {"generated": "generated", "extern": "extern kernel", "fallback": "falls back to eager"}.get(k.kind, k.kind)
         if k.kind == "generated" and k.lines > 1:
             what = f"fused from {k.lines} lines, time split evenly"
+        if k.backward:
+            what = f"backward of line {line.line}, {what}"
         out.append(f"`{k.name}` ({what}{', ' + us_text(k.us) if k.us is not None else ''})")
     return out
 
 
-def hover_markdown(line: LineCost, t: Timing, label: str = "forward") -> str:
+def is_train_step(t: Timing) -> bool:
+    """A train step's lines: backward kernels, or the SGD step the eager side could not give a line."""
+    return any(k.backward for ln in t.lines for k in ln.kernels) or any("SGD step" in why for why in t.unattributed_why)
+
+
+def hover_markdown(line: LineCost, t: Timing, label: Optional[str] = None) -> str:
     """The hover on a costly line: eager vs compiled, share, kernels, the lines fused with it."""
+    label = label or ("train step (forward + backward)" if is_train_step(t) else "forward")
     rows = [f"**Compile Lens · this line's {label} cost:** eager {us_text(line.eager_us)} → compiled "
             f"{compiled_text(line, t)} per call ({share(line, t):.0%} of the profiled time)"]
     kernels = kernel_words(line)
@@ -124,7 +133,8 @@ def timing_json(t: Timing) -> dict[str, Any]:
     """The per-line fields of a timing's JSON (`benchmark.forward.lines[]` and the rest)."""
     return {
         "lines": [{"path": ln.path, "line": ln.line, "eager_us": _num(ln.eager_us), "compiled_us": _num(ln.compiled_us),
-                   "kernels": [{"name": k.name, "kind": k.kind, "us": _num(k.us), "lines": k.lines} for k in ln.kernels],
+                   "kernels": [{"name": k.name, "kind": k.kind, "us": _num(k.us), "lines": k.lines,
+                                "backward": k.backward} for k in ln.kernels],
                    "fused_with": [{"path": r.path, "line": r.line} for r in ln.fused_with],
                    "fallback": ln.fallback} for ln in t.lines],
         "unattributed_us": _num(t.unattributed_us),
@@ -149,12 +159,16 @@ def _same(a: str, b: str) -> bool:
 
 def costly_in_file(benchmarks: Any, path: str, minimum: float = HINT_SHARE) -> list[tuple[LineCost, Timing]]:
     """The costly lines of `path` across a file's measured targets (`{name: Benchmark}`), one per line
-    (the costliest measurement's when two targets share a line)."""
+    (the costliest measurement's when two targets share a line): the forward's figures, the train
+    step's on a line only the train step makes costly (its backward)."""
     best: dict[int, tuple[LineCost, Timing]] = {}
-    for b in benchmarks.values():
-        for t in (b.forward, b.train_step):
+    for workload in ("forward", "train_step"):
+        taken = set(best)
+        for b in benchmarks.values():
+            t = getattr(b, workload)
             for ln in costly(t, minimum):
-                if _same(ln.path, path) and (ln.line not in best or share(ln, t) > share(*best[ln.line])):
+                if _same(ln.path, path) and ln.line not in taken and (
+                        ln.line not in best or share(ln, t) > share(*best[ln.line])):
                     best[ln.line] = (ln, t)  # type: ignore[assignment]
     return [best[k] for k in sorted(best)]
 

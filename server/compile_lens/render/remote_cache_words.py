@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..protocol import Benchmark
 from ..torch_text.cache_keys import reason_words
 from .units import duration
+
+if TYPE_CHECKING:
+    from ..trial.figures import ArtifactRun, RemoteRun
 
 
 def hits_words(remote: Optional[dict[str, Any]]) -> str:
@@ -30,24 +33,24 @@ def warm_remote_words(b: Benchmark) -> Optional[str]:
     return f"{duration(s)} from the remote cache" + (f" ({hits})" if hits else "")
 
 
-def trial_miss_words(run: Optional[dict[str, Any]], what: str) -> Optional[str]:
+def trial_miss_words(run: Optional[Union[ArtifactRun, RemoteRun]], what: str) -> Optional[str]:
     """Why the trial's `what` run ("cache artifact", "remote cache") missed FX-graph cache entries the
     compiled run had written (its `miss_reasons`), None when nothing differed or nothing was said."""
-    found = (run or {}).get("miss_reasons")
+    found = run.miss_reasons if run else None
     if not found:
         return None
     return f"the {what} run compiled again the FX graphs the compiled run wrote{reason_words(found)} (compiled run → this run)"
 
 
-def trial_remote_words(served: Optional[dict[str, Any]]) -> Optional[str]:
+def trial_remote_words(served: Optional[RemoteRun]) -> Optional[str]:
     """The trial's `--remote-cache` run in words (text and report), None when it was not asked for."""
     if not served:
         return None
-    ct = served.get("compile_time")
-    if served.get("served") and ct:
-        hits = hits_words(served.get("remote"))
-        return (f"compile time served by the remote cache {served['url']}, fresh process with an empty local cache: "
-                f"{ct['total_s']:.1f} s" + (f" ({hits})" if hits else ""))
-    if ct and not served.get("note"):
-        return f"compile time with the remote cache {served['url']}: {ct['total_s']:.1f} s"
-    return f"remote cache {served.get('url')}: no served figure: {served.get('note') or 'the run recorded no compile'}"
+    ct = served.compile_time
+    if served.served and ct:
+        hits = hits_words(served.remote)
+        return (f"compile time served by the remote cache {served.url}, fresh process with an empty local cache: "
+                f"{ct.total_s:.1f} s" + (f" ({hits})" if hits else ""))
+    if ct and not served.note:
+        return f"compile time with the remote cache {served.url}: {ct.total_s:.1f} s"
+    return f"remote cache {served.url}: no served figure: {served.note or 'the run recorded no compile'}"

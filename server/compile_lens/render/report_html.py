@@ -26,8 +26,10 @@ import time
 from typing import Any, Iterable, Optional
 
 from .. import __version__, codes
+from ..cost import CostInputs
 from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
 from ..speed_words import direction, speed_words
+from ..trial.figures import TrialRecord
 from .cards import EXPORT_PART, FALLBACK_PART
 from .cli_output import display_path
 from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
@@ -40,7 +42,7 @@ from .report_levers import levers_section
 from .report_lines import lines_section
 from .report_style import SCRIPT, STANDALONE_PALETTE, STYLE, WEBVIEW_PALETTE
 from .report_torch_diff import compare_section
-from .report_trial import trial_section
+from .report_trial import old_trial_section, trial_section
 from .units import FINE, duration, format_bytes
 
 RECOMPILE_CODES = set(_RECOMPILE_KINDS.values())
@@ -363,12 +365,15 @@ def _summary(reports: list[FileReport]) -> str:
 def render_report(reports: list[FileReport], *, title: str, torch_version: Optional[str], device: str,
                   cwd: str, for_webview: bool = False, nonce: Optional[str] = None,
                   generated_at: Optional[float] = None, banner: Optional[str] = None,
-                  trial: Optional[dict[str, Any]] = None, trial_bill: Optional[dict[str, Any]] = None,
-                  torch_diff: Optional[dict[str, Any]] = None) -> str:
+                  trial: Optional[TrialRecord] = None, trial_bill: Optional[dict[str, Any]] = None,
+                  trial_note: Optional[str] = None, torch_diff: Optional[dict[str, Any]] = None,
+                  bill: Optional[CostInputs] = None) -> str:
     """The whole page. `nonce` (webview only) is the script's CSP nonce; one is made when not given.
     `banner`: a line shown above everything (e.g. results hidden because the file changed).
-    `trial`: the workspace's saved `compile-lens trial` (trial.store) and `trial_bill` its bill.
-    `torch_diff`: what another torch changes (`torch_diff.compare`, `report --compare-with`)."""
+    `trial`: the workspace's saved `compile-lens trial` (trial.store) and `trial_bill` its bill;
+    `trial_note`: why a saved trial is not shown (an older compile-lens's trial.json).
+    `torch_diff`: what another torch changes (`torch_diff.compare`, `report --compare-with`).
+    `bill`: the GPU bill's inputs (they price a restart in the levers section)."""
     page = _Page(cwd, for_webview)
     head = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">']
     if for_webview:
@@ -405,9 +410,10 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     if torch_diff:
         body.append(compare_section(torch_diff))
     if trial:
-
         body.append(trial_section(page, trial, trial_bill))
-    body += [levers_section(page, reports), _breaks(page, reports), _recompiles(page, reports),
+    elif trial_note:
+        body.append(old_trial_section(trial_note))
+    body += [levers_section(page, reports, bill), _breaks(page, reports), _recompiles(page, reports),
              _other_findings(page, reports), _notes(reports)]
     body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
                 "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), with its 95% interval, "

@@ -72,4 +72,7 @@ def lines_section(page: _Page, reports: list[FileReport]) -> str:
             body = _table(page, b.forward) + _frames(page, b.compile_time)
             if body:
                 parts.append(f"<h3>{page.loc(r.path, t.line, label=t.name)} · forward</h3>{body}")
+            train = _table(page, b.train_step) if b.train_step is not None else ""
+            if train:  # a line's train-step figures include its backward ("backward of line N")
+                parts.append(f"<h3>{page.loc(r.path, t.line, label=t.name)} · train step (forward + backward)</h3>{train}")
     return "<section><h2>Where the time goes</h2>" + "".join(parts) + "</section>" if parts else ""

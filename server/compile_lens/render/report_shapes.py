@@ -3,17 +3,14 @@ shows (`trial.shapes.findings`). Pure; no torch."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..trial.figures import TrialFigures
 from .html_parts import _e, _x, code_spans
 from .units import MS, duration
 
 
-def shapes_part(figures: dict[str, Any]) -> str:
-    """`<h3>` and table, or one line when the run saw one shape; "" for a trial saved before shapes were kept."""
-    rows = figures.get("by_shape")
-    if rows is None:
-        return ""
+def shapes_part(figures: TrialFigures) -> str:
+    """`<h3>` and table, or one line when the run saw one shape; "" when it saw none."""
+    rows = figures.by_shape
     if len(rows) < 2:
         only = rows[0] if rows else None
         return (f"<h3>Input shapes</h3><p>One input shape in all {only['step_count']} steps: "
@@ -37,7 +34,7 @@ def shapes_part(figures: dict[str, Any]) -> str:
                     f"<td>{r['recompiles']}</td><td>{duration(r['compile_s']) if r['compiles'] else '–'}</td>{times}{graph}</tr>")
     out = [f"<h3>By input shape: {len(rows)} shapes</h3>",
            f'<div class="scroll"><table class="shapes">{head}{"".join(body)}</table></div>']
-    for finding in figures.get("shape_findings") or []:
+    for finding in figures.shape_findings:
         options = "".join(f"<li>{code_spans(o)}</li>" for o in finding.get("options") or [])
         out.append(f'<p class="warn">{code_spans(finding["text"])}</p>' + (f"<ul>{options}</ul>" if options else ""))
     return "".join(out)

@@ -12,54 +12,54 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..trial.figures import RunFigures, TrialFigures, TrialRecord
 from ..trial.summary import step_times
 from .cards import money
 from .html_parts import _e, _finite, _Page, _x, code_spans, nice_ticks, y_grid
-from .remote_cache_words import trial_miss_words, trial_remote_words
 from .report_ranks import ranks_part
 from .report_shapes import shapes_part
-from .trial_text import break_text, none_timed, untimed
+from .trial_text import break_text, busy_before, cache_run_lines, none_timed, untimed
 from .units import STEP, duration, format_bytes
 
 DAYS = 30
+WARN = ' class="warn"'  # a line that warns (a miss, a bill measured off the GPU)
 
 
-
-def _steady(figures: dict[str, Any], key: str) -> str:
-    q = (figures.get("steady") or {}).get(key)
+def _steady(figures: RunFigures, key: str) -> str:
+    q = getattr(figures.steady, key) if figures.steady else None
     if not q:
         return "–"
-    return f"{duration(q['median'], STEP)} <span class=\"sub\">(IQR {duration(q['q1'], STEP)}–{duration(q['q3'], STEP)}, n={q['n']})</span>"
+    return f"{duration(q.median, STEP)} <span class=\"sub\">(IQR {duration(q.q1, STEP)}–{duration(q.q3, STEP)}, n={q.n})</span>"
 
 
-def _warmup(figures: dict[str, Any]) -> str:
-    warm = figures.get("warmup_steps") or []
+def _warmup(figures: RunFigures) -> str:
+    warm = figures.warmup_steps
     if not warm:
         return "–"
     shown = ", ".join(str(i) for i in warm[:8]) + (" …" if len(warm) > 8 else "")
     if none_timed(figures):
         return '<span class="muted">not timed</span> <span class="sub">(step 0: the model was found at its end)</span>'
-    return (f"{duration(figures.get('warmup_wall_s'), STEP)} <span class=\"sub\">(step{'s' if len(warm) != 1 else ''} {_e(shown)})"
+    return (f"{duration(figures.warmup_wall_s, STEP)} <span class=\"sub\">(step{'s' if len(warm) != 1 else ''} {_e(shown)})"
             f"{_e(untimed(figures))}</span>")
 
 
-def _memory(figures: dict[str, Any]) -> str:
-    peak = figures.get("peak_memory_bytes")
+def _memory(figures: RunFigures) -> str:
+    peak = figures.peak_memory_bytes
     if peak is not None:
-        method = figures.get("memory_method") or "method unknown"
+        method = figures.memory_method or "method unknown"
         return f'<span title="{_e(method)}">{_e(format_bytes(peak))}</span> <span class="sub">({_e(method.split(":")[0])})</span>'
-    return f'<span class="muted">{_e(figures.get("memory_note") or "not measured")}</span>'
+    return f'<span class="muted">{_e(figures.memory_note or "not measured")}</span>'
 
 
-def _run_table(eager: dict[str, Any], compiled: dict[str, Any]) -> str:
-    rows = [("steps run", lambda f: str(len(f.get("steps") or [])) if f.get("ran") else "did not run"),
+def _run_table(eager: RunFigures, compiled: RunFigures) -> str:
+    rows = [("steps run", lambda f: str(len(f.steps)) if f.ran else "did not run"),
             ("warm-up steps (step 0, and compiles), wall", _warmup),
             ("steady state per step, wall", lambda f: _steady(f, "wall_s")),
             ("… of it model + backward + optimizer step", lambda f: _steady(f, "hook_s"))]
     head = "<tr><th></th><th>eager</th><th>compiled</th></tr>"
     body = "".join(f'<tr><td>{_e(label)}</td><td class="num">{cell(eager)}</td><td class="num">{cell(compiled)}</td></tr>'
                    for label, cell in rows)
-    if eager.get("peak_memory_bytes") is None and compiled.get("peak_memory_bytes") is None:
+    if eager.peak_memory_bytes is None and compiled.peak_memory_bytes is None:
         body += f'<tr><td>peak memory</td><td colspan="2">{_memory(eager)}</td></tr>'  # one note for both
     else:
         body += f'<tr><td>peak memory</td><td class="num">{_memory(eager)}</td><td class="num">{_memory(compiled)}</td></tr>'
@@ -67,59 +67,42 @@ def _run_table(eager: dict[str, Any], compiled: dict[str, Any]) -> str:
     return f'<div class="scroll"><table class="trial">{head}{body}</table></div>'
 
 
-def _verdict(figures: dict[str, Any]) -> str:
-    wall = (figures.get("speedup") or {}).get("wall")
-    failure = (figures.get("compiled") or {}).get("failure")
+def _verdict(figures: TrialFigures) -> str:
+    wall = figures.wall
+    failure = figures.compiled.failure
     if failure:
-        where = f" ({failure['where']})" if failure.get("where") else ""
-        return (f'<p class="bad"><b>The compiled run failed at step {_e(failure.get("step"))}</b>: '
-                f'{_e(failure.get("message"))}{_e(where)}. The eager figures above still hold.</p>')
+        where = f" ({failure.where})" if failure.where else ""
+        return (f'<p class="bad"><b>The compiled run failed at step {_e(failure.step)}</b>: '
+                f'{_e(failure.message)}{_e(where)}. The eager figures above still hold.</p>')
     if not wall:
         return '<p class="muted">No steady-state steps in both runs: no speedup to state.</p>'
-    if wall["verdict"] == "inconclusive":
-        return (f'<p class="warn"><b>Speedup per step: inconclusive</b> (medians {duration(wall["eager_median_s"], STEP)} eager, '
-                f'{duration(wall["compiled_median_s"], STEP)} compiled, but {_e(wall.get("why") or "their quartile ranges overlap")}): '
+    if wall.verdict == "inconclusive":
+        return (f'<p class="warn"><b>Speedup per step: inconclusive</b> (medians {duration(wall.eager_median_s, STEP)} eager, '
+                f'{duration(wall.compiled_median_s, STEP)} compiled, but {_e(wall.why or "their quartile ranges overlap")}): '
                 "more steps or a quieter machine may settle it. No payback projection and no money figure from it.</p>")
-    cls = "good" if wall["verdict"] == "faster" else "bad"
-    return (f'<p><b class="{cls}">{_x(wall["ratio"])} per step</b> at steady state ({_e(wall["verdict"])}: '
-            f'{duration(wall["eager_median_s"], STEP)} eager vs {duration(wall["compiled_median_s"], STEP)} compiled, wall time, quartile ranges '
+    cls = "good" if wall.verdict == "faster" else "bad"
+    return (f'<p><b class="{cls}">{_x(wall.ratio)} per step</b> at steady state ({_e(wall.verdict)}: '
+            f'{duration(wall.eager_median_s, STEP)} eager vs {duration(wall.compiled_median_s, STEP)} compiled, wall time, quartile ranges '
             "apart).</p>")
 
 
-def _facts(page: _Page, figures: dict[str, Any]) -> str:
+def _facts(page: _Page, figures: TrialFigures) -> str:
     items = []
-    ct = figures.get("compile_time")
+    ct = figures.compile_time
     if ct:
-        caches = "empty Inductor caches" if figures.get("cold") else "Inductor caches as the machine had them"
-        items.append(f"<li>compile time in the run: <b>{duration(ct['total_s'])}</b> over {ct['compiles']} frame compiles "
-                     f"(in steps {_e(', '.join(map(str, ct['steps'])))}; {caches})</li>")
+        caches = "empty Inductor caches" if figures.cold else "Inductor caches as the machine had them"
+        items.append(f"<li>compile time in the run: <b>{duration(ct.total_s)}</b> over {ct.compiles} frame compiles "
+                     f"(in steps {_e(', '.join(map(str, ct.steps)))}; {caches})</li>")
     else:
         items.append('<li>compile time: <span class="muted">nothing was compiled in the run</span></li>')
-    artifact = figures.get("artifact")
-    if artifact:
-        warm = artifact.get("compile_time")
-        if artifact.get("path") and warm:
-            items.append(f"<li>compile time warm from the cache artifact, in a fresh process: <b>{duration(warm['total_s'])}</b> "
-                         f"(<code>{_e(artifact['path'])}</code>, {_e(format_bytes(artifact.get('bytes')))}: ship it with the job)</li>")
-        else:
-            items.append(f'<li>cache artifact: <span class="muted">not measured: {_e(artifact.get("note"))}</span></li>')
-        if (why := trial_miss_words(artifact, "cache artifact")) is not None:
-            items.append(f'<li class="warn">{_e(why)}</li>')
-    if (served := trial_remote_words(figures.get("remote_cache"))) is not None:
-        items.append(f"<li>{_e(served)}</li>")
-        if (why := trial_miss_words(figures.get("remote_cache"), "remote cache")) is not None:
-            items.append(f'<li class="warn">{_e(why)}</li>')
-    if figures.get("payback"):
-        items.append(f"<li>payback: {_e(figures['payback']['text'])}</li>")
-    loss = figures.get("loss") or {}
-    cls = {"match": "good", "diverge": "bad", "not-deterministic": "warn", "random": "warn"}.get(loss.get("verdict"),
-                                                                                                 "muted")
-    items.append(f'<li>loss: <span class="{cls}">{_e(loss.get("text"))}</span></li>')
-    machine = figures.get("machine") or {}
-    cpus, load = machine.get("cpus") or 0, machine.get("load_before")
-    if cpus and load is not None and load > cpus:
-        items.append(f'<li class="warn">the machine was busy before the trial (load {load:.1f} on {cpus} CPUs): '
-                     "step times are noisy; compare on a quiet machine before deciding</li>")
+    items += [f"<li{WARN if warns else ''}>{_e(text)}</li>" for text, warns in cache_run_lines(figures)]
+    if figures.payback:
+        items.append(f"<li>payback: {_e(figures.payback.text)}</li>")
+    loss = figures.loss
+    cls = {"match": "good", "diverge": "bad", "not-deterministic": "warn", "random": "warn"}.get(loss.verdict, "muted")
+    items.append(f'<li>loss: <span class="{cls}">{_e(loss.text)}</span></li>')
+    if (busy := busy_before(figures)) is not None:
+        items.append(f'<li class="warn">{_e(busy)}</li>')
     return "<ul>" + "".join(items) + "</ul>"
 
 
@@ -130,20 +113,20 @@ def _where(page: _Page, where: Optional[str]) -> str:
     return page.loc(path, int(line)) if line.isdigit() and path else f"<code>{_e(where)}</code>"
 
 
-def _events(page: _Page, figures: dict[str, Any]) -> str:
-    breaks, recs = figures.get("graph_breaks") or [], figures.get("recompiles") or []
+def _events(page: _Page, figures: TrialFigures) -> str:
+    breaks, recs = figures.graph_breaks, figures.recompiles
     out = [f"<h3>Graph breaks in the run: {len(breaks)}</h3>"]
     if breaks:
         out.append("<ul>" + "".join(
-            f"<li>{_where(page, b.get('where'))} <span class=\"gb\">{_e(b.get('gb') or '')}</span> {_e(break_text(b))} "
-            f"<span class=\"sub\">(step {_e(b.get('step'))}, inputs {_e(b.get('shapes'))})</span></li>" for b in breaks) + "</ul>")
+            f"<li>{_where(page, b.where)} <span class=\"gb\">{_e(b.gb or '')}</span> {_e(break_text(b))} "
+            f"<span class=\"sub\">(step {_e(b.step)}, inputs {_e(b.shapes)})</span></li>" for b in breaks) + "</ul>")
     out.append(f"<h3>Recompiles in the run: {len(recs)}</h3>")
     if recs:
         out.append("<ul>" + "".join(
-            f"<li><code>{_e(r.get('function'))}</code>{' at ' + _where(page, r['where']) if r.get('where') else ''}: "
-            + (f"{code_spans(r['meaning'])} <span class=\"sub\">(torch's guard: <code>{_e(r.get('reason'))}</code>)</span> "
-               if r.get("meaning") else f"{_e(r.get('reason'))} ") +
-            f"<span class=\"sub\">(step {_e(r.get('step'))}, inputs {_e(r.get('shapes'))})</span></li>" for r in recs) + "</ul>")
+            f"<li><code>{_e(r.function)}</code>{' at ' + _where(page, r.where) if r.where else ''}: "
+            + (f"{code_spans(r.meaning)} <span class=\"sub\">(torch's guard: <code>{_e(r.reason)}</code>)</span> "
+               if r.meaning else f"{_e(r.reason)} ") +
+            f"<span class=\"sub\">(step {_e(r.step)}, inputs {_e(r.shapes)})</span></li>" for r in recs) + "</ul>")
     return "".join(out)
 
 
@@ -151,8 +134,7 @@ def _bill(bill: Optional[dict[str, Any]]) -> str:
     if not bill or not (bill.get("lines") or bill.get("money_saved_per_month") is not None):
         return ('<p class="muted">GPU bill: no price set (<code>--gpu-price</code>, '
                 "<code>bill.gpuPricePerHour</code> in [tool.compile-lens] or the editor's settings): no money shown.</p>")
-    warn = ' class="warn"'  # the bill of a run measured off the GPU
-    return "<ul>" + "".join(f"<li{warn if 'not a GPU' in line else ''}>{_e(line.removeprefix('GPU bill: '))}</li>"
+    return "<ul>" + "".join(f"<li{WARN if 'not a GPU' in line else ''}>{_e(line.removeprefix('GPU bill: '))}</li>"
                             for line in bill["lines"]) + "</ul>"
 
 
@@ -215,35 +197,41 @@ def money_chart(bill: dict[str, Any]) -> Optional[str]:
                        lambda v: money(v) if v else "0", DAYS, marker)
 
 
-def time_chart(figures: dict[str, Any]) -> Optional[str]:
+def time_chart(figures: TrialFigures) -> Optional[str]:
     """Cumulative wall time over the measured steps, eager vs compiled; None with no steps."""
     series = []
-    ratio = (figures.get("speedup") or {}).get("wall")
-    for name, cls in (("eager", "s-eager"), ("compiled", "s-compiled")):
+    ratio = figures.wall
+    for name, cls, run in (("eager", "s-eager", figures.eager), ("compiled", "s-compiled", figures.compiled)):
         total, pts = 0.0, [(0.0, 0.0)]
-        for i, seconds in enumerate(step_times(figures.get(name) or {}, ratio)):
+        for i, seconds in enumerate(step_times(run, ratio)):
             total += _finite(seconds) or 0.0
             pts.append((float(i + 1), total))
         series.append((name, cls, pts))
     n = max(len(pts) - 1 for _, _, pts in series)
     if n == 0:
         return None
-    paid = figures.get("payback") or {}
-    marker = (paid["step"] + 1, f"ahead from step {paid['step']}") if paid.get("measured") and paid.get("step") is not None else None
+    paid = figures.payback
+    marker = (paid.step + 1, f"ahead from step {paid.step}") if paid and paid.measured and paid.step is not None else None
     return _line_chart("Cumulative wall time over the run's steps", series, "steps", lambda v: duration(v) if v else "0",
                        float(n), marker)
 
 
-def trial_section(page: _Page, trial: dict[str, Any], bill: Optional[dict[str, Any]]) -> str:
+def old_trial_section(note: str) -> str:
+    """Where the trial's section would be, when trial.json is one this version cannot read (`store.load`)."""
+    return ("<section><h2>Your training run: eager vs compiled (<code>compile-lens trial</code>)</h2>"
+            f'<p class="warn">{_e(note)}</p></section>')
+
+
+def trial_section(page: _Page, trial: TrialRecord, bill: Optional[dict[str, Any]]) -> str:
     """The `<section>` of the report for one saved trial."""
-    figures = trial.get("figures") or {}
-    eager, compiled = figures.get("eager") or {}, figures.get("compiled") or {}
-    device = compiled.get("device") or eager.get("device") or "?"
+    figures = trial.figures
+    eager, compiled = figures.eager, figures.compiled
+    device = compiled.device or eager.device or "?"
+    modules = trial.targets or compiled.outermost_modules
     out = ["<section><h2>Your training run: eager vs compiled (<code>compile-lens trial</code>)</h2>",
-           f'<p class="meta"><code>{_e(trial.get("command") or figures.get("command"))}</code> · {_e(trial.get("at"))} · '
-           f"{_e(device)} · torch {_e(compiled.get('torch') or eager.get('torch') or '?')}"
-           + (f" · compiled: {_e(', '.join(trial.get('targets') or compiled.get('outermost_modules') or []))}"
-              if trial.get("targets") or compiled.get("outermost_modules") else "") + "</p>",
+           f'<p class="meta"><code>{_e(trial.command or figures.command)}</code> · {_e(trial.at)} · '
+           f"{_e(device)} · torch {_e(compiled.torch or eager.torch or '?')}"
+           + (f" · compiled: {_e(', '.join(modules))}" if modules else "") + "</p>",
            _verdict(figures), _run_table(eager, compiled), _facts(page, figures)]
     chart = money_chart(bill) if bill else None
     caption = "cost = GPU-hours × GPUs × price; compiled adds the compile at every process start" + (
@@ -251,8 +239,8 @@ def trial_section(page: _Page, trial: dict[str, Any], bill: Optional[dict[str, A
     if chart is None:
         chart = time_chart(figures)
         caption = ("the measured steps: warm-up (compiles) shows as the compiled run's early climb"
-                   + ("; no money figure: the speedup is inconclusive" if ((figures.get("speedup") or {}).get("wall") or {})
-                      .get("verdict") == "inconclusive" else ""))
+                   + ("; no money figure: the speedup is inconclusive"
+                      if figures.wall and figures.wall.verdict == "inconclusive" else ""))
     if chart:
         out.append(f'<div class="charts"><figure>{chart}<figcaption>{_e(caption)}</figcaption></figure></div>')
     out.append("<h3>The GPU bill</h3>" + _bill(bill))

@@ -1,10 +1,13 @@
-"""A torchrun trial's rank lines in words: what `compile-lens trial` prints after the run's own
-figures (`trial_text`), and the DDPOptimizer sentence the report reuses. Pure, no torch; the figures
-come from `trial/rank_figures.py`.
+"""A torchrun trial's ranks in words: the rank lines `compile-lens trial` prints after the run's own
+figures (`trial_text`), and the sentences the report's HTML (`report_ranks`) reuses: the
+DDPOptimizer split, a rank's run, where ranks part. Pure, no torch; the figures come from `trial/ranks.py`.
 """
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
+from ..trial.figures import RankFigures, TrialFigures
 from .units import MISSING_TEXT, MS, duration
 
 
@@ -14,38 +17,51 @@ def ddp_text(split: dict) -> str:
             "all-reduce overlaps the backward; not a graph break in your code")
 
 
-def render_text(figures: dict) -> str:
+def run_words(rank: RankFigures, run: str, missing: str = MISSING_TEXT) -> tuple[str, Optional[str]]:
+    """A rank's `run` ("eager" | "compiled"): `12 steps, steady 8.1 ms/step` (with how a kill ended it),
+    and its failure, None when it did not fail."""
+    figures = rank.eager if run == "eager" else rank.compiled
+    steady = figures.steady.wall_s.median if figures.steady else None
+    text = f"{len(figures.steps)} steps, steady {duration(steady, MS, missing)}/step"
+    if figures.failure:
+        return text, f"failed at step {figures.failure.step}: {figures.failure.message}"
+    killed = (rank.killed or {}).get(run)
+    if killed:
+        text += f", ended by {killed.get('signal')} at step {killed.get('step')}"
+    return text, None
+
+
+def divergence_words(parting: dict[str, Any]) -> str:
+    """One rank parting (`ranks.rank_divergence`'s shape) in words, without its why and levers."""
+    who = ", ".join(map(str, parting["ranks"]))
+    others = ", ".join(map(str, parting.get("other_ranks") or []))
+    guard = f" (guard: {parting['guard']})" if parting.get("guard") else ""
+    return (f"from step {parting['step']}, rank{'s' if len(parting['ranks']) > 1 else ''} {who} ran compiled code "
+            f"rank{'s' if len(parting.get('other_ranks') or []) > 1 else ''} {others} did not: {parting['what']}"
+            f"{guard}; {parting['steps_apart']} step(s) with compiles only they made")
+
+
+def render_text(figures: TrialFigures) -> str:
     """The rank lines of the trial's text ("" for a one-process run)."""
-    ranks = figures.get("ranks") or []
+    ranks = figures.ranks
     if not ranks:
         return ""
     lines = [f"  ranks: {len(ranks)} (torchrun); the run's step time above is, per step, the slowest rank's"]
     for r in ranks:
         parts = []
         for name in ("eager", "compiled"):
-            f = r[name]
-            steady = (f.get("steady") or {}).get("wall_s")
-            state = f"{len(f['steps'])} steps" + (f", steady {duration(steady['median'], MS, MISSING_TEXT)}/step" if steady else "")
-            if f.get("failure"):
-                state += f", failed at step {f['failure'].get('step')}: {f['failure'].get('message')}"
-            elif (r.get("killed") or {}).get(name):
-                state += f", killed at step {r['killed'][name].get('step')}"
-            parts.append(f"{name} {state}")
-        ratio = r.get("speedup")
-        ct = r.get("compile_time") or {}
-        lines.append(f"    rank {r['rank']}: {'; '.join(parts)}"
-                     + (f"; speedup {ratio['ratio']:.2f}x ({ratio['verdict']})" if ratio else "")
-                     + f"; recompiles {len(r['recompiles'])}; graph breaks {len(r['graph_breaks'])}"
-                     + (f"; compile time {ct['total_s']:.1f} s" if ct else ""))
-        for split in r.get("ddp_splits") or []:
+            text, failed = run_words(r, name)
+            parts.append(f"{name} {text}" + (f", {failed}" if failed else ""))
+        ratio = r.speedup
+        ct = r.compile_time
+        lines.append(f"    rank {r.rank}: {'; '.join(parts)}"
+                     + (f"; speedup {ratio.ratio:.2f}x ({ratio.verdict})" if ratio else "")
+                     + f"; recompiles {len(r.recompiles)}; graph breaks {len(r.graph_breaks)}"
+                     + (f"; compile time {ct.total_s:.1f} s" if ct else ""))
+        for split in r.ddp_splits:
             lines.append(f"      {ddp_text(split)}")
-    for d in figures.get("rank_divergence") or []:
-        who = ", ".join(map(str, d["ranks"]))
-        others = ", ".join(map(str, d.get("other_ranks") or []))
-        guard = f" (guard: {d['guard']})" if d.get("guard") else ""
-        lines.append(f"  RANK DIVERGENCE (error): from step {d['step']}, rank{'s' if len(d['ranks']) > 1 else ''} "
-                     f"{who} ran compiled code rank{'s' if len(d.get('other_ranks') or []) > 1 else ''} {others} "
-                     f"did not: {d['what']}{guard}; {d['steps_apart']} step(s) with compiles only they made")
+    for d in figures.rank_divergence:
+        lines.append(f"  RANK DIVERGENCE (error): {divergence_words(d)}")
         lines.append(f"    why it matters: {d['why']}")
         for lever in d.get("levers") or []:
             lines.append(f"    lever: {lever}")

@@ -1,17 +1,21 @@
 """The trial's per-shape view as text (`compile-lens trial`'s summary on stderr): a table of
-`trial.shapes.by_shape`, one line a shape, and its findings with their options. Pure; imports
-nothing of the package."""
+`trial.shapes.by_shape`, one line a shape, and its findings with their options. Pure; no torch."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def shape_lines(summary: dict) -> list[str]:
+if TYPE_CHECKING:
+    from ..trial.figures import TrialFigures
+
+
+def shape_lines(summary: TrialFigures) -> list[str]:
     """The per-shape table (`shapes.by_shape`) and what it shows, when the run saw more than one shape."""
-    rows = summary.get("by_shape") or []
+    rows = summary.by_shape
     if len(rows) < 2:
         return [f"  input shapes: one, {rows[0]['signature']}, in all {rows[0]['step_count']} steps"] if rows else []
     lines = shape_table(rows)
-    for finding in summary.get("shape_findings") or []:
+    for finding in summary.shape_findings:
         lines.append(f"  ! {finding['text']}")
         lines += [f"      option: {o}" for o in finding.get("options") or []]
     return lines

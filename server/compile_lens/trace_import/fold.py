@@ -9,7 +9,11 @@ filename: id}]} opens a compile (its last frame is the compiled one); `artifact`
 FILE:LINE …"); `artifact` `recompile_reasons` (payload: a JSON list of guard failures — or, trap, one
 bare string); `compilation_metrics` (compile_id, co_name, co_filename, co_firstlineno,
 entire_frame_compile_time_s, fail_type, …); `bwd_compilation_metrics` (the backward's
-inductor_compile_time_s); `artifact` `fx_graph_cache_hit|miss`, `aotautograd_cache_hit|miss`.
+inductor_compile_time_s); `artifact` `fx_graph_cache_hit|miss`, `aotautograd_cache_hit|miss`;
+with provenance tracking on (`INDUCTOR_PROVENANCE=1`), `artifact`
+`inductor_provenance_tracking_node_mappings` then `..._kernel_stack_traces` per compiled graph
+(`torch_text.kernel_provenance`): each kernel and the user stack traces of the nodes it came from.
+A compile id's second graph is its backward (AOTAutograd compiles the forward, then the backward).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import IO, Optional
 
+from ..torch_text import kernel_provenance
 from ..torch_text.frames import frame_name  # pure: no torch (the worker's naming rule, shared)
 from .reader import ReadStats, Record, is_int, read_records, torch_version_of
 
@@ -61,6 +66,17 @@ class SeenRecompile:
 
 
 @dataclass
+class SeenKernel:
+    """A kernel of one compiled graph, as its provenance names it (no time: a trace has no profile)."""
+
+    name: str  # "cpp_fused_mul_relu_0", "triton_poi_fused_add_0", "extern_kernels.addmm", "aten._fft_r2c"
+    kind: str  # "generated" | "extern" | "fallback" (`kernel_provenance.kind`)
+    compile_id: str
+    backward: bool  # the compile's backward graph: the gradient of the lines it names
+    stacks: list[list[tuple[str, int]]]  # per FX node: (path, line), outermost first
+
+
+@dataclass
 class CompiledFunction:
     """A user function torch compiled (its resume functions folded in), on one rank."""
 
@@ -74,6 +90,7 @@ class CompiledFunction:
     graph_breaks: list[SeenBreak] = field(default_factory=list)
     recompiles: list[SeenRecompile] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # compiles that failed: "0/2: fail_type: reason"
+    kernels: list[SeenKernel] = field(default_factory=list)  # from the provenance artifacts, when the run had them on
 
 
 @dataclass
@@ -201,6 +218,9 @@ class _Folder:
         self.by_frame: dict[int, CompiledFunction] = {}
         self.by_name: dict[tuple[str, str], CompiledFunction] = {}
         self.pending_reasons: dict[str, list[str]] = {}
+        self.node_maps: dict[Optional[str], object] = {}  # a graph's node mappings, until its stack traces come
+        self.graphs_of: dict[str, int] = {}  # provenance graphs seen per compile id: the second is the backward
+        self.stale: set[str] = set()  # kernel keys earlier backward graphs listed (`kernel_provenance`: stale entries)
 
     def function(self, frame: int, name: str, path: str, line: int) -> CompiledFunction:
         if frame in self.by_frame:
@@ -269,6 +289,16 @@ class _Folder:
                                           None))
             if cid and cid not in same.compile_ids:
                 same.compile_ids.append(cid)
+        elif name == kernel_provenance.NODE_MAPPINGS:
+            self.node_maps[cid] = json.loads(record.payload or "{}")
+        elif name == kernel_provenance.STACK_TRACES and fn is not None and cid is not None:
+            backward = self.graphs_of.get(cid, 0) > 0
+            self.graphs_of[cid] = self.graphs_of.get(cid, 0) + 1
+            payload, maps = json.loads(record.payload or "{}"), self.node_maps.pop(cid, None)
+            for kname, kind, _, stacks in kernel_provenance.kernels(payload, maps, self.stale if backward else ()):
+                fn.kernels.append(SeenKernel(kname, kind, cid, backward, stacks))
+            if backward:
+                self.stale.update(kernel_provenance.keys(payload, maps))
         elif name == "recompile_reasons" and cid is not None:
             self.pending_reasons[cid] = reasons_of(record.payload)
 

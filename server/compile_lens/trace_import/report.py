@@ -12,6 +12,7 @@ from typing import Any, Optional
 from ..protocol import FileReport, Finding, Frame, GraphBreak, Recompile, TargetResult
 from ..ranks import RankEvent, rank_divergence
 from ..render import findings as fnd
+from . import kernel_lines
 from .fold import CompiledFunction, RankTrace, fold
 from .paths import PathMap
 
@@ -208,7 +209,8 @@ def import_trace(path: str, root: str, maps: Optional[list[tuple[str, str]]] = N
                 "rank": trace.rank, "log": os.path.basename(trace.file),
                 "compile_s": round(fn.compile_s, 3), "cache": dict(fn.cache),
                 "compile_ids": list(fn.compile_ids), "frames": list(fn.frames), "recorded_path": fn.path,
-                "mapped": local is not None, "failures": list(fn.failures)})
+                "mapped": local is not None, "failures": list(fn.failures),
+                "lines": kernel_lines.lines_of(fn, paths)})  # each line's kernels, when the run tracked provenance
     for report in reports.values():
         report.findings = _merged(report.findings)
     ordered = sorted(reports.values(), key=lambda r: (r.path not in paths.unmapped, r.path), reverse=True)

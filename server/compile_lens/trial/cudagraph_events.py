@@ -1,54 +1,6 @@
-"""CUDA-graph recordings of a `--mode reduce-overhead` run, as torch's `cudagraphs` log states them.
+"""The trial's name for `torch_text.cudagraph_events` (the levers' CUDA-graphs lever reads the same
+records in the worker, so the reader lives on the shared floor)."""
 
-Inductor's cudagraph trees log (artifact `cudagraphs` of `torch._inductor.cudagraph_trees`,
-debug level) `Recording function=%s, mode=%s, cuda_graph_id=%d, inputs: %s` each time a graph is
-recorded and `Re-recording function=%s, mode=%s, reason=%s` when a recorded graph no longer fits its
-inputs. Each becomes an event tagged with the step and the model's input shapes then (the shape
-table counts them per shape). Stdlib only: imported inside the user's program.
-"""
+from ..torch_text.cudagraph_events import LOGGER, CudagraphEvents, event_of, watch
 
-from __future__ import annotations
-
-import logging
-from typing import Any, Callable, Optional
-
-LOGGER = "torch._inductor.cudagraph_trees.__cudagraphs"  # torch's artifact logger name
-
-
-def event_of(record: logging.LogRecord) -> Optional[dict]:
-    """The event a log record states, or None for the others (warm-up runs, symint keys)."""
-    msg, args = str(record.msg), record.args if isinstance(record.args, tuple) else ()
-    if "Re-recording function=" in msg and len(args) >= 4:
-        return {"kind": "cudagraph_record", "rerecord": True, "function": str(args[1]), "mode": str(args[2]),
-                "reason": str(args[3])[:300]}
-    if "Recording function=" in msg and len(args) >= 4:
-        return {"kind": "cudagraph_record", "rerecord": False, "function": str(args[1]), "mode": str(args[2]),
-                "graph_id": args[3], "reason": None}
-    return None
-
-
-class CudagraphEvents(logging.Handler):
-    def __init__(self, events: list, now: Callable[[], tuple[int, Any]]) -> None:
-        super().__init__(logging.DEBUG)
-        self.events = events
-        self.now = now
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            event = event_of(record)
-        except Exception:  # noqa: BLE001 - a log record we cannot read is no event
-            return
-        if event is not None:
-            step, shapes = self.now()
-            self.events.append({**event, "step": step, "shapes": shapes})
-
-
-def watch(events: list, now: Callable[[], tuple[int, Any]]) -> CudagraphEvents:
-    """Collect torch's `cudagraphs` artifact log (turned on by the hook's `set_logs`), not printed to the
-    program's stderr."""
-    logger = logging.getLogger(LOGGER)
-    handler = CudagraphEvents(events, now)
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False  # torch's stderr handler sits on a parent: the program's stderr stays its own
-    return handler
+__all__ = ["LOGGER", "CudagraphEvents", "event_of", "watch"]

@@ -77,8 +77,8 @@ def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: i
 
 def _run_ranks(program: list[str], env: dict, out: str, hang_timeout: float,
                others: OthersCPU) -> tuple[int, Optional[dict]]:
-    """A torchrun run: one record for the run as a whole (see `rank_figures.merge`), each rank's inside it."""
-    from .rank_figures import merge
+    """A torchrun run: one record for the run as a whole (see `ranks.merge`), each rank's inside it."""
+    from .ranks import merge
 
     code, ranks, hung = torchrun.run_ranks(program, env, out, hang_timeout)
     if not ranks:

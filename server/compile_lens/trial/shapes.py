@@ -17,10 +17,12 @@ apart from the other shapes' (which is what moves the whole run's from the main 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Optional
 
-from .summary import MIN_STEADY, busy_during, quartiles, speedup
+from .figures import Quartiles, RunFigures, RunRecompile, Speedup, Step
+from .summary import MIN_STEADY, busy_during, judge, quartiles
 
 OPTIONS = ("mark the varying dimension dynamic (`torch._dynamo.mark_dynamic(x, 0)` before the first call, "
            "or `--dynamic true` / `torch.compile(..., dynamic=True)`)",
@@ -34,11 +36,10 @@ def signature(shapes: Any) -> str:
     return " ".join(json.dumps(s) for s in shapes)
 
 
-def _steady_of(run: dict, steps: list[dict]) -> Optional[dict]:
-    """A run's steady figures (as `summary.run_figures` has them) restricted to `steps`."""
-    warm = set(run.get("warmup_steps") or [])
-    walls = [s["wall_s"] for s in steps if s["index"] not in warm and not s.get("profiled") and s.get("wall_s") is not None]
-    return {"wall_s": quartiles(walls)} if walls else None
+def _steady_of(run: RunFigures, steps: list[Step]) -> Optional[Quartiles]:
+    """A run's steady wall times (as `summary.run_figures` has them) restricted to `steps`."""
+    warm = set(run.warmup_steps)
+    return quartiles([s.wall_s for s in steps if s.index not in warm and not s.profiled and s.wall_s is not None])
 
 
 def _compile_seconds(entry: dict) -> float:
@@ -47,41 +48,41 @@ def _compile_seconds(entry: dict) -> float:
     return entry.get("inductor_compile_time_s") or entry.get("backend_compile_time_s") or 0.0
 
 
-def by_shape(eager: dict, compiled: dict, compiled_run: Optional[dict], recompiles: list[dict]) -> list[dict]:
+def by_shape(eager: RunFigures, compiled: RunFigures, compiled_run: Optional[dict],
+             recompiles: list[RunRecompile]) -> list[dict]:
     """One row per shape signature, the most frequent first (`summary.run_figures` of both runs, the
     compiled run's record for its compile entries and CUDA-graph events, `summary.recompiles`)."""
-    base = compiled if compiled.get("steps") else eager
-    groups: dict[str, list[dict]] = {}
+    base = compiled if compiled.steps else eager
+    groups: dict[str, list[Step]] = {}
     shapes_of: dict[str, Any] = {}
-    for step in base.get("steps") or []:
-        key = signature(step.get("shapes"))
+    for step in base.steps:
+        key = signature(step.shapes)
         groups.setdefault(key, []).append(step)
-        shapes_of.setdefault(key, step.get("shapes"))
-    eager_by_index = {s["index"]: s for s in eager.get("steps") or []}
-    step_shape = {s["index"]: signature(s.get("shapes")) for s in compiled.get("steps") or []}
+        shapes_of.setdefault(key, step.shapes)
+    eager_by_index = {s.index: s for s in eager.steps}
+    step_shape = {s.index: signature(s.shapes) for s in compiled.steps}
     entries = (compiled_run or {}).get("compiles") or []
     events = (compiled_run or {}).get("events") or []
     rows = []
-    for key, steps in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0]["index"])):
-        indexes = {s["index"] for s in steps}
+    for key, steps in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0].index)):
+        indexes = {s.index for s in steps}
         mine = [e for e in entries if step_shape.get(e.get("step")) == key]
         eager_steps = [eager_by_index[i] for i in sorted(indexes) if i in eager_by_index]
-        e_run = {"steady": _steady_of(eager, eager_steps), "other_cpu_percent": eager.get("other_cpu_percent")}
-        c_run = {"steady": _steady_of(compiled, steps) if base is compiled else None,
-                 "other_cpu_percent": compiled.get("other_cpu_percent")}
-        ratio = speedup(e_run, c_run) if compiled.get("failure") is None else None
+        e_steady = _steady_of(eager, eager_steps)
+        c_steady = _steady_of(compiled, steps) if base is compiled else None
+        ratio = judge(e_steady, c_steady, busy_during(eager, compiled)) if compiled.failure is None else None
         row: dict = {
             "shapes": shapes_of[key], "signature": key, "step_count": len(steps),
             "steps": sorted(indexes),
             "compiles": sum(1 for e in mine if e.get("co_name")),
-            "recompiles": sum(1 for r in recompiles if signature(r.get("shapes")) == key),
+            "recompiles": sum(1 for r in recompiles if signature(r.shapes) == key),
             "compile_s": sum(_compile_seconds(e) for e in mine),
-            "eager_median_s": ((e_run["steady"] or {}).get("wall_s") or {}).get("median"),
-            "compiled_median_s": ((c_run["steady"] or {}).get("wall_s") or {}).get("median"),
-            "eager_steady": (e_run["steady"] or {}).get("wall_s"),
-            "compiled_steady": (c_run["steady"] or {}).get("wall_s"),
-            "speedup": ratio["ratio"] if ratio else None,
-            "verdict": ratio["verdict"] if ratio else None,
+            "eager_median_s": e_steady.median if e_steady else None,
+            "compiled_median_s": c_steady.median if c_steady else None,
+            "eager_steady": dataclasses.asdict(e_steady) if e_steady else None,
+            "compiled_steady": dataclasses.asdict(c_steady) if c_steady else None,
+            "speedup": ratio.ratio if ratio else None,
+            "verdict": ratio.verdict if ratio else None,
             "note": None,
         }
         if row["eager_median_s"] is None or row["compiled_median_s"] is None:
@@ -95,32 +96,31 @@ def by_shape(eager: dict, compiled: dict, compiled_run: Optional[dict], recompil
     return rows
 
 
-def _apart(a: Optional[dict], b: Optional[dict]) -> bool:
-    return bool(a and b and (a["q3"] < b["q1"] or b["q3"] < a["q1"]))
+def _apart(a: Optional[Quartiles], b: Optional[Quartiles]) -> bool:
+    return bool(a and b and (a.q3 < b.q1 or b.q3 < a.q1))
 
 
-def _ratios(steps: list[int], eager: dict, compiled: dict) -> list[float]:
+def _ratios(steps: list[int], eager: RunFigures, compiled: RunFigures) -> list[float]:
     """eager / compiled wall time of each step steady in both runs (the same step index: same data)."""
-    def steady(run: dict) -> dict:
-        warm = set(run.get("warmup_steps") or [])
-        return {s["index"]: s["wall_s"] for s in run.get("steps") or []
-                if s["index"] not in warm and not s.get("profiled") and s.get("wall_s")}
+    def steady(run: RunFigures) -> dict:
+        warm = set(run.warmup_steps)
+        return {s.index: s.wall_s for s in run.steps if s.index not in warm and not s.profiled and s.wall_s}
 
     e, c = steady(eager), steady(compiled)
     return [e[i] / c[i] for i in steps if i in e and i in c]
 
 
-def _speedups_apart(main: dict, others: list[dict], eager: dict, compiled: dict) -> Optional[dict]:
+def _speedups_apart(main: dict, others: list[dict], eager: RunFigures, compiled: RunFigures) -> Optional[Quartiles]:
     """The other shapes' per-step speedups (quartiles) when they and the main shape's are told apart by
     the trial's rule: at least MIN_STEADY steps each, quartile ranges that do not overlap."""
     a = quartiles(_ratios(main["steps"], eager, compiled))
     b = quartiles(_ratios([i for r in others for i in r["steps"]], eager, compiled))
-    if not a or not b or a["n"] < MIN_STEADY or b["n"] < MIN_STEADY or busy_during(eager, compiled):
+    if not a or not b or a.n < MIN_STEADY or b.n < MIN_STEADY or busy_during(eager, compiled):
         return None
     return b if _apart(a, b) else None
 
 
-def findings(rows: list[dict], whole: Optional[dict], compiled: dict, eager: dict) -> list[dict]:
+def findings(rows: list[dict], whole: Optional[Speedup], compiled: RunFigures, eager: RunFigures) -> list[dict]:
     """What the per-shape figures say about the run, each `{kind, text, estimate}` with the options."""
     if len(rows) < 2:
         return []
@@ -154,10 +154,10 @@ def findings(rows: list[dict], whole: Optional[dict], compiled: dict, eager: dic
     differs = _speedups_apart(main, rows[1:], eager, compiled)
     if whole and main["speedup"] is not None and differs:
         out.append({"kind": "main-shape-speedup-differs", "estimate": False,
-                    "figures": {"main": main["speedup"], "whole": whole["ratio"], "others": differs["median"]},
+                    "figures": {"main": main["speedup"], "whole": whole.ratio, "others": differs.median},
                     "text": f"the main shape {main['signature']} ({main['step_count']} of {steps} steps) runs "
-                            f"{main['speedup']:.2f}x per step, the other shapes {differs['median']:.2f}x and the whole "
-                            f"run {whole['ratio']:.2f}x: the per-step speedups of the main shape and of the others "
+                            f"{main['speedup']:.2f}x per step, the other shapes {differs.median:.2f}x and the whole "
+                            f"run {whole.ratio:.2f}x: the per-step speedups of the main shape and of the others "
                             "have quartile ranges apart, so the other shapes change what compiling gives",
                     "options": list(OPTIONS)})
     rerecords = sum(r.get("cudagraph_rerecords", 0) for r in rows)

@@ -1,4 +1,5 @@
-"""The figures of a trial from the two run records the hook wrote (`render/trial_text.py` words them). Pure: no torch.
+"""The figures of a trial (`figures`' records) from the two run records the hook wrote (`render/trial_text.py`
+words them). Pure: no torch.
 
 Warm-up steps are step 0 and every step in which something compiled (compiled run); the steady
 state is the other steps, as a median with its quartiles. A speedup is *conclusive* when each run
@@ -12,12 +13,28 @@ import math
 from typing import Optional
 
 from ..cost import CostInputs, gpu_bill
+from ..protocol import from_dict
+from .figures import (
+    CompileTime,
+    Failure,
+    LossFigures,
+    Payback,
+    Quartiles,
+    RunBreak,
+    RunFigures,
+    RunRecompile,
+    Speedup,
+    Speedups,
+    Steady,
+    Step,
+    TrialFigures,
+)
 
 MIN_STEADY = 3
 BUSY_PERCENT = 50.0  # others' CPU (% of one CPU) during a run above which its step times are not its own
 
 
-def quartiles(values: list[float]) -> Optional[dict]:
+def quartiles(values: list[float]) -> Optional[Quartiles]:
     if not values:
         return None
     ordered = sorted(values)
@@ -28,57 +45,56 @@ def quartiles(values: list[float]) -> Optional[dict]:
         high = min(low + 1, len(ordered) - 1)
         return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
-    return {"median": at(0.5), "q1": at(0.25), "q3": at(0.75), "min": ordered[0], "max": ordered[-1],
-            "n": len(ordered)}
+    return Quartiles(median=at(0.5), q1=at(0.25), q3=at(0.75), min=ordered[0], max=ordered[-1], n=len(ordered))
 
 
-def run_figures(run: Optional[dict], exit_code: Optional[int]) -> dict:
-    """One run: its steps split into warm-up and steady state, its memory and how it ended."""
+NO_RECORD = ("the run left no record (did the program start Python with -E/-I, "
+             "or exit before importing torch?)")
+
+
+def run_figures(run: Optional[dict], exit_code: Optional[int]) -> RunFigures:
+    """One run from the hook's record: its steps split into warm-up and steady state, its memory and how it ended."""
     if run is None:
-        return {"ran": False, "exit_code": exit_code, "steps": [], "warmup_steps": [], "steady": None,
-                "failure": {"kind": "no-record", "step": None, "where": None,
-                            "message": "the run left no record (did the program start Python with -E/-I, "
-                                       "or exit before importing torch?)"}}
+        return RunFigures(ran=False, exit_code=exit_code, failure=Failure(kind="no-record", message=NO_RECORD))
     steps = run.get("steps") or []
     warmup = [s["index"] for s in steps if s["index"] == 0 or s.get("compiles")]
     # the step profiled for memory ran under the profiler: not a steady-state time
     steady = [s for s in steps if s["index"] not in warmup and not s.get("profiled")]
-    failure = run.get("failure")
+    failure = from_dict(Failure, run["failure"]) if run.get("failure") else None
     if failure is None and exit_code not in (0, None) and not run.get("stopped_by_trial"):
-        failure = {"kind": "exit", "step": len(steps), "where": None,
-                   "message": f"the program exited with status {exit_code}"}
-    return {
-        "ran": True,
-        "exit_code": exit_code,
-        "stopped_by_trial": bool(run.get("stopped_by_trial")),
-        "device": run.get("device"),
-        "torch": run.get("torch"),
-        "steps": [{k: s.get(k) for k in ("index", "wall_s", "hook_s", "loss", "shapes", "compiles", "profiled")}
-                  for s in steps],
-        "warmup_steps": warmup,
-        "warmup_wall_s": sum(s["wall_s"] for s in steps if s["index"] in warmup and s.get("timed", True)),
+        failure = Failure(kind="exit", step=len(steps), message=f"the program exited with status {exit_code}")
+    return RunFigures(
+        ran=True,
+        exit_code=exit_code,
+        stopped_by_trial=bool(run.get("stopped_by_trial")),
+        device=run.get("device"),
+        torch=run.get("torch"),
+        steps=[Step(index=s["index"], wall_s=s.get("wall_s"), hook_s=s.get("hook_s"), loss=s.get("loss"),
+                    shapes=s.get("shapes"), compiles=s.get("compiles") or 0, profiled=s.get("profiled"))
+               for s in steps],
+        warmup_steps=warmup,
+        warmup_wall_s=sum(s["wall_s"] for s in steps if s["index"] in warmup and s.get("timed", True)),
         # steps that ended before any model call was seen (a library model, found at step 0's end)
-        "untimed_steps": [s["index"] for s in steps if s.get("timed") is False],
-        "steady": {"wall_s": quartiles([s["wall_s"] for s in steady]),
-                   "hook_s": quartiles([s["hook_s"] for s in steady])} if steady else None,
-        "peak_memory_bytes": run.get("peak_memory_bytes"),
-        "memory_method": run.get("memory_method"),
-        "memory_note": None if run.get("peak_memory_bytes") is not None else
-        (run.get("memory_note") or "not measured"),
-        "failure": failure,
-        "outermost_modules": run.get("outermost_modules", []),
-        "outermost_targets": run.get("outermost_targets", []),
-        "outermost_found_late": bool(run.get("outermost_found_late")),
-        "compiled_by_program": bool(run.get("compiled_by_program")),
-        "other_cpu_percent": run.get("other_cpu_percent"),
-        "dropout_in": run.get("dropout_in", []),
-    }
+        untimed_steps=[s["index"] for s in steps if s.get("timed") is False],
+        steady=Steady(wall_s=quartiles([s["wall_s"] for s in steady]),  # type: ignore[arg-type]
+                      hook_s=quartiles([s["hook_s"] for s in steady])) if steady else None,
+        peak_memory_bytes=run.get("peak_memory_bytes"),
+        memory_method=run.get("memory_method"),
+        memory_note=None if run.get("peak_memory_bytes") is not None else (run.get("memory_note") or "not measured"),
+        failure=failure,
+        outermost_modules=run.get("outermost_modules", []),
+        outermost_targets=run.get("outermost_targets", []),
+        outermost_found_late=bool(run.get("outermost_found_late")),
+        compiled_by_program=bool(run.get("compiled_by_program")),
+        other_cpu_percent=run.get("other_cpu_percent"),
+        dropout_in=run.get("dropout_in", []),
+    )
 
 
-def busy_during(eager: dict, compiled: dict) -> Optional[str]:
+def busy_during(eager: RunFigures, compiled: RunFigures) -> Optional[str]:
     """`other processes used 180% CPU during the eager run` when they took time from the program:
     more than half a CPU's worth (torch in the program uses every core by default)."""
-    runs = [(name, run.get("other_cpu_percent")) for name, run in (("eager", eager), ("compiled", compiled))]
+    runs = [(name, run.other_cpu_percent) for name, run in (("eager", eager), ("compiled", compiled))]
     busy = [(name, pct) for name, pct in runs if pct is not None and pct > BUSY_PERCENT]
     if not busy:
         return None
@@ -86,43 +102,47 @@ def busy_during(eager: dict, compiled: dict) -> Optional[str]:
         f"{pct:.0f}% CPU during the {name} run" for name, pct in busy)
 
 
-def speedup(eager: dict, compiled: dict, key: str = "wall_s") -> Optional[dict]:
-    """Eager steady median over compiled steady median, and whether the two can be told apart:
-    apart quartile ranges, and no other process taking CPU from either run."""
-    a = (eager.get("steady") or {}).get(key)
-    b = (compiled.get("steady") or {}).get(key)
-    if not a or not b or b["median"] <= 0:
+def judge(a: Optional[Quartiles], b: Optional[Quartiles], busy: Optional[str]) -> Optional[Speedup]:
+    """Eager steady times `a` against compiled `b`: their median ratio, and whether the two can be told
+    apart: apart quartile ranges, and no other process taking CPU from either run (`busy`)."""
+    if not a or not b or b.median <= 0:
         return None
-    enough = a["n"] >= MIN_STEADY and b["n"] >= MIN_STEADY
-    busy = busy_during(eager, compiled)
+    enough = a.n >= MIN_STEADY and b.n >= MIN_STEADY
     why = None
     if busy:
         verdict, why = "inconclusive", busy
-    elif enough and b["q3"] < a["q1"]:
+    elif enough and b.q3 < a.q1:
         verdict = "faster"
-    elif enough and b["q1"] > a["q3"]:
+    elif enough and b.q1 > a.q3:
         verdict = "slower"
     else:
         verdict = "inconclusive"
         why = "the steady-state quartile ranges overlap" if enough else \
             f"fewer than {MIN_STEADY} steady-state steps in a run"
-    return {"ratio": a["median"] / b["median"], "verdict": verdict, "why": why, "eager_median_s": a["median"],
-            "compiled_median_s": b["median"]}
+    return Speedup(ratio=a.median / b.median, verdict=verdict, why=why, eager_median_s=a.median,
+                   compiled_median_s=b.median)
 
 
-def step_times(run: dict, ratio: Optional[dict]) -> list[float]:
+def speedup(eager: RunFigures, compiled: RunFigures, key: str = "wall_s") -> Optional[Speedup]:
+    """The two runs' steady `key` times judged (`judge`)."""
+    a = getattr(eager.steady, key) if eager.steady else None
+    b = getattr(compiled.steady, key) if compiled.steady else None
+    return judge(a, b, busy_during(eager, compiled))
+
+
+def step_times(run: RunFigures, ratio: Optional[Speedup]) -> list[float]:
     """A run's wall time per step as payback and the report's chart count it: the step profiled for
     memory (the same index in both runs) at eager's steady median in both, since the profiler slows
     eager's many small ops more than compiled code."""
-    return [ratio["eager_median_s"] if s.get("profiled") and ratio else s["wall_s"] for s in run.get("steps") or []]
+    return [ratio.eager_median_s if s.profiled and ratio else (s.wall_s or 0.0) for s in run.steps]
 
 
-def payback(eager: dict, compiled: dict, ratio: Optional[dict]) -> dict:
+def payback(eager: RunFigures, compiled: RunFigures, ratio: Optional[Speedup]) -> Payback:
     """The step from which compiled is ahead in cumulative wall time, measured or projected."""
     a, b = step_times(eager, ratio), step_times(compiled, ratio)
     n = min(len(a), len(b))
     if n == 0:
-        return {"step": None, "measured": False, "text": "no steps to compare"}
+        return Payback(step=None, measured=False, text="no steps to compare")
     ahead_from = None
     cum_a = cum_b = 0.0
     for i in range(n):
@@ -134,22 +154,23 @@ def payback(eager: dict, compiled: dict, ratio: Optional[dict]) -> dict:
             ahead_from = None
     out = {"steps_compared": n, "eager_cumulative_s": cum_a, "compiled_cumulative_s": cum_b}
     if ahead_from is not None:
-        return {**out, "step": ahead_from, "measured": True,
-                "text": f"compiled is ahead in cumulative time from step {ahead_from}"}
-    if ratio and ratio["verdict"] == "faster":
-        gain = ratio["eager_median_s"] - ratio["compiled_median_s"]
+        return Payback(**out, step=ahead_from, measured=True,
+                       text=f"compiled is ahead in cumulative time from step {ahead_from}")
+    if ratio and ratio.verdict == "faster":
+        gain = ratio.eager_median_s - ratio.compiled_median_s
         step = n + math.ceil((cum_b - cum_a) / gain)
-        return {**out, "step": step, "measured": False,
-                "text": f"does not pay back within {n} steps; projected from the steady-state medians: "
-                        f"after step {step}"}
-    why = "compiled is slower at steady state" if ratio and ratio["verdict"] == "slower" else \
+        return Payback(**out, step=step, measured=False,
+                       text=f"does not pay back within {n} steps; projected from the steady-state medians: "
+                            f"after step {step}")
+    why = "compiled is slower at steady state" if ratio and ratio.verdict == "slower" else \
         "the steady-state difference is inconclusive"
-    return {**out, "step": None, "measured": False, "text": f"does not pay back within {n} steps ({why})"}
+    return Payback(**out, step=None, measured=False, text=f"does not pay back within {n} steps ({why})")
 
 
-def losses(eager: dict, compiled: dict, rtol: float, atol: float, repeat: Optional[dict] = None) -> dict:
+def losses(eager: RunFigures, compiled: RunFigures, rtol: float, atol: float,
+           repeat: Optional[RunFigures] = None) -> LossFigures:
     """Per-step losses side by side and the first step where they differ beyond tolerance."""
-    pairs = [(s["index"], s.get("loss"), c.get("loss")) for s, c in zip(eager["steps"], compiled["steps"])]
+    pairs = [(s.index, s.loss, c.loss) for s, c in zip(eager.steps, compiled.steps)]
     seen = [(i, a, b) for i, a, b in pairs if a is not None and b is not None]
     out: dict = {"rtol": rtol, "atol": atol, "steps": [{"index": i, "eager": a, "compiled": b} for i, a, b in pairs]}
 
@@ -157,125 +178,126 @@ def losses(eager: dict, compiled: dict, rtol: float, atol: float, repeat: Option
         return abs(a - b) <= atol + rtol * abs(a)
 
     if not seen:
-        return {**out, "verdict": "no-loss", "first_divergent_step": None,
-                "text": "no scalar .backward() was seen: no loss to compare"}
+        return LossFigures(**out, verdict="no-loss", text="no scalar .backward() was seen: no loss to compare")
     deterministic: Optional[bool] = None
     if repeat is not None:
-        twice = [(s.get("loss"), r.get("loss")) for s, r in zip(eager["steps"], repeat["steps"])]
+        twice = [(s.loss, r.loss) for s, r in zip(eager.steps, repeat.steps)]
         deterministic = all(a == b for a, b in twice if a is not None and b is not None)
     first = next((i for i, a, b in seen if not close(a, b)), None)
     worst = max(abs(a - b) for _, a, b in seen)
     out.update({"first_divergent_step": first, "max_abs_diff": worst, "deterministic": deterministic})
     if deterministic is False:
-        return {**out, "verdict": "not-deterministic",
-                "text": "two eager runs gave different losses: the program is not deterministic, "
-                        "so a divergence cannot be judged"}
+        return LossFigures(**out, verdict="not-deterministic",
+                           text="two eager runs gave different losses: the program is not deterministic, "
+                                "so a divergence cannot be judged")
     if first is not None and first == seen[0][0] and deterministic is None:
-        return {**out, "verdict": "not-deterministic",
-                "text": f"the losses differ from the first step ({seen[0][1]:.6g} vs {seen[0][2]:.6g}): "
-                        "the program is likely not deterministic (seeds, data order); rerun with "
-                        "--repeat-eager to check"}
+        return LossFigures(**out, verdict="not-deterministic",
+                           text=f"the losses differ from the first step ({seen[0][1]:.6g} vs {seen[0][2]:.6g}): "
+                                "the program is likely not deterministic (seeds, data order); rerun with "
+                                "--repeat-eager to check")
     if first is None:
-        return {**out, "verdict": "match",
-                "text": f"losses match within rtol={rtol:g}, atol={atol:g} over {len(seen)} steps "
-                        f"(max difference {worst:.3g})"}
+        return LossFigures(**out, verdict="match",
+                           text=f"losses match within rtol={rtol:g}, atol={atol:g} over {len(seen)} steps "
+                                f"(max difference {worst:.3g})")
     differ = f"from step {first} beyond rtol={rtol:g}, atol={atol:g} (max difference {worst:.3g})"
-    if compiled.get("dropout_in"):
-        return {**out, "verdict": "random",
-                "text": f"losses differ {differ}, as dropout makes them: "
-                        f"{', '.join(compiled['dropout_in'])} has dropout (p > 0), and compiled code draws its "
-                        "own random masks, so the runs cannot match step by step; set dropout to 0 to "
-                        "compare the losses"}
-    return {**out, "verdict": "diverge",
-            "text": f"losses diverge {differ} (if the model draws random numbers, e.g. dropout through "
-                    "torch.nn.functional, compiled code draws different ones: rerun with it off)"}
+    if compiled.dropout_in:
+        return LossFigures(**out, verdict="random",
+                           text=f"losses differ {differ}, as dropout makes them: "
+                                f"{', '.join(compiled.dropout_in)} has dropout (p > 0), and compiled code draws "
+                                "its own random masks, so the runs cannot match step by step; set dropout to 0 to "
+                                "compare the losses")
+    return LossFigures(**out, verdict="diverge",
+                       text=f"losses diverge {differ} (if the model draws random numbers, e.g. dropout through "
+                            "torch.nn.functional, compiled code draws different ones: rerun with it off)")
 
 
-def graph_breaks(run: Optional[dict]) -> list[dict]:
+def graph_breaks(run: Optional[dict]) -> list[RunBreak]:
     """Distinct breaks the compiled run hit, where, why, in which step, with which input shapes; a break
     torch reported inside a library is at the program's line that called it, torch's place in `inside`."""
     found: dict = {}
     for event in (run or {}).get("events", []):
         if event.get("kind") == "graph_break":
             found.setdefault((event.get("where"), event.get("reason"), (event.get("inside") or {}).get("reported")),
-                             {k: event.get(k) for k in ("where", "inside", "reason", "gb", "explanation", "loop",
-                                                        "step", "shapes")})
+                             RunBreak(**{k: event.get(k) for k in ("where", "inside", "reason", "gb", "explanation",
+                                                                     "loop", "step", "shapes")}))
     return list(found.values())
 
 
-def recompiles(run: Optional[dict]) -> list[dict]:
+def recompiles(run: Optional[dict]) -> list[RunRecompile]:
     """Every recompile: the function, the guard that failed, the step and the model's input shapes then."""
     found = []
     for event in (run or {}).get("events", []):
         if event.get("kind") != "recompile":
             continue
-        recompile = {k: event.get(k) for k in ("function", "where", "reason", "step", "shapes")}
-        if "_dynamo/external_utils.py" in (recompile["where"] or "").replace("\\", "/"):
+        recompile = RunRecompile(function=event.get("function") or "", where=event.get("where"),
+                                 reason=event.get("reason"), step=event.get("step"), shapes=event.get("shapes"))
+        if "_dynamo/external_utils.py" in (recompile.where or "").replace("\\", "/"):
             # the frame `torch.compile(model)` adds around the model's call: the model is what recompiled
             model = ", ".join((run or {}).get("outermost_modules") or []) or "the model"
-            recompile.update(function=f"{model} (its compiled call)", where=None)
+            recompile.function, recompile.where = f"{model} (its compiled call)", None
         found.append(recompile)
     return found
 
 
-def compile_time(run: Optional[dict]) -> Optional[dict]:
-    """Compile seconds as Dynamo counted them: whole frames (forward), Inductor/AOT for backward graphs."""
+def compile_time(run: Optional[dict]) -> Optional[CompileTime]:
+    """Compile seconds of a run's record as Dynamo counted them: whole frames (forward), Inductor/AOT for
+    backward graphs."""
     entries = (run or {}).get("compiles") or []
     if not entries:
         return None
     frames = sum(e.get("entire_frame_compile_time_s") or 0.0 for e in entries if e.get("co_name"))
     backward = sum((e.get("inductor_compile_time_s") or e.get("backend_compile_time_s") or 0.0)
                    for e in entries if not e.get("co_name"))
-    return {"total_s": frames + backward, "forward_frames_s": frames, "backward_s": backward,
-            "compiles": sum(1 for e in entries if e.get("co_name")),
-            "steps": sorted({e["step"] for e in entries if e.get("step") is not None})}
+    return CompileTime(total_s=frames + backward, forward_frames_s=frames, backward_s=backward,
+                       compiles=sum(1 for e in entries if e.get("co_name")),
+                       steps=sorted({e["step"] for e in entries if e.get("step") is not None}))
 
 
 def summarize(eager_run: Optional[dict], eager_code: Optional[int], compiled_run: Optional[dict],
               compiled_code: Optional[int], *, rtol: float, atol: float, repeat_run: Optional[dict] = None,
-              command: str = "") -> dict:
+              command: str = "") -> TrialFigures:
+    """The figures of the two runs' records (and the repeated eager run's); `session` adds the rest."""
     eager = run_figures(eager_run, eager_code)
     compiled = run_figures(compiled_run, compiled_code)
     wall = speedup(eager, compiled, "wall_s")
     hook = speedup(eager, compiled, "hook_s")
     repeat = run_figures(repeat_run, 0) if repeat_run is not None else None
-    compiled_ok = compiled["failure"] is None
-    return {
-        "command": command,
-        "eager": eager,
-        "compiled": compiled,
-        "speedup": {"wall": wall, "hook": hook} if compiled_ok else None,
-        "payback": payback(eager, compiled, wall) if compiled_ok else None,
-        "loss": losses(eager, compiled, rtol, atol, repeat),
-        "graph_breaks": graph_breaks(compiled_run),
-        "recompiles": recompiles(compiled_run),
-        "compile_time": compile_time(compiled_run),
-    }
+    compiled_ok = compiled.failure is None
+    return TrialFigures(
+        command=command,
+        eager=eager,
+        compiled=compiled,
+        speedup=Speedups(wall=wall, hook=hook) if compiled_ok else None,
+        payback=payback(eager, compiled, wall) if compiled_ok else None,
+        loss=losses(eager, compiled, rtol, atol, repeat),
+        graph_breaks=graph_breaks(compiled_run),
+        recompiles=recompiles(compiled_run),
+        compile_time=compile_time(compiled_run),
+    )
 
 
-def restart_compile_s(figures: dict) -> tuple[Optional[float], Optional[str]]:
+def restart_compile_s(figures: TrialFigures) -> tuple[Optional[float], Optional[str]]:
     """Seconds one process start compiles, and which run says so: served by the team's remote cache
     when that run was measured and served (`--remote-cache`), else warm from the cache artifact
     (a team ships it), else the compiled run's compile time."""
-    served = figures.get("remote_cache") or {}
-    remote_s = (served.get("compile_time") or {}).get("total_s") if served.get("served") else None
-    if remote_s is not None:
-        return remote_s, "warm-remote"
-    warm = ((figures.get("artifact") or {}).get("compile_time") or {}).get("total_s")
-    if warm is not None:
-        return warm, "artifact"
-    compiled = (figures.get("compile_time") or {}).get("total_s")
+    served = figures.remote_cache
+    if served and served.served and served.compile_time:
+        return served.compile_time.total_s, "warm-remote"
+    if figures.artifact and figures.artifact.compile_time:
+        return figures.artifact.compile_time.total_s, "artifact"
+    compiled = figures.compile_time.total_s if figures.compile_time else None
     return compiled, ("compiled run" if compiled is not None else None)
 
 
-def bill(figures: dict, inputs: CostInputs) -> dict:
+def bill(figures: TrialFigures, inputs: CostInputs) -> dict:
     """The GPU bill of a trial from its measured steady-state medians (wall time per step)."""
-    wall = (figures.get("speedup") or {}).get("wall") or {}
+    wall = figures.wall
     compile_s, compile_from = restart_compile_s(figures)
-    out = gpu_bill(inputs, eager_step_s=wall.get("eager_median_s"), compiled_step_s=wall.get("compiled_median_s"),
-                   verdict=wall.get("verdict") if figures.get("speedup") else "missing (the compiled run failed)",
+    out = gpu_bill(inputs, eager_step_s=wall.eager_median_s if wall else None,
+                   compiled_step_s=wall.compiled_median_s if wall else None,
+                   verdict=(wall.verdict if wall else None) if figures.speedup else "missing (the compiled run failed)",
                    compile_s=compile_s, compile_from=compile_from)
-    device = (figures.get("compiled") or {}).get("device") or (figures.get("eager") or {}).get("device")
+    device = figures.compiled.device or figures.eager.device
     out["device"] = device
     if device != "cuda" and out["lines"]:
         out["lines"].append(f"GPU bill: measured on {'the CPU' if device == 'cpu' else device or 'an unknown device'}, "

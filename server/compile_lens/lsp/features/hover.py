@@ -10,6 +10,7 @@ from lsprotocol import types as lsp
 
 from ...protocol import TargetResult
 from ...render import cards, line_costs
+from ...render.levers_text import specialised_here
 from ..state import SHOW_REPORT, CompileLensServer
 from ..trial_feed import hover_line
 from .levers import hover_lines
@@ -50,11 +51,16 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
 
 
 def _line_hover(ls: CompileLensServer, state: Any, line: int) -> Optional[lsp.Hover]:
-    """A costly line's kernels, fused lines, eager vs compiled and share (`render.line_costs`)."""
-    found = line_costs.line_at(state.benchmarks, state.path, line) if ls.is_current(state) else None
-    if found is None:
+    """A costly line's kernels, fused lines, eager vs compiled and share (`render.line_costs`), and a
+    line the dynamic lever found specialising a dimension (`render.levers_text.specialised_here`)."""
+    if not ls.is_current(state):
         return None
-    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=line_costs.hover_markdown(*found)))
+    found = line_costs.line_at(state.benchmarks, state.path, line)
+    parts = [line_costs.hover_markdown(*found)] if found is not None else []
+    parts += specialised_here(list(state.traced.values()), state.path, line)
+    if not parts:
+        return None
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n".join(parts)))
 
 
 def register(server: CompileLensServer) -> None:

@@ -1,11 +1,14 @@
-"""`textDocument/inlayHint`: a measured target's speedup after each `torch.compile(...)` call of it, and
-each costly line's eager → compiled time at its end (`render.line_costs`; setting `lineCosts.inlayHints`)."""
+"""`textDocument/inlayHint`: a measured target's speedup after each `torch.compile(...)` call of it,
+each costly line's eager → compiled time at its end (`render.line_costs`; setting `lineCosts.inlayHints`),
+and where the CUDA-graphs lever found torch skipping a graph, "CUDA graphs skipped: <why>" on the line
+torch traced it to (`render.levers_text.cudagraph_skips_in`)."""
 
 from __future__ import annotations
 
 from lsprotocol import types as lsp
 
 from ...render import cards, line_costs
+from ...render.levers_text import cudagraph_skips_in
 from ..state import CompileLensServer
 
 
@@ -24,6 +27,13 @@ def inlay_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp.Inl
             tooltip=cards.lens_title(bench)))
     if ls.settings.line_hints:
         hints.extend(_line_hints(ls, uri, state.path, state.benchmarks, rng))
+    lines = ls.workspace.get_text_document(uri).lines
+    for line, label, target in cudagraph_skips_in(list(state.traced.values()), state.path):
+        row = line - 1
+        if rng.start.line <= row <= rng.end.line and row < len(lines):
+            hints.append(lsp.InlayHint(position=lsp.Position(row, len(lines[row].rstrip("\r\n"))), label=" " + label,
+                                       kind=lsp.InlayHintKind.Type, padding_left=True,
+                                       tooltip=f"measured by the levers phase of `{target}` (mode=\"reduce-overhead\")"))
     return hints
 
 

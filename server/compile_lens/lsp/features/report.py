@@ -16,10 +16,12 @@ import logging
 import os
 from typing import Any, Callable, Optional
 
+from ...cost import CostInputs
 from ...positions import remap_result, same_file
 from ...protocol import FileReport, Finding, TargetResult
 from ...render.report_html import render_report
 from ...trial import store
+from ...trial.figures import TrialRecord
 from ..state import CompileLensServer, DocState
 from ..trial_feed import bill_of, bill_settings
 from .diagnostics import findings_for
@@ -73,15 +75,23 @@ def file_report(ls: CompileLensServer, uri: str, findings_of: FindingsOf) -> tup
     return FileReport(state.path, targets=targets, findings=findings, error=state.problem), stale
 
 
-def _trial(ls: CompileLensServer, reports: list[FileReport]) -> tuple[Optional[dict], Optional[dict]]:
-    """The saved `compile-lens trial` of the first report's workspace root, and its bill with the settings."""
+def _trial(ls: CompileLensServer, reports: list[FileReport]) -> tuple[Optional[TrialRecord], Optional[dict], Optional[str]]:
+    """The saved `compile-lens trial` of the first report's workspace root, its bill with the settings, and
+    why it is not shown when trial.json is an older compile-lens's."""
     if not reports:
-        return None, None
+        return None, None, None
     root = ls.root_for(reports[0].path)
-    trial = store.read(root)
+    trial, note = store.load(root)
     if trial is None:
-        return None, None
-    return trial, bill_of(trial, bill_settings(reports[0].path, root, ls.settings))
+        return None, None, note
+    return trial, bill_of(trial, bill_settings(reports[0].path, root, ls.settings)), None
+
+
+def _restart_bill(ls: CompileLensServer, reports: list[FileReport]) -> Optional[CostInputs]:
+    """The bill's inputs that price a restart in the levers section, when a restart lever was measured."""
+    if not any(lever.data.get("paths") for r in reports for t in r.targets for lever in t.levers):
+        return None
+    return CostInputs.from_settings(bill_settings(reports[0].path, ls.root_for(reports[0].path), ls.settings))
 
 
 def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional[FindingsOf] = None) -> dict[str, Any]:
@@ -109,10 +119,11 @@ def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional
                   "(figures of the older code are not shown).")
     elif uri and not reports:
         banner = "This file is not open in the editor, or Compile Lens has not seen it yet."
-    trial, trial_bill = _trial(ls, reports)
+    trial, trial_bill, trial_note = _trial(ls, reports)
+    bill = _restart_bill(ls, reports)
     page = render_report(reports, title=title, torch_version=runtime.get("torch") or ls.torch_version,
                          device=device, cwd=ls.root, for_webview=True, banner=banner,
-                         trial=trial, trial_bill=trial_bill)
+                         trial=trial, trial_bill=trial_bill, trial_note=trial_note, bill=bill)
     return {"html": page, "files": len(reports), "targets": sum(len(r.targets) for r in reports)}
 
 

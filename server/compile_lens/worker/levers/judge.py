@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ...speed_words import pair_words
+
 CLEAR_DROP = 0.8  # after/before at or below this: compiles faster; at or above 1/CLEAR_DROP: slower
 SLOWER_OK = 0.9  # a lever whose forward is conclusively below this speedup costs more than it saves
 
@@ -41,9 +43,17 @@ def forward_faster(forward: dict[str, Any]) -> bool:
 
 
 def ratio_words(forward: dict[str, Any]) -> str:
-    """`forward 0.98×` (the lever's speed relative to the default), or `forward inconclusive`."""
-    if not forward:
-        return "forward not timed"
-    if not forward.get("conclusive"):
-        return f"forward {forward['speedup']:.2f}× (inconclusive)"
-    return f"forward {forward['speedup']:.2f}×"
+    return pair_words(forward, "forward")
+
+
+def figures_words(main: str, forward: dict[str, Any], train: Optional[dict[str, Any]] = None) -> str:
+    """A lever's figures in one phrase, for its `why` and its action's title alike: `cold compile 41.0 s
+    → 7.0 s, forward 1.05× faster`, or with the timings that cannot tell in brackets: `cold compile
+    41.0 s → 7.0 s (forward: no measurable change)`."""
+    said = [pair_words(forward, "forward")] + ([pair_words(train, "train step")] if train else [])
+    told = [w for w in said if ": " not in w]
+    unsure = [w for w in said if ": " in w]
+    text = ", ".join([main] + told if main else told)
+    if unsure:
+        text = f"{text} ({'; '.join(unsure)})" if text else "; ".join(unsure)
+    return text

@@ -9,9 +9,9 @@ from typing import Any, Callable
 from ...protocol import Lever
 from ..loader import BuiltTarget
 from .blocks import Blocks
-from .judge import compile_change, forward_slower, ratio_words
+from .judge import compile_change, figures_words, forward_slower
 from .sides import compile_side
-from .steady import forward_pair
+from .steady import timed
 
 
 def change_words(blocks: Blocks) -> str:
@@ -20,7 +20,7 @@ def change_words(blocks: Blocks) -> str:
 
 
 def measure(target: BuiltTarget, blocks: Blocks, *, path: str, root: str, device: str, mode: str,
-            max_seconds: float, progress: Callable[..., None], steady_s: float) -> Lever:
+            max_seconds: float, progress: Callable[..., None], steady_s: float, train: bool = False) -> Lever:
     sides = {}
     for name, variant in (("before", "default"), ("after", "regional")):
         progress(f"levers: compiling {'the whole model' if name == 'before' else f'each {blocks.block_class} once'}"
@@ -28,7 +28,7 @@ def measure(target: BuiltTarget, blocks: Blocks, *, path: str, root: str, device
         sides[name] = compile_side(target, variant, path=path, root=root, device=device, mode=mode,
                                    max_seconds=max_seconds, progress=progress)
     progress("levers: timing the whole-model and the per-block compile…")
-    forward = forward_pair(target, "default", "regional", device=device, mode=mode, budget_s=steady_s)
+    forward, step = timed(target, "default", "regional", device=device, mode=mode, budget_s=steady_s, train=train)
     before, after = sides["before"], sides["after"]
     lever = Lever(
         "regional", change_words(blocks), "no change",
@@ -36,7 +36,7 @@ def measure(target: BuiltTarget, blocks: Blocks, *, path: str, root: str, device
                    # the CPU time of the same compiles: what load on the machine barely moves (`judge`)
                    "cpu_before": _r(before.get("cold_cpu_s")), "cpu_after": _r(after.get("cold_cpu_s"))},
         warm_compile_s={"before": _r(before["warm_s"]), "after": _r(after["warm_s"])},
-        forward=forward,
+        forward=forward, train_step=step,
         recompiles={"before": before["compiles"], "after": after["compiles"],
                     "recompiles_after": after["recompiles"]},
         data={"attribute": blocks.attribute, "block_class": blocks.block_class, "count": blocks.count,
@@ -44,19 +44,20 @@ def measure(target: BuiltTarget, blocks: Blocks, *, path: str, root: str, device
     busy = before.get("busy") or after.get("busy")
     ratio = compile_change(before, after, busy)
     cold = f"cold compile {before['cold_s']:.1f} s → {after['cold_s']:.1f} s"
-    fwd = ratio_words(forward)
+    figures = figures_words(cold, forward, step)
+    slower = forward_slower(forward) or forward_slower(step)
     if ratio is None:
         lever.verdict = "inconclusive"
         lever.why = f"{cold}, but {busy or 'the wall and CPU clocks of the two compiles disagree'} — re-run when idle"
-    elif ratio <= 0.8 and not forward_slower(forward):
+    elif ratio <= 0.8 and not slower:
         lever.verdict = "better"
-        lever.why = f"{cold}, {fwd}"
-        lever.action = f"Compile each {blocks.block_class} once: {cold}, {fwd} (measured)"
-    elif ratio >= 1.25 or forward_slower(forward):
+        lever.why = figures
+        lever.action = f"Compile each {blocks.block_class} once: {figures}"
+    elif ratio >= 1.25 or slower:
         lever.verdict = "worse"
-        lever.why = f"{cold}, {fwd}"
+        lever.why = figures
     else:
-        lever.why = f"{cold} (within the noise of one compile each), {fwd}"
+        lever.why = figures_words(f"{cold} (within the noise of one compile each)", forward, step)
     if after["recompiles"]:
         lever.why += f"; the blocks recompiled {after['recompiles']} time(s) across instances"
         limit = _recompile_limit()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import tempfile
+import time
 from typing import Any, Callable, Optional
 
 from ...processes import OthersCPU, busy_threshold
@@ -17,20 +18,25 @@ CHILD = "compile_lens.worker.levers.child"
 
 def compile_side(target: BuiltTarget, variant: str, *, path: str, root: str, device: str, mode: str,
                  max_seconds: float, progress: Callable[..., None],
-                 shapes: Optional[list[str]] = None) -> dict[str, Any]:
-    """{"cold_s", "cold_cpu_s", "warm_s", "compiles", "recompiles", "busy"} of one side."""
+                 shapes: Optional[list[str]] = None, module: str = CHILD,
+                 extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """{"cold_s", "cold_cpu_s", "warm_s", "compiles", "recompiles", "busy"} of one side (`module`:
+    another child, e.g. the restart paths' `restart_child`, with `extra` in its job)."""
     import os
 
     cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
     job = {"path": path, "root": root, "spec": dataclasses.asdict(target.spec), "device": device, "mode": mode,
-           "variant": variant, "shapes": shapes or [], "what": f"compiling ({variant})"}
+           "variant": variant, "shapes": shapes or [], "what": f"compiling ({variant})", **(extra or {})}
     others = OthersCPU()
     others.start()
+    started = time.perf_counter()
     try:
-        found = run_child(job, cache_dir=cache_dir, timeout=cold_limit(max_seconds), progress=progress, module=CHILD)
+        found = run_child(job, cache_dir=cache_dir, timeout=cold_limit(max_seconds), progress=progress, module=module)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
     pct = others.percent()
+    if pct is not None and found.get("descendants_cpu_s"):  # the child's compile workers: ours, not others'
+        pct = max(0.0, pct - 100.0 * found["descendants_cpu_s"] / max(1e-6, time.perf_counter() - started))
     cpus = os.cpu_count() or 1
     if pct is not None and pct > busy_threshold(cpus, 1):
         found["busy"] = f"other processes used {pct:.0f}% CPU during the compile ({cpus} CPUs)"

@@ -1,10 +1,15 @@
 """Two sides of a lever timed in the steady state, as the speedup is: paired rounds of the default
 compile and the lever, the ratio default/lever with its 95% interval (`measure/timing`), rounds
-during which other processes took our cores left out, and "inconclusive" when it cannot tell."""
+during which other processes took our cores left out, and "inconclusive" when it cannot tell.
+
+The forward (eval, no_grad) always; the train step too where the measurement timed one (`train`:
+forward, loss, backward and an eager SGD step — `measure/workload.Model.train_step`, the step the
+benchmark times), each side compiled again in train mode so its timed calls compile nothing."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+from typing import Any, ContextManager, Optional
 
 import torch
 
@@ -14,11 +19,26 @@ from ..measure.timing import Contention, busy_words, paired_rounds, timer, timin
 from ..measure.workload import Model, compile_kwargs
 from .variants import compile_variant
 
+WORKLOADS = {"forward": "forward", "train": "train step"}
+
 
 def forward_pair(target: BuiltTarget, before: str, after: str, *, device: str, mode: str,
-                 budget_s: float) -> dict[str, Any]:
+                 budget_s: float, compiling: Optional[ContextManager[Any]] = None) -> dict[str, Any]:
     """{"before", "after"} ms per forward (eval, no_grad), "speedup" (before/after: above 1 the lever
-    is faster), "ci", "conclusive", and "busy" when other processes took our cores."""
+    is faster), "ci", "conclusive", and "busy" when other processes took our cores. `compiling`:
+    entered while the lever's side compiles (e.g. to read what torch logs then)."""
+    return _pair(target, before, after, "forward", device=device, mode=mode, budget_s=budget_s,
+                 compiling=compiling)
+
+
+def train_pair(target: BuiltTarget, before: str, after: str, *, device: str, mode: str,
+               budget_s: float) -> dict[str, Any]:
+    """The same figures for the train step (forward, loss, backward, SGD step) in train mode."""
+    return _pair(target, before, after, "train", device=device, mode=mode, budget_s=budget_s)
+
+
+def _pair(target: BuiltTarget, before: str, after: str, workload: str, *, device: str, mode: str,
+          budget_s: float, compiling: Optional[ContextManager[Any]] = None) -> dict[str, Any]:
     kwargs = compile_kwargs(target, mode)
     args = to_device(target.args, device)
     sides = {}
@@ -26,10 +46,11 @@ def forward_pair(target: BuiltTarget, before: str, after: str, *, device: str, m
         obj = target.make()
         module: Optional[torch.nn.Module] = obj.to(device) if isinstance(obj, torch.nn.Module) else None
         model = Model(compile_variant(variant, module if module is not None else obj, kwargs), module, args, False)
-        model.use(False)
-        for _ in range(3):  # compiles (and any recompile) before anything is timed
-            model.forward()
-        sides[name] = timer("f()", {"f": model.forward})
+        call = model.run(workload)  # sets train or eval mode once, before anything is timed
+        with (compiling if name == "after" and compiling is not None else contextlib.nullcontext()):
+            for _ in range(3):  # compiles (and any recompile) before anything is timed
+                call()
+        sides[name] = timer("f()", {"f": call})
     watch = Contention(device)
     rounds = paired_rounds(sides["before"], sides["after"], budget_s=budget_s, watch=watch)
     t = timing_of(rounds)
@@ -40,3 +61,12 @@ def forward_pair(target: BuiltTarget, before: str, after: str, *, device: str, m
     if busy and not t.conclusive:
         found["busy"] = busy
     return found
+
+
+def timed(target: BuiltTarget, before: str, after: str, *, device: str, mode: str, budget_s: float,
+          train: bool, compiling: Optional[ContextManager[Any]] = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(forward, train step) of a lever against its default, each in its own paired rounds of
+    `budget_s`; the train step `{}` where the measurement timed none (`train` False)."""
+    forward = forward_pair(target, before, after, device=device, mode=mode, budget_s=budget_s, compiling=compiling)
+    step = train_pair(target, before, after, device=device, mode=mode, budget_s=budget_s) if train else {}
+    return forward, step

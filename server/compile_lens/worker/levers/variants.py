@@ -6,7 +6,8 @@ and warm compile) and in the worker (steady time), so both figures are of one pr
 - "regional": each repeated block compiled once and reused (`block.compile()`), the rest eager;
 - "dynamic": `torch.compile(model, dynamic=True)`;
 - "static": `torch.compile(model, dynamic=False)`;
-- "guard_filter:<name>": `torch.compile(model, options={"guard_filter_fn": torch.compiler.<name>})`.
+- "guard_filter:<name>": `torch.compile(model, options={"guard_filter_fn": torch.compiler.<name>})`;
+- "cudagraphs": `torch.compile(model, mode="reduce-overhead")` (CUDA graphs, on a GPU).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def compile_variant(variant: str, obj: Any, kwargs: dict[str, Any]) -> Any:
         return obj
     if variant in ("dynamic", "static"):
         return torch.compile(obj, **{**kwargs, "dynamic": variant == "dynamic"})
+    if variant == "cudagraphs":
+        return torch.compile(obj, **{**kwargs, "mode": "reduce-overhead"})
     if variant.startswith("guard_filter:"):
         name = variant.split(":", 1)[1]
         if kwargs.get("mode") is not None:  # torch takes `mode=` or `options=`, never both

@@ -1,4 +1,9 @@
-"""Where the forward's steady-state time goes, line by line: eager vs compiled, after the timing rounds.
+"""Where a workload's steady-state time goes, line by line: eager vs compiled, after the timing rounds.
+
+The workload is the forward, or the train step (forward, loss, backward, SGD step) where it is
+measured: a line's train-step figures include its backward. Eager backward ops go to the line whose
+forward op made their autograd node (the profiler's sequence numbers); compiled backward kernels go
+through provenance to the forward lines they are the gradient of (`KernelShare.backward`).
 
 - **eager**: the eager forward, profiled (`torch.profiler`, CPU ops; CUDA kernels on a GPU) while
   a `TorchFunctionMode` opens a profiler range named after the innermost workspace line of each
@@ -6,8 +11,8 @@
   profiler's own Python stacks cannot do this: they name each function's `def` line, not the line
   that called the op.
 - **compiled**: a *separate* compile of the same model with Inductor's provenance tracking on and,
-  on the CPU, `cpp.enable_kernel_profile` (so each generated C++ kernel is a profiler range), then
-  the compiled forward profiled. Each kernel's self time goes to the lines its provenance names
+  on the CPU, each generated C++ kernel wrapped in a profiler range (`provenance.kernel_ranges`),
+  then the compiled call profiled. Each kernel's self time goes to the lines its provenance names
   (`provenance`); a kernel fused from several lines is split **evenly among its lines**, and each
   of them names the kernel and the lines it was fused with. Extern kernels (`extern_kernels.addmm`)
   and fallback ops (aten ops Inductor did not lower) are the aten ops the compiled graph calls,
@@ -32,9 +37,6 @@ timing, the verdict and every other figure stand (`isolated`; issue 37's shared 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
-import sysconfig
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -45,9 +47,11 @@ import torch
 from ...protocol import KernelShare, LineCost, LineRef
 from . import provenance
 from .isolated import isolated as isolated_part
+from .line_tags import TAG
+from .line_tags import LineTags as _LineTags
+from .line_tags import Places as _Places
 
-TAG = "compile_lens.line:"
-CALL = "compile_lens.call:"  # one range per profiled call  # profiler range names the eager side opens: "compile_lens.line:/path/m.py:17"
+CALL = "compile_lens.call:"  # one range per profiled call
 PROFILE_SECONDS = 0.25  # per side: enough calls to average a few, bounded so a slow model costs ~1 s
 _RUNTIME = ("TorchDynamo Cache Lookup", "Torch-Compiled Region", "Pregraph bytecode",
             "AOTDispatcher Runtime Wrapper", "## Call CompiledFxGraph", "CompiledFunction")
@@ -55,8 +59,13 @@ _RUNTIME = ("TorchDynamo Cache Lookup", "Torch-Compiled Region", "Pregraph bytec
 WHY_RUNTIME = "guards, the wrappers around compiled graphs and their Python between kernels"
 WHY_INDUCTOR_RUNTIME = "Inductor's runtime inside compiled graphs (buffer allocation, views)"
 WHY_EAGER_BETWEEN = "code that ran eagerly between compiled frames (graph breaks)"
+WHY_EAGER_OUTSIDE = "code that ran eagerly outside compiled frames (the train step's loss; graph breaks)"
+WHY_EAGER_BACKWARD = "autograd's backward of eager code (the train step's loss; code between compiled frames)"
+WHY_OPTIMIZER = "the train step's SGD step (Compile Lens's loop, not a line of the model)"
+EVALUATE = "autograd::engine::evaluate_function: "
+OPTIMIZER = "Optimizer."  # torch.optim's profiler ranges: "Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad"
 WHY_NO_PROVENANCE = "kernels without provenance"
-WHY_NO_LINE = "ops outside any workspace or library line"
+WHY_NO_LINE = "ops outside any workspace or library line (a train step's loss)"
 WHY_PYTHON = "Python around the ops (module calls, Dynamo's frame hook, eager code between frames)"
 
 
@@ -84,71 +93,6 @@ def isolated(figures: LineFigures) -> Iterator[None]:
     if unmeasured:
         figures.lines, figures.unattributed_us, figures.unattributed_why = [], None, {}
         figures.note = unmeasured["line costs"]
-
-
-# --- which line ------------------------------------------------------------------------------
-
-class _Places:
-    """Sorts files into workspace / library / skipped (torch, stdlib, this package), memoised."""
-
-    def __init__(self, root: str) -> None:
-        self.root = os.path.realpath(root) + os.sep
-        package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # compile_lens
-        paths = sysconfig.get_paths()
-        self.ours = tuple(os.path.realpath(p) + os.sep for p in (os.path.dirname(torch.__file__), package))
-        # a venv's platstdlib holds its site-packages: those are libraries, not the standard library
-        self.installed = tuple(os.path.realpath(paths[k]) + os.sep for k in ("purelib", "platlib"))
-        self.stdlib = tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib"))
-        self._kind: dict[str, str] = {}
-
-    def kind(self, path: str) -> str:
-        k = self._kind.get(path)
-        if k is None:
-            real = os.path.realpath(path)  # a relative co_filename is relative to the working directory
-            if path.startswith("<") or real.startswith(self.ours) or (
-                    real.startswith(self.stdlib) and not real.startswith(self.installed)):
-                k = "skip"
-            elif real.startswith(self.root) and "site-packages" not in real and "dist-packages" not in real:
-                k = "workspace"
-            else:
-                k = "library"
-            self._kind[path] = k
-        return k
-
-    def pick(self, frames: list[tuple[str, int]]) -> Optional[tuple[str, int]]:
-        """The innermost workspace frame, else the innermost library frame (frames: outermost first)."""
-        library = None
-        for path, line in reversed(frames):
-            k = self.kind(path)
-            if k == "workspace":
-                return path, line
-            if k == "library" and library is None:
-                library = (path, line)
-        return library
-
-
-class _LineTags(torch.overrides.TorchFunctionMode):
-    """Opens a profiler range named after the calling user line around each top-level torch call
-    (inside the call the mode is off, so the ops a call runs stay in its range)."""
-
-    def __init__(self, places: _Places) -> None:
-        super().__init__()
-        self.places = places
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        frames = []
-        f = sys._getframe(1)
-        while f is not None:
-            frames.append((f.f_code.co_filename, f.f_lineno))
-            if self.places.kind(f.f_code.co_filename) == "workspace":
-                break
-            f = f.f_back
-        where = self.places.pick(frames[::-1])
-        if where is None:
-            return func(*args, **kwargs)
-        with torch.profiler.record_function(f"{TAG}{where[0]}:{where[1]}"):
-            return func(*args, **kwargs)
 
 
 # --- profiles --------------------------------------------------------------------------------
@@ -213,13 +157,37 @@ def _events(prof: Any) -> list[Any]:
             and (cpu is None or getattr(e, "device_type", cpu) == cpu)]
 
 
+def _tag_line(tag: Any) -> tuple[str, int]:
+    path, _, line = tag.name[len(TAG):].rpartition(":")
+    return path, int(line)
+
+
+def _backward_lines(events: list[Any]) -> dict[int, tuple[str, int]]:
+    """{autograd sequence number: the line whose forward op made that autograd node}: a backward
+    node's `evaluate_function` range carries the sequence number of the forward op that made it."""
+    seq: dict[int, tuple[str, int]] = {}
+    for evt in events:
+        nr = getattr(evt, "sequence_nr", -1)
+        if nr is not None and nr >= 0 and not evt.name.startswith(EVALUATE) and _nearest(evt, _is_evaluate) is None:
+            tag = _nearest(evt, lambda e: e.name.startswith(TAG))
+            if tag is not None:
+                seq.setdefault(nr, _tag_line(tag))
+    return seq
+
+
+def _is_evaluate(e: Any) -> bool:
+    return e.name.startswith(EVALUATE)
+
+
 def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[float]) -> tuple[dict, float, dict]:
-    """{(path, line): us per call}, the profile's total per call, and {reason: us} for ops no line took."""
+    """{(path, line): us per call}, the profile's total per call, and {reason: us} for ops no line took.
+    A backward op (a train step) goes to the line whose forward op made its autograd node."""
     prof = _profile(call, _calls(ms), device, tags=_Places(root))
     events, n = _quiet(_events(prof), device)
     per_line: dict[tuple[str, int], float] = defaultdict(float)
     loose: dict[str, float] = defaultdict(float)
     total = 0.0
+    backward = _backward_lines(events)
     for evt in events:
         if evt.name.startswith(TAG):
             continue  # the range `_LineTags` opened: its self time is the tagging's own cost
@@ -227,12 +195,22 @@ def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[fl
             continue  # the Python around the ops, here with the tagging's own frame walks in it
         us = _self_us(evt, device)
         total += us
+        node = evt if _is_evaluate(evt) else _nearest(evt, _is_evaluate)
+        if node is not None:
+            where = backward.get(getattr(node, "sequence_nr", -1))
+            if where is None:
+                loose[WHY_EAGER_BACKWARD] += us
+            else:
+                per_line[where] += us
+            continue
+        if evt.name.startswith(OPTIMIZER) or _nearest(evt, lambda e: e.name.startswith(OPTIMIZER)) is not None:
+            loose[WHY_OPTIMIZER] += us
+            continue
         tag = _nearest(evt, lambda e: e.name.startswith(TAG))
         if tag is None:
             loose[WHY_NO_LINE] += us
             continue
-        path, _, line = tag.name[len(TAG):].rpartition(":")
-        per_line[(path, int(line))] += us
+        per_line[_tag_line(tag)] += us
     return ({k: v / n for k, v in per_line.items()}, total / n, {k: v / n for k, v in loose.items() if v})
 
 
@@ -263,8 +241,9 @@ def compiled_lines(make: Callable[[], Callable[[], Any]], root: str, device: str
     with inductor_config.patch(provenance.config_patch(device)), provenance.uncached(), \
             provenance.catching() as caught:
         call = make()
-        call()  # the compile: provenance comes with it
-    prof = _profile(call, _calls(ms), device)
+        call()  # the compile (a train step's backward too): provenance comes with it
+    with provenance.kernel_ranges(caught.graphs):
+        prof = _profile(call, _calls(ms), device)
     events, n = _quiet(_events(prof), device)
     found = _attribute(events, caught.graphs, places, device, n)
     found.graphs = caught.graphs
@@ -276,6 +255,7 @@ def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Place
     by_cid: dict[Optional[str], list[provenance.Graph]] = defaultdict(list)
     for g in graphs:
         by_cid[g.compile_id].append(g)
+    train = any(g.backward for g in graphs)
     out = _Compiled(defaultdict(float), defaultdict(dict), defaultdict(set), set(), 0.0, defaultdict(float))
     counted: set[int] = set()  # events whose time a kernel already took (an extern op's helper ops)
     for evt in events:
@@ -285,7 +265,12 @@ def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Place
             continue
         region = _nearest(evt, lambda e: e.name.startswith("Torch-Compiled Region"))
         cid = region.name.rsplit(" ", 1)[-1] if region is not None else None
-        candidates = by_cid.get(cid) or graphs
+        backward = _nearest(evt, lambda e: e.name.startswith("CompiledFunctionBackward")) is not None
+        # the graph this call runs: the one its named kernels belong to, else by compile id and direction
+        ranged = [provenance.ranged_kernel(c.name, graphs) for c in evt.cpu_children if c.name.startswith(provenance.KERNEL)]
+        own = list({id(f[0]): f[0] for f in ranged if f is not None}.values())
+        pool = by_cid.get(cid) or graphs
+        candidates = own or [g for g in pool if g.backward == backward] or pool
         queues: dict[str, list[provenance.Kernel]] = defaultdict(list)
         for g in candidates:
             for k in g.kernels:
@@ -293,7 +278,8 @@ def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Place
                 if name:
                     queues[name].append(k)
         for child in evt.cpu_children:
-            kernel = _generated(child.name, by_prefix, candidates)
+            found = provenance.ranged_kernel(child.name, graphs) if child.name.startswith(provenance.KERNEL) else None
+            kernel = found[1] if found is not None else _generated(child.name, by_prefix, candidates)
             if kernel is None and queues.get(child.name):
                 kernel = queues[child.name].pop(0)
             if kernel is None:
@@ -301,7 +287,7 @@ def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Place
             us = _total_us(child, device) if kernel.kind != "generated" else _self_us(child, device) + \
                 sum(_total_us(c, device) for c in child.cpu_children)
             _mark(child, counted)
-            _give(out, kernel, us, places)
+            _give(out, kernel, us, places, backward)
     attributed = sum(out.per_line.values())
     runtime = eager_between = 0.0
     for evt in events:
@@ -312,15 +298,19 @@ def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Place
         us = _self_us(evt, device)
         if evt.name.startswith(CALL):
             out.loose[WHY_PYTHON] += us
-        elif evt.name.startswith(_RUNTIME):
+        elif evt.name.startswith(_RUNTIME) or evt.name.startswith(EVALUATE + "CompiledFunctionBackward"):
             runtime += us
-        elif inside:
+        elif inside or _nearest(evt, lambda e: e.name.startswith("CompiledFunctionBackward")) is not None:
             out.loose[WHY_INDUCTOR_RUNTIME] += us
+        elif evt.name.startswith(OPTIMIZER) or _nearest(evt, lambda e: e.name.startswith(OPTIMIZER)) is not None:
+            out.loose[WHY_OPTIMIZER] += us
+        elif _is_evaluate(evt) or _nearest(evt, _is_evaluate) is not None:
+            out.loose[WHY_EAGER_BACKWARD] += us
         else:
             eager_between += us
     out.loose[WHY_RUNTIME] += runtime
     if eager_between:
-        out.loose[WHY_EAGER_BETWEEN] += eager_between
+        out.loose[WHY_EAGER_OUTSIDE if train else WHY_EAGER_BETWEEN] += eager_between
     # what the matched kernels took minus what was given to lines: kernels without provenance
     missing = out.total - attributed - sum(out.loose.values())
     if missing > 0.5:
@@ -342,7 +332,8 @@ def _mark(evt: Any, counted: set[int]) -> None:
 
 def _generated(name: str, by_prefix: dict[Optional[str], provenance.Graph],
                candidates: list[provenance.Graph]) -> Optional[provenance.Kernel]:
-    """The generated kernel a profiler range names: `graph_0_cpp_fused_x_0` (C++), `triton_poi_x_0` (GPU)."""
+    """The generated kernel a profiler range names without `kernel_ranges`: `graph_0_cpp_fused_x_0` (a C++ kernel
+    compiled with `cpp.enable_kernel_profile` on), `triton_poi_x_0` (a Triton launch on a GPU)."""
     graph_prefix, _, rest = name.partition("_cpp_")
     if rest and graph_prefix in by_prefix:
         return next((k for k in by_prefix[graph_prefix].kernels if k.name == "cpp_" + rest), None)
@@ -351,7 +342,7 @@ def _generated(name: str, by_prefix: dict[Optional[str], provenance.Graph],
     return None
 
 
-def _give(out: _Compiled, kernel: provenance.Kernel, us: float, places: _Places) -> None:
+def _give(out: _Compiled, kernel: provenance.Kernel, us: float, places: _Places, backward: bool = False) -> None:
     """A kernel's time, evenly among the distinct lines its provenance names. An extern or fallback
     kernel is one op: its provenance also names the views folded into its inputs (`q.view(...)` of
     an attention), so it goes to the op's own line: the first its provenance names (seen on 2.13:
@@ -367,7 +358,8 @@ def _give(out: _Compiled, kernel: provenance.Kernel, us: float, places: _Places)
         return  # counted as "kernels without provenance" by the caller's remainder
     for where in lines:
         out.per_line[where] += us / len(lines)
-        share = out.kernels[where].setdefault(kernel.name, KernelShare(kernel.name, kernel.kind, 0.0, len(lines)))
+        share = out.kernels[where].setdefault(f"{kernel.name}|{backward}", KernelShare(
+            kernel.name, kernel.kind, 0.0, len(lines), backward))
         share.us = (share.us or 0.0) + us
         if kernel.kind == "generated":
             out.fused[where].update(w for w in lines if w != where)
@@ -408,29 +400,27 @@ def measure(eager_call: Callable[[], Any], make_compiled: Callable[[], Callable[
 
 def after_timing(job: Any, eager: Any, compiled_obj: Any, workload: str, timing: Any, limit: float) -> None:
     """`benchmark`'s step, after a workload's timing rounds and memory (never inside them): the
-    forward's lines into its Timing, on a separate compile (the train step: not yet). `job` and
-    `eager` are `benchmark._Job` and `_Eager`; the seconds spent go to `job.phases["line_costs"]`."""
-    if workload != "forward":
-        return
+    workload's lines ("forward" | "train") into its Timing, on a separate compile. `job` and `eager`
+    are `benchmark._Job` and `_Eager`; the seconds spent add to `job.phases["line_costs"]`. The
+    train step's SGD steps move the weights: `benchmark` restores them after the train workload."""
     from .dynamo_watch import _clear_in_memory_caches
     from .workload import Model, compile_kwargs
 
     t0 = time.perf_counter()
-    job.stage("profiling the forward", f"profiling {job.name} forward line by line…", limit_s=limit)
+    label = "train step" if workload == "train" else "forward"
+    job.stage(f"profiling the {label}", f"profiling {job.name} {label} line by line…", limit_s=limit)
 
     def make_compiled() -> Callable[[], Any]:
         _clear_in_memory_caches()  # a new compile: provenance on (`provenance`), the timed one untouched
         fn = torch.compile(compiled_obj, **compile_kwargs(job.target, job.mode))
         model = Model(fn, compiled_obj if eager.is_module else None, eager.args, job.step_begin)
-        model.use(False)
-        return model.forward
+        return model.run(workload)  # the module's mode set once, outside the profiled calls
 
-    eager.model.use(False)
-    found = measure(eager.model.forward, make_compiled, root=job.root, device=job.device,
+    found = measure(eager.model.run(workload), make_compiled, root=job.root, device=job.device,
                     eager_ms=timing.eager_ms, compiled_ms=timing.compiled_ms)
     timing.lines, timing.unattributed_us, timing.unattributed_why = found.lines, found.unattributed_us, found.unattributed_why
     timing.profile_us, timing.lines_note, timing.compiled_lines_note = found.profile_us, found.note, found.compiled_note
-    job.phases["line_costs"] = time.perf_counter() - t0
+    job.phases["line_costs"] = job.phases.get("line_costs", 0.0) + time.perf_counter() - t0
 
 
 def _merge(eager: dict[tuple[str, int], float], compiled: Optional[_Compiled]) -> list[LineCost]:

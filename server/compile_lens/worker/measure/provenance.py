@@ -9,10 +9,19 @@ right after the graph's `inductor_output_code` (also replayed on an FX-graph cac
 through `torch._logging.trace_structured`, which calls the `torch.__trace` logger whenever it has a
 handler: `catching()` adds one for the duration of a compile, so no TORCH_TRACE file is needed.
 
-`cpp.enable_kernel_profile` makes each generated C++ kernel open a profiler range named
-`graph_<N>_<kernel>`; the `<N>` is read from the output code, which ties a graph's provenance to the
-kernels the profiler sees. Both settings change the generated code and the FX-graph cache key, so
-they are only ever on for the separate compile that is profiled (`line_costs`), never for a timed one.
+Each generated C++ kernel is a profiler range while `kernel_ranges()` is open: the graph's output
+code module (the file `inductor_output_code` names, loaded by `PyCodeCache`) calls its kernels
+through module globals (`cpp_fused_x_0(buf0, ...)`), which are wrapped for the profile's duration in
+a range named `compile_lens.kernel:<graph>:<kernel>`; Triton kernels open ranges of their own on a
+GPU. This replaces `cpp.enable_kernel_profile`, which changed the C++ source, so every profiled
+compile rebuilt its kernels with the C++ compiler; without it the kernels' source is the timed
+compile's, and Inductor's on-disk C++ cache (filled by the cold compile) serves them. Provenance
+tracking changes the FX-graph cache key (not the kernels), so it is only ever on for the separate
+compile that is profiled (`line_costs`), never for a timed one.
+
+A train step's compile makes two graphs per frame, forward then backward (`Graph.backward`); a
+backward graph's nodes carry the stack traces of the forward nodes they are the gradient of, so its
+kernels go to the forward lines they came from ("backward of line N").
 """
 
 from __future__ import annotations
@@ -20,14 +29,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-# `  File "/path/m.py", line 17, in forward` in the stack traces Inductor keeps per FX node
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+from ...torch_text import kernel_provenance
+
 _GRAPH_PREFIX = re.compile(r'RecordFunction\w*\s+\w+\("(graph_\d+)_')
-_CPP_KERNEL = re.compile(r"^(cpp_|triton_)")
+KERNEL = "compile_lens.kernel:"  # the range `kernel_ranges` opens: "compile_lens.kernel:0:cpp_fused_relu_0"
 
 
 @dataclass
@@ -45,9 +56,11 @@ class Graph:
     """One compiled graph's kernels (a frame's forward, or its backward)."""
 
     compile_id: Optional[str]  # "0/0", from the structured-trace record
-    prefix: Optional[str]  # "graph_0": what the profiler calls its C++ kernels (`graph_0_cpp_fused_x_0`)
+    prefix: Optional[str]  # "graph_0": the C++ kernels' range prefix when `cpp.enable_kernel_profile` was on (`graph_0_cpp_fused_x_0`)
     kernels: list[Kernel] = field(default_factory=list)
     output_code: str = ""
+    module_path: Optional[str] = None  # the output code's file (`inductor_output_code`'s `file_path`)
+    backward: bool = False  # a train step's backward graph: its kernels are the backward of their lines
 
 
 def supported() -> Optional[str]:
@@ -75,13 +88,7 @@ def config_patch(device: str) -> dict[str, Any]:
     provenance stored with the cached graph, whose stacks name the file and lines of whatever
     compiled it first (seen: another folder's copy of the same model; an edit that only moved lines
     keeps the key too)."""
-    patch: dict[str, Any] = {"trace.provenance_tracking_level": 1, "fx_graph_cache": False,
-                             "fx_graph_remote_cache": False}
-    import torch._inductor.config as inductor_config
-
-    if not device.startswith("cuda") and hasattr(inductor_config.cpp, "enable_kernel_profile"):
-        patch["cpp.enable_kernel_profile"] = True  # the profiler names each C++ kernel (Triton's are named on a GPU)
-    return patch
+    return {"trace.provenance_tracking_level": 1, "fx_graph_cache": False, "fx_graph_remote_cache": False}
 
 
 class _Catch(logging.Handler):
@@ -90,23 +97,36 @@ class _Catch(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.graphs: list[Graph] = []
-        self._code: Optional[tuple[Optional[str], str]] = None  # the last output code: (compile id, text)
+        self._code: Optional[tuple[Optional[str], str, Optional[str]]] = None  # the last output code: (compile id, text, file)
         self._maps: dict[Optional[str], dict[str, Any]] = {}
+        self._joint: set[Optional[str]] = set()  # compile ids AOTAutograd split into forward and backward
+        self.stale: set[str] = set()  # kernel keys earlier backward graphs listed (`kernel_provenance`, stale entries)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             meta = getattr(record, "metadata", None) or {}
             cid = _compile_id(meta)
             if "inductor_output_code" in meta:
-                self._code = (cid, str(getattr(record, "payload", "") or ""))
+                where = meta.get("inductor_output_code") or {}
+                self._code = (cid, str(getattr(record, "payload", "") or ""),
+                              where.get("file_path") or where.get("filename") if isinstance(where, dict) else None)
                 return
+            if "aot_forward_graph" in meta:
+                self._joint.add(cid)
             name = (meta.get("artifact") or {}).get("name")
             if name == "inductor_provenance_tracking_node_mappings":
                 self._maps[cid] = json.loads(getattr(record, "payload", "") or "{}") or {}
-            elif name == "inductor_provenance_tracking_kernel_stack_traces":
+            elif name == kernel_provenance.STACK_TRACES:
                 stacks = json.loads(getattr(record, "payload", "") or "{}") or {}
-                self.graphs.append(_graph(cid, stacks, self._maps.pop(cid, {}),
-                                          self._code[1] if self._code and self._code[0] == cid else ""))
+                code = self._code if self._code and self._code[0] == cid else (cid, "", None)
+                maps = self._maps.pop(cid, {})
+                # forward first, then its backward (compiled with the first backward call)
+                backward = cid in self._joint and any(g.compile_id == cid for g in self.graphs)
+                graph = _graph(cid, stacks, maps, code[1], self.stale if backward else set())
+                graph.module_path, graph.backward = code[2], backward
+                if backward:
+                    self.stale.update(kernel_provenance.keys(stacks, maps))
+                self.graphs.append(graph)
         except Exception:  # noqa: BLE001 - a record we cannot read costs its graph, never the compile
             return
 
@@ -116,40 +136,13 @@ def _compile_id(meta: dict[str, Any]) -> Optional[str]:
     return None if frame is None else f"{frame}/{attempt if attempt is not None else 0}"
 
 
-def _graph(cid: Optional[str], stacks: dict[str, list[str]], maps: dict[str, Any], code: str) -> Graph:
+def _graph(cid: Optional[str], stacks: dict[str, list[str]], maps: dict[str, Any], code: str,
+           stale: Any = ()) -> Graph:
     prefix = _GRAPH_PREFIX.search(code)
     graph = Graph(cid, prefix.group(1) if prefix else None, output_code=code)
-    keys = list(stacks) + [k for k in (maps.get("cppCodeToPost") or {}) if k not in stacks]
-    for key in keys:
-        name, _, handle = key.rpartition(":")
-        if not name:
-            name, handle = key, "0"
-        graph.kernels.append(Kernel(_short(name), _kind(name), int(handle) if handle.isdigit() else 0,
-                                    [_frames(s) for s in stacks.get(key, [])]))
-    graph.kernels.sort(key=lambda k: k.order)
+    graph.kernels = [Kernel(name, kind, order, frames)
+                     for name, kind, order, frames in kernel_provenance.kernels(stacks, maps, stale)]
     return graph
-
-
-def _kind(name: str) -> str:
-    if name.startswith("extern_kernels."):
-        return "extern"
-    if _CPP_KERNEL.match(name):
-        return "generated"
-    return "fallback"
-
-
-def _short(name: str) -> str:
-    """`torch.ops.aten._fft_r2c.default` → `aten._fft_r2c`; others as Inductor names them."""
-    if name.startswith("torch.ops."):
-        parts = name.split(".")[2:]
-        if len(parts) >= 3 and parts[-1] in ("default", "Tensor", "Scalar", "int", "dim", "self", "out"):
-            parts = parts[:-1]
-        return ".".join(parts)
-    return name
-
-
-def _frames(stack: str) -> list[tuple[str, int]]:
-    return [(m.group(1), int(m.group(2))) for m in _FRAME.finditer(stack)]
 
 
 def aten_name(kernel: Kernel) -> Optional[str]:
@@ -184,6 +177,11 @@ def catching() -> Iterator[_Catch]:
 
     trace_log = _internal.trace_log
     handler = _Catch()
+    # what earlier lazy backward compiles in this process left in Inductor's globals is stale
+    from torch._inductor import debug as inductor_debug
+
+    for name in ("_inductor_kernel_stack_trace", "_inductor_triton_kernel_to_post_grad_node_info"):
+        handler.stale.update(k for k in (getattr(inductor_debug, name, None) or {}) if isinstance(k, str))
     saved = trace_log.level
     trace_log.setLevel(logging.DEBUG)
     trace_log.addHandler(handler)
@@ -198,3 +196,66 @@ def output_code_kernels(code: str) -> list[str]:
     """The kernels an output code defines and calls (`cpp_fused_x_0 = async_compile.cpp_pybinding(...)`,
     `triton_poi_fused_x_0 = async_compile.triton(...)`): what its provenance should name."""
     return sorted(set(re.findall(r"^(\w+) = async_compile\.\w+\(", code, flags=re.M)))
+
+
+def _module(path: Optional[str]) -> Any:
+    """The loaded output code module of a graph (Inductor's `PyCodeCache`, else `sys.modules`)."""
+    if not path:
+        return None
+    real = os.path.realpath(path)
+    try:
+        from torch._inductor.codecache import PyCodeCache
+
+        loaded = list(PyCodeCache.modules)
+    except (ImportError, AttributeError):
+        loaded = []
+    for mod in loaded + list(sys.modules.values()):
+        file = getattr(mod, "__file__", None)
+        if file and os.path.realpath(file) == real:
+            return mod
+    return None
+
+
+def _ranged(fn: Any, name: str) -> Any:
+    """`fn` inside a profiler range named `name` (`_RecordFunctionFast`: the cheap one Triton's
+    launcher uses, torch 2.2+; else `record_function`)."""
+    import torch
+
+    fast = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with (fast(name) if fast is not None else torch.profiler.record_function(name)):
+            return fn(*args, **kwargs)
+    return call
+
+
+@contextlib.contextmanager
+def kernel_ranges(graphs: list[Graph]) -> Iterator[int]:
+    """While inside, each generated C++ kernel of `graphs` (graph `i`) opens the profiler range
+    `compile_lens.kernel:<i>:<kernel>`; yields how many kernels were wrapped. A graph whose module
+    is not found keeps its kernels unnamed: their time is "kernels without provenance"."""
+    saved: list[tuple[Any, str, Any]] = []
+    try:
+        for i, g in enumerate(graphs):
+            mod = _module(g.module_path)
+            if mod is None:
+                continue
+            for k in g.kernels:
+                fn = getattr(mod, k.name, None) if k.kind == "generated" and k.name.startswith("cpp_") else None
+                if callable(fn):
+                    saved.append((mod, k.name, fn))
+                    setattr(mod, k.name, _ranged(fn, f"{KERNEL}{i}:{k.name}"))
+        yield len(saved)
+    finally:
+        for mod, name, fn in saved:
+            setattr(mod, name, fn)
+
+
+def ranged_kernel(name: str, graphs: list[Graph]) -> Optional[tuple[Graph, Kernel]]:
+    """The graph and kernel a `kernel_ranges` range names."""
+    index, _, kernel = name[len(KERNEL):].partition(":")
+    if not index.isdigit() or int(index) >= len(graphs):
+        return None
+    g = graphs[int(index)]
+    k = next((k for k in g.kernels if k.name == kernel), None)
+    return (g, k) if k is not None else None

@@ -1,4 +1,5 @@
-"""A torchrun trial's figures rank by rank, the run as a whole, and where ranks compiled apart. Pure: no torch.
+"""A torchrun trial's ranks: its figures rank by rank, the run as a whole, and where ranks compiled apart
+(`render/trial_ranks_text.py` words them, `render/report_ranks.py` is their HTML). Pure: no torch.
 
 The run as a whole (`merge`) is a record like a one-process run's, so every figure of the trial
 keeps its meaning: its step *i* took the slowest rank's time for step *i* (ranks wait for each
@@ -13,6 +14,7 @@ from typing import Any, Optional
 
 from ..ranks import RankEvent, rank_divergence
 from . import summary
+from .figures import RankFigures
 
 WHY_IT_MATTERS = ("on a cluster the ranks' collectives then pair different programs: an NCCL watchdog hang "
                   "or wrong values (OpenPipe/ART#843, unslothai/unsloth-zoo#967)")
@@ -34,7 +36,7 @@ def merge(ranks: dict[int, dict], hung: Optional[dict] = None) -> dict:
         if any(s.get("timed") is False for s in per.values()):
             step["timed"] = False
         steps.append(step)
-    longest = max(order, key=lambda r: (summary.compile_time(ranks[r]) or {}).get("total_s", 0.0))
+    longest = max(order, key=lambda r: getattr(summary.compile_time(ranks[r]), "total_s", 0.0))
     memory = [ranks[r]["peak_memory_bytes"] for r in order if ranks[r].get("peak_memory_bytes") is not None]
     record: dict[str, Any] = {k: v for k, v in first.items() if k not in ("steps", "events", "compiles", "rank")}
     record.update(steps=steps, events=_events(ranks), compiles=ranks[longest].get("compiles") or [],
@@ -75,7 +77,7 @@ def _failure(ranks: dict[int, dict], hung: Optional[dict]) -> Optional[dict]:
     return None
 
 
-def per_rank(eager_run: Optional[dict], compiled_run: Optional[dict]) -> list[dict]:
+def per_rank(eager_run: Optional[dict], compiled_run: Optional[dict]) -> list[RankFigures]:
     """Each rank's figures as `eager`/`compiled` hold them for the run, compared eager vs compiled."""
     eager_ranks = (eager_run or {}).get("ranks") or {}
     compiled_ranks = (compiled_run or {}).get("ranks") or {}
@@ -86,14 +88,14 @@ def per_rank(eager_run: Optional[dict], compiled_run: Optional[dict]) -> list[di
         e = e and {**e, "other_cpu_percent": (eager_run or {}).get("other_cpu_percent")}
         c = c and {**c, "other_cpu_percent": (compiled_run or {}).get("other_cpu_percent")}
         ef, cf = summary.run_figures(e, None), summary.run_figures(c, None)
-        ok = ef["failure"] is None and cf["failure"] is None
-        out.append({"rank": int(rank), "eager": ef, "compiled": cf,
-                    "speedup": summary.speedup(ef, cf, "wall_s") if ok else None,
-                    "graph_breaks": summary.graph_breaks(c), "recompiles": summary.recompiles(c),
-                    "ddp_splits": ddp_splits(c),
-                    "compile_time": summary.compile_time(c), "frames_compiled": frames_compiled(c),
-                    "killed": {"eager": (e or {}).get("killed"), "compiled": (c or {}).get("killed")},
-                    "finished": {"eager": (e or {}).get("finished"), "compiled": (c or {}).get("finished")}})
+        ok = ef.failure is None and cf.failure is None
+        out.append(RankFigures(rank=int(rank), eager=ef, compiled=cf,
+                               speedup=summary.speedup(ef, cf, "wall_s") if ok else None,
+                               graph_breaks=summary.graph_breaks(c), recompiles=summary.recompiles(c),
+                               ddp_splits=ddp_splits(c),
+                               compile_time=summary.compile_time(c), frames_compiled=frames_compiled(c),
+                               killed={"eager": (e or {}).get("killed"), "compiled": (c or {}).get("killed")},
+                               finished={"eager": (e or {}).get("finished"), "compiled": (c or {}).get("finished")}))
     return out
 
 
