@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 started=$SECONDS
 rc=0
 times=()
+pids=()
+trap 'for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null; done; exit 130' INT TERM
 
 record() {  # name, began, status
   local verdict=ok
@@ -23,12 +25,13 @@ record() {  # name, began, status
 for stage in "$@"; do
   IFS=, read -r -a group <<< "$stage"
   first=${group[0]}
-  pids=() logs=() names=() ends=()
+  pids=() logs=() names=()
   mkdir -p build
   for name in "${group[@]:1}"; do
     log="build/stage-$name.log"
     echo "make test: $name runs beside $first (its output: $log, printed after)"
-    ( began=$SECONDS; make --no-print-directory "$name" > "$log" 2>&1; s=$?; echo "$s $((SECONDS - began))" > "$log.status" ) &
+    # its own process group, so that an interrupt stops it with everything it started
+    setsid bash -c 'make --no-print-directory "$1" > "$2" 2>&1; echo "$? $SECONDS" > "$2.status"' _ "$name" "$log" &
     pids+=($!) logs+=("$log") names+=("$name")
   done
   began=$SECONDS
