@@ -29,6 +29,7 @@ for stage in "$@"; do
   mkdir -p build
   for name in "${group[@]:1}"; do
     log="build/stage-$name.log"
+    rm -f "$log.status"  # a stage that dies before writing its own must not read an earlier run's
     echo "make test: $name runs beside $first (its output: $log, printed after)"
     # its own process group, so that an interrupt stops it with everything it started
     setsid bash -c 'make --no-print-directory "$1" > "$2" 2>&1; echo "$? $SECONDS" > "$2.status"' _ "$name" "$log" &
