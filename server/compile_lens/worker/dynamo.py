@@ -6,10 +6,12 @@ never the version, and degrades to "nothing seen" rather than raising into a job
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import torch
 import torch._dynamo
@@ -24,6 +26,27 @@ def metrics() -> list[Any]:
         return list(get())
     except Exception:  # noqa: BLE001 - private API: degrade to "nothing seen"
         return []
+
+
+@contextlib.contextmanager
+def structured_trace(handler: logging.Handler) -> Iterator[bool]:
+    """While inside, `handler` receives torch's structured-trace records (`trace_log`, held at DEBUG,
+    its level restored after); yields False, attaching nothing, on a torch without that log."""
+    try:
+        from torch._logging import _internal
+
+        trace_log = _internal.trace_log
+    except (ImportError, AttributeError):
+        yield False
+        return
+    saved = trace_log.level
+    trace_log.setLevel(logging.DEBUG)
+    trace_log.addHandler(handler)
+    try:
+        yield True
+    finally:
+        trace_log.removeHandler(handler)
+        trace_log.setLevel(saved)
 
 
 def clear_metrics() -> None:

@@ -59,22 +59,18 @@ def torch_trace(directory: Optional[str]) -> Iterator[None]:
     if not directory or not supported():
         yield
         return
-    from torch._logging import _internal
+    from .dynamo import structured_trace
 
     os.makedirs(directory, exist_ok=True)
-    trace_log = _internal.trace_log
     handler = _handler(directory)
-    saved_level, saved_env = trace_log.level, os.environ.get("TORCH_TRACE")
+    saved_env = os.environ.get("TORCH_TRACE")
     _forget_interned()
-    trace_log.setLevel(logging.DEBUG)  # torch keeps it at DEBUG; say so in case it does not
-    trace_log.addHandler(handler)
     os.environ["TORCH_TRACE"] = directory  # for child processes only: torch read it long ago
     try:
-        yield
+        with structured_trace(handler):
+            yield
     finally:
-        trace_log.removeHandler(handler)
         handler.close()
-        trace_log.setLevel(saved_level)
         if saved_env is None:
             os.environ.pop("TORCH_TRACE", None)
         else:

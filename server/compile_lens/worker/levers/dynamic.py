@@ -79,21 +79,10 @@ class Specialisations(logging.Handler):
     @contextlib.contextmanager
     def listening(self) -> Iterator[Specialisations]:
         """While inside, torch's specialisation records are kept (none on a torch without `trace_log`)."""
-        try:
-            from torch._logging import _internal
+        from ..dynamo import structured_trace
 
-            trace_log = _internal.trace_log
-        except (ImportError, AttributeError):
+        with structured_trace(self):
             yield self
-            return
-        saved = trace_log.level
-        trace_log.setLevel(logging.DEBUG)
-        trace_log.addHandler(self)
-        try:
-            yield self
-        finally:
-            trace_log.removeHandler(self)
-            trace_log.setLevel(saved)
 
 
 def _user_frame(stack: list[dict[str, Any]], files: dict[int, str]) -> Optional[tuple[str, int, str]]:

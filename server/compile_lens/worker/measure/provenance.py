@@ -173,23 +173,16 @@ def uncached() -> Iterator[None]:
 @contextlib.contextmanager
 def catching() -> Iterator[_Catch]:
     """While inside, every compiled graph's provenance is kept (`.graphs`)."""
-    from torch._logging import _internal
+    from ..dynamo import structured_trace
 
-    trace_log = _internal.trace_log
     handler = _Catch()
     # what earlier lazy backward compiles in this process left in Inductor's globals is stale
     from torch._inductor import debug as inductor_debug
 
     for name in ("_inductor_kernel_stack_trace", "_inductor_triton_kernel_to_post_grad_node_info"):
         handler.stale.update(k for k in (getattr(inductor_debug, name, None) or {}) if isinstance(k, str))
-    saved = trace_log.level
-    trace_log.setLevel(logging.DEBUG)
-    trace_log.addHandler(handler)
-    try:
+    with structured_trace(handler):
         yield handler
-    finally:
-        trace_log.removeHandler(handler)
-        trace_log.setLevel(saved)
 
 
 def output_code_kernels(code: str) -> list[str]:
