@@ -259,7 +259,7 @@ class Lever:
     paired rounds with a 95% interval. `before` is the default, `after` the lever; a figure that could
     not be measured is None, and a lever that could not be measured at all says why in `why`."""
 
-    lever: str  # "regional" | "dynamic" | "static" | "guard_filter" | "aot_artifact" | "cudagraphs"
+    lever: str  # "regional" | "dynamic" | "static" | "guard_filter" | "aot_artifact" | "cudagraphs" | "max_autotune"
     change: str  # what was changed, in the user's words ("each Block in `blocks` compiled once (block.compile())")
     verdict: str  # "better" | "worse" | "no change" | "inconclusive" | "not measured"
     why: str = ""  # the figure that decided the verdict, or why it could not be measured
