@@ -218,6 +218,21 @@ class CompileTime:
 
 
 @dataclass
+class AccuracyDrift:
+    """Where the compiled model's accuracy first drifts from eager (`worker/measure/drift`): the module
+    (its dotted name; "" the model's own forward), its file and `def forward` line, the difference of
+    its output (or its own parameters' gradients) and of its inputs (None: not compared)."""
+
+    module: str
+    path: Optional[str]
+    line: Optional[int]
+    max_abs: Optional[float]
+    max_rel: Optional[float]
+    inputs_max_abs: Optional[float]
+    of: str  # "output" | "grad", as `max_abs_error`'s keys
+
+
+@dataclass
 class Benchmark:
     device: str  # "cpu" | "cuda"
     device_name: str
@@ -250,6 +265,7 @@ class Benchmark:
     # "accuracy": …, "warm-remote compile": …}; the other figures stand
     unmeasured: dict[str, str] = field(default_factory=dict)
     compile_time: Optional[CompileTime] = None  # the cold compile, frame by frame
+    accuracy_drift: Optional[AccuracyDrift] = None  # where a difference beyond tolerance first appears (None: none found)
 
 
 @dataclass
