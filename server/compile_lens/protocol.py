@@ -104,6 +104,25 @@ class SkippedLoop:
 
 
 @dataclass
+class GraphNode:
+    """One node of a graph Dynamo captured: `name = target(args)` and the source line it came from."""
+
+    text: str  # "linear = torch._C._nn.linear(l_x_, …)", "l_x_ = input", "return (sum_1, y)"
+    path: Optional[str] = None  # the innermost workspace frame of the node's stack trace (None: none, e.g. the output)
+    line: Optional[int] = None
+
+
+@dataclass
+class CapturedGraph:
+    """One FX graph TorchDynamo captured for a target (`torch._dynamo.explain`'s graphs, in order): what
+    torch.compile hands to Inductor; a graph break ends one and the code after it starts the next."""
+
+    function: str  # the frame it was captured from: "forward", "torch_dynamo_resume_in_forward_at_8"
+    nodes: list[GraphNode] = field(default_factory=list)
+    left_out: int = 0  # nodes past the cap (`worker/breaks/captured.MAX_NODES`), not kept
+
+
+@dataclass
 class GraphBreak:
     path: str
     line: int
@@ -329,6 +348,7 @@ class TargetResult:
     status: str = "ok"  # "ok" | "error" (could not be built or called at all) | "skipped" (not an nn.Module after all: nothing to show)
     error: Optional[Problem] = None
     graph_count: Optional[int] = None
+    captured_graphs: list[CapturedGraph] = field(default_factory=list)  # the trace's FX graphs (`compile-lens show --graph`)
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     recompiles: list[Recompile] = field(default_factory=list)
     benchmark: Optional[Benchmark] = None
