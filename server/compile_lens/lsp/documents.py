@@ -127,7 +127,7 @@ def discover_targets(ls: CompileLensServer, path: str, source: str, parsed=None,
         config, recorded, root_of = sources or _input_sources(ls)
         root = root_of(path)
         found.targets = resolve_inputs(path, root, found.targets, source=source,
-                                       config=config(path), recorded=recorded(root))
+                                       config=config(path), recorded=recorded(root), precision=ls.settings.precision)
     return found
 
 
