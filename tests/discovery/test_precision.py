@@ -146,3 +146,15 @@ def test_the_figures_are_kept_apart_by_precision(tmp_path):
     directed.name = plain.name
     directed.precision_source = "directive"
     assert keys(directed).bench != after.bench  # where it came from is named with the figures
+
+
+def test_a_pyproject_target_entry_names_its_own(tmp_path):
+    pyproject = ('[tool.compile-lens]\nbenchmark.precision = "tf32"\n\n[[tool.compile-lens.targets]]\n'
+                 'target = "models.py:Plain"\ninputs = "(torch.randn(3, 4),)"\nprecision = "fp16-autocast"\n')
+    chosen = _chosen(tmp_path, pyproject=pyproject)
+    assert chosen["Plain"] == ("fp16-autocast", "pyproject")
+    assert chosen["Recorded"] == ("tf32", "pyproject")
+    (tmp_path / "pyproject.toml").write_text(pyproject.replace('"fp16-autocast"', '"fp8"'))
+    config = load_project_config(str(tmp_path / "models.py"), str(tmp_path))
+    assert [(p.line, p.message) for p in config.problems] == [
+        (7, "`precision` of `models.py:Plain` must be one of fp32, tf32, bf16-autocast, fp16-autocast")]

@@ -28,8 +28,7 @@ from ..config import ConfigTarget, ProjectConfig, load_project_config
 from ..protocol import RECORD_HINT, InputRecipe, TargetSpec
 from ..record.recorded import Recorded, load_recorded
 from .deps import fingerprint
-from .precision import SETTING as PRECISION_SETTING
-from .precision import choose as choose_precision
+from .precision import choose_for as choose_precision
 
 
 def resolve_inputs(path: str, root: str, targets: list[TargetSpec], *, source: Optional[str] = None,
@@ -45,7 +44,7 @@ def resolve_inputs(path: str, root: str, targets: list[TargetSpec], *, source: O
     targets += _config_only_targets(path, targets, config, source)
     for spec in targets:
         _resolve(spec, path, root, config, recorded)
-        choose_precision(spec, precision, config.settings.get(PRECISION_SETTING), recorded.precision_for(path, spec.name))
+        choose_precision(spec, path, precision, config, recorded)
     return targets
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..config import ProjectConfig
 from ..protocol import TargetSpec
+from ..record.recorded import Recorded
 
 PRECISIONS = ("fp32", "tf32", "bf16-autocast", "fp16-autocast")
 AUTO = "auto"  # the setting's default: what the recorded run used, else torch's defaults
@@ -49,3 +51,11 @@ def choose(spec: TargetSpec, setting: str, pyproject: Any, recorded: Optional[st
         spec.precision, spec.precision_source = normal(recorded) or "", "recorded"
     else:
         spec.precision, spec.precision_source = "", ""
+
+
+def choose_for(spec: TargetSpec, path: str, setting: str, config: ProjectConfig, recorded: Recorded) -> None:
+    """`choose` with what the project says of `spec` in `path`: its `[[tool.compile-lens.targets]]`
+    entry's `precision`, else `[tool.compile-lens]`'s; and its recorded run's."""
+    entry = config.entry_for(path, spec.name)
+    pyproject = (entry.precision if entry is not None else None) or config.settings.get(SETTING)
+    choose(spec, setting, pyproject, recorded.precision_for(path, spec.name))
