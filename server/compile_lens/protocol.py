@@ -109,6 +109,25 @@ class SkippedLoop:
 
 
 @dataclass
+class GraphNode:
+    """One node of a graph Dynamo captured: `name = target(args)` and the source line it came from."""
+
+    text: str  # "linear = torch._C._nn.linear(l_x_, …)", "l_x_ = input", "return (sum_1, y)"
+    path: Optional[str] = None  # the innermost workspace frame of the node's stack trace (None: none, e.g. the output)
+    line: Optional[int] = None
+
+
+@dataclass
+class CapturedGraph:
+    """One FX graph TorchDynamo captured for a target (`torch._dynamo.explain`'s graphs, in order): what
+    torch.compile hands to Inductor; a graph break ends one and the code after it starts the next."""
+
+    function: str  # the frame it was captured from: "forward", "torch_dynamo_resume_in_forward_at_8"
+    nodes: list[GraphNode] = field(default_factory=list)
+    left_out: int = 0  # nodes past the cap (`worker/breaks/captured.MAX_NODES`), not kept
+
+
+@dataclass
 class GraphBreak:
     path: str
     line: int
@@ -223,6 +242,21 @@ class CompileTime:
 
 
 @dataclass
+class AccuracyDrift:
+    """Where the compiled model's accuracy first drifts from eager (`worker/measure/drift`): the module
+    (its dotted name; "" the model's own forward), its file and `def forward` line, the difference of
+    its output (or its own parameters' gradients) and of its inputs (None: not compared)."""
+
+    module: str
+    path: Optional[str]
+    line: Optional[int]
+    max_abs: Optional[float]
+    max_rel: Optional[float]
+    inputs_max_abs: Optional[float]
+    of: str  # "output" | "grad", as `max_abs_error`'s keys
+
+
+@dataclass
 class Precision:
     """What a measurement ran in (`worker/measure/precision.py`): named beside every figure."""
 
@@ -265,6 +299,7 @@ class Benchmark:
     # "accuracy": …, "warm-remote compile": …}; the other figures stand
     unmeasured: dict[str, str] = field(default_factory=dict)
     compile_time: Optional[CompileTime] = None  # the cold compile, frame by frame
+    accuracy_drift: Optional[AccuracyDrift] = None  # where a difference beyond tolerance first appears (None: none found)
     precision: Optional[Precision] = None  # autocast / TF32 the figures ran under (None: measured before it was named)
 
 
@@ -275,7 +310,7 @@ class Lever:
     paired rounds with a 95% interval. `before` is the default, `after` the lever; a figure that could
     not be measured is None, and a lever that could not be measured at all says why in `why`."""
 
-    lever: str  # "regional" | "dynamic" | "static" | "guard_filter" | "aot_artifact" | "cudagraphs"
+    lever: str  # "regional" | "dynamic" | "static" | "guard_filter" | "aot_artifact" | "cudagraphs" | "max_autotune"
     change: str  # what was changed, in the user's words ("each Block in `blocks` compiled once (block.compile())")
     verdict: str  # "better" | "worse" | "no change" | "inconclusive" | "not measured"
     why: str = ""  # the figure that decided the verdict, or why it could not be measured
@@ -329,6 +364,7 @@ class TargetResult:
     status: str = "ok"  # "ok" | "error" (could not be built or called at all) | "skipped" (not an nn.Module after all: nothing to show)
     error: Optional[Problem] = None
     graph_count: Optional[int] = None
+    captured_graphs: list[CapturedGraph] = field(default_factory=list)  # the trace's FX graphs (`compile-lens show --graph`)
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     recompiles: list[Recompile] = field(default_factory=list)
     benchmark: Optional[Benchmark] = None

@@ -2,7 +2,7 @@
 
 Each row drives the real server over stdio and ends by checking that the server is alive and that
 a fresh good file (new code, so nothing comes from the cache) is traced correctly afterwards.
-Most rows share one server; the rows that need a server of their own (untrusted, killed) start one.
+These rows share one server; the rows that need a server of their own are in test_faults_own_server.py.
 Rows wait on what the server says (`compileLens/analyzed` for a file's phase and version, a
 status) or on what the system shows (a worker's pid, a process exit, a log line), never on a fixed
 sleep or a server-wide counter; the only sleeps left give something time to happen in a row that
@@ -12,24 +12,36 @@ proves it does not, and say so.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import shutil
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import psutil
 import pytest
 import pytest_asyncio
+from faults_support import (
+    FAULTS,
+    SETTINGS,
+    Env,
+    capture_log,
+    coded,
+    command,
+    configure,
+    gb,
+    gone,
+    good_file,
+    line_of,
+    reap,
+    still_works,
+    trace_started,
+    traced,
+    wait_gone,
+    worker_pids,
+)
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_support import (
     analyzed,
@@ -42,42 +54,8 @@ from lsp_support import (
     wait_for,
     wait_status,
 )
-from paths import FIXTURES
 
-FAULTS = FIXTURES / "faults"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-# Generous limits by default (a loaded 2-core CI machine is slow); the rows that test a limit
-# lower it for their file only, through workspace/didChangeConfiguration.
-SETTINGS: dict[str, Any] = {"benchmark.onSave": False, "worker.timeoutSeconds": 60, "worker.memoryLimitMB": 4096}
-
-
-@dataclass
-class Env:
-    root: Path
-    client: LanguageClient
-    cache: Path
-    log: list[str] = field(default_factory=list)  # the server's stderr, as it arrives
-    killed: bool = False  # a row killed the server: nothing to shut down
-
-    def log_text(self) -> str:
-        return "".join(self.log)
-
-
-def capture_log(client: LanguageClient, into: list[str]) -> None:
-    """Keep the server's stderr (its log) for the test, still forwarding it to ours."""
-    server = client._server
-    if client._stderr_forwarder:
-        client._stderr_forwarder.cancel()
-
-    async def read() -> None:
-        assert server and server.stderr
-        while chunk := await server.stderr.read(65536):
-            text = chunk.decode("utf-8", "replace")
-            into.append(text)
-            sys.stderr.write(text)
-
-    client._stderr_forwarder = asyncio.create_task(read())
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -97,109 +75,6 @@ async def env(tmp_path_factory):
         await client.stop()
     else:
         await stop_server(client)
-
-
-# --- helpers -----------------------------------------------------------------------------------
-
-async def command(client: LanguageClient, name: str, *args: Any) -> Any:
-    return await client.workspace_execute_command_async(lsp.ExecuteCommandParams(name, list(args)))
-
-
-async def worker_pids(client: LanguageClient, at_least: int = 1, timeout: float = 120.0) -> list[int]:
-    """The trace lane's pids once that many are up: [current, spare], the current first once it is."""
-    deadline = time.monotonic() + timeout
-    while True:
-        pids = await command(client, "compileLens.workerPids")
-        if len(pids) >= at_least or time.monotonic() > deadline:
-            assert len(pids) >= at_least, f"workers did not come up: {pids}"
-            return list(pids)
-        await asyncio.sleep(0.2)
-
-
-def configure(client: LanguageClient, **overrides: Any) -> None:
-    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
-        settings={"compileLens": {**SETTINGS, **overrides}}))
-
-
-def gb(diagnostics) -> list[lsp.Diagnostic]:
-    return [d for d in diagnostics if str(d.code).startswith("GB")]
-
-
-def coded(diagnostics, code: str) -> list[lsp.Diagnostic]:
-    return [d for d in diagnostics if d.code == code]
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-async def wait_gone(pids: list[int], timeout: float) -> list[int]:
-    """The pids still alive after `timeout` seconds (empty: all exited)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if all(gone(p) for p in pids):
-            return []
-        await asyncio.sleep(0.2)
-    return [p for p in pids if not gone(p)]
-
-
-def good_file(root: Path, tag: str) -> Path:
-    """A fresh healthy file: the TAG makes its code new, so its trace cannot come from the cache."""
-    path = root / f"good_{tag.replace('-', '_')}.py"
-    path.write_text((FAULTS / "good.py").read_text().replace('TAG = "good"', f'TAG = "{tag}"'))
-    return path
-
-
-async def traced(client: LanguageClient, path: Path, timeout: float = 90.0) -> tuple[str, list[lsp.Diagnostic]]:
-    """Open `path` and wait until its trace is done: (uri, the diagnostics published for it)."""
-    mark = len(client.analyzed)
-    uri = open_file(client, path)
-    await wait_analyzed(client, uri, "traced", version=1, since=mark, timeout=timeout)
-    return uri, list(client.diagnostics[uri])
-
-
-async def still_works(env: Env, tag: str) -> None:
-    """The server answers and traces a new good file: GB0124 at its `.item()` line."""
-    path = good_file(env.root, tag)
-    uri, found = await traced(env.client, path)
-    line, _ = locate(path, "y.sum().item()")
-    assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", line)]
-    env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
-
-
-async def worker_processes(server_pid: int, count: int = 2, timeout: float = 30.0) -> list[int]:
-    """The server's worker processes, as soon as `count` exist (torch may still be importing)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = []
-        with contextlib.suppress(psutil.Error):
-            for child in psutil.Process(server_pid).children(recursive=True):
-                with contextlib.suppress(psutil.Error):
-                    if "compile_lens.worker" in child.cmdline():
-                        found.append(child.pid)
-        if len(found) >= count:
-            return found
-        assert time.monotonic() < deadline, f"workers did not start: {found}"
-        await asyncio.sleep(0.05)
-
-
-def reap(pids: list[int]) -> None:
-    """Never leave a test's processes to the next test, whatever it found."""
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            psutil.Process(pid).kill()
-
-
-async def trace_started(client: LanguageClient, since: int) -> None:
-    """Until a trace begun after status number `since` is importing the user's file."""
-    await wait_status(client, lambda s: s.state == "tracing" and s.detail == "importing", since=since)
-
-
-def line_of(path: Path, needle: str) -> int:
-    return locate(path, needle)[0]
 
 
 # --- the fault table ----------------------------------------------------------------------------
@@ -546,126 +421,3 @@ async def test_server_killed_mid_analysis_leaves_no_worker_behind(env):
         assert await wait_gone(pids, 5) == [], "orphan workers after the server was killed"
     finally:
         reap(pids)
-
-
-def _has_cuda() -> bool:
-    try:
-        out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                             capture_output=True, text=True, timeout=120)
-        return out.stdout.strip() == "True"
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-@pytest.mark.skipif(not shutil.which("nvidia-smi") or not _has_cuda(), reason="needs a CUDA device")
-async def test_cuda_oom_during_a_benchmark_releases_the_gpu_memory(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    shutil.copy(FAULTS / "cuda_oom.py", root / "cuda_oom.py")
-    path = root / "cuda_oom.py"
-    client = await start_server(root, settings={**SETTINGS, "device": "cuda", "benchmark.maxSeconds": 10})
-    try:
-        uri, _ = await traced(client, path, timeout=300)
-        greedy, nxt = line_of(path, "class Greedy"), line_of(path, "class Next")
-        mark = len(client.analyzed)
-        assert (await command(client, "compileLens.measure", uri, "Greedy"))["started"]
-        await wait_analyzed(client, uri, "measured", version=1, since=mark, timeout=300)
-        assert any(d.range.start.line == greedy and "out of memory" in d.message for d in client.diagnostics[uri])
-        # the next measurement builds in the same worker: `Next` refuses to build if memory is held
-        mark = len(client.analyzed)
-        assert (await command(client, "compileLens.measure", uri, "Next"))["started"]
-        await wait_analyzed(client, uri, "measured", version=1, since=mark, timeout=400)
-        failed = [d for d in client.diagnostics.get(uri, [])
-                  if d.range.start.line == nxt and "measuring failed" in d.message]
-        assert not failed, failed[0].message
-        lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
-        title = next(lens.command.title for lens in lenses or [] if lens.range.start.line == nxt and lens.command)
-        # measured: the out-of-memory benchmark gave its memory back
-        assert "Measure" not in title and "measuring" not in title, title
-    finally:
-        await stop_server(client)
-
-
-# --- rows that need a server of their own --------------------------------------------------------
-
-async def test_file_closed_while_the_worker_starts_leaves_the_lane_working(tmp_path):
-    """Open and close a file in the first seconds of a session (torch still importing): the job
-    is cancelled while it waits for the worker, and the worker's start must not be cancelled with it."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    client = await start_server(root, settings=SETTINGS)
-    try:
-        early = good_file(root, "early")
-        uri = open_file(client, early)
-        # its job now waits for the worker, which is importing torch
-        await wait_status(client, lambda s: s.state == "tracing" and s.detail == early.name)
-        assert await command(client, "compileLens.workerPids") == [], "the workers started too fast to test"
-        client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
-        later = good_file(root, "later")
-        _, found = await traced(client, later, timeout=60)
-        line = line_of(later, "y.sum().item()")
-        assert [(d.code, d.range.start.line) for d in gb(found)] == [("GB0124", line)]
-    finally:
-        await stop_server(client)
-
-
-async def test_untrusted_workspace_runs_no_code_and_still_lints(tmp_path):
-    root = tmp_path / "ws"
-    shutil.copytree(FAULTS, root)
-    path = root / "marker.py"
-    client = await start_server(root, trusted=False, settings=SETTINGS)
-    try:
-        uri = open_file(client, path)
-        found = await wait_for(client, uri, lambda ds: bool(coded(ds, "CL101")), timeout=30)
-        assert coded(found, "CL101")[0].range.start.line == line_of(path, 'print("value", y)')
-        change_file(client, path, path.read_text(), version=2, save=True)
-        assert (await command(client, "compileLens.analyzeFile", uri))["started"] is False
-        assert (await command(client, "compileLens.measure", uri, "Printy"))["started"] is False
-        await wait_status(client, lambda s: s.state == "restricted", timeout=10)
-        # proves nothing runs: time enough for a worker to start and import the file, were there one
-        await asyncio.sleep(2.0)
-        assert not client.analyzed, "nothing is analysed in an untrusted workspace"
-        assert await command(client, "compileLens.workerPids") == []
-        assert psutil.Process(client._server.pid).children(recursive=True) == []
-        assert not (root / "MARKER").exists(), "user code ran in an untrusted workspace"
-        assert not gb(client.diagnostics[uri])
-    finally:
-        await stop_server(client)
-
-
-async def test_client_closing_the_stream_leaves_no_worker_behind(tmp_path):
-    client = await start_server(tmp_path, settings=SETTINGS)
-    server = client._server
-    pids = await worker_processes(server.pid)
-    server.stdin.close()  # the client disconnects without shutdown/exit
-    try:
-        await asyncio.wait_for(server.wait(), 15)
-        assert await wait_gone(pids, 5) == []
-    finally:
-        reap(pids + [server.pid])
-        await client.stop()
-
-
-async def test_dead_client_process_takes_the_server_and_workers_with_it(tmp_path):
-    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    config = ClientServerConfig(server_command=[sys.executable, "-m", "compile_lens"],
-                                server_env={**os.environ, "PYTHONSAFEPATH": "1",
-                                            "COMPILE_LENS_CACHE_DIR": str(tmp_path / "cache")})
-    client = await config.start()
-    pids: list[int] = []
-    try:
-        await client.initialize_session(lsp.InitializeParams(
-            capabilities=lsp.ClientCapabilities(), process_id=stand_in.pid, root_uri=tmp_path.as_uri(),
-            initialization_options={"settings": SETTINGS, "trusted": True}))
-        server = client._server
-        pids = await worker_processes(server.pid)
-        stand_in.kill()
-        stand_in.wait()
-        await asyncio.wait_for(server.wait(), 15)  # the server watches the client's pid
-        assert await wait_gone(pids, 5) == []
-    finally:
-        stand_in.kill()
-        reap(pids + [client._server.pid])
-        await client.stop()
-
-

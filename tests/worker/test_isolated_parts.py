@@ -105,6 +105,17 @@ def test_accuracy_that_fails_is_not_measurable_alone(target, baseline):
     assert b.peak_memory_bytes["eager"] is not None
 
 
+def test_a_difference_beyond_tolerance_is_traced_to_the_module_that_makes_it(target, baseline):
+    assert baseline.accuracy_drift is None  # nothing differs: nothing searched
+    b = _measure(target, "drift")
+    drift = b.accuracy_drift
+    assert drift is not None and drift.module == "gate" and drift.of == "output" and drift.path == MODEL
+    assert drift.max_rel > 1e-3 and drift.inputs_max_abs < 1e-5
+    assert any(n.startswith("accuracy drift: output first differs at `gate` (faults.py:") for n in b.notes)
+    assert b.unmeasured == {}
+    _standing(b, baseline)
+
+
 def test_a_warm_remote_compile_that_fails_is_not_measurable_alone(target, baseline, redis_url):
     b = _measure(target, "import", remote_cache=redis_url)  # the fresh processes cannot import the model
     why = b.unmeasured.pop("warm-remote compile")

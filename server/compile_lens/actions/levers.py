@@ -5,13 +5,15 @@ Regional compilation: where this file compiles the model (`compiled = torch.comp
 that statement compiles each block instead (`for block in model.blocks: block.compile(...)`); where
 it does not, the model's `__init__` ends by compiling its blocks — its own code, no wrapper.
 
-Dynamic, static and guard filters: a keyword on each call of this file that compiles the target, as
+Dynamic, static, guard filters and the GPU levers' modes: a keyword on each call of this file that compiles the target, as
 the user wrote it — `torch.compile(model, …)`, `torch.compile(Net(), …)`, `model.compile(…)`,
 `@torch.compile` — whatever its layout (one argument a line, a trailing comma, keywords already
 there): `dynamic=True` / `dynamic=False` (the value replaced where `dynamic=` is written),
 `options={"guard_filter_fn": torch.compiler.<filter>}` (a key added to an `options={…}` already
-there). Where the target is not compiled in this file there is nothing of the user's to edit, and
-nothing is offered; a guard filter is not offered beside `mode=` (torch takes one or the other).
+there), `mode="reduce-overhead"` (CUDA graphs) / `mode="max-autotune-no-cudagraphs"` (the value replaced
+where `mode=` is written). Where the target is not compiled in this file there is nothing of the
+user's to edit, and nothing is offered; a guard filter is not offered beside `mode=`, nor a mode
+beside `options=` (torch takes one or the other).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .dynamic import _add_keyword, _compile_sites
 from .header import header_edits
 from .source import COMPILES, REWRITE, Edit, Source, _action
 
+MODES = {"cudagraphs": "reduce-overhead", "max_autotune": "max-autotune-no-cudagraphs"}  # the GPU levers' `mode=`
 COMMENT = "regional compilation: each {cls} compiled once and reused (measured by Compile Lens)"
 
 
@@ -57,6 +60,8 @@ def _keyword_data(lever: Any, uri: str, target: str) -> Optional[dict]:
     if lever.lever == "guard_filter" and lever.data.get("filter"):
         return {"fix": "lever_keyword", "uri": uri, "target": target, "keyword": "options",
                 "value": f"torch.compiler.{lever.data['filter']}"}
+    if lever.lever in MODES:
+        return {"fix": "lever_keyword", "uri": uri, "target": target, "keyword": "mode", "value": repr(MODES[lever.lever])}
     return None
 
 
@@ -77,13 +82,16 @@ def _keyword(call: ast.AST, name: str) -> Optional[ast.keyword]:
 
 
 def _resolve_lever_keyword(src: Source, data: dict) -> Optional[list[Edit]]:
-    """`dynamic=True|False`, or the guard filter in `options=`, on every call that compiles the target."""
+    """`dynamic=True|False`, the guard filter in `options=`, or a GPU lever's `mode=`, on every call
+    that compiles the target."""
     edits: list[Edit] = []
     for node in _target_compiles(src, str(data["target"])):
         if data["keyword"] == "options" and _refuses_options(node):
             return None  # a guard filter beside `mode=`: torch refuses the call
-        edit = _dynamic_edit(src, node, data["value"]) if data["keyword"] == "dynamic" else \
-            _options_edit(src, node, data["value"])
+        if data["keyword"] == "mode" and _keyword(node, "options") is not None:
+            return None  # `mode=` beside `options=`: torch refuses the call
+        edit = _options_edit(src, node, data["value"]) if data["keyword"] == "options" else \
+            _value_edit(src, node, data["keyword"], data["value"])
         if edit is not None:
             edits.append(edit)
     if not edits:
@@ -91,13 +99,14 @@ def _resolve_lever_keyword(src: Source, data: dict) -> Optional[list[Edit]]:
     return header_edits(src, ["torch"], []) + edits if data["keyword"] == "options" else edits
 
 
-def _dynamic_edit(src: Source, node: ast.AST, value: str) -> Optional[Edit]:
+def _value_edit(src: Source, node: ast.AST, keyword: str, value: str) -> Optional[Edit]:
+    """`keyword=value` on one compile call: added, or the value the user wrote replaced."""
     if not isinstance(node, ast.Call):  # a bare `@torch.compile`
         line, col = src.end(node)
-        return Edit(line, col, line, col, f"(dynamic={value})")
-    kw = _keyword(node, "dynamic")
+        return Edit(line, col, line, col, f"({keyword}={value})")
+    kw = _keyword(node, keyword)
     if kw is None:
-        return _add_keyword(src, node, f"dynamic={value}")
+        return _add_keyword(src, node, f"{keyword}={value}")
     if isinstance(kw.value, ast.Constant) and repr(kw.value.value) == value:
         return None  # already so
     (l1, c1), (l2, c2) = src.start(kw.value), src.end(kw.value)

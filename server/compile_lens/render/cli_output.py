@@ -329,6 +329,10 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "guard_latency_us": _finite(b.guard_latency_us), "warm_cache": b.warm_cache,
         "unmeasured": dict(b.unmeasured),  # optional figures that could not be measured: why
         "compile_time": line_costs.compile_time_json(b.compile_time),
+        # where a difference beyond tolerance starts (worker/measure/drift.py); null: none found
+        "accuracy_drift": None if b.accuracy_drift is None else {
+            **dataclasses.asdict(b.accuracy_drift), "max_abs": _finite(b.accuracy_drift.max_abs),
+            "max_rel": _finite(b.accuracy_drift.max_rel), "inputs_max_abs": _finite(b.accuracy_drift.inputs_max_abs)},
     }
 
 

@@ -201,11 +201,15 @@ def target_findings(result: TargetResult, path: str) -> list[Finding]:
                               "text": recipe.text if recipe is not None else "", "anchor": "keyword"})]
     found = graph_break_findings(result, path) + recompile_findings(result, path)
     if result.benchmark is not None:
+        drift = result.benchmark.accuracy_drift
+        where = [Frame(drift.path, drift.line, drift.module or result.name, note=next(
+            (n.removeprefix("accuracy drift:").strip() for n in result.benchmark.notes if n.startswith("accuracy drift:")),
+            "where the difference starts"))] if drift is not None and drift.path and drift.line else []
         for note in result.benchmark.notes:
             if note.startswith("accuracy:"):  # compiled output differs beyond the dtype's tolerance
                 found.append(Finding(path, result.line, 1, result.line, 1, "warning", CODE_ACCURACY,
                                      f"`{result.name}` compiled vs eager: {note.removeprefix('accuracy:').strip()}",
-                                     data={"kind": "accuracy", "target": result.name}))
+                                     related=list(where), data={"kind": "accuracy", "target": result.name}))
     if result.status == "error" and result.error is not None:
         err = result.error
         code = CODE_WORKER if err.kind in ("crash", "timeout", "memory", "exit") else CODE_TARGET

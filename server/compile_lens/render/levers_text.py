@@ -14,7 +14,8 @@ from ..protocol import Lever, TargetResult
 from ..speed_words import pair_words
 
 NAMES = {"regional": "regional compilation", "dynamic": "dynamic shapes", "static": "static shapes",
-         "guard_filter": "guard filter", "aot_artifact": "aot_compile artifact", "cudagraphs": "CUDA graphs"}
+         "guard_filter": "guard filter", "aot_artifact": "aot_compile artifact", "cudagraphs": "CUDA graphs",
+         "max_autotune": "max-autotune"}
 
 
 def lever_line(lever: Lever) -> str:

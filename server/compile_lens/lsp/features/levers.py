@@ -25,7 +25,7 @@ from ..state import CompileLensServer, DocState
 log = logging.getLogger("compile_lens")
 
 TRY_LEVERS = "compileLens.tryLevers"
-LENS_TITLE = "Try levers (measures regional compilation, dynamic shapes, guard filters, restart paths, CUDA graphs: minutes)"
+LENS_TITLE = "Try levers (measures regional compilation, dynamic shapes, guard filters, restart paths, CUDA graphs, max-autotune: minutes)"
 
 
 def levers_lenses(ls: CompileLensServer, uri: str) -> list[lsp.CodeLens]:

@@ -12,7 +12,7 @@ import torch
 
 from ...protocol import Benchmark, Lever, TargetResult
 from ..loader import BuiltTarget
-from . import aot_artifact, cudagraphs, dynamic, guards, regional
+from . import aot_artifact, autotune, cudagraphs, dynamic, guards, regional
 from .blocks import already_regional, repeated_blocks
 from .isolated import isolated
 from .variants import guard_filters
@@ -83,14 +83,14 @@ def run_levers(result: TargetResult, target: BuiltTarget, *, path: str, root: st
                 "guard_filter", change, lambda n=name, a=assumption: guards.measure(
                     target, n, a, device=device, mode=mode, steady_s=steady_s, train=train), data={"filter": name}))
     levers += _restart_and_graphs(result, target, obj, fits, path=path, root=root, device=device, mode=mode,
-                                  max_seconds=max_seconds, progress=say, steady_s=steady_s)
+                                  max_seconds=max_seconds, progress=say, steady_s=steady_s, train=train)
     return levers
 
 
 def _restart_and_graphs(result: TargetResult, target: BuiltTarget, obj: object, fits: Callable[[int], Optional[str]],
                         *, path: str, root: str, device: str, mode: str, max_seconds: float,
-                        progress: Callable[..., None], steady_s: float) -> list[Lever]:
-    """CUDA graphs (on a GPU) and the aot_compile restart path (one graph), where they apply."""
+                        progress: Callable[..., None], steady_s: float, train: bool = False) -> list[Lever]:
+    """CUDA graphs and max-autotune (on a GPU), and the aot_compile restart path (one graph), where they apply."""
     levers: list[Lever] = []
     if cudagraphs.applies(device, mode):
         why = fits(0)
@@ -98,6 +98,12 @@ def _restart_and_graphs(result: TargetResult, target: BuiltTarget, obj: object, 
         levers.append(Lever("cudagraphs", cudagraphs.CHANGE, "not measured", why) if why else isolated(
             "cudagraphs", cudagraphs.CHANGE, lambda: cudagraphs.measure(
                 target, root=root, device=device, mode=mode, steady_s=steady_s)))
+    if autotune.applies(device, mode):
+        why = fits(2)
+        levers.append(Lever("max_autotune", autotune.CHANGE, "not measured", why) if why else isolated(
+            "max_autotune", autotune.CHANGE, lambda: autotune.measure(
+                target, path=path, root=root, device=device, mode=mode, max_seconds=max_seconds,
+                progress=progress, steady_s=steady_s, train=train)))
     if aot_artifact.applies(result, obj):
         why = aot_artifact.missing() or fits(aot_artifact.CHILDREN)
         lever = Lever("aot_artifact", aot_artifact.CHANGE, "not measured", why) if why else isolated(

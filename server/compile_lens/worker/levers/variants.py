@@ -7,7 +7,8 @@ and warm compile) and in the worker (steady time), so both figures are of one pr
 - "dynamic": `torch.compile(model, dynamic=True)`;
 - "static": `torch.compile(model, dynamic=False)`;
 - "guard_filter:<name>": `torch.compile(model, options={"guard_filter_fn": torch.compiler.<name>})`;
-- "cudagraphs": `torch.compile(model, mode="reduce-overhead")` (CUDA graphs, on a GPU).
+- "cudagraphs": `torch.compile(model, mode="reduce-overhead")` (CUDA graphs, on a GPU);
+- "autotune": `torch.compile(model, mode="max-autotune-no-cudagraphs")` (kernel autotuning, on a GPU).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def compile_variant(variant: str, obj: Any, kwargs: dict[str, Any]) -> Any:
         return torch.compile(obj, **{**kwargs, "dynamic": variant == "dynamic"})
     if variant == "cudagraphs":
         return torch.compile(obj, **{**kwargs, "mode": "reduce-overhead"})
+    if variant == "autotune":
+        return torch.compile(obj, **{**kwargs, "mode": "max-autotune-no-cudagraphs"})
     if variant.startswith("guard_filter:"):
         name = variant.split(":", 1)[1]
         if kwargs.get("mode") is not None:  # torch takes `mode=` or `options=`, never both

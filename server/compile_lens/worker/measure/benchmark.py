@@ -38,7 +38,7 @@ Where each figure comes from:
   "recompiles:"), and a recompile during a timed loop says the timing includes compiling.
 
 `notes` entries start with a fixed word and a colon — "device:", "train step:", "accuracy:",
-"accuracy not compared:", "graph breaks:", "recompiles:", "timing:", "<part> not measurable:" — so a renderer can pick out
+"accuracy not compared:", "accuracy drift:", "graph breaks:", "recompiles:", "timing:", "<part> not measurable:" — so a renderer can pick out
 the ones it warns about ("accuracy:" is a difference beyond tolerance; "accuracy not compared:" a
 model that draws random numbers, whose figures stay unset).
 
@@ -61,14 +61,14 @@ from typing import Any, Callable, Optional
 import torch
 import torch.utils.benchmark as tbench
 
-from ...protocol import Benchmark, CompileTime, Problem, Timing
+from ...protocol import AccuracyDrift, Benchmark, CompileTime, Problem, Timing
 from ...remote_cache import Remote
 from ...remote_cache import resolve as resolve_remote
 from ...torch_text import cache_keys
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import compile_frames, line_costs, memory, precision
+from . import compile_frames, drift, line_costs, memory, precision
 from .accuracy import _grads, compare_workload
 from .cold_compile import (
     CACHE_PREFIX,
@@ -86,8 +86,7 @@ from .guard_cost import supported as guards_supported
 from .isolated import isolated
 from .timing import Contention, busier, paired_rounds, timer, timing_of
 from .verdict import _metric_notes, break_even, inconclusive_why, verdict
-from .warm_remote import WarmRemote
-from .warm_remote import measure as measure_warm_remote
+from .warm_remote import WarmRemote, for_measurement
 from .workload import (
     Model,
     _same_weights_copy,
@@ -239,6 +238,7 @@ class _Figures:
     miss_why: list[str] = field(default_factory=list)  # what differed in the keys the warm compile missed
     served: Optional[WarmRemote] = None  # the warm-remote compile, when a remote cache answered
     unmeasured: dict[str, str] = field(default_factory=dict)  # optional parts that failed: why (`isolated`)
+    drift: Optional[AccuracyDrift] = None  # where a difference beyond tolerance starts (`drift`)
 
 
 def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, max_seconds: float,
@@ -249,7 +249,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     cold = _cold_compile(job, eager.workloads)
     figures = _Figures(memory={"eager": None, "compiled": None, "method": memory.method(device, eager.workloads[0])})
     with isolated("warm-remote compile", figures.unmeasured):
-        figures.served = _warm_remote(job, cold)
+        figures.served = for_measurement(job, cold)
     unmeasurable = guards_supported()
     if unmeasurable:
         notes.append(f"guards: the cost per call is not measurable on this torch ({unmeasurable})")
@@ -269,6 +269,9 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
                 with torch.no_grad():
                     eager.obj.load_state_dict(start_state)  # in place: the compiled graphs keep their guards
                     compiled_obj.load_state_dict(start_state)
+        if figures.errors["exceeds"] and eager.is_module:  # where the difference starts: one more compile
+            with isolated("accuracy drift", figures.unmeasured):
+                figures.drift = drift.after_accuracy(job, eager, compiled_obj, cold.limit)
     return _result(job, cold, figures, distinct_breaks(break_log.breaks, root))
 
 
@@ -328,19 +331,6 @@ def _cold_compile(job: _Job, workloads: list[str]) -> _Cold:
     job.notes.extend(n for n in cold.get("notes", []) if n not in job.notes)
     return _Cold(cold_s, float(cold.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds), child_job,
                  cold.get("fx_keys") or [], compile_frames.read(cold))
-
-
-def _warm_remote(job: _Job, cold: _Cold) -> Optional[WarmRemote]:
-    """A fresh machine served by the team's cache: two more fresh processes (`warm_remote`)."""
-    if job.remote is None:
-        return None
-    job.stage("compiling with the remote cache (fresh processes)")
-    t_remote = time.perf_counter()
-    served = measure_warm_remote(cold.child_job, cache_dir=job.cache_dir, remote=job.remote, timeout=cold.limit,
-                                 progress=job.progress)
-    job.add_phase("warm_remote_children", t_remote)
-    job.notes.extend(served.notes)
-    return served
 
 
 def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, cold: _Cold,
@@ -497,4 +487,5 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         phases_s={**{k: round(v, 3) for k, v in job.phases.items()}, "cold_compile": round(cold.compile_s or 0.0, 3),
                   "total": round(time.perf_counter() - job.started, 3)},
         unmeasured=dict(figures.unmeasured), precision=precision.current(),
+        accuracy_drift=figures.drift,
     )

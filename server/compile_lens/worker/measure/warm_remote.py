@@ -9,6 +9,7 @@ in the measurement's time budget like the cold one.
 from __future__ import annotations
 
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -49,3 +50,17 @@ def measure(child_job: dict[str, Any], *, cache_dir: str, remote: Remote, timeou
     elif misses:
         found.notes.append(f"remote cache: the warm-remote compile missed {misses} time(s) ({hits} hits){why}")
     return found
+
+
+def for_measurement(job: Any, cold: Any) -> Optional[WarmRemote]:
+    """`benchmark`'s step (`job`, `cold`: its `_Job` and `_Cold`): a fresh machine served by the team's
+    cache, two more fresh processes; None without a remote cache that answered."""
+    if job.remote is None:
+        return None
+    job.stage("compiling with the remote cache (fresh processes)")
+    t_remote = time.perf_counter()
+    served = measure(cold.child_job, cache_dir=job.cache_dir, remote=job.remote, timeout=cold.limit,
+                     progress=job.progress)
+    job.add_phase("warm_remote_children", t_remote)
+    job.notes.extend(served.notes)
+    return served
