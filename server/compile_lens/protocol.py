@@ -79,6 +79,11 @@ class TargetSpec:
     # a class whose base the source alone cannot place (`GradientCheckpointingLayer`, a class
     # imported from another file): the worker checks `issubclass(obj, nn.Module)` and drops it if not
     maybe_module: bool = False
+    # what the measurement runs in (`discovery/precision.py`): "fp32" | "tf32" | "bf16-autocast" |
+    # "fp16-autocast", and where that came from: "directive" | "setting" | "pyproject" | "recorded";
+    # "" for both: torch's defaults
+    precision: str = ""
+    precision_source: str = ""
 
 
 @dataclass
@@ -252,6 +257,16 @@ class AccuracyDrift:
 
 
 @dataclass
+class Precision:
+    """What a measurement ran in (`worker/measure/precision.py`): named beside every figure."""
+
+    value: str = "fp32"  # "fp32" | "tf32" | "bf16-autocast" | "fp16-autocast": what the figures are
+    source: str = "default"  # "setting" | "directive" | "pyproject" | "recorded" | "default"
+    detail: str = ""  # what it meant on this device ("matmul TF32 off, cuDNN convolutions TF32 on")
+    asked: str = ""  # what was asked, when this device could not run it (then `value` is what ran)
+
+
+@dataclass
 class Benchmark:
     device: str  # "cpu" | "cuda"
     device_name: str
@@ -285,6 +300,7 @@ class Benchmark:
     unmeasured: dict[str, str] = field(default_factory=dict)
     compile_time: Optional[CompileTime] = None  # the cold compile, frame by frame
     accuracy_drift: Optional[AccuracyDrift] = None  # where a difference beyond tolerance first appears (None: none found)
+    precision: Optional[Precision] = None  # autocast / TF32 the figures ran under (None: measured before it was named)
 
 
 @dataclass
