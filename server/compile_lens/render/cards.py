@@ -9,6 +9,7 @@ import re
 import time
 from typing import Any, Optional
 
+from ..cost import Bill
 from ..protocol import Benchmark, TargetResult, Timing
 from ..speed_words import direction, short_speed, speed_words
 from ..trial.figures import TrialRecord
@@ -220,7 +221,7 @@ def money(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
 
 
-def trial_line(trial: Optional[TrialRecord], bill: Optional[dict[str, Any]] = None) -> Optional[str]:
+def trial_line(trial: Optional[TrialRecord], bill: Optional[Bill] = None) -> Optional[str]:
     """`- measured in your run: 1.31× per step, pays back after 410 steps` from a saved
     `compile-lens trial` (trial.store's record), with the bill's money when it has a figure."""
     if not trial:
@@ -251,16 +252,16 @@ def trial_line(trial: Optional[TrialRecord], bill: Optional[dict[str, Any]] = No
         text += f"; ⚠ losses diverge from step {figures.loss.first_divergent_step}"
     elif loss == "random":
         text += "; losses not comparable (dropout)"
-    saved = (bill or {}).get("money_saved_per_month")
+    saved = bill.money_saved_per_month if bill else None
+    hours = bill.gpu_hours_saved_per_month if bill else None
     if saved is not None:
         text += f"; {money(abs(saved))} {'saved' if saved >= 0 else 'added'} per month"
-        months = (bill or {}).get("payback_months")
-        if months is not None:
-            text += f", the migration pays back in {months:.1f} months"
-    elif bill and bill.get("gpu_hours_saved_per_month") is not None:
-        text += f"; {abs(bill['gpu_hours_saved_per_month']):,.1f} GPU-hours {'saved' if bill['gpu_hours_saved_per_month'] >= 0 else 'added'} per month"
-    if bill and bill.get("device") not in (None, "cuda") and (bill.get("gpu_hours_saved_per_month") is not None or saved is not None):
-        text += f" (measured on {bill['device']}, not a GPU)"
+        if bill and bill.payback_months is not None:
+            text += f", the migration pays back in {bill.payback_months:.1f} months"
+    elif hours is not None:
+        text += f"; {abs(hours):,.1f} GPU-hours {'saved' if hours >= 0 else 'added'} per month"
+    if bill and bill.device not in (None, "cuda") and (hours is not None or saved is not None):
+        text += f" (measured on {bill.device}, not a GPU)"
     shapes = shape_hover_line(figures.by_shape)
     return text + ("\n" + shapes if shapes else "")
 

@@ -26,7 +26,7 @@ import time
 from typing import Any, Iterable, Optional
 
 from .. import __version__, codes
-from ..cost import CostInputs
+from ..cost import Bill, CostInputs
 from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
 from ..speed_words import direction, speed_words
 from ..trial.figures import TrialRecord
@@ -367,7 +367,7 @@ def _summary(reports: list[FileReport]) -> str:
 def render_report(reports: list[FileReport], *, title: str, torch_version: Optional[str], device: str,
                   cwd: str, for_webview: bool = False, nonce: Optional[str] = None,
                   generated_at: Optional[float] = None, banner: Optional[str] = None,
-                  trial: Optional[TrialRecord] = None, trial_bill: Optional[dict[str, Any]] = None,
+                  trial: Optional[TrialRecord] = None, trial_bill: Optional[Bill] = None,
                   trial_note: Optional[str] = None, torch_diff: Optional[dict[str, Any]] = None,
                   bill: Optional[CostInputs] = None) -> str:
     """The whole page. `nonce` (webview only) is the script's CSP nonce; one is made when not given.
