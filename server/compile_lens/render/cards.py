@@ -12,7 +12,7 @@ from typing import Any, Optional
 from ..cost import Bill
 from ..protocol import Benchmark, TargetResult, Timing
 from ..speed_words import direction, short_speed, speed_words
-from ..trial.figures import TrialRecord
+from ..trial.figures import ShapeRow, TrialRecord
 from .findings import break_count_text, recompile_findings
 from .phases import phase_states
 from .precision import precision_words
@@ -360,14 +360,14 @@ def report_line(client_shows_report: bool, relpath: str) -> str:
     return REPORT_LINK if client_shows_report else report_hint(relpath)
 
 
-def shape_hover_line(rows: list[dict[str, Any]]) -> Optional[str]:
+def shape_hover_line(rows: list[ShapeRow]) -> Optional[str]:
     """The trial per input shape (`trial.shapes.by_shape`): `- by input shape in your run: [8, 16] 11 steps 1.4×; [5, 16] 1 step (warm-up only), 2 recompiles`."""
     if len(rows) < 2:
         return None
     parts = []
     for r in rows[:4]:
-        what = f"{r['speedup']:.2f}×" if r["speedup"] is not None else "warm-up only"
-        rec = f", {r['recompiles']} recompile{'s' if r['recompiles'] != 1 else ''}" if r["recompiles"] else ""
-        parts.append(f"`{r['signature']}` {r['step_count']} step{'s' if r['step_count'] != 1 else ''} {what}{rec}")
+        what = f"{r.speedup:.2f}×" if r.speedup is not None else "warm-up only"
+        rec = f", {r.recompiles} recompile{'s' if r.recompiles != 1 else ''}" if r.recompiles else ""
+        parts.append(f"`{r.signature}` {r.step_count} step{'s' if r.step_count != 1 else ''} {what}{rec}")
     more = f"; {len(rows) - 4} more" if len(rows) > 4 else ""
     return "- by input shape in your run: " + "; ".join(parts) + more
