@@ -349,6 +349,10 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
             if same_code(state.saved, saved):
                 state.benchmarks[result.name] = result.benchmark
                 _set_deployment(state, result.name, deployment)
+        if measured is None and same_code(state.saved, saved):  # parts still to come
+            state.live[result.name] = result
+        else:
+            state.live.pop(result.name, None)
         if measured is not None and same_code(state.saved, saved) and result.name in state.traced:
             # the measurement's own outcome: a failure never hides what the trace found
             state.traced[result.name] = set_phase(state.traced[result.name], "measure", measured.status,
@@ -374,6 +378,7 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
     finally:
         for name in names:
             state.stalled.pop(name, None)
+            state.live.pop(name, None)
         if shown:
             progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
         ls.status("idle", lane="deep")
