@@ -336,11 +336,12 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
 
     def on_target(result: TargetResult) -> None:
         measured_results[result.name] = result
-        state.measuring.discard(result.name)
+        measured = phase(result, "measure")
+        if result.benchmark is not None or measured is not None:  # "measuring…" until the first figures
+            state.measuring.discard(result.name)
         spec = next(t for t in saved.discovery.targets if t.name == result.name)
         log.info("measured %s: %s", result.name, cards.lens_title(result.benchmark) if result.benchmark
                  else (result.error.message if result.error else "no figures"))
-        measured = phase(result, "measure")
         if result.benchmark is not None:
             keys = _keys(ls, saved, spec)
             write_bench(ls.cache, keys, result)
