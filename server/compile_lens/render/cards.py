@@ -73,10 +73,11 @@ def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
     """`⚡ torch.compile: forward faster: 1.36–1.49× (median 1.42×) · train step … · compile 14.2 s ·
     pays back after 870 steps`, `forward slower: 0.84–0.90× (median 0.87×) · …`, or
     `inconclusive — machine busy …`. `pending`: the parts not measured yet (`render.parts`), while
-    the measurement runs: the figures so far, then `⏳ train step…` instead of a payback not known yet."""
+    the measurement runs: the figures so far, and `⏳ train step…` instead of a payback not known yet."""
     main = b.train_step or b.forward
     compile_part = f"compile {duration(b.compile_s.get('cold', b.compile_s.get('cold_forward')))}"
-    coming = f" · ⏳ {LABELS[pending[0]]}…" if pending else ""
+    # the payback is the train step's: until it lands, it is said to come (later parts are the hover's)
+    coming = " · ⏳ train step…" if "train_step" in pending else ""
     if not main.conclusive:
         what = "train step" if b.train_step is not None else "forward"
         return f"⚡ torch.compile: {what} inconclusive — {inconclusive_reason(b)} · {compile_part}{coming}"
@@ -85,7 +86,7 @@ def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
         speeds.append(_figure(b.train_step, "train step"))
     parts = speeds
     parts.append(compile_part)
-    if "train_step" in pending:  # the payback is the train step's: not known yet
+    if coming:
         return "⚡ torch.compile: " + " · ".join(parts) + coming
     parts.append(f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
                  else "never pays back")
