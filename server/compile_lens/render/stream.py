@@ -25,6 +25,8 @@ class PartFeed:
 
     def update(self, path: str, result: TargetResult) -> list[dict[str, Any]]:
         """The parts of `result` landed since the last update for it, in `parts.PARTS` order."""
+        if result.status == "skipped":  # not an nn.Module after all: not in the document either
+            return []
         sent = self.sent.setdefault((path, result.name), set())
         found = {p: s for p, s in parts.states(result).items() if s.status != "pending" and p not in sent}
         if not found:
