@@ -41,6 +41,8 @@ def test_the_feed_says_each_part_once_as_it_lands():
         said.append([line["part"] for line in feed.update("m.py", event)])
     assert said == [["trace"], ["recompiles"], ["forward", "train_step", "memory", "lines"], list(DEPLOYMENT)]
     assert feed.update("m.py", _measured()) == []  # a result sent again says nothing new
+    skipped = dataclasses.replace(_measured(), name="NotAModule", status="skipped")
+    assert feed.update("m.py", skipped) == []  # not in the document either
 
 
 def test_each_line_holds_what_the_json_document_shows_of_that_part():
