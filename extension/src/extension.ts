@@ -1,10 +1,20 @@
 // Wiring only: ids live in constants.ts; the interpreter in python.ts; settings in settings.ts; the
 // server's command line in bundled.ts and serverCommand.ts, its log in serverLog.ts, its commands'
 // client side in middleware.ts, its lifecycle in server.ts; the status item in status.ts; the
-// compile report in report.ts; the torch comparison in compare.ts; the MCP server for agent mode in mcp.ts.
+// compile report in report.ts; the captured graphs' documents in capturedGraph.ts; the torch comparison
+// in compare.ts; the MCP server for agent mode in mcp.ts.
 import * as vscode from 'vscode';
+import { CapturedGraphs } from './capturedGraph';
 import { compareTorch } from './compare';
-import { COMPARE_TORCH, RESTART_SERVER, SECTION, SHOW_OUTPUT, SHOW_REPORT } from './constants';
+import {
+  COMPARE_TORCH,
+  GRAPH_SCHEME,
+  RESTART_SERVER,
+  SECTION,
+  SHOW_CAPTURED_GRAPH,
+  SHOW_OUTPUT,
+  SHOW_REPORT,
+} from './constants';
 import { registerMcpServer } from './mcp';
 import { onDidChangePythonInterpreter } from './python';
 import { ReportView } from './report';
@@ -24,6 +34,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   server = new CompileLensServer(context.extensionPath, keys, log, status);
   const srv = server;
   const report = new ReportView(log);
+  const graphs = new CapturedGraphs();
   context.subscriptions.push(log, status, srv, report);
 
   let restartTimer: NodeJS.Timeout | undefined;
@@ -41,6 +52,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(SHOW_OUTPUT, () => log.show()),
     vscode.commands.registerCommand(SHOW_REPORT, (uri?: unknown) => report.show(uri)),
     vscode.commands.registerCommand(COMPARE_TORCH, () => compareTorch(() => srv.resolveCommand())),
+    vscode.commands.registerCommand(SHOW_CAPTURED_GRAPH, (uri: unknown, target: unknown) => graphs.show(uri, target)),
+    vscode.workspace.registerTextDocumentContentProvider(GRAPH_SCHEME, graphs),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration(`${SECTION}.interpreter`)) {
         restartSoon('compileLens.interpreter changed');

@@ -4,7 +4,7 @@
 //
 // A scenario is one code-server (fresh user data and extensions dirs) and one browser; its steps
 // are named checks that run in order, each from the file of its feature (features/: breaks,
-// server, import, measure, actions, trust, gpu_busy), on one shared harness (harness/: config,
+// graphs, server, import, measure, actions, trust, gpu_busy), on one shared harness (harness/: config,
 // processes, the workbench and its helpers, the runner). A failed `required` step fails the rest
 // of its scenario at once instead of letting each wait run into its timeout; a failed step names
 // its feature and leaves a screenshot. The workbench opens a copy of the workspace folder, so
@@ -18,6 +18,7 @@ import * as path from 'node:path';
 import { actionSteps } from './features/actions.mjs';
 import { breakSteps, openStep } from './features/breaks.mjs';
 import { busyGpu, gpuBusySteps } from './features/gpu_busy.mjs';
+import { graphSteps } from './features/graphs.mjs';
 import { importSteps } from './features/import.mjs';
 import { measureSteps } from './features/measure.mjs';
 import { serverSteps } from './features/server.mjs';
@@ -31,6 +32,7 @@ const trusted = {
   options: { trust: false },
   steps: [
     ...feature('breaks', [openStep, ...breakSteps]),
+    ...feature('graphs', graphSteps),
     ...feature('server', serverSteps),
     ...feature('import', importSteps),
     ...feature('measure', measureSteps),

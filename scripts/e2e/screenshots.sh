@@ -10,6 +10,7 @@ shots=(
   "trusted-3-hover.png:docs/images/compile-lens-hover.png"
   "trusted-hover-card.png:docs/images/compile-lens-measured.png"
   "report.png:docs/images/compile-lens-report.png"
+  "trusted-captured-graph.png:docs/images/compile-lens-graphs.png"
 )
 missing=0
 for pair in "${shots[@]}"; do

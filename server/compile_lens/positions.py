@@ -107,8 +107,11 @@ def remap_result(result: TargetResult, mapping: PositionMap, path: str) -> Targe
     error = result.error
     if error is not None and error.line and (error.path is None or same_file(error.path, path)):
         error = dataclasses.replace(error, line=mapping.line(error.line))
+    graphs = [dataclasses.replace(g, nodes=[dataclasses.replace(n, line=mapping.line(n.line))
+                                            if n.line and same_file(n.path, path) else n for n in g.nodes])
+              for g in result.captured_graphs]
     return dataclasses.replace(result, line=mapping.line(result.line), graph_breaks=breaks,
-                               recompiles=recompiles, error=error)
+                               recompiles=recompiles, error=error, captured_graphs=graphs)
 
 
 @lru_cache(maxsize=32)

@@ -79,6 +79,11 @@ class TargetSpec:
     # a class whose base the source alone cannot place (`GradientCheckpointingLayer`, a class
     # imported from another file): the worker checks `issubclass(obj, nn.Module)` and drops it if not
     maybe_module: bool = False
+    # what the measurement runs in (`discovery/precision.py`): "fp32" | "tf32" | "bf16-autocast" |
+    # "fp16-autocast", and where that came from: "directive" | "setting" | "pyproject" | "recorded";
+    # "" for both: torch's defaults
+    precision: str = ""
+    precision_source: str = ""
 
 
 @dataclass
@@ -101,6 +106,25 @@ class SkippedLoop:
     function: str  # the frame torch skips
     gb_id: Optional[str]  # "GB7000"; None on a torch whose registry does not know it yet
     url: Optional[str]
+
+
+@dataclass
+class GraphNode:
+    """One node of a graph Dynamo captured: `name = target(args)` and the source line it came from."""
+
+    text: str  # "linear = torch._C._nn.linear(l_x_, …)", "l_x_ = input", "return (sum_1, y)"
+    path: Optional[str] = None  # the innermost workspace frame of the node's stack trace (None: none, e.g. the output)
+    line: Optional[int] = None
+
+
+@dataclass
+class CapturedGraph:
+    """One FX graph TorchDynamo captured for a target (`torch._dynamo.explain`'s graphs, in order): what
+    torch.compile hands to Inductor; a graph break ends one and the code after it starts the next."""
+
+    function: str  # the frame it was captured from: "forward", "torch_dynamo_resume_in_forward_at_8"
+    nodes: list[GraphNode] = field(default_factory=list)
+    left_out: int = 0  # nodes past the cap (`worker/breaks/captured.MAX_NODES`), not kept
 
 
 @dataclass
@@ -233,6 +257,16 @@ class AccuracyDrift:
 
 
 @dataclass
+class Precision:
+    """What a measurement ran in (`worker/measure/precision.py`): named beside every figure."""
+
+    value: str = "fp32"  # "fp32" | "tf32" | "bf16-autocast" | "fp16-autocast": what the figures are
+    source: str = "default"  # "setting" | "directive" | "pyproject" | "recorded" | "default"
+    detail: str = ""  # what it meant on this device ("matmul TF32 off, cuDNN convolutions TF32 on")
+    asked: str = ""  # what was asked, when this device could not run it (then `value` is what ran)
+
+
+@dataclass
 class Benchmark:
     device: str  # "cpu" | "cuda"
     device_name: str
@@ -266,6 +300,7 @@ class Benchmark:
     unmeasured: dict[str, str] = field(default_factory=dict)
     compile_time: Optional[CompileTime] = None  # the cold compile, frame by frame
     accuracy_drift: Optional[AccuracyDrift] = None  # where a difference beyond tolerance first appears (None: none found)
+    precision: Optional[Precision] = None  # autocast / TF32 the figures ran under (None: measured before it was named)
 
 
 @dataclass
@@ -329,6 +364,7 @@ class TargetResult:
     status: str = "ok"  # "ok" | "error" (could not be built or called at all) | "skipped" (not an nn.Module after all: nothing to show)
     error: Optional[Problem] = None
     graph_count: Optional[int] = None
+    captured_graphs: list[CapturedGraph] = field(default_factory=list)  # the trace's FX graphs (`compile-lens show --graph`)
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     recompiles: list[Recompile] = field(default_factory=list)
     benchmark: Optional[Benchmark] = None

@@ -42,7 +42,8 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 async def lenses(client, uri):
     found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
     return [(lens.range.start.line, lens.command.title) for lens in found or []
-            if lens.command.command != TRY_LEVERS]  # the levers lens: its own test below
+            # the levers lens: its own test below; the captured graphs' lens: test_captured_graph.py
+            if lens.command.command not in (TRY_LEVERS, "compileLens.openCapturedGraph")]
 
 
 async def wait_lens(client, uri, predicate, timeout=WAIT_S):
@@ -214,6 +215,19 @@ async def test_the_costly_line_has_its_hint_and_hover_and_a_setting_hides_the_hi
         client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"lineCosts.inlayHints": True}))
     assert [h for h in await all_hints(client, uri) if h.position.line == line]
 
+
+
+async def test_the_precision_setting_picks_its_own_figures(measured_ws):
+    root, _, client, uri = measured_ws
+    line, col = locate(root / "tiny.py", "class Tiny")
+    where = lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(line, col + len("class T")))
+    assert "precision fp32, torch's defaults" in (await client.text_document_hover_async(where)).contents.value
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"benchmark.precision": "bf16-autocast"}))
+    try:  # fp32's figures are not bf16's: nothing to show until it is measured in bf16
+        assert await lenses(client, uri) == [(line, "▶ Measure torch.compile speedup")]
+    finally:
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"benchmark.precision": "auto"}))
+    assert measured(await lenses(client, uri))
 
 
 async def test_comment_only_edit_reruns_nothing_and_moves_the_lens(measured_ws):

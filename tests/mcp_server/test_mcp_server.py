@@ -65,7 +65,7 @@ def test_usage_errors_are_one_line_and_exit_2(ws):
 
 
 async def test_the_tools_and_explain(ws):
-    """The six tools with their schemas; explain gives torch's own registry text and the codes' docs."""
+    """The seven tools with their schemas; explain gives torch's own registry text and the codes' docs."""
     registry = json.loads((Path(importlib.util.find_spec("torch").origin).parent
                            / "_dynamo" / "graph_break_registry.json").read_text())
     async with session(ws) as client:
@@ -73,7 +73,7 @@ async def test_the_tools_and_explain(ws):
         gb = (await client.call_tool("explain", {"code": "gb0124"})).structured_content
         cl = (await client.call_tool("explain", {"code": "CL211"})).structured_content
         bad = await client.call_tool("explain", {"code": "XY12"})
-    assert set(listed) == {"check", "explain", "fixes", "apply_fix", "trial", "import"}
+    assert set(listed) == {"check", "explain", "fixes", "apply_fix", "trial", "import", "show"}
     assert listed["check"].input_schema["required"] == ["path"]
     assert all(t.output_schema and t.output_schema["type"] == "object" for t in listed.values())
     assert gb["code"] == "GB0124"
@@ -90,12 +90,13 @@ async def test_an_untrusted_folder_runs_nothing(ws):
         checked = (await client.call_tool("check", {"path": str(ws / "item_scale.py")})).structured_content
         applied = await client.call_tool("apply_fix", {"path": str(ws / "item_scale.py"), "line": 14, "fix": 0})
         trial = await client.call_tool("trial", {"command": "python item_scale.py", "root": str(ws)})
+        shown = await client.call_tool("show", {"path": str(ws / "item_scale.py"), "line": 14})
     assert checked["trusted"] is False and checked["checks"]["graph_breaks"] is False
     (entry,) = checked["files"]
     assert entry["targets"] == []  # nothing traced
     assert [(d["code"], d["line"], d["predicted"]) for d in entry["diagnostics"]] == [("CL102", 14, True)]
     assert "--trust" in checked["note"]
-    for refused in (applied, trial):
+    for refused in (applied, trial, shown):
         assert refused.is_error and "not in a trusted folder" in refused.content[0].text
     assert "capture_scalar_outputs" not in (ws / "item_scale.py").read_text()
 
@@ -110,7 +111,11 @@ async def test_check_fixes_apply_fix_and_import_on_a_real_break(ws, tmp_path):
     async with session(ws, ws) as client:
         checked = await client.call_tool("check", {"path": path}, progress_callback=on_progress)
         offered = (await client.call_tool("fixes", {"path": path, "line": 14})).structured_content
+        shown = (await client.call_tool("show", {"path": path, "line": 14})).structured_content
     doc = checked.structured_content
+    # the graphs Dynamo captured: the document `show --graph` prints, with its JSON
+    assert shown["target"] == "ScaledNorm" and len(shown["graph"]) == 2
+    assert "# ── graph break at item_scale.py:14: GB0124" in shown["text"]
     assert doc["trusted"] is True
     assert any("tracing" in m for m in progress)
     (bp,) = doc["files"][0]["targets"][0]["graph_breaks"]

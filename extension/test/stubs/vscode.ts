@@ -40,6 +40,13 @@ export class Uri {
     const match = /^([a-z][\w+.-]*):\/\/(.*)$/i.exec(text);
     return match ? new Uri(match[1], match[2]) : new Uri('file', text);
   }
+  /** A URI from its parts (the query kept, as VS Code's): a provider's document. */
+  static from(parts: { scheme: string; path: string; query?: string }): Uri {
+    const uri = new Uri(parts.scheme, parts.path);
+    (uri as { query: string }).query = parts.query ?? '';
+    return uri;
+  }
+  readonly query: string = '';
   toString(): string {
     return `${this.scheme}://${this.fsPath}`;
   }
@@ -167,7 +174,10 @@ export const stub = {
   shown: [] as { path: string; line: number; character: number; viewColumn: unknown }[],
   /** Files openTextDocument refuses (a missing file). */
   unreadable: new Set<string>(),
+  /** Text document content providers by scheme. */
+  providers: new Map<string, { provideTextDocumentContent(uri: Uri): Promise<string> | string }>(),
   reset(): void {
+    this.providers = new Map();
     this.config = {};
     this.defaults = {};
     this.extensions = {};
@@ -221,7 +231,15 @@ export const workspace = {
     if (stub.unreadable.has(uri.fsPath)) {
       throw new Error(`cannot open ${uri.fsPath}`);
     }
-    return { uri };
+    const provider = stub.providers.get(uri.scheme);
+    return provider ? { uri, text: await provider.provideTextDocumentContent(uri) } : { uri };
+  },
+  registerTextDocumentContentProvider(
+    scheme: string,
+    provider: { provideTextDocumentContent(uri: Uri): Promise<string> | string },
+  ): Disposable {
+    stub.providers.set(scheme, provider);
+    return new Disposable(() => stub.providers.delete(scheme));
   },
 };
 
@@ -261,7 +279,7 @@ export const window = {
   },
   async showTextDocument(
     document: { uri: Uri },
-    options: { selection?: Range; viewColumn?: unknown } = {},
+    options: { selection?: Range; viewColumn?: unknown; preview?: boolean } = {},
   ) {
     const start = options.selection?.start ?? new Position(0, 0);
     stub.shown.push({ path: document.uri.fsPath, line: start.line, character: start.character, viewColumn: options.viewColumn });

@@ -41,7 +41,7 @@ from ..render import assembly, sarif_limits
 from ..render.cli_output import exit_code, render_json, render_text
 from ..render.sarif import render_sarif
 from ..render.torch_diff_text import render_torch_diff_text
-from ..settings import DEVICES, Settings
+from ..settings import DEVICES, PRECISIONS, Settings
 from . import gate
 from .baseline import apply_baseline, write_baseline
 from .common import (
@@ -157,7 +157,8 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                     reports.append(report)
                 continue
             file_root = os.path.abspath(root) if root else find_root(path)
-            discovery.targets = resolve_inputs(path, file_root, discovery.targets, source=source)
+            discovery.targets = resolve_inputs(path, file_root, discovery.targets, source=source,
+                                               precision=settings.precision)
             picked = _picked(targets, path, discovery.targets)
             if picked is not None and not picked:
                 continue  # --target: not in this file
@@ -308,6 +309,8 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="memory the analysis process may grow to before it is replaced (worker.memoryLimitMB)")
     chk.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
                      help="budget of one target's measurement, compiles included (benchmark.maxSeconds)")
+    chk.add_argument("--precision", choices=PRECISIONS, default=None,
+                     help="autocast / TF32 to measure in (benchmark.precision; default: pyproject's, else as recorded, else fp32)")
     add_wait_gpu_argument(chk)
     add_compare_argument(chk)
     add_remote_cache_argument(chk)

@@ -24,6 +24,7 @@ from .mcp import add_mcp_parser
 from .preflight import preflight
 from .record import add_record_parser
 from .report import add_report_parser
+from .show import add_show_parser
 from .trace_import import add_import_parser
 from .trial import add_trial_parser
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_mcp_parser(sub)
     add_record_parser(sub)
     add_report_parser(sub)
+    add_show_parser(sub)
     add_trial_parser(sub)
     return parser
 

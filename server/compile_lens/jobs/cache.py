@@ -112,7 +112,10 @@ def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_
         return target_key(kind, torch_version, real, fingerprint, deps_fingerprint, spec, *extra, *other)
 
     served = () if remote is None else (("remote_cache", remote),)
-    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served), remote)
+    # the precision it is measured in, and where that was chosen (named with the figures); none: torch's defaults
+    chosen = getattr(spec, "precision", "")
+    precision = (("precision", chosen, spec.precision_source),) if chosen else ()
+    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served, *precision), remote)
 
 
 def torch_version(python: Optional[str] = None) -> Optional[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 
 from .features import (
+    captured_graph,  # compileLens.capturedGraph: the graphs Dynamo captured, as a read-only document, on its lens
     code_actions,  # quick fixes and rewrites (compile_lens.actions), resolved lazily
     code_lens,  # "Measure" / "measuring…" / the figures, per target
     commands,  # analyzeFile, measure, clearCache, workerPids, stats
@@ -27,7 +28,7 @@ from .features import (
 from .state import CompileLensServer
 
 FEATURES = (lifecycle, text_sync, diagnostics, code_lens, inlay_hints, hover, code_actions, commands, report,
-            torch_trace, trace_import, levers)
+            torch_trace, trace_import, levers, captured_graph)
 
 server = CompileLensServer()
 for feature in FEATURES:

@@ -99,6 +99,16 @@ def build(trust: Trust) -> MCPServer:
     async def fixes(path: Path, line: Line, ctx: Context, phases: Phases = None) -> dict[str, Any]:
         return await isolated(lambda note: tools.fixes(path, line, trust, phases=phases, note=note), ctx)
 
+    @server.tool(name="show", description=(
+        "What was compiled behind a line (1-based): with graph=true the FX graphs TorchDynamo captured for the "
+        "target the line belongs to, each node after the line it came from and the graph breaks between them "
+        "(a trace, seconds); else the kernels the line became, from a measurement (tens of seconds). JSON and "
+        "its text. Trusted folders only."))
+    async def show(path: Path, line: Line, ctx: Context,
+                   graph: Annotated[bool, Field(description="the captured graphs, not the line's kernels")] = True,
+                   ) -> dict[str, Any]:
+        return await isolated(lambda note: tools.show(path, line, trust, graph=graph, note=note), ctx)
+
     @server.tool(name="apply_fix", description=(
         "Writes one fix from `fixes` into the file, traces it again and says whether the findings it answered "
         "are gone (`gone`), with the new check document (`after`). Trusted folders only."))

@@ -97,6 +97,26 @@ async def check(path: str, trust: Trust, *, target: Optional[str] = None,
     return doc
 
 
+async def show(path: str, line: int, trust: Trust, *, graph: bool, note: Note = None) -> dict[str, Any]:
+    """`compile-lens show`'s JSON document with its text: the graphs Dynamo captured for the target at
+    `line` (`graph`), or the kernels the line became (a measurement). Trusted folders only: it runs the file."""
+    from ..cli.show import ShowProblem, show_document
+
+    if not trust.covers(path):
+        raise ToolProblem(trust.refusal(path))
+    cache = open_cache(False)
+    try:
+        files, root = _files(path)
+        doc, text = await show_document(files[0], line, graph=graph, settings=project_settings(files, root),
+                                        cache=cache, on_progress=note)
+    except ShowProblem as problem:
+        raise ToolProblem(str(problem)) from None
+    finally:
+        if cache is not None:
+            cache.close()
+    return {**doc, "text": text}
+
+
 # --- fixes and apply_fix ------------------------------------------------------------------------
 
 def _same(a: str, b: str) -> bool:

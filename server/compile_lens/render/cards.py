@@ -15,6 +15,7 @@ from ..trial.figures import TrialRecord
 from .findings import break_count_text, recompile_findings
 from .parts import LABELS, MEASURE_PARTS, UNMEASURED_KEYS, PartState
 from .phases import phase_states
+from .precision import precision_words
 from .remote_cache_words import warm_remote_words
 from .units import duration, format_bytes
 
@@ -328,7 +329,8 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         "- peak memory: not measured yet" if "memory" in waiting else memory,
         f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
         f"gradients {_err(b.max_abs_error.get('grad'))} abs",
-        f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode or 'default'}`",
+        f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode or 'default'}`"
+        + (f" · precision {_md(precision_words(b.precision, detail=True), 300)}" if b.precision else ""),
         f"- timing: {contention_line(b)}",
         f"- inputs: `{b.inputs or (result.inputs.text if result.inputs else '?')}`"
         + (guessed if guessed_inputs else ""),

@@ -36,6 +36,7 @@ from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
 from .findings import break_count_text, recompile_findings
 from .html_parts import _e, _finite, _Page, _plural, _sci, _slug
 from .phases import phase_states
+from .precision import precision_words
 from .remote_cache_words import warm_remote_words
 from .report_charts import breakdown_chart, latency_chart
 from .report_levers import levers_section
@@ -166,7 +167,8 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
         return row
     # the verdict gets a line of its own under the figures it sums up
     return (row + f'<tr class="verdict"><td></td><td colspan="{len(COLUMNS) - 1}" class="{_verdict_class(b.verdict)}">'
-            f'<span class="label">Verdict</span> {_e(b.verdict)}</td></tr>')
+            f'<span class="label">Verdict</span> {_e(b.verdict)}'
+            + (f' <span class="sub">· precision {_e(precision_words(b.precision))}</span>' if b.precision else "") + '</td></tr>')
 
 
 def _labelled(cells: list[str]) -> list[str]:

@@ -4,8 +4,8 @@ trial.json and `render/` words, read by attribute. Pure: no torch.
 The JSON of a record is `dataclasses.asdict` of it (`to_dict`), so `--json` and trial.json keep the
 keys below; `TrialRecord.from_dict` rebuilds it (`protocol.from_dict`). Still plain dicts, their
 shapes written where they are made: per-shape rows and findings (`shapes.by_shape`, `findings`),
-rank partings (`ranks.rank_divergence`, shared with `compile-lens import`), the bill
-(`cost.gpu_bill`), and a break's `inside`/`loop` (`library_breaks`, `events`).
+the bill (`cost.gpu_bill`), and a break's `inside`/`loop` (`library_breaks`, `events`). Rank
+partings are `ranks.RankParting`, shared with `compile-lens import`.
 
 SCHEMA numbers trial.json's layout: 2 since the figures are these records (1: the untyped dict of
 earlier versions, which `store.load` names as made by an older compile-lens, to be run again).
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..protocol import from_dict
+from ..ranks import RankParting
 
 SCHEMA = 2
 
@@ -253,7 +254,7 @@ class TrialFigures:
     artifact: Optional[ArtifactRun] = None
     remote_cache: Optional[RemoteRun] = None
     ranks: list[RankFigures] = field(default_factory=list)
-    rank_divergence: list[dict[str, Any]] = field(default_factory=list)
+    rank_divergence: list[RankParting] = field(default_factory=list)
     cold: bool = False
     machine: Optional[Machine] = None
     cost: Optional[dict[str, Any]] = None  # the bill the trial printed (`summary.bill`)

@@ -277,7 +277,8 @@ def _settle(result: TargetResult, phase: str, status: str, error: Problem | None
 
 
 def _trace(result: TargetResult, built: loader.BuiltTarget, root: str, timeline: Timeline | None = None) -> None:
-    result.graph_count, result.graph_breaks = trace_graph_breaks(built, root, timeline)
+    result.captured_graphs = []
+    result.graph_count, result.graph_breaks = trace_graph_breaks(built, root, timeline, result.captured_graphs)
 
 
 def _set(result: TargetResult, name: str, value: Any) -> None:

@@ -1,5 +1,5 @@
 """`textDocument/codeLens`: one lens per runnable target: "Measure", "measuring…", "waiting: GPU
-busy (…)", or its figures.
+busy (…)", or its figures; then "Try levers" (`levers`) and the captured graphs (`captured_graph`).
 
 Answered from memory (never waits for torch); the text is `render.cards.code_lens_title`.
 """
@@ -12,6 +12,7 @@ from ...render import cards, parts
 from ...render.lsp import to_range
 from ..gpu_gate import MEASURE_ANYWAY
 from ..state import SHOW_OUTPUT, CompileLensServer
+from .captured_graph import graph_lenses
 from .levers import levers_lenses
 
 MEASURE = "compileLens.measure"
@@ -37,7 +38,7 @@ def code_lenses(ls: CompileLensServer, uri: str) -> list[lsp.CodeLens]:
             title, command = cards.waiting_lens_title(waiting.text), MEASURE_ANYWAY
         lenses.append(lsp.CodeLens(range=to_range(spec.line, 1, spec.line, 1), command=lsp.Command(
             title=title, command=command, arguments=[uri, spec.name])))
-    return lenses + levers_lenses(ls, uri)
+    return lenses + levers_lenses(ls, uri) + graph_lenses(ls, uri)
 
 
 def register(server: CompileLensServer) -> None:

@@ -19,12 +19,13 @@ from typing import Any, Iterator, Optional
 import torch
 import torch._dynamo
 
-from ...protocol import Frame, GraphBreak, SkippedLoop
+from ...protocol import CapturedGraph, Frame, GraphBreak, SkippedLoop
 from ...timeline import Timeline
 from ...torch_text.frames import frame_name, is_environment_file, is_user_file, real
 from ...torch_text.stable_text import stable_text
 from .. import dynamo
 from ..loader import BuiltTarget
+from .captured import captured
 from .collector import collect
 from .records import BreakFields, BreakSeen
 from .spans import chars, file_source, source_line, span
@@ -35,8 +36,10 @@ _SKIPPED_FRAME = re.compile(r"frame skipped: (?P<name>\S+) \((?P<path>.+) line (
 LOOP_GB_ID = "GB7000"  # "graph break in loop": the whole frame is skipped
 
 
-def trace_graph_breaks(target: BuiltTarget, root: str, timeline: Optional[Timeline] = None) -> tuple[int, list[GraphBreak]]:
-    """Run the target once under Dynamo (no compiler) and return (graph count, breaks)."""
+def trace_graph_breaks(target: BuiltTarget, root: str, timeline: Optional[Timeline] = None,
+                       graphs: Optional[list[CapturedGraph]] = None) -> tuple[int, list[GraphBreak]]:
+    """Run the target once under Dynamo (no compiler) and return (graph count, breaks); with `graphs`,
+    the FX graphs Dynamo captured are appended to it (`captured`)."""
     fn = target.make()
     dynamo.reset()
     with collect() as log:
@@ -44,6 +47,8 @@ def trace_graph_breaks(target: BuiltTarget, root: str, timeline: Optional[Timeli
     dynamo.reset()
     if timeline is not None:
         timeline.mark("explained")
+    if graphs is not None:
+        graphs.extend(captured(getattr(explained, "graphs", None) or [], root))
     from_explain = list(_from_explain(explained))
     for seen in from_explain:
         seen.sections = log.sections_of(seen.reason)

@@ -82,9 +82,11 @@ def _build(job: dict[str, Any], where: dict[str, str]) -> tuple[Any, Callable[[]
     from ...protocol import TargetSpec, from_dict
     from ..loader import build_target, import_file
     from . import benchmark as bench
+    from . import precision
 
     path, device = job["path"], job["device"]
     module = import_file(path, job["root"])
+    precision.use(job["spec"], device)  # the parent's autocast / TF32: the cold compile is the same program
     spec = from_dict(TargetSpec, job["spec"])
     target = build_target(module, spec, path)
     where["stage"] = "building the model"

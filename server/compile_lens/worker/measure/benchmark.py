@@ -68,7 +68,7 @@ from ...torch_text import cache_keys
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import compile_frames, drift, line_costs, memory
+from . import compile_frames, drift, line_costs, memory, precision
 from .accuracy import _grads, compare_workload
 from .cold_compile import (
     CACHE_PREFIX,
@@ -131,9 +131,10 @@ def run_benchmark(
     _sweep_stale()
     cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
     remote, remote_note = resolve_remote(remote_cache, os.environ)
-    try:
-        return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
-                        [n for n in (device_note, remote_note) if n], remote)
+    try:  # in the user's precision (autocast, TF32), eager, compiled and the cold child alike
+        with precision.applied(target.spec, device):
+            return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
+                            [n for n in (device_note, remote_note) if n], remote)
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -469,8 +470,7 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         mode=job.mode or "default",
         forward=forward,
         train_step=train,
-        compile_s={"cold": cold.compile_s, "warm": figures.warm_s,
-                   **({"warm_remote": served.compile_s} if served else {})},
+        compile_s={"cold": cold.compile_s, "warm": figures.warm_s, **({"warm_remote": served.compile_s} if served else {})},
         guard_latency_us=figures.guard_us, compile_time=cold.compile_time,
         warm_cache=({**(figures.warm_cache or {}), "remote": served.counts} if served else figures.warm_cache),
         break_even_calls=calls,
@@ -486,6 +486,6 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         contention=figures.busy_seen,
         phases_s={**{k: round(v, 3) for k, v in job.phases.items()}, "cold_compile": round(cold.compile_s or 0.0, 3),
                   "total": round(time.perf_counter() - job.started, 3)},
-        unmeasured=dict(figures.unmeasured),
+        unmeasured=dict(figures.unmeasured), precision=precision.current(),
         accuracy_drift=figures.drift,
     )
