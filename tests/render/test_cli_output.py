@@ -152,7 +152,7 @@ def test_text_target_error_shown_once_when_a_finding_covers_it():
 # --- JSON -------------------------------------------------------------------------------------
 
 TARGET_KEYS = {"name", "kind", "line", "inputs", "status", "error", "graph_count", "graph_breaks", "recompiles", "benchmark",
-               "export", "fallback_ops", "left_out", "phases", "unmeasured", "levers"}
+               "export", "fallback_ops", "left_out", "phases", "unmeasured", "levers", "batch_sweep"}
 GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type", "explanation", "hints", "url", "stack",
            "loop", "compile_id"}
 DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "source", "message"}

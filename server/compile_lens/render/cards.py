@@ -14,6 +14,7 @@ from ..protocol import Benchmark, TargetResult, Timing
 from ..speed_words import direction, short_speed, speed_words
 from ..trial.figures import ShapeRow, TrialRecord
 from .findings import break_count_text, recompile_findings
+from .parts import LABELS, MEASURE_PARTS, UNMEASURED_KEYS, PartState
 from .phases import phase_states
 from .precision import precision_words
 from .remote_cache_words import warm_remote_words
@@ -70,23 +71,28 @@ def contention_line(b: Benchmark) -> str:
     return "; ".join(parts)
 
 
-def lens_title(b: Benchmark) -> str:
+def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
     """`⚡ torch.compile: forward faster: 1.36–1.49× (median 1.42×) · train step … · compile 14.2 s ·
     pays back after 870 steps`, `forward slower: 0.84–0.90× (median 0.87×) · …`, or
-    `inconclusive — machine busy …`."""
+    `inconclusive — machine busy …`. `pending`: the parts not measured yet (`render.parts`), while
+    the measurement runs: the figures so far, and `⏳ train step…` instead of a payback not known yet."""
     main = b.train_step or b.forward
-    compile_part = f"compile {duration(b.compile_s.get('cold'))}"
+    compile_part = f"compile {duration(b.compile_s.get('cold', b.compile_s.get('cold_forward')))}"
+    # the payback is the train step's: until it lands, it is said to come (later parts are the hover's)
+    coming = " · ⏳ train step…" if "train_step" in pending else ""
     if not main.conclusive:
         what = "train step" if b.train_step is not None else "forward"
-        return f"⚡ torch.compile: {what} inconclusive — {inconclusive_reason(b)} · {compile_part}"
+        return f"⚡ torch.compile: {what} inconclusive — {inconclusive_reason(b)} · {compile_part}{coming}"
     speeds = [_figure(b.forward, "forward")]
     if b.train_step is not None:
         speeds.append(_figure(b.train_step, "train step"))
     parts = speeds
     parts.append(compile_part)
+    if coming:
+        return "⚡ torch.compile: " + " · ".join(parts) + coming
     parts.append(f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
                  else "never pays back")
-    return "⚡ torch.compile: " + " · ".join(parts)
+    return "⚡ torch.compile: " + " · ".join(parts) + coming
 
 
 def _figure(t: Timing, what: str) -> str:
@@ -268,10 +274,14 @@ def trial_line(trial: Optional[TrialRecord], bill: Optional[Bill] = None) -> Opt
 
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
                measuring: bool = False, report: str = REPORT_LINK, trial: Optional[str] = None,
-               stalled: Optional[str] = None) -> str:
+               stalled: Optional[str] = None, parts: Optional[dict[str, PartState]] = None) -> str:
     """The hover card: what ran (each phase), the table a team needs to decide, and the verdict;
     `trial` (`trial_line`) what a `compile-lens trial` of the user's program measured; `report` is
-    its last line; `stalled`: where the worker analysing it now has been quiet (`worker.stall_watch`)."""
+    its last line; `stalled`: where the worker analysing it now has been quiet (`worker.stall_watch`);
+    `parts` (`render.parts.states`): where each part of the measurement stands — those not measured
+    yet are said so until they land, one that failed says why, the figures before it stand."""
+    parts = parts or {}
+    waiting = [p for p in MEASURE_PARTS if p in parts and parts[p].status == "pending"]
     lines = [f"### torch.compile · `{result.name}`"]
     if result.graph_count is not None:
         recompiles = len(recompile_findings(result, ""))  # as many as the editor shows
@@ -295,10 +305,14 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         measure = phase_states(result)[2]
         if measure.status == "not-run" and measure.error is None and not measuring:
             lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
+        lines += _part_lines(result, None, parts, waiting)
         if trial:
             lines.append(trial)
         lines += ["", report]
         return "\n".join(lines)
+    memory = (f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled "
+              f"{format_bytes(b.peak_memory_bytes.get('compiled'))}"
+              f" ({_md(b.peak_memory_bytes.get('method') or 'method unknown', 300)})")
     lines += [
         "",
         f"**{b.verdict}**",
@@ -309,11 +323,11 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         "",
         f"- compile: {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} with warm caches"
         + (f", {remote} on a fresh machine" if (remote := warm_remote_words(b)) else ""),
-        (f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
+        ("- pays back: not known until the train step is measured" if "train_step" in waiting
+         else f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
          else "- never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
          else "- pays back: unknown until the timing is conclusive"),
-        f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled {format_bytes(b.peak_memory_bytes.get('compiled'))}"
-        f" ({_md(b.peak_memory_bytes.get('method') or 'method unknown', 300)})",
+        "- peak memory: not measured yet" if "memory" in waiting else memory,
         f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
         f"gradients {_err(b.max_abs_error.get('grad'))} abs",
         f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode or 'default'}`"
@@ -328,6 +342,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
                                 fallback_line(result.fallback_ops, result.report, result.unmeasured)) if line]
     lines += [f"- {_md(part)}: {_md(why, 300)}" for part, why in result.unmeasured.items()
               if part not in (EXPORT_PART, FALLBACK_PART)]
+    lines += _part_lines(result, b, parts, waiting)
     for note in b.notes:
         lines.append(f"- ⚠ {note}")
     if trial:
@@ -336,17 +351,39 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
     return "\n".join(lines)
 
 
+def _part_lines(result: TargetResult, b: Optional[Benchmark], parts: dict[str, PartState],
+                waiting: list[str]) -> list[str]:
+    """`- ⏳ not measured yet: train step, peak memory, …`, and the parts that failed (or were not
+    run, with a reason) whose why no other line of the card says, those with one why together.
+    Without figures the phase line says why the measurement failed: nothing more here."""
+    lines = [f"- ⏳ not measured yet: {', '.join(LABELS[p] for p in waiting)}"] if waiting else []
+    if b is None:
+        return lines
+    by_why: dict[tuple[str, str], list[str]] = {}
+    for part in MEASURE_PARTS:
+        state = parts.get(part)
+        if state is None or state.status not in ("failed", "not-run") or not state.why:
+            continue
+        if UNMEASURED_KEYS.get(part) in result.unmeasured:
+            continue  # the card's own line for it says why
+        head = "not measurable" if state.status == "failed" else "not run"
+        by_why.setdefault((head, state.why), []).append(LABELS[part])
+    lines += [f"- {', '.join(names)}: {head}: {_md(why, 300)}" for (head, why), names in by_why.items()]
+    return lines
+
+
 # --- the words around the figures in the editor (lens, hover) ---------------------------------
 
 MEASURING_LENS = "⏳ measuring torch.compile…"
 MEASURE_LENS = "▶ Measure torch.compile speedup"
 
 
-def code_lens_title(b: Optional[Benchmark], measuring: bool) -> str:
-    """A target's lens: measuring now, its figures, or the invitation to measure."""
+def code_lens_title(b: Optional[Benchmark], measuring: bool, pending: tuple[str, ...] = ()) -> str:
+    """A target's lens: measuring now, its figures (with what is still to come, `pending`), or the
+    invitation to measure."""
     if measuring:
         return MEASURING_LENS
-    return lens_title(b) if b is not None else MEASURE_LENS
+    return lens_title(b, pending) if b is not None else MEASURE_LENS
 
 
 def waiting_lens_title(busy: str) -> str:

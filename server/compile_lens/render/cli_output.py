@@ -350,6 +350,8 @@ def _target_json(t: TargetResult) -> dict[str, Any]:
         "export": None if t.export is None else dict(t.export),
         "fallback_ops": [dict(o) for o in t.fallback_ops],
         "unmeasured": dict(t.unmeasured),  # export, fallback ops, batch sweep…: why not measured
+        # eager vs compiled latency across batch sizes (`deployment.batch_sweep`); null: not measured
+        "batch_sweep": (t.report or {}).get("batch_sweep"),
         # each phase on its own: "done" | "failed" | "not-run", and why (null: not asked for)
         "phases": {p.name: {"status": p.status, "error": _problem_json(p.error)} for p in phases.phase_states(t)},
         "levers": levers_json(t),  # the levers phase (`check --levers`): each lever tried, measured
@@ -421,7 +423,12 @@ def exit_code(reports: list[FileReport]) -> int:
     return 0
 
 
+def target_json(t: TargetResult) -> dict[str, Any]:
+    """One target as the `--format json` document shows it (`check --stream`'s parts are read from it)."""
+    return _target_json(t)
+
+
 __all__ = [
     "render_text", "render_json", "exit_code", "benchmark_summary", "benchmark_json",
-    "display_path",
+    "display_path", "target_json",
 ]
