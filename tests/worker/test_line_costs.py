@@ -27,7 +27,7 @@ except ImportError:
     sys.path.insert(0, str(SERVER))
 
 from compile_lens.worker.loader import import_file  # noqa: E402
-from compile_lens.worker.measure import line_costs, provenance  # noqa: E402
+from compile_lens.worker.measure import line_costs, line_windows, provenance  # noqa: E402
 from compile_lens.worker.measure.dynamo_watch import _clear_in_memory_caches  # noqa: E402
 
 MODELS = FIXTURES / "line_costs" / "models.py"
@@ -257,8 +257,7 @@ def test_triton_kernels_replayed_on_the_cpu_go_to_their_lines(tmp_path):
         return z
 
     prof = line_costs._profile(compiled_call, 5, "cpu")
-    events, n = line_costs._quiet(line_costs._events(prof), "cpu")
-    found = line_costs._attribute(events, graphs, line_costs._Places(str(tmp_path)), "cpu", n)
+    found = line_costs._attribute(line_windows.calls(prof, "cpu"), graphs, line_costs._Places(str(tmp_path)), "cpu")
     lines = {where[1]: us for where, us in found.per_line.items()}
     assert set(lines) == {at["x ="], at["y ="], at["z ="]}, lines
     names = {where[1]: {(k.name, k.kind) for k in shares.values()} for where, shares in found.kernels.items()}
