@@ -193,7 +193,7 @@ def test_device_parts_add_up_to_busy_and_idle():
 def test_a_busy_or_disagreeing_table_has_a_caveat():
     quiet = {"cpus": 2, "threads": 1, "other_cpu_percent": 10.0}
     busy = {"cpus": 2, "threads": 1, "other_cpu_percent": 190.0}
-    agree = {"eager": 980.0, "compiled": 510.0}
+    agree = {"eager": 300.0, "compiled": 510.0}  # the eager side is not held to it (its tagging)
     assert line_costs.caveat(quiet, agree, 1.0, 0.5, "cpu") is None
     said = line_costs.caveat(busy, agree, 1.0, 0.5, "cpu")
     assert said and said.startswith("machine busy") and "while profiling" in said
