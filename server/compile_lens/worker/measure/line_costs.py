@@ -28,8 +28,8 @@ through provenance to the forward lines they are the gradient of (`KernelShare.b
   profile's total per call.
 - Which call an event belongs to: the call whose time window holds it, on any thread; the mean
   over the quieter half of the calls (`line_windows`).
-- A table taken while the machine was busy, or whose profile total is more than 25% off its timed
-  call, carries a `caveat`: renderers then show no per-line eager→compiled ratio as a finding.
+- A table taken while the machine was busy, or whose compiled profile total is more than 25% off
+  the timed compiled call, carries a `caveat`: renderers then show no per-line eager→compiled ratio as a finding.
 
 Which line: the innermost frame inside the workspace; when the forward never passes through the
 workspace (a `transformers` model built from a config), the innermost frame outside torch, the
