@@ -221,6 +221,11 @@ class Timing:
     profile_us: dict[str, Optional[float]] = field(default_factory=dict)
     lines_note: Optional[str] = None  # None: measured; else "not measurable: <why>" (or not run)
     compiled_lines_note: Optional[str] = None  # the compiled column alone: "not on this torch (...)"
+    # CUDA: the share of the compiled call the GPU sat idle (timed call − device-busy time); None on CPU
+    gpu_idle_share: Optional[float] = None
+    # why the line table is no finding ("machine busy while profiling: …", a profile total more than
+    # 25% off its timed call): renderers show no per-line eager→compiled ratio then; None: a finding
+    lines_caveat: Optional[str] = None
 
 
 @dataclass

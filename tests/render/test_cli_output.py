@@ -163,7 +163,8 @@ BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile
 TIMING_KEYS = {"eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms", "speedup_ci", "conclusive", "rounds",
                "ci_rel_width",
                # where the time goes, line by line (render/line_costs.py)
-               "lines", "unattributed_us", "unattributed_why", "profile_us", "lines_note", "compiled_lines_note"}
+               "lines", "unattributed_us", "unattributed_why", "profile_us", "lines_note", "compiled_lines_note",
+               "gpu_idle_share", "lines_caveat"}
 
 
 def test_json_shape():

@@ -14,6 +14,7 @@ from ..protocol import Benchmark, TargetResult, Timing
 from ..speed_words import direction, short_speed, speed_words
 from ..trial.figures import ShapeRow, TrialRecord
 from .findings import break_count_text, recompile_findings
+from .line_costs import launch_bound, no_finding
 from .parts import LABELS, MEASURE_PARTS, UNMEASURED_KEYS, PartState
 from .phases import phase_states
 from .precision import precision_words
@@ -56,6 +57,22 @@ def inconclusive_reason(b: Benchmark) -> str:
     if head.startswith("inconclusive") and why:
         return why.split("; ")[0]
     return "re-measure when the machine is idle"
+
+
+def line_cost_lines(b: Benchmark) -> list[str]:
+    """The card's line-cost bullets: a launch-bound compiled call (the CUDA-graphs lever), and a line
+    table that is no finding (`Timing.lines_caveat`)."""
+    out = []
+    for label, t in (("forward", b.forward), ("train step", b.train_step)):
+        if t is None:
+            continue
+        bound = launch_bound(t, label)
+        if bound:
+            out.append(f"- ⚠ {_md(bound, 300)}")
+        caveat = no_finding(t) if t.lines else None
+        if caveat:
+            out.append(f"- line costs ({label}): {_md(caveat, 300)}")
+    return out
 
 
 def contention_line(b: Benchmark) -> str:
@@ -342,6 +359,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
                                 fallback_line(result.fallback_ops, result.report, result.unmeasured)) if line]
     lines += [f"- {_md(part)}: {_md(why, 300)}" for part, why in result.unmeasured.items()
               if part not in (EXPORT_PART, FALLBACK_PART)]
+    lines += line_cost_lines(b)
     lines += _part_lines(result, b, parts, waiting)
     for note in b.notes:
         lines.append(f"- ⚠ {note}")

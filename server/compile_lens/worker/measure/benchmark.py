@@ -256,7 +256,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     contention = Contention(device)
     # Breaks counted as everywhere else: distinct breaks at distinct locations (graph_breaks.py),
     # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
-    with graph_break_log() as break_log, inductor_cache(cache_dir):
+    with graph_break_log() as break_log, inductor_cache(cache_dir), line_costs.reading_timed_compiles():
         compiled_obj = _same_weights_copy(eager.obj, target, device) if eager.is_module else eager.obj
         # The workload that drives break-even first: its warm compile is then this process's
         # first since the cold one, the closest to a new process's (see docs/cli.md, "How a measurement is made"). The train
@@ -356,7 +356,7 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
     eager.model.zero_grad()
     job.add_phase("memory", t_mem)
-    line_costs.after_timing(job, eager, compiled_obj, wl, figures.timings[wl], cold.limit)  # time per line
+    line_costs.after_timing(job, eager, compiled, wl, figures.timings[wl], cold.limit)  # time per line, from the timed compile
 
 
 def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _Cold,
