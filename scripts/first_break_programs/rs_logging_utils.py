@@ -1,3 +1,4 @@
+# ruff: noqa  (user code, written as people write it: config defaults in signatures, unused imports)
 """A scoring module with module-level logging setup, numpy tables and helper functions."""
 
 import logging

@@ -1,3 +1,4 @@
+# ruff: noqa  (user code, written as people write it: config defaults in signatures, unused imports)
 """A model built from the project's own package (`mylib`): config, residual MLP blocks."""
 
 import logging

@@ -1,3 +1,4 @@
+# ruff: noqa  (user code, written as people write it: config defaults in signatures, unused imports)
 """A regression head with a dataclass config, numpy constants and a logged sanity check."""
 
 import logging

@@ -1,3 +1,4 @@
+# ruff: noqa  (user code, written as people write it: config defaults in signatures, unused imports)
 """A training script: argparse, a dataclass of hyperparameters, a model, a loop under __main__."""
 
 import argparse

@@ -1,3 +1,4 @@
+# ruff: noqa  (user code, written as people write it: config defaults in signatures, unused imports)
 """A transformer block from the project's package (`mylib.attention`, `mylib.layers`) with a logged mask."""
 
 import logging

@@ -1,3 +1,4 @@
+# ruff: noqa  (user code, written as people write it: config defaults in signatures, unused imports)
 """A small conv classifier with a dataclass config and a numpy-computed anchor grid."""
 
 from dataclasses import dataclass, field
