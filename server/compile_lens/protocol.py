@@ -226,6 +226,9 @@ class Timing:
     # why the line table is no finding ("machine busy while profiling: …", a profile total more than
     # 25% off its timed call): renderers show no per-line eager→compiled ratio then; None: a finding
     lines_caveat: Optional[str] = None
+    # the generated kernels the lines name, their source from Inductor's output code (`compile-lens show`);
+    # not in the check JSON
+    kernel_sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -110,6 +110,29 @@ def test_fused_lines_name_each_other_and_the_kernel_in_the_output_code(profiled)
     assert tied <= named, (tied, named)
 
 
+def test_the_code_behind_a_fused_line_is_its_kernels_source(profiled):
+    """`compile-lens show FILE:LINE`: the generated kernel the line became, its C++ from the output code,
+    with the lines fused into it named; extern kernels by name (no source of ours)."""
+    from compile_lens.cli.show import _kernels_json, _kernels_text, _line_cost
+    from compile_lens.protocol import Benchmark, TargetResult, Timing
+
+    timing = Timing(1.0, 1.0, 1.0, 0.0, 0.0)
+    profiled.into(timing)
+    named = {k.name for ln in profiled.lines for k in ln.kernels if k.kind == "generated"}
+    assert named and set(timing.kernel_sources) == named
+    assert all("kernel(" in text for text in timing.kernel_sources.values())  # Inductor's C++ kernels
+    result = TargetResult("Lines", "module", 1, benchmark=Benchmark("cpu", "cpu", "default", timing, None, {}, None,
+                                                                    {}, {}, {}, "x"))
+    relu = line("relu")
+    found = _line_cost(result, str(MODELS), relu)
+    text = _kernels_text(result, str(MODELS), relu, found)
+    [kernel] = [k for _, c in found for k in c.kernels if k.kind == "generated"]
+    assert f"── {kernel.name} (generated; also from models.py:" in text
+    assert timing.kernel_sources[kernel.name] in text
+    assert [k["source"] for k in _kernels_json(found, timing.kernel_sources) if k["kind"] == "generated"] == [
+        timing.kernel_sources[kernel.name]]
+
+
 def test_extern_and_fallback_kernels_are_named_at_their_lines(profiled):
     lines = by_line(profiled)
     matmul = lines[("models.py", line("matmul"))]

@@ -72,7 +72,7 @@ async def show_document(path: str, line: int, *, graph: bool, settings: Settings
         return ({"target": target.name, "line": target.line, "graph": graph_json(target)},
                 graph_text(target, find_root(path)))
     found = _line_cost(target, path, line)
-    return ({"target": target.name, "line": line, "kernels": _kernels_json(found), "graph": None},
+    return ({"target": target.name, "line": line, "kernels": _kernels_json(found, _sources(target)), "graph": None},
             _kernels_text(target, path, line, found))
 
 
@@ -107,9 +107,14 @@ def _line_cost(target: TargetResult, path: str, line: int) -> list[tuple[str, Li
     return found
 
 
-def _kernels_json(found: list[tuple[str, LineCost]]) -> list[dict[str, Any]]:
+def _sources(target: TargetResult) -> dict[str, str]:
+    b = target.benchmark
+    return {**(b.forward.kernel_sources if b else {}), **(b.train_step.kernel_sources if b and b.train_step else {})}
+
+
+def _kernels_json(found: list[tuple[str, LineCost]], sources: Optional[dict[str, str]] = None) -> list[dict[str, Any]]:
     return [{"name": k.name, "kind": k.kind, "workload": label, "us": k.us, "backward": k.backward,
-             "source": None,  # the generated source is not kept with the result (yet)
+             "source": (sources or {}).get(k.name),  # generated kernels' (C++/Triton); None: an extern or fallback op
              "lines": [cost.line] + [f.line for f in cost.fused_with]}
             for label, cost in found for k in cost.kernels]
 
@@ -131,5 +136,14 @@ def _kernels_text(target: TargetResult, path: str, line: int, found: list[tuple[
             share = f" (1/{k.lines} of it)" if k.lines > 1 else ""
             rows.append(f"    {k.kind:<9} {k.name}{' (backward)' if k.backward else ''}: "
                         + (f"{k.us:.1f} µs{share}" if k.us is not None else "no time (a trace has no profile)"))
-    rows.append("  (the kernels' generated source is not kept with the result yet: TORCH_COMPILE_DEBUG=1 writes it)")
+    sources = _sources(target)
+    shown = []
+    for _, cost in found:
+        for k in cost.kernels:
+            if k.name in sources and k.name not in shown:
+                shown.append(k.name)
+                lines = ", ".join(f"{os.path.basename(r.path)}:{r.line}" for r in cost.fused_with)
+                rows += ["", f"── {k.name} (generated{'; also from ' + lines if lines else ''}) ──", sources[k.name]]
+    if not shown and any(k.kind == "generated" for _, cost in found for k in cost.kernels):
+        rows.append("  (no generated source kept with this measurement: measure the file again)")
     return "\n".join(rows)

@@ -50,6 +50,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 
 from ...protocol import KernelShare, LineCost, LineRef
+from ...torch_text.output_code import kernel_sources
 from . import line_windows as windows
 from . import provenance
 from .isolated import isolated as isolated_part
@@ -97,6 +98,9 @@ class LineFigures:
         timing.lines, timing.unattributed_us, timing.unattributed_why = self.lines, self.unattributed_us, self.unattributed_why
         timing.profile_us, timing.lines_note, timing.compiled_lines_note = self.profile_us, self.note, self.compiled_note
         timing.gpu_idle_share, timing.lines_caveat = self.gpu_idle_share, self.caveat
+        named = {k.name for line in self.lines for k in line.kernels if k.kind == "generated"}
+        timing.kernel_sources = {name: text for g in self.graphs
+                                 for name, text in kernel_sources(g.output_code, named).items()}
 
 
 @contextlib.contextmanager
