@@ -1,28 +1,35 @@
-// The graphs TorchDynamo captured for a target, as a read-only `compile-lens:` document: the server's
-// "⊞ N graphs captured: show" lens runs SHOW_CAPTURED_GRAPH here (it is in CLIENT_COMMANDS); the
-// document's text is the server's answer to CAPTURED_GRAPH, asked again each time it is opened.
+// What was compiled, as read-only `compile-lens:` documents: the graphs TorchDynamo captured for a
+// target (the server's "⊞ N graphs captured: show" lens runs SHOW_CAPTURED_GRAPH here) and the kernels
+// behind a measured line (its hover links SHOW_KERNELS). Both are in CLIENT_COMMANDS; the text is the
+// server's answer to CAPTURED_GRAPH or KERNELS_AT, asked again each time the document is opened.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { CAPTURED_GRAPH, GRAPH_SCHEME } from './constants';
+import { CAPTURED_GRAPH, GRAPH_SCHEME, KERNELS_AT } from './constants';
 
-/** What a graph document's URI carries: the file it is of and the target. */
+/** What a document's URI carries: the file it is of and the target (its graphs) or a line (its kernels). */
 export interface GraphOf {
   uri: string;
-  target: string;
+  target?: string;
+  line?: number;
 }
 
-/** `compile-lens:/net.py · Net graphs.py?{"uri":…,"target":…}`: a title a tab can show, the rest in the query. */
+/** `compile-lens:/net.py · Net graphs.py?{"uri":…,"target":…}` (or `net.py:14 kernels.txt`): a title a tab can show, the rest in the query. */
 export function graphUri(of: GraphOf): { scheme: string; path: string; query: string } {
   const file = path.posix.basename(vscode.Uri.parse(of.uri).fsPath || of.uri);
-  return { scheme: GRAPH_SCHEME, path: `/${file} · ${of.target} graphs.py`, query: JSON.stringify(of) };
+  const title = of.target !== undefined ? `${file} · ${of.target} graphs.py` : `${file}:${String(of.line)} kernels.txt`;
+  return { scheme: GRAPH_SCHEME, path: `/${title}`, query: JSON.stringify(of) };
 }
 
 export function graphOf(query: string): GraphOf | undefined {
   try {
     const parsed = JSON.parse(query) as Partial<GraphOf>;
-    return typeof parsed.uri === 'string' && typeof parsed.target === 'string'
-      ? { uri: parsed.uri, target: parsed.target }
-      : undefined;
+    if (typeof parsed.uri !== 'string') {
+      return undefined;
+    }
+    if (typeof parsed.target === 'string') {
+      return { uri: parsed.uri, target: parsed.target };
+    }
+    return typeof parsed.line === 'number' ? { uri: parsed.uri, line: parsed.line } : undefined;
   } catch {
     return undefined;
   }
@@ -35,7 +42,9 @@ export async function graphText(of: GraphOf | undefined): Promise<string> {
   }
   let answer: unknown;
   try {
-    answer = await vscode.commands.executeCommand(CAPTURED_GRAPH, of.uri, of.target);
+    answer = of.target !== undefined
+      ? await vscode.commands.executeCommand(CAPTURED_GRAPH, of.uri, of.target)
+      : await vscode.commands.executeCommand(KERNELS_AT, of.uri, of.line);
   } catch (err) {
     return `# Compile Lens: the server could not answer (${String(err)}).\n`;
   }
@@ -53,10 +62,20 @@ export class CapturedGraphs implements vscode.TextDocumentContentProvider {
 
   /** The lens's command: open the target's graphs beside the editor, read-only. */
   async show(uri: unknown, target: unknown): Promise<void> {
-    if (typeof uri !== 'string' || typeof target !== 'string') {
-      return;
+    if (typeof uri === 'string' && typeof target === 'string') {
+      await this.open({ uri, target });
     }
-    const doc = await vscode.workspace.openTextDocument(vscode.Uri.from(graphUri({ uri, target })));
+  }
+
+  /** The line hover's link: the kernels behind a measured line (1-based), read-only. */
+  async showKernels(uri: unknown, line: unknown): Promise<void> {
+    if (typeof uri === 'string' && typeof line === 'number') {
+      await this.open({ uri, line });
+    }
+  }
+
+  private async open(of: GraphOf): Promise<void> {
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.from(graphUri(of)));
     await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true });
   }
 }

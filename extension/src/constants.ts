@@ -15,6 +15,7 @@ export const REPORT_HTML = 'compileLens.reportHtml';
 export const IMPORT_TRACE = 'compileLens.importTrace';
 export const CLEAR_IMPORTED_TRACE = 'compileLens.clearImportedTrace';
 export const CAPTURED_GRAPH = 'compileLens.capturedGraph';
+export const KERNELS_AT = 'compileLens.kernelsAt';
 
 /** Commands this extension registers and runs itself. */
 export const RESTART_SERVER = 'compileLens.restartServer';
@@ -22,6 +23,7 @@ export const SHOW_OUTPUT = 'compileLens.showOutput';
 export const SHOW_REPORT = 'compileLens.showReport';
 export const COMPARE_TORCH = 'compileLens.compareTorch';
 export const SHOW_CAPTURED_GRAPH = 'compileLens.showCapturedGraph';
+export const SHOW_KERNELS = 'compileLens.showKernels';
 
 /** The scheme of the read-only documents of captured graphs (capturedGraph.ts). */
 export const GRAPH_SCHEME = 'compile-lens';
@@ -31,7 +33,7 @@ export const GRAPH_SCHEME = 'compile-lens';
  * `clientCommands` initialization option: only then does the server use them. Other LSP clients
  * get commands the server executes instead.
  */
-export const CLIENT_COMMANDS: readonly string[] = [SHOW_OUTPUT, SHOW_REPORT, SHOW_CAPTURED_GRAPH];
+export const CLIENT_COMMANDS: readonly string[] = [SHOW_OUTPUT, SHOW_REPORT, SHOW_CAPTURED_GRAPH, SHOW_KERNELS];
 
 /** Server commands that act on a file: from the palette they get the active editor's. */
 export const FILE_COMMANDS: ReadonlySet<string> = new Set([ANALYZE_FILE, MEASURE, SAVE_TRACE]);

@@ -12,6 +12,7 @@ import {
   RESTART_SERVER,
   SECTION,
   SHOW_CAPTURED_GRAPH,
+  SHOW_KERNELS,
   SHOW_OUTPUT,
   SHOW_REPORT,
 } from './constants';
@@ -53,6 +54,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(SHOW_REPORT, (uri?: unknown) => report.show(uri)),
     vscode.commands.registerCommand(COMPARE_TORCH, () => compareTorch(() => srv.resolveCommand())),
     vscode.commands.registerCommand(SHOW_CAPTURED_GRAPH, (uri: unknown, target: unknown) => graphs.show(uri, target)),
+    vscode.commands.registerCommand(SHOW_KERNELS, (uri: unknown, line: unknown) => graphs.showKernels(uri, line)),
     vscode.workspace.registerTextDocumentContentProvider(GRAPH_SCHEME, graphs),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration(`${SECTION}.interpreter`)) {

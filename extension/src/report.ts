@@ -4,7 +4,7 @@
 // `{type: 'open', path, line, column}` for a clicked location.
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { REPORT_HTML, REPORT_VIEW_TYPE, SHOW_REPORT } from './constants';
+import { REPORT_HTML, REPORT_VIEW_TYPE, SHOW_KERNELS, SHOW_REPORT } from './constants';
 
 
 export interface OpenLocationMessage {
@@ -152,17 +152,18 @@ export class ReportView implements vscode.Disposable {
 }
 
 /**
- * Hovers from this server are plain Markdown; the card's "Open the compile report" link is a
- * `command:` link, which VS Code follows only in a trusted MarkdownString. Trust is granted for
- * that one command, nothing else.
+ * Hovers from this server are plain Markdown; the card's "Open the compile report" link and a line's
+ * "Show the kernels behind this line" are `command:` links, which VS Code follows only in a trusted
+ * MarkdownString. Trust is granted for those two commands, nothing else.
  */
 export function trustReportLinks(hover: vscode.Hover | null | undefined): vscode.Hover | null | undefined {
   if (!hover) {
     return hover;
   }
   for (const content of hover.contents) {
-    if (content instanceof vscode.MarkdownString && content.value.includes(`command:${SHOW_REPORT}`)) {
-      content.isTrusted = { enabledCommands: [SHOW_REPORT] };
+    const linked = [SHOW_REPORT, SHOW_KERNELS].filter((c) => content instanceof vscode.MarkdownString && content.value.includes(`command:${c}`));
+    if (linked.length && content instanceof vscode.MarkdownString) {
+      content.isTrusted = { enabledCommands: linked };
     }
   }
   return hover;

@@ -3,7 +3,7 @@
 import * as assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import { CapturedGraphs, graphOf, graphUri } from '../src/capturedGraph';
-import { CAPTURED_GRAPH, CLIENT_COMMANDS, GRAPH_SCHEME, SHOW_CAPTURED_GRAPH } from '../src/constants';
+import { CAPTURED_GRAPH, CLIENT_COMMANDS, GRAPH_SCHEME, KERNELS_AT, SHOW_CAPTURED_GRAPH, SHOW_KERNELS } from '../src/constants';
 import * as vscode from './stubs/vscode';
 
 const { stub } = vscode;
@@ -43,7 +43,17 @@ describe('captured graphs', () => {
       '# Compile Lens: the server is not running.\n');
   });
 
-  test('the command is the client\'s own: the server may put it in its lens', () => {
-    assert.ok(CLIENT_COMMANDS.includes(SHOW_CAPTURED_GRAPH));
+  test('the commands are the client\'s own: the server may put them in its lens and hovers', () => {
+    assert.ok(CLIENT_COMMANDS.includes(SHOW_CAPTURED_GRAPH) && CLIENT_COMMANDS.includes(SHOW_KERNELS));
+  });
+
+  test("a line's kernels open from the server's KERNELS_AT answer", async () => {
+    const graphs = new CapturedGraphs();
+    vscode.workspace.registerTextDocumentContentProvider(GRAPH_SCHEME, graphs);
+    vscode.commands.registerCommand(KERNELS_AT, (uri, line) => ({ text: `kernels of ${String(uri)}:${String(line)}\n` }));
+    await graphs.showKernels('file:///work/project/net.py', 14);
+    assert.deepEqual(stub.executed.find((e) => e.command === KERNELS_AT)?.args, ['file:///work/project/net.py', 14]);
+    assert.equal(stub.shown[0].path, '/net.py:14 kernels.txt');
+    assert.deepEqual(graphOf(JSON.stringify({ uri: 'file:///a.py', line: 3 })), { uri: 'file:///a.py', line: 3 });
   });
 });

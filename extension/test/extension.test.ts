@@ -117,7 +117,7 @@ describe('server start and restart', () => {
   test('the commands it runs itself are registered and declared to the server (clientCommands)', async () => {
     await start();
     const declared: string[] = last().clientOptions.initializationOptions.clientCommands;
-    assert.deepEqual(declared, ['compileLens.showOutput', 'compileLens.showReport', 'compileLens.showCapturedGraph']);
+    assert.deepEqual(declared, ['compileLens.showOutput', 'compileLens.showReport', 'compileLens.showCapturedGraph', 'compileLens.showKernels']);
     for (const command of declared) {
       assert.ok(stub.registered.has(command), command);
     }

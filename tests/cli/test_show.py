@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compile_lens.cli.show import _kernels_json, _kernels_text
 from compile_lens.protocol import Benchmark, KernelShare, LineCost, LineRef, TargetResult, Timing
+from compile_lens.render.kernels_text import kernels_json, kernels_text, line_costs_at
 
 MODEL = '''import torch
 from torch import nn
@@ -64,12 +64,10 @@ def test_the_kernels_of_a_line_from_its_line_costs():
                                                KernelShare("cpp_fused_relu_0", "generated", 20.0, 2)],
                         [LineRef(path, 15)])]
     result = TargetResult("Net", "module", 6, benchmark=Benchmark("cpu", "cpu", "default", t, None, {}, None, {}, {}, {}, "x"))
-    from compile_lens.cli.show import _line_cost
-
-    found = _line_cost(result, path, 14)
-    text = _kernels_text(result, path, 14, found)
+    found = line_costs_at(result, path, 14)
+    text = kernels_text(result, path, 14, found)
     assert "forward: eager 80.0 µs → compiled 30.0 µs, fused with net.py:15" in text
     assert "extern    extern_kernels.addmm: 20.0 µs" in text and "cpp_fused_relu_0: 20.0 µs (1/2 of it)" in text
-    assert _kernels_json(found)[1] == {"name": "cpp_fused_relu_0", "kind": "generated", "workload": "forward", "us": 20.0,
+    assert kernels_json(result, found)[1] == {"name": "cpp_fused_relu_0", "kind": "generated", "workload": "forward", "us": 20.0,
                                        "backward": False, "source": None, "lines": [14, 15]}
-    assert "no kernel of `Net`'s measured line costs comes from this line" in _kernels_text(result, path, 3, [])
+    assert "no kernel of `Net`'s measured line costs comes from this line" in kernels_text(result, path, 3, [])

@@ -113,8 +113,8 @@ def test_fused_lines_name_each_other_and_the_kernel_in_the_output_code(profiled)
 def test_the_code_behind_a_fused_line_is_its_kernels_source(profiled):
     """`compile-lens show FILE:LINE`: the generated kernel the line became, its C++ from the output code,
     with the lines fused into it named; extern kernels by name (no source of ours)."""
-    from compile_lens.cli.show import _kernels_json, _kernels_text, _line_cost
     from compile_lens.protocol import Benchmark, TargetResult, Timing
+    from compile_lens.render.kernels_text import kernels_json, kernels_text, line_costs_at
 
     timing = Timing(1.0, 1.0, 1.0, 0.0, 0.0)
     profiled.into(timing)
@@ -124,12 +124,12 @@ def test_the_code_behind_a_fused_line_is_its_kernels_source(profiled):
     result = TargetResult("Lines", "module", 1, benchmark=Benchmark("cpu", "cpu", "default", timing, None, {}, None,
                                                                     {}, {}, {}, "x"))
     relu = line("relu")
-    found = _line_cost(result, str(MODELS), relu)
-    text = _kernels_text(result, str(MODELS), relu, found)
+    found = line_costs_at(result, str(MODELS), relu)
+    text = kernels_text(result, str(MODELS), relu, found)
     [kernel] = [k for _, c in found for k in c.kernels if k.kind == "generated"]
     assert f"── {kernel.name} (generated; also from models.py:" in text
     assert timing.kernel_sources[kernel.name] in text
-    assert [k["source"] for k in _kernels_json(found, timing.kernel_sources) if k["kind"] == "generated"] == [
+    assert [k["source"] for k in kernels_json(result, found) if k["kind"] == "generated"] == [
         timing.kernel_sources[kernel.name]]
 
 

@@ -20,8 +20,8 @@ from typing import Any, Callable, Optional
 
 from ..config import find_root
 from ..jobs.cache import ResultCache
-from ..protocol import LineCost, TargetResult
 from ..render.graph_text import graph_json, graph_text, target_at
+from ..render.kernels_text import kernels_json, kernels_text, line_costs_at
 from ..settings import Settings
 from .check import check
 from .common import open_cache, say, settings_for, write_output
@@ -71,9 +71,9 @@ async def show_document(path: str, line: int, *, graph: bool, settings: Settings
     if graph:
         return ({"target": target.name, "line": target.line, "graph": graph_json(target)},
                 graph_text(target, find_root(path)))
-    found = _line_cost(target, path, line)
-    return ({"target": target.name, "line": line, "kernels": _kernels_json(found, _sources(target)), "graph": None},
-            _kernels_text(target, path, line, found))
+    found = line_costs_at(target, path, line)
+    return ({"target": target.name, "line": line, "kernels": kernels_json(target, found), "graph": None},
+            kernels_text(target, path, line, found))
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -94,56 +94,3 @@ def run_show(args: argparse.Namespace) -> int:
         if cache is not None:
             cache.close()
     return 0 if write_output(args.output, text if args.format == "text" else json.dumps(doc, indent=2)) else 2
-
-
-def _line_cost(target: TargetResult, path: str, line: int) -> list[tuple[str, LineCost]]:
-    """The line's costs in the forward and the train step (the measurement's line tables)."""
-    b = target.benchmark
-    found = []
-    for label, timing in (("forward", b.forward if b else None), ("train step", b.train_step if b else None)):
-        for cost in (timing.lines if timing else []):
-            if cost.line == line and os.path.realpath(cost.path) == os.path.realpath(path):
-                found.append((label, cost))
-    return found
-
-
-def _sources(target: TargetResult) -> dict[str, str]:
-    b = target.benchmark
-    return {**(b.forward.kernel_sources if b else {}), **(b.train_step.kernel_sources if b and b.train_step else {})}
-
-
-def _kernels_json(found: list[tuple[str, LineCost]], sources: Optional[dict[str, str]] = None) -> list[dict[str, Any]]:
-    return [{"name": k.name, "kind": k.kind, "workload": label, "us": k.us, "backward": k.backward,
-             "source": (sources or {}).get(k.name),  # generated kernels' (C++/Triton); None: an extern or fallback op
-             "lines": [cost.line] + [f.line for f in cost.fused_with]}
-            for label, cost in found for k in cost.kernels]
-
-
-def _kernels_text(target: TargetResult, path: str, line: int, found: list[tuple[str, LineCost]]) -> str:
-    where = f"{os.path.basename(path)}:{line}"
-    if target.benchmark is None:
-        return f"{where}: `{target.name}` was not measured: {target.unmeasured or 'no measurement'}"
-    if not found:
-        return (f"{where}: no kernel of `{target.name}`'s measured line costs comes from this line "
-                "(it takes under the profile's resolution, or runs no torch op)")
-    rows = [f"{where} in `{target.name}`: the kernels this line became"]
-    for label, cost in found:
-        fused = ", ".join(f"{os.path.basename(f.path)}:{f.line}" for f in cost.fused_with)
-        rows.append(f"  {label}: eager {cost.eager_us or 0:.1f} µs → compiled "
-                    + (f"{cost.compiled_us:.1f} µs" if cost.compiled_us is not None else "not measured")
-                    + (f", fused with {fused}" if fused else ""))
-        for k in cost.kernels:
-            share = f" (1/{k.lines} of it)" if k.lines > 1 else ""
-            rows.append(f"    {k.kind:<9} {k.name}{' (backward)' if k.backward else ''}: "
-                        + (f"{k.us:.1f} µs{share}" if k.us is not None else "no time (a trace has no profile)"))
-    sources = _sources(target)
-    shown = []
-    for _, cost in found:
-        for k in cost.kernels:
-            if k.name in sources and k.name not in shown:
-                shown.append(k.name)
-                lines = ", ".join(f"{os.path.basename(r.path)}:{r.line}" for r in cost.fused_with)
-                rows += ["", f"── {k.name} (generated{'; also from ' + lines if lines else ''}) ──", sources[k.name]]
-    if not shown and any(k.kind == "generated" for _, cost in found for k in cost.kernels):
-        rows.append("  (no generated source kept with this measurement: measure the file again)")
-    return "\n".join(rows)

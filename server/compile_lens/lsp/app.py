@@ -18,6 +18,7 @@ from .features import (
     diagnostics,  # lints + trace results, published on the scheduler's events
     hover,  # the target's card
     inlay_hints,  # the speedup after each torch.compile(...) call
+    kernels,  # compileLens.kernelsAt: the code behind a measured line, linked from its hover
     levers,  # compileLens.tryLevers: the levers phase of one target, on its "Try levers" lens
     lifecycle,  # initialize, settings, workspace folders, shutdown, the client watch
     report,  # compileLens.reportHtml: the compile report webview
@@ -28,7 +29,7 @@ from .features import (
 from .state import CompileLensServer
 
 FEATURES = (lifecycle, text_sync, diagnostics, code_lens, inlay_hints, hover, code_actions, commands, report,
-            torch_trace, trace_import, levers, captured_graph)
+            torch_trace, trace_import, levers, captured_graph, kernels)
 
 server = CompileLensServer()
 for feature in FEATURES:

@@ -14,6 +14,7 @@ from ...render import cards, line_costs, parts
 from ...render.levers_text import specialised_here
 from ..state import SHOW_REPORT, CompileLensServer
 from ..trial_feed import hover_line
+from . import kernels
 from .levers import hover_lines
 
 
@@ -60,6 +61,8 @@ def _line_hover(ls: CompileLensServer, state: Any, line: int) -> Optional[lsp.Ho
         return None
     found = line_costs.line_at(state.benchmarks, state.path, line)
     parts = [line_costs.hover_markdown(*found)] if found is not None else []
+    if found is not None and kernels.link(ls, state.uri, line):
+        parts.append(kernels.link(ls, state.uri, line))
     parts += specialised_here(list(state.traced.values()), state.path, line)
     if not parts:
         return None
