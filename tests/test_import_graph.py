@@ -133,6 +133,22 @@ def test_modules_are_small():
     assert long == []
 
 
+CODE = (".py", ".ts", ".mjs", ".js", ".sh")
+
+
+def test_every_code_file_is_small():
+    """The same floor for the tests, the scripts, the extension and the e2e driver: every tracked code
+    file (test data and fixtures aside, which are written as users write code)."""
+    repo = PACKAGE.parents[1]
+    listed = subprocess.run(["git", "ls-files"], cwd=repo, capture_output=True, text=True)
+    tracked = listed.stdout.split() if listed.returncode == 0 else [  # not a git checkout: the tree, less what is built
+        str(p.relative_to(repo)) for p in repo.rglob("*") if not set(p.relative_to(repo).parts[:1]) &
+        {".venv", "node_modules", "build", "dist", "bundled", ".git"} and "extension/out" not in str(p)]
+    long = [f for f in tracked if f.endswith(CODE) and not f.startswith(("tests/fixtures/", "tests/data/"))
+            and (repo / f).is_file() and len((repo / f).read_text(encoding="utf-8").splitlines()) > MAX_LINES]
+    assert long == []
+
+
 def floor_of(module: str) -> int:
     """The floor of `compile_lens.x.y` by its first part (`compile_lens` alone: the package's __init__)."""
     name = module.split(".")[1] if "." in module else module
