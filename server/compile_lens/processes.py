@@ -171,8 +171,9 @@ class OthersCPU:
                 found[pid] = _own_cpu_s_of(proc.cpu_times())
         return found
 
-    def use(self) -> Optional[CpuUse]:
-        """Since `start()`: others' and our own processes' CPU, and after a full start the busiest by name."""
+    def use(self, top_n: int = TOP_N) -> Optional[CpuUse]:
+        """Since `start()`: others' and our own processes' CPU, and after a full start the `top_n`
+        busiest by name."""
         wall = time.perf_counter() - self._t0
         if wall <= 0:
             return None
@@ -186,17 +187,18 @@ class OthersCPU:
                       for pid, p in snap1.items()}
             ours = sum(max(0.0, deltas[pid]) for pid in ours1 if pid in deltas and pid != self._me.pid)
             own = {pid: p.self_s - (self._snap0[pid].self_s if pid in self._snap0 else 0.0) for pid, p in snap1.items()}
-            top = self._top(snap1, own, ours1, wall)
+            top = self._top(snap1, own, ours1, wall, top_n)
         else:
             now = self._read_ours()
             ours = sum(max(0.0, now[pid] - self._ours0.get(pid, 0.0)) for pid in now if pid != self._me.pid)
         others = machine - me - ours
         return CpuUse(max(0.0, 100.0 * others / wall), max(0.0, 100.0 * ours / wall), top)
 
-    def _top(self, snap: dict[int, _Proc], deltas: dict[int, float], ours: set[int], wall: float) -> list[dict[str, Any]]:
+    def _top(self, snap: dict[int, _Proc], deltas: dict[int, float], ours: set[int], wall: float,
+             top_n: int) -> list[dict[str, Any]]:
         busiest = sorted((pid for pid in deltas if pid != self._me.pid), key=lambda pid: -deltas[pid])
         top = []
-        for pid in busiest[:TOP_N]:
+        for pid in busiest[:top_n]:
             pct = 100.0 * deltas[pid] / wall
             if pct < TOP_MIN_PERCENT:
                 break
