@@ -126,7 +126,7 @@ def test_timings_are_plausible(measured):
         # its interval (timing_of), and then other processes were seen on our cores
         assert not t.conclusive or by_interval
         if by_interval and not t.conclusive:
-            assert b.contention.get("other_cpu_percent", 0) > 0
+            assert b.contention.get("other_cpu_percent", 0) + b.contention.get("own_cpu_percent", 0) > 0
         assert t.eager_iqr_ms >= 0 and t.compiled_iqr_ms >= 0
         assert t.eager_ms < 1000 and t.compiled_ms < 1000  # a tiny model: well under a second
 
