@@ -58,7 +58,7 @@ def _is_compile_lens(proc: psutil.Process) -> bool:
     except psutil.Error:
         return False
     return any(os.path.basename(w) == "compile-lens" or w == "compile_lens" or w.startswith("compile_lens.")
-               for w in words[:4])
+               for w in words[:6])  # `python -X dev -m compile_lens`: the module comes late
 
 
 def our_root(me: Optional[psutil.Process] = None) -> int:

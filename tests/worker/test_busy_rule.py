@@ -200,3 +200,26 @@ def test_a_reading_from_before_the_rule_is_judged_as_it_was():
     words = busy_rule.busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2, "gpu_other_processes": 1})
     assert words == "machine busy: other processes used 60% CPU during timing (2 CPUs) and 1 other process used the GPU"
     assert busy_rule.busy_words({"busy": False, "other_cpu_percent": 900.0, "cpus": 16, "threads": 16}) is None
+
+
+PARENT = """
+import json, os, subprocess, sys
+sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+seen = subprocess.run([sys.executable, "-c", "import json; from compile_lens.processes import our_root, our_pids; "
+                       "print(json.dumps([our_root(), sorted(our_pids())]))"], capture_output=True, text=True).stdout
+sibling.kill()
+print(json.dumps({"me": os.getpid(), "sibling": sibling.pid, "seen": json.loads(seen)}))
+"""
+
+
+@pytest.mark.parametrize("marker", ["compile_lens", "elsewhere"])
+def test_the_compile_lens_parent_and_its_other_children_are_ours(marker):
+    """A process started by compile-lens's CLI or server (`python -m compile_lens`: the marker in its
+    command line) counts that parent and its other workers as ours; started by anything else, not."""
+    env = {**os.environ, "PYTHONPATH": str(SERVER)}
+    out = subprocess.run([sys.executable, "-c", PARENT, marker], capture_output=True, text=True, env=env,
+                         check=True, timeout=60).stdout
+    found = json.loads(out)
+    root, pids = found["seen"]
+    ours = marker == "compile_lens"
+    assert (root == found["me"]) is ours and (found["sibling"] in pids) is ours, found
