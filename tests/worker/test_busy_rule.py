@@ -223,3 +223,22 @@ def test_the_compile_lens_parent_and_its_other_children_are_ours(marker):
     root, pids = found["seen"]
     ours = marker == "compile_lens"
     assert (root == found["me"]) is ours and (found["sibling"] in pids) is ours, found
+
+
+def test_the_report_line_says_what_the_rule_read_and_could_not(monkeypatch):
+    """The report's timing line from a real CUDA-rule reading on this machine (no NVML: said)."""
+    from types import SimpleNamespace
+
+    from compile_lens.render.cards import contention_line
+
+    monkeypatch.delenv("COMPILE_LENS_GPU_READINGS", raising=False)
+    monkeypatch.setattr(busy_rule, "_READER", None)
+    watch = busy_rule.Contention("cuda")
+    time.sleep(0.3)
+    seen = watch.report()
+    line = contention_line(SimpleNamespace(train_step=None, forward=SimpleNamespace(rounds=12), contention=seen))
+    assert line.startswith("12 paired rounds; other processes used") and "% CPU meanwhile" in line
+    if seen["gpu_other_processes"] is None:
+        assert "not read: other processes on the GPU (" in line, line
+    if seen.get("launch_wait_percent") is not None:
+        assert "the launching thread waited for a core" in line

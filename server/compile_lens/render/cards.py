@@ -67,7 +67,7 @@ def contention_line(b: Benchmark) -> str:
         named = top_words(c.get("top") or [], ours=False)
         parts.append(f"other processes used {pct:.0f}% CPU meanwhile ({c.get('cpus', '?')} CPUs)"
                      + (f": {named}" if named else ""))
-    if c.get("own_cpu_percent"):
+    if (c.get("own_cpu_percent") or 0) >= 1:
         named = top_words(c.get("top") or [], ours=True)
         parts.append(f"our own processes used {c['own_cpu_percent']:.0f}%" + (f": {named}" if named else ""))
     if c.get("rule") == "cuda" and c.get("launch_wait_percent") is not None:
