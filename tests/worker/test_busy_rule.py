@@ -242,3 +242,28 @@ def test_the_report_line_says_what_the_rule_read_and_could_not(monkeypatch):
         assert "not read: other processes on the GPU (" in line, line
     if seen.get("launch_wait_percent") is not None:
         assert "the launching thread waited for a core" in line
+
+
+def test_inductors_compile_pool_is_ours_and_settles():
+    """Inductor's compile workers (started as a compile on a GPU starts them: `warm_pool`; a small CPU
+    compile here compiles inline) are our own processes, and `settle` leaves them ready and quiet."""
+    from torch._inductor.async_compile import (
+        AsyncCompile,
+        get_compile_threads,
+        shutdown_compile_workers,
+    )
+
+    if get_compile_threads() <= 1:
+        pytest.skip("one compile thread here: Inductor starts no pool")
+    AsyncCompile.warm_pool()
+    try:
+        busy_rule.settle(max_s=60.0)
+        workers = [p.pid for p in psutil.Process().children(recursive=True)]
+        assert len(workers) > get_compile_threads(), workers  # the sidecar and its workers, ready
+        assert set(workers) <= our_pids()
+        watch = OthersCPU()
+        time.sleep(0.3)
+        use = watch.use(top_n=50)
+        assert not any(t["pid"] in workers and not t["ours"] for t in use.top), use.top
+    finally:
+        shutdown_compile_workers()

@@ -67,10 +67,11 @@ def gpu_others() -> tuple[Optional[list[dict[str, Any]]], str]:
     except Exception as exc:  # noqa: BLE001 - NVMLError_*: unknown this time, not a failed measurement
         return None, f"NVML did not answer ({type(exc).__name__})"
     device = measured_device(os.environ.get("CUDA_VISIBLE_DEVICES"))
-    mine = own_pids()
     for gpu in readings:
         if gpu.index == device or gpu.uuid == device:
-            return [{"pid": p.pid, "name": p.label} for p in gpu.processes if p.pid not in mine], ""
+            held = [p for p in gpu.processes if p.pid != os.getpid()]
+            mine = own_pids() if held else set()  # a pass over the process table only when someone else holds it
+            return [{"pid": p.pid, "name": p.label} for p in held if p.pid not in mine], ""
     return [], ""
 
 
@@ -181,8 +182,9 @@ def settle(max_s: float = SETTLE_MAX_S) -> float:
     mod = sys.modules.get("torch._inductor.async_compile")
     pool = getattr(getattr(mod, "AsyncCompile", None), "process_pool", None)
     info = getattr(pool, "cache_info", None)
-    if info is not None and info().currsize:  # a pool exists: its workers may still be starting
-        try:
+    quiesced = info is not None and info().currsize and getattr(pool(), "quiesce_waitcounter", None) is not None
+    if info is not None and info().currsize and not quiesced:  # its workers may still be starting (a quiesced
+        try:  # pool has none running: waiting for it would start them)
             mod.AsyncCompile.wait_pool_ready(timeout=max_s)  # type: ignore[union-attr]
         except Exception:  # noqa: BLE001 - a pool that failed to start is Inductor's business, not the timing's
             pass
@@ -210,7 +212,3 @@ def busy_words(contention: dict[str, Any]) -> Optional[str]:
     if gpu:
         words.append(f"{gpu} other process{'es' if gpu != 1 else ''} used the GPU")
     return ("machine busy: " + " and ".join(words)) if words else None
-
-
-def is_busy(contention: dict[str, Any]) -> bool:
-    return busy_words(contention) is not None
