@@ -172,6 +172,12 @@ PROGRAMS: dict[str, str] = {
 }
 
 
+# Real-shaped programs (module-level numpy/logging, helpers, dataclass configs, a nested package of
+# the project's own): scripts/first_break_programs/, its `mylib/` copied beside them.
+REAL_SHAPED = REPO / "scripts" / "first_break_programs"
+PROGRAMS.update({p.name: p.read_text() for p in sorted(REAL_SHAPED.glob("rs_*.py"))})
+
+
 # The floor: one warm process that imports each program once and times explain on request.
 FLOOR = r'''
 import json, os, sys, time
@@ -332,6 +338,7 @@ async def run(rounds: int, names: list[str], keep_open: bool = False, measure: b
     work = Path(tempfile.mkdtemp(prefix="compile-lens-first-break-"))
     root = work / "programs"
     root.mkdir()
+    shutil.copytree(REAL_SHAPED / "mylib", root / "mylib")
     for name in names:
         (root / name).write_text(PROGRAMS[name])
     floor = Floor(root)
@@ -449,6 +456,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="opens of each program (after one warm-up)")
     parser.add_argument("--programs", nargs="*", choices=sorted(PROGRAMS), help="a subset (default: all)")
+    parser.add_argument("--real-shaped", action="store_true", help="the real-shaped programs only (rs_*.py)")
     parser.add_argument("--json", type=Path, default=RESULT, help="the previous run to compare with; this run replaces it")
     parser.add_argument("--keep", action="store_true", help="compare, but leave the stored run as it is")
     parser.add_argument("--keep-open", action="store_true",
@@ -457,7 +465,8 @@ def main() -> None:
                         help="with --keep-open: measurements on save on (the setting's default), beside the next opens too")
     args = parser.parse_args()
     previous = json.loads(args.json.read_text()) if args.json.exists() else None
-    raw = asyncio.run(run(args.rounds, args.programs or list(PROGRAMS), args.keep_open, args.measure))
+    names = args.programs or [n for n in PROGRAMS if n.startswith("rs_") or not args.real_shaped]
+    raw = asyncio.run(run(args.rounds, names, args.keep_open, args.measure))
     found = figures(raw)
     print(report(found, previous))
     if not args.keep:

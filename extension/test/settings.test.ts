@@ -20,6 +20,7 @@ describe('settings mapping', () => {
       'benchmark.onSave',
       'benchmark.mode',
       'benchmark.maxSeconds',
+      'benchmark.precision',
       'gpuBusyThreshold',
     ]) {
       assert.ok(keys.includes(key), key);
@@ -35,6 +36,7 @@ describe('settings mapping', () => {
       'benchmark.onSave': true,
       'benchmark.mode': 'default',
       'benchmark.maxSeconds': 60,
+      'benchmark.precision': 'auto', // as a recorded run used, else torch's defaults
       'lineCosts.inlayHints': true, // hints on the costly lines after a measurement
       remoteCache: null, // the team's Redis: unset, the environment's (if it turns one on)
       gpuBusyThreshold: 50, // background measurements wait above 50 % GPU use by others

@@ -10,6 +10,7 @@ target = "models/net.py:Net"        # relative to this pyproject.toml
 init = "Net(hidden=64)"
 inputs = "(torch.randn(8, 16),)"
 variants = ["(torch.randn(3, 16),)"]
+precision = "bf16-autocast"         # optional: this target's (benchmark.precision is every target's)
 ```
 
 The file used is the nearest `pyproject.toml` at or above the analysed file (up to the workspace
@@ -27,10 +28,10 @@ from functools import lru_cache
 from typing import Any, Optional
 
 from .protocol import InputRecipe, Problem
-from .settings import Settings
+from .settings import PRECISIONS, Settings
 
 TABLE = "tool.compile-lens"
-TARGET_KEYS = ("target", "init", "inputs", "variants")
+TARGET_KEYS = ("target", "init", "inputs", "variants", "precision")
 NO_TOML = ("pyproject.toml has [tool.compile-lens] but this Python cannot read TOML: "
            "use Python 3.11 or newer, or `pip install tomli` in the interpreter Compile Lens runs on")
 
@@ -45,6 +46,7 @@ class ConfigTarget:
     inputs: Optional[str] = None
     variants: list[str] = field(default_factory=list)
     line: int = 1  # the entry's line in pyproject.toml
+    precision: Optional[str] = None  # what this target is measured in (`discovery/precision.py`)
 
 
 @dataclass
@@ -283,7 +285,13 @@ def _read_target(config: ProjectConfig, entry: dict, index: int, lines: _KeyLine
                                         lines.target_line(index, "variants")))
         return
     target.variants = [v.strip() for v in variants]
-    if target.inputs is None and target.init is None and not target.variants:
+    precision = entry.get("precision")
+    if precision is not None and precision not in PRECISIONS[1:]:
+        config.problems.append(_problem(config, f"`precision` of `{spec}` must be one of {', '.join(PRECISIONS[1:])}",
+                                        lines.target_line(index, "precision")))
+        return
+    target.precision = precision
+    if target.inputs is None and target.init is None and not target.variants and target.precision is None:
         config.problems.append(_problem(config, f"the entry for `{spec}` gives no `inputs`, `init` or `variants`", where))
         return
     if any(t.path == target.path and t.name == target.name for t in config.targets):

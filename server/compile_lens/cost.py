@@ -23,7 +23,7 @@ No figure comes from an inconclusive speedup; no money figure without a price.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 DAYS_PER_MONTH = 30.0
@@ -100,22 +100,38 @@ class CostInputs:
                                            self.runs_per_month, self.migration_days))
 
 
+@dataclass
+class Bill:
+    """What the team's figures and the measured step times come to: each figure None when its inputs
+    are missing; `lines` say what was left out and why (the text every view shows)."""
+
+    inputs: CostInputs
+    eager_hours_per_month: Optional[float] = None
+    compiled_hours_per_month: Optional[float] = None  # the compile at every start included, where runs per month are set
+    compile_hours_per_month: Optional[float] = None
+    gpu_hours_saved_per_month: Optional[float] = None  # negative: compiled costs more
+    money_saved_per_month: Optional[float] = None
+    compile_cost_per_restart: Optional[float] = None
+    compile_gpu_hours_per_restart: Optional[float] = None
+    compile_source: Optional[str] = None  # which run's compile time (`COMPILE_SOURCES`)
+    migration_cost: Optional[float] = None
+    payback_months: Optional[float] = None
+    lines: list[str] = field(default_factory=list)
+    device: Optional[str] = None  # where the step times were measured ("cuda", "cpu"; None: not said)
+
+
 def gpu_bill(inputs: CostInputs, *, eager_step_s: Optional[float], compiled_step_s: Optional[float],
-             verdict: Optional[str], compile_s: Optional[float], compile_from: Optional[str] = None) -> dict:
+             verdict: Optional[str], compile_s: Optional[float], compile_from: Optional[str] = None) -> Bill:
     """The figures, each None when its inputs are missing, and `lines` that say what was left out and why."""
-    out: dict = {"inputs": asdict(inputs), "eager_hours_per_month": None, "compiled_hours_per_month": None,
-                 "compile_hours_per_month": None, "gpu_hours_saved_per_month": None, "money_saved_per_month": None,
-                 "compile_cost_per_restart": None, "compile_gpu_hours_per_restart": None,
-                 "compile_source": compile_from if compile_s is not None else None,
-                 "migration_cost": None, "payback_months": None, "lines": []}
-    lines = out["lines"]
+    out = Bill(inputs, compile_source=compile_from if compile_s is not None else None)
+    lines = out.lines
     price, gpus = inputs.price_per_gpu_hour, max(1, int(inputs.gpus))
     if compile_s is not None:
-        out["compile_gpu_hours_per_restart"] = compile_s / 3600 * gpus
+        out.compile_gpu_hours_per_restart = compile_s / 3600 * gpus
         if price is not None:
-            out["compile_cost_per_restart"] = out["compile_gpu_hours_per_restart"] * price
+            out.compile_cost_per_restart = out.compile_gpu_hours_per_restart * price
     if inputs.migration_days is not None and inputs.day_rate is not None:
-        out["migration_cost"] = inputs.migration_days * inputs.day_rate
+        out.migration_cost = inputs.migration_days * inputs.day_rate
     if eager_step_s is None or compiled_step_s is None or verdict not in ("faster", "slower"):
         lines.append("GPU bill: no figure: the measured speedup is " + (verdict or "missing")
                      + " (more steps, or a quieter machine, may settle it)")
@@ -128,30 +144,29 @@ def gpu_bill(inputs: CostInputs, *, eager_step_s: Optional[float], compiled_step
         return out
     compiled_hours = hours * compiled_step_s / eager_step_s
     if compile_s is not None and inputs.runs_per_month is not None:
-        out["compile_hours_per_month"] = compile_s * (1 + inputs.restarts_per_run) * inputs.runs_per_month / 3600
-        compiled_hours += out["compile_hours_per_month"]
+        out.compile_hours_per_month = compile_s * (1 + inputs.restarts_per_run) * inputs.runs_per_month / 3600
+        compiled_hours += out.compile_hours_per_month
     elif compile_s is not None:
         lines.append("GPU bill: compile time at each start is not counted in the month: set runs per month")
     saved = (hours - compiled_hours) * gpus
-    out.update({"eager_hours_per_month": hours, "compiled_hours_per_month": compiled_hours,
-                "gpu_hours_saved_per_month": saved})
+    out.eager_hours_per_month, out.compiled_hours_per_month, out.gpu_hours_saved_per_month = hours, compiled_hours, saved
     what = "saved" if saved >= 0 else "added"
     text = f"GPU bill: {abs(saved):.1f} GPU-hours {what} per month ({hours:.1f} h eager vs {compiled_hours:.1f} h compiled × {gpus} GPUs)"
     if price is None:
         lines.append(text + "; set a GPU price per hour for money figures")
         return out
     money = saved * price
-    out["money_saved_per_month"] = money
+    out.money_saved_per_month = money
     lines.append(text + f" = {abs(money):,.2f} {what} per month")
-    if out["compile_cost_per_restart"] is not None:
+    if out.compile_cost_per_restart is not None:
         source = f" ({COMPILE_SOURCES[compile_from]})" if compile_from in COMPILE_SOURCES else ""
         lines.append(f"GPU bill: each start compiles for {compile_s:.1f} s{source} on {gpus} GPUs = "
-                     f"{out['compile_cost_per_restart']:,.2f}")
-    if out["migration_cost"] is not None:
+                     f"{out.compile_cost_per_restart:,.2f}")
+    if out.migration_cost is not None:
         if money > 0:
-            out["payback_months"] = out["migration_cost"] / money
-            lines.append(f"GPU bill: the migration ({out['migration_cost']:,.2f}) pays back in "
-                         f"{out['payback_months']:.2f} months ({out['payback_months'] * DAYS_PER_MONTH:.0f} days)")
+            out.payback_months = out.migration_cost / money
+            lines.append(f"GPU bill: the migration ({out.migration_cost:,.2f}) pays back in "
+                         f"{out.payback_months:.2f} months ({out.payback_months * DAYS_PER_MONTH:.0f} days)")
         else:
             lines.append("GPU bill: the migration does not pay back: compiled costs more per month")
     return out

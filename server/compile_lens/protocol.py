@@ -79,6 +79,11 @@ class TargetSpec:
     # a class whose base the source alone cannot place (`GradientCheckpointingLayer`, a class
     # imported from another file): the worker checks `issubclass(obj, nn.Module)` and drops it if not
     maybe_module: bool = False
+    # what the measurement runs in (`discovery/precision.py`): "fp32" | "tf32" | "bf16-autocast" |
+    # "fp16-autocast", and where that came from: "directive" | "setting" | "pyproject" | "recorded";
+    # "" for both: torch's defaults
+    precision: str = ""
+    precision_source: str = ""
 
 
 @dataclass
@@ -216,6 +221,11 @@ class Timing:
     profile_us: dict[str, Optional[float]] = field(default_factory=dict)
     lines_note: Optional[str] = None  # None: measured; else "not measurable: <why>" (or not run)
     compiled_lines_note: Optional[str] = None  # the compiled column alone: "not on this torch (...)"
+    # CUDA: the share of the compiled call the GPU sat idle (timed call − device-busy time); None on CPU
+    gpu_idle_share: Optional[float] = None
+    # why the line table is no finding ("machine busy while profiling: …", a profile total more than
+    # 25% off its timed call): renderers show no per-line eager→compiled ratio then; None: a finding
+    lines_caveat: Optional[str] = None
 
 
 @dataclass
@@ -249,6 +259,16 @@ class AccuracyDrift:
     max_rel: Optional[float]
     inputs_max_abs: Optional[float]
     of: str  # "output" | "grad", as `max_abs_error`'s keys
+
+
+@dataclass
+class Precision:
+    """What a measurement ran in (`worker/measure/precision.py`): named beside every figure."""
+
+    value: str = "fp32"  # "fp32" | "tf32" | "bf16-autocast" | "fp16-autocast": what the figures are
+    source: str = "default"  # "setting" | "directive" | "pyproject" | "recorded" | "default"
+    detail: str = ""  # what it meant on this device ("matmul TF32 off, cuDNN convolutions TF32 on")
+    asked: str = ""  # what was asked, when this device could not run it (then `value` is what ran)
 
 
 @dataclass
@@ -288,6 +308,7 @@ class Benchmark:
     unmeasured: dict[str, str] = field(default_factory=dict)
     compile_time: Optional[CompileTime] = None  # the cold compile, frame by frame
     accuracy_drift: Optional[AccuracyDrift] = None  # where a difference beyond tolerance first appears (None: none found)
+    precision: Optional[Precision] = None  # autocast / TF32 the figures ran under (None: measured before it was named)
 
 
 @dataclass

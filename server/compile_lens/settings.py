@@ -16,6 +16,7 @@ _KEYS = {
     "benchmark.onSave": "benchmark_on_save",
     "benchmark.mode": "mode",
     "benchmark.maxSeconds": "max_seconds",
+    "benchmark.precision": "precision",
     "gpuBusyThreshold": "gpu_busy_threshold",
     "remoteCache": "remote_cache",
     "lineCosts.inlayHints": "line_hints",
@@ -27,6 +28,8 @@ _BILL_WORDS = {f.cost: f.words for f in BILL_FIELDS}
 _OPTIONAL = {"memory_limit_mb": int} | {f.cost: f.kind for f in BILL_FIELDS if f.optional} | {"remote_cache": str}
 DEVICES = ("auto", "cpu", "cuda")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# autocast / TF32 the measurement runs in (`discovery/precision.py`); "auto": as recorded, else torch's defaults
+PRECISIONS = ("auto", "fp32", "tf32", "bf16-autocast", "fp16-autocast")
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Settings(CostInputs):
     benchmark_on_save: bool = True
     mode: str = "default"
     max_seconds: float = 60.0
+    precision: str = "auto"
     # percent: background measurements wait while others use the GPU above it (gpu/); a training run
     # keeps a GPU at 80-100 %, an idle notebook at 0
     gpu_busy_threshold: float = 50.0
@@ -75,6 +79,7 @@ class Settings(CostInputs):
                     continue
             lowest_ok = name in ("restarts_per_run", "gpu_busy_threshold") and value == 0
             if (name == "device" and value not in DEVICES) or (name == "mode" and value not in MODES) or (
+                    name == "precision" and value not in PRECISIONS) or (
                     name == "gpu_busy_threshold" and value > 100) or (
                     isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0 and not lowest_ok):
                 problems.append(f"setting {key}={given!r} " + (f"must be {_BILL_WORDS[name]}; it is not used"

@@ -269,27 +269,27 @@ def test_the_bill_by_hand():
                         restarts_per_run=1, migration_days=10, day_rate=800)
     bill = gpu_bill(inputs, eager_step_s=1.0, compiled_step_s=0.6, verdict="faster", compile_s=90)
     # eager: 2000 * 500 * 1.0 s = 1,000,000 s = 277.78 h; compiled: 166.67 h + 90 s * 2 * 500 = 25 h
-    assert bill["eager_hours_per_month"] == pytest.approx(277.7778, rel=1e-6)
-    assert bill["compile_hours_per_month"] == pytest.approx(25.0)
-    assert bill["compiled_hours_per_month"] == pytest.approx(166.6667 + 25.0, rel=1e-6)
-    assert bill["gpu_hours_saved_per_month"] == pytest.approx(86.1111 * 8, rel=1e-5)  # 688.89
-    assert bill["money_saved_per_month"] == pytest.approx(2066.667, rel=1e-5)
-    assert bill["compile_cost_per_restart"] == pytest.approx(90 / 3600 * 8 * 3.0)  # 0.60
-    assert bill["migration_cost"] == 8000
-    assert bill["payback_months"] == pytest.approx(8000 / 2066.667, rel=1e-5)  # 3.87 months
+    assert bill.eager_hours_per_month == pytest.approx(277.7778, rel=1e-6)
+    assert bill.compile_hours_per_month == pytest.approx(25.0)
+    assert bill.compiled_hours_per_month == pytest.approx(166.6667 + 25.0, rel=1e-6)
+    assert bill.gpu_hours_saved_per_month == pytest.approx(86.1111 * 8, rel=1e-5)  # 688.89
+    assert bill.money_saved_per_month == pytest.approx(2066.667, rel=1e-5)
+    assert bill.compile_cost_per_restart == pytest.approx(90 / 3600 * 8 * 3.0)  # 0.60
+    assert bill.migration_cost == 8000
+    assert bill.payback_months == pytest.approx(8000 / 2066.667, rel=1e-5)  # 3.87 months
 
 
 def test_no_money_without_a_price_or_from_an_inconclusive_speedup():
     unpriced = gpu_bill(CostInputs(hours_per_month=100), eager_step_s=1.0, compiled_step_s=0.5,
                         verdict="faster", compile_s=None)
-    assert unpriced["gpu_hours_saved_per_month"] == pytest.approx(50)
-    assert unpriced["money_saved_per_month"] is None and "set a GPU price" in unpriced["lines"][-1]
+    assert unpriced.gpu_hours_saved_per_month == pytest.approx(50)
+    assert unpriced.money_saved_per_month is None and "set a GPU price" in unpriced.lines[-1]
     unsure = gpu_bill(CostInputs(price_per_gpu_hour=2.0, hours_per_month=100), eager_step_s=1.0,
                       compiled_step_s=0.5, verdict="inconclusive", compile_s=10)
-    assert unsure["gpu_hours_saved_per_month"] is None and unsure["money_saved_per_month"] is None
+    assert unsure.gpu_hours_saved_per_month is None and unsure.money_saved_per_month is None
     slower = gpu_bill(CostInputs(price_per_gpu_hour=2.0, hours_per_month=100, migration_days=5, day_rate=1000),
                       eager_step_s=1.0, compiled_step_s=1.25, verdict="slower", compile_s=None)
-    assert slower["money_saved_per_month"] == pytest.approx(-50) and slower["payback_months"] is None
+    assert slower.money_saved_per_month == pytest.approx(-50) and slower.payback_months is None
 
 
 def test_payback_measured_and_projected():
@@ -394,7 +394,7 @@ def test_the_report_has_the_trial_section(trained):
         assert "Cumulative wall time over the run" in section and "per month" not in section
     else:
         assert f"{wall['ratio']:.2f}× per step" in section and "Cumulative GPU cost over a month" in section
-        assert f"{abs(bill['money_saved_per_month']):,.2f}" in section
+        assert f"{abs(bill.money_saved_per_month):,.2f}" in section
 
 
 @pytest.mark.slow
@@ -434,7 +434,7 @@ async def test_the_hover_card_of_the_trained_model_shows_the_run(trained):
     else:
         assert f"**{wall['ratio']:.2f}×** per step" in line
         assert (f"pays back after {paid['step']:,} steps" if paid["step"] is not None else "does not pay back") in line
-        assert f"; {money(abs(bill['money_saved_per_month']))} " in line and "per month" in line
+        assert f"; {money(abs(bill.money_saved_per_month))} " in line and "per month" in line
     assert "losses match" in line
 
 
@@ -447,7 +447,7 @@ def test_the_month_chart_of_the_issues_example():
     # pay back within the month": 5,000 h x 8 GPUs x 2.50 = 100,000; 10 days x 1,000 = 10,000
     inputs = CostInputs(price_per_gpu_hour=2.5, gpus=8, hours_per_month=5000, migration_days=10, day_rate=1000)
     bill = gpu_bill(inputs, eager_step_s=1.0, compiled_step_s=0.6, verdict="faster", compile_s=None)
-    assert bill["money_saved_per_month"] == pytest.approx(40000) and bill["payback_months"] == pytest.approx(0.25)
+    assert bill.money_saved_per_month == pytest.approx(40000) and bill.payback_months == pytest.approx(0.25)
     svg = report_trial.money_chart(bill)
     assert "pays back: day 8" in svg and "100,000" in svg  # 0.25 months = day 7.5; the 100k axis tick
     (e0, e1), (c0, c1) = _points(svg)
@@ -475,7 +475,7 @@ def test_a_conclusive_trial_in_the_hover_line_and_the_report_section():
     trial = TrialRecord(command="python train.py", at="2026-01-01T00:00:00Z", targets=["train.py:Net"], figures=figures)
     priced = summary.bill(figures, CostInputs(price_per_gpu_hour=2.0, hours_per_month=100))
     # 100 h eager -> 50 h compiled = 50 GPU-hours x 2.00 = 100 saved a month
-    assert priced["money_saved_per_month"] == pytest.approx(100)
+    assert priced.money_saved_per_month == pytest.approx(100)
     line = view_trial_line(trial, priced)
     assert "**2.00×** per step, pays back after 9 steps; losses match; 100 saved per month" in line
     unpriced = view_trial_line(trial, summary.bill(figures, CostInputs()))

@@ -27,7 +27,7 @@ except ImportError:
     sys.path.insert(0, str(SERVER))
 
 from compile_lens.worker.loader import import_file  # noqa: E402
-from compile_lens.worker.measure import line_costs, provenance  # noqa: E402
+from compile_lens.worker.measure import line_costs, line_windows, provenance  # noqa: E402
 from compile_lens.worker.measure.dynamo_watch import _clear_in_memory_caches  # noqa: E402
 
 MODELS = FIXTURES / "line_costs" / "models.py"
@@ -170,21 +170,23 @@ def test_lines_come_from_this_compile_not_a_cached_one(profiled, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def trained(one_thread):
-    """The train step (forward, loss, backward, SGD step) of `Lines`, profiled once for the tests below."""
+def trained(one_thread, tmp_path_factory):
+    """The train step (forward, loss, backward, SGD step) of `Lines`, profiled once for the tests below, as
+    the benchmark does it: the timed compile, its provenance caught as it compiled (`reading_timed_compiles`)."""
+    from compile_lens.worker.measure.cold_compile import inductor_cache
     from compile_lens.worker.measure.workload import Model
 
     torch.manual_seed(0)
     model = import_file(str(MODELS), ROOT).Lines().to(DEVICE)
     x = torch.randn(256, 1024, device=DEVICE)
     eager = Model(model, model, (x,), False)
-
-    def make():
+    with inductor_cache(str(tmp_path_factory.mktemp("inductor"))), line_costs.reading_timed_compiles():
         _clear_in_memory_caches()
         other = copy.deepcopy(model)
-        return Model(torch.compile(other), other, (x,), False).run("train")
-
-    found = line_costs.measure(eager.run("train"), make, root=ROOT, device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
+        timed = Model(torch.compile(other), other, (x,), False).run("train")
+        timed()  # the warm compile: forward, then the backward with the first backward call
+        source = line_costs.Timed(timed, provenance.take())
+        found = line_costs.measure(eager.run("train"), source, root=ROOT, device=DEVICE, eager_ms=100.0, compiled_ms=100.0)
     yield found
     torch._dynamo.reset()
 
@@ -257,8 +259,7 @@ def test_triton_kernels_replayed_on_the_cpu_go_to_their_lines(tmp_path):
         return z
 
     prof = line_costs._profile(compiled_call, 5, "cpu")
-    events, n = line_costs._quiet(line_costs._events(prof), "cpu")
-    found = line_costs._attribute(events, graphs, line_costs._Places(str(tmp_path)), "cpu", n)
+    found = line_costs._attribute(line_windows.calls(prof, "cpu"), graphs, line_costs._Places(str(tmp_path)), "cpu")
     lines = {where[1]: us for where, us in found.per_line.items()}
     assert set(lines) == {at["x ="], at["y ="], at["z ="]}, lines
     names = {where[1]: {(k.name, k.kind) for k in shares.values()} for where, shares in found.kernels.items()}

@@ -41,7 +41,7 @@ from ..render import assembly, sarif_limits
 from ..render.cli_output import exit_code, render_json, render_text
 from ..render.sarif import render_sarif
 from ..render.torch_diff_text import render_torch_diff_text
-from ..settings import DEVICES, Settings
+from ..settings import DEVICES, PRECISIONS, Settings
 from . import gate
 from .baseline import apply_baseline, write_baseline
 from .common import (
@@ -57,6 +57,7 @@ from .gpu_wait import GpuWait, add_wait_gpu_argument
 from .levers import FLAG_HELP as LEVERS_HELP
 from .levers import levers_only, with_cached_levers
 from .shard import Shard, add_shard_argument, shard_files
+from .stream import STREAM_HELP, PartLines, both, last_line
 from .torch_diff import add_compare_argument, label, other_interpreter, torch_diff
 
 # --- which targets (--target NAME or path.py:NAME) ---------------------------------------------
@@ -124,12 +125,15 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 wait_gpu: Optional[float] = None, python: Optional[str] = None,
                 levers: bool = False,
                 on_progress: Optional[Callable[[str], None]] = None,
-                static_only: bool = False) -> tuple[list[FileReport], dict]:
+                static_only: bool = False,
+                on_result: Optional[Callable[[str, TargetResult], None]] = None) -> tuple[list[FileReport], dict]:
     """Analyse `files`; each in its own workspace root unless `root` is given. Results come from
     `cache` when it has every part asked for (no worker starts when it has them all). `python`: the
     workers' interpreter when not this one (`--compare-with`), already probed. `on_progress`: where
     the progress lines go instead of stderr (the MCP server's progress notifications);
-    `static_only`: the lints and what needs no torch, no code of the user's run (an untrusted folder)."""
+    `static_only`: the lints and what needs no torch, no code of the user's run (an untrusted folder);
+    `on_result(path, result)`: each target's growing result as the worker sends it, then each final one
+    (those from the cache too) — `cli/stream.py`."""
     python = None if is_own(python) else python
     note = on_progress or (None if quiet else say)
     version = torch_version(python)
@@ -153,7 +157,8 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                     reports.append(report)
                 continue
             file_root = os.path.abspath(root) if root else find_root(path)
-            discovery.targets = resolve_inputs(path, file_root, discovery.targets, source=source)
+            discovery.targets = resolve_inputs(path, file_root, discovery.targets, source=source,
+                                               precision=settings.precision)
             picked = _picked(targets, path, discovery.targets)
             if picked is not None and not picked:
                 continue  # --target: not in this file
@@ -200,7 +205,8 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 if todo:
                     run = await analyze_file(
                         slot, path, file_root, discovery, settings, benchmark=benchmark, recompiles=recompiles,
-                        only=todo, on_target=writer, on_progress=told, trace_dir=trace_dir, levers=levers,
+                        only=todo, on_target=both(writer, on_result, path), on_progress=told, trace_dir=trace_dir,
+                        levers=levers,
                     )
                     results.update(run.results)
                     report.error = run.problem
@@ -211,6 +217,8 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             elif note:
                 note(f"{os.path.relpath(path)}: from the cache")
             _fill(report, discovery, results, runnable, lints, statics, file_root)
+            for result in report.targets if on_result else ():  # what no event said (the cache's, a part never sent)
+                on_result(path, result)  # type: ignore[misc]
         runtime = workers.runtime
         if not runtime and cache is not None:
             hit = cache.get(_runtime_key(python))
@@ -301,11 +309,14 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="memory the analysis process may grow to before it is replaced (worker.memoryLimitMB)")
     chk.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
                      help="budget of one target's measurement, compiles included (benchmark.maxSeconds)")
+    chk.add_argument("--precision", choices=PRECISIONS, default=None,
+                     help="autocast / TF32 to measure in (benchmark.precision; default: pyproject's, else as recorded, else fp32)")
     add_wait_gpu_argument(chk)
     add_compare_argument(chk)
     add_remote_cache_argument(chk)
     chk.add_argument("-o", "--output", help="write the report here instead of stdout")
     chk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    chk.add_argument("--stream", action="store_true", help=STREAM_HELP)
     chk.add_argument("--trace-dir", metavar="DIR",
                      help="also write torch's structured trace of this analysis here (as TORCH_TRACE does), for tlparse")
     chk.set_defaults(run=run_check)
@@ -349,7 +360,8 @@ def check_with_other(files: list[str], settings: Settings, other: Optional[Inter
         return reports, runtime, None
     if not quiet:
         say(f"with {label(other)}")
-    theirs = asyncio.run(check(files, settings, quiet=quiet, python=other.python, **run))
+    mine = {k: v for k, v in run.items() if k != "on_result"}  # the parts streamed are this interpreter's
+    theirs = asyncio.run(check(files, settings, quiet=quiet, python=other.python, **mine))
     finish(theirs[0])
     return reports, runtime, theirs
 
@@ -364,6 +376,9 @@ def run_check(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"compile-lens: {exc}", file=sys.stderr)
         return 2
+    if args.stream and args.output:
+        print("compile-lens: --stream writes to stdout: drop -o/--output", file=sys.stderr)
+        return 2
     inputs = analysis_inputs(args)
     if isinstance(inputs, int):
         return inputs
@@ -376,7 +391,8 @@ def run_check(args: argparse.Namespace) -> int:
         print("compile-lens: --levers needs the measurement: drop --no-benchmark", file=sys.stderr)
         return 2
     run = dict(levers=args.levers, benchmark=not args.no_benchmark, quiet=args.quiet, recompiles=not args.no_recompiles, root=args.root,
-               targets=picks, cache=cache, trace_dir=trace_dir, wait_gpu=args.wait_gpu)
+               targets=picks, cache=cache, trace_dir=trace_dir, wait_gpu=args.wait_gpu,
+               on_result=PartLines(stream=args.stream, note=None if args.quiet else say))
     try:
         reports, runtime, theirs = check_with_other(files, settings, other, **run)  # type: ignore[arg-type]
     except KeyboardInterrupt:
@@ -410,16 +426,16 @@ def run_check(args: argparse.Namespace) -> int:
     not_run = tuple(what for what, skipped in (("recompile check (--no-recompiles)", args.no_recompiles),
                                                ("measurement (--no-benchmark)", args.no_benchmark)) if skipped)
     diff = torch_diff((reports, runtime), theirs, other, root) if other and theirs else None
-    if args.format == "text":
+    if args.format == "text" and not args.stream:
         text = render_text(reports, cwd=root, baselined=hidden, not_run=not_run)
         if diff is not None:
             text += "\n\n" + render_torch_diff_text(diff)
-    elif args.format == "json":
+    elif args.format == "json" or args.stream:
         doc = json_document(reports, runtime, settings, recompiles=not args.no_recompiles,
                             benchmark=not args.no_benchmark)
         if diff is not None:
             doc["compare"] = diff
-        text = json.dumps(doc, indent=2)
+        text = last_line(doc) if args.stream else json.dumps(doc, indent=2)
     else:
         log = render_sarif(reports, tool_version=__version__, cwd=root,
                            shard=Shard.parse(args.shard).name if args.shard else None)

@@ -71,7 +71,7 @@ def project_settings(files: list[str], root: str) -> Settings:
 
 # flag (argparse dest) -> the setting it overrides; a subcommand without the flag leaves it be
 FLAG_SETTINGS = {"device": "device", "mode": "mode", "timeout": "timeout_s", "max_seconds": "max_seconds",
-                 "memory_limit": "memory_limit_mb", "remote_cache": "remote_cache"}
+                 "memory_limit": "memory_limit_mb", "remote_cache": "remote_cache", "precision": "precision"}
 
 
 def remote_address(text: str) -> str:

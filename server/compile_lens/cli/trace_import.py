@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from .. import __version__
+from ..ranks import parting_json
 from ..render import sarif_limits
 from ..render.cli_output import display_path, exit_code, render_json, render_text
 from ..render.sarif import render_sarif
@@ -50,7 +51,7 @@ def import_json(imported: Imported) -> dict[str, Any]:
         for diagnostic in entry["diagnostics"]:
             diagnostic["source"] = SOURCE
     doc["ranks"] = ranks_json(imported)
-    doc["rank_divergence"] = imported.rank_divergence
+    doc["rank_divergence"] = [parting_json(p) for p in imported.rank_divergence]
     doc["unmapped"] = [{"path": p, "why": why} for p, why in sorted(imported.unmapped.items())]
     doc["notes"] = list(imported.notes)
     return doc

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 
 
 def fingerprint(tree: ast.AST) -> str:
@@ -60,9 +61,10 @@ def dependency_fingerprint(path: str, source: str, root: str) -> tuple[str, list
         try:
             with open(dep, encoding="utf-8") as f:
                 text = f.read()
-            digest.update(dep.encode() + fingerprint(ast.parse(text)).encode())
+            # named relative to the root: the same project in another folder has the same fingerprint
+            digest.update(os.path.relpath(dep, root).encode() + fingerprint(ast.parse(text)).encode())
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-            digest.update(dep.encode() + b"?")
+            digest.update(os.path.relpath(dep, root).encode() + b"?")
             continue
         queue += workspace_imports(dep, text, root)
     return digest.hexdigest()[:16], seen

@@ -8,6 +8,7 @@ from typing import Optional
 
 from ..comments import DIRECTIVE_START, directive_at
 from ..protocol import InputRecipe, TargetSpec
+from .precision import PRECISIONS, normal
 
 
 @dataclass
@@ -52,10 +53,12 @@ def _read_directive(node: ast.AST, lines: list[str], errors: list[DirectiveError
             call = ast.parse(f"_({body})", mode="eval").body
             assert isinstance(call, ast.Call)
             if call.args:
-                raise SyntaxError("use keyword arguments: inputs=(...), init=..., variants=[...]")
+                raise SyntaxError("use keyword arguments: inputs=(...), init=..., variants=[...], precision=...")
             for kw in call.keywords:
-                if kw.arg not in ("inputs", "init", "variants"):
-                    raise SyntaxError(f"unknown key `{kw.arg}` (expected inputs, init, variants)")
+                if kw.arg not in ("inputs", "init", "variants", "precision"):
+                    raise SyntaxError(f"unknown key `{kw.arg}` (expected inputs, init, variants, precision)")
+                if kw.arg == "precision" and normal(ast.unparse(kw.value)) is None:
+                    raise SyntaxError(f"precision={ast.unparse(kw.value)} is not one of {', '.join(PRECISIONS)}")
                 merged[kw.arg] = kw.value
             merged.setdefault("_line", row)
         except SyntaxError as exc:
@@ -115,6 +118,10 @@ def _keyword(node: ast.stmt) -> str:
 
 def _apply_directive(spec: TargetSpec, directive: dict) -> None:
     line = directive.get("_line")
+    if "precision" in directive:  # `precision=` alone is a whole directive: the inputs come from elsewhere
+        spec.precision, spec.precision_source = normal(ast.unparse(directive["precision"])) or "", "directive"
+        if set(directive) <= {"precision", "_line"}:
+            return
     init = ast.unparse(directive["init"]) if "init" in directive else None
     variants: list[str] = []
     if "variants" in directive:

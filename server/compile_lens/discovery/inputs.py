@@ -28,12 +28,15 @@ from ..config import ConfigTarget, ProjectConfig, load_project_config
 from ..protocol import RECORD_HINT, InputRecipe, TargetSpec
 from ..record.recorded import Recorded, load_recorded
 from .deps import fingerprint
+from .precision import choose_for as choose_precision
 
 
 def resolve_inputs(path: str, root: str, targets: list[TargetSpec], *, source: Optional[str] = None,
-                   config: Optional[ProjectConfig] = None, recorded: Optional[Recorded] = None) -> list[TargetSpec]:
+                   config: Optional[ProjectConfig] = None, recorded: Optional[Recorded] = None,
+                   precision: str = "auto") -> list[TargetSpec]:
     """The targets, each with the recipe of the highest-precedence source (changed in place), and
-    after them the pyproject entries for this file that discovery did not find (new TargetSpecs).
+    after them the pyproject entries for this file that discovery did not find (new TargetSpecs);
+    each with the precision it is measured in (`discovery/precision.py`; `precision`: the setting).
 
     `source`: the file's text, when the caller has it (else it is read when needed)."""
     config = config if config is not None else load_project_config(path, root)
@@ -41,6 +44,7 @@ def resolve_inputs(path: str, root: str, targets: list[TargetSpec], *, source: O
     targets += _config_only_targets(path, targets, config, source)
     for spec in targets:
         _resolve(spec, path, root, config, recorded)
+        choose_precision(spec, path, precision, config, recorded)
     return targets
 
 

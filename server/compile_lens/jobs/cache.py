@@ -1,8 +1,11 @@
 """Results on disk (sqlite3), keyed by what they depend on, so a restart or reopen costs nothing.
 
-Key: the file's AST fingerprint (comments and formatting do not count), the target, its input
-recipe, the torch version, the device and the compile mode. A corrupt or unreadable database is
-discarded and rebuilt, with one log line.
+Key: the file's path relative to its project root and the root's identity (`project_identity`),
+the file's AST fingerprint (comments and formatting do not count) and those of the workspace files
+it imports, the target, its input recipe, the torch version, the device and the compile mode. No
+absolute path is in a key, and paths under the root are stored relative to it (`project.anchored`): a
+second clone, a moved checkout or a CI runner that restores the cache folder elsewhere reads the
+results. A corrupt or unreadable database is discarded and rebuilt, with one log line.
 
 The entries of one target, and their shapes (read and written only through the helpers below, by
 the language server and the CLI alike):
@@ -27,6 +30,7 @@ import sqlite3
 import time
 from typing import Any, Mapping, Optional
 
+from ..config import find_root
 from ..positions import moved
 from ..protocol import (
     LEVERS,
@@ -38,6 +42,7 @@ from ..protocol import (
     phase_of,
     with_phase,
 )
+from .project import anchored, placed, project_identity
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +77,8 @@ def cache_key(*parts: Any) -> str:
 def target_key(kind: str, torch_version: Optional[str], path: str, fingerprint: str, deps_fingerprint: str,
                spec: Any, *extra: Any) -> str:
     """The key of one target's result ("trace", "sweep", "bench"): the same for the language server
-    and the CLI, so either one's results serve the other. `path` is the file's real path."""
+    and the CLI, so either one's results serve the other. `path` names the file where it is
+    (`target_keys`: relative to the project root, with the root's identity)."""
     inputs = dataclasses.asdict(spec.inputs) if spec.inputs else None
     if inputs:
         inputs.pop("line", None)  # where the directive sits is not what it says
@@ -89,6 +95,7 @@ class TargetKeys:
     sweep: str
     bench: str
     remote: Optional[str] = None  # the remote cache the figures are to be measured with
+    root: str = ""  # the project root: paths under it are stored relative to it, read back under it
 
     @property
     def deploy(self) -> str:
@@ -105,14 +112,18 @@ def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_
     `python`: the workers' interpreter when it is not this process's own (`check --compare-with`):
     two venvs with the same torch version may still hold different builds. `remote`: the remote
     cache the measurement uses (`remote_cache.in_use`): turning one on measures again."""
-    real = os.path.realpath(path)
+    root = find_root(path)
+    where = (project_identity(root), os.path.relpath(os.path.realpath(path), os.path.realpath(root)))
     other = () if python is None else (("python", python),)
 
     def key(kind: str, *extra: Any) -> str:
-        return target_key(kind, torch_version, real, fingerprint, deps_fingerprint, spec, *extra, *other)
+        return target_key(kind, torch_version, where, fingerprint, deps_fingerprint, spec, *extra, *other)
 
     served = () if remote is None else (("remote_cache", remote),)
-    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served), remote)
+    # the precision it is measured in, and where that was chosen (named with the figures); none: torch's defaults
+    chosen = getattr(spec, "precision", "")
+    precision = (("precision", chosen, spec.precision_source),) if chosen else ()
+    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served, *precision), remote, root)
 
 
 def torch_version(python: Optional[str] = None) -> Optional[str]:
@@ -217,7 +228,7 @@ def read_trace(cache: ResultCache, keys: TargetKeys, source: str, path: str) -> 
     hit = cache.get(keys.trace)
     if hit is None:
         return None
-    return moved(from_dict(TargetResult, hit[0]), hit[1], source, path)
+    return moved(from_dict(TargetResult, placed(hit[0], keys.root)), hit[1], source, path)
 
 
 def read_sweep(cache: ResultCache, keys: TargetKeys, source: str, path: str) -> Optional[list[Recompile]]:
@@ -225,25 +236,25 @@ def read_sweep(cache: ResultCache, keys: TargetKeys, source: str, path: str) -> 
     hit = cache.get(keys.sweep)
     if hit is None:
         return None
-    carrier = TargetResult("", "", 0, recompiles=[from_dict(Recompile, r) for r in hit[0]])
+    carrier = TargetResult("", "", 0, recompiles=[from_dict(Recompile, r) for r in placed(hit[0], keys.root)])
     found = moved(carrier, hit[1], source, path)
     return None if found is None else found.recompiles
 
 
 def read_bench(cache: ResultCache, keys: TargetKeys) -> Optional[Benchmark]:
     hit = cache.get(keys.bench)
-    return None if hit is None else from_dict(Benchmark, hit[0])
+    return None if hit is None else from_dict(Benchmark, placed(hit[0], keys.root))
 
 
 def read_deployment(cache: ResultCache, keys: TargetKeys) -> Optional[dict]:
     hit = cache.get(keys.deploy)
-    return None if hit is None else hit[0]
+    return None if hit is None else placed(hit[0], keys.root)
 
 
 def read_levers(cache: ResultCache, keys: TargetKeys) -> Optional[list[Lever]]:
     """The levers measured on a target (None: not cached)."""
     hit = cache.get(keys.levers)
-    return None if hit is None else [from_dict(Lever, lever) for lever in hit[0]]
+    return None if hit is None else [from_dict(Lever, lever) for lever in placed(hit[0], keys.root)]
 
 
 def write_levers(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> bool:
@@ -254,7 +265,7 @@ def write_levers(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> 
         return False
     if any(lever.verdict in ("inconclusive", "not measured") for lever in result.levers):
         return False
-    cache.put(keys.levers, "levers", [dataclasses.asdict(lever) for lever in result.levers])
+    cache.put(keys.levers, "levers", anchored([dataclasses.asdict(lever) for lever in result.levers], keys.root))
     return True
 
 
@@ -315,7 +326,7 @@ def write_trace(cache: ResultCache, keys: TargetKeys, result: TargetResult, sour
     trace = dataclasses.replace(result, recompiles=[], benchmark=None, export=None, fallback_ops=[], report=None,
                                 unmeasured={}, bug_reports=[], levers=[],
                                 phases=[p for p in result.phases if p.name == "trace"])
-    cache.put(keys.trace, "trace", dataclasses.asdict(trace), source)
+    cache.put(keys.trace, "trace", anchored(dataclasses.asdict(trace), keys.root), source)
     return True
 
 
@@ -324,7 +335,7 @@ def write_sweep(cache: ResultCache, keys: TargetKeys, result: TargetResult, sour
     sweep = phase_of(result, "sweep")
     if sweep is None or sweep.status != "done":
         return False
-    cache.put(keys.sweep, "sweep", [dataclasses.asdict(r) for r in result.recompiles], source)
+    cache.put(keys.sweep, "sweep", anchored([dataclasses.asdict(r) for r in result.recompiles], keys.root), source)
     return True
 
 
@@ -335,7 +346,7 @@ def write_bench(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> b
         return False
     if keys.remote is not None and result.benchmark.compile_s.get("warm_remote") is None:
         return False
-    cache.put(keys.bench, "bench", dataclasses.asdict(result.benchmark))
+    cache.put(keys.bench, "bench", anchored(dataclasses.asdict(result.benchmark), keys.root))
     return True
 
 
@@ -344,7 +355,7 @@ def write_deployment(cache: ResultCache, keys: TargetKeys, result: TargetResult)
     measure = phase_of(result, "measure")
     if result.benchmark is None or measure is None or measure.status != "done":
         return False
-    cache.put(keys.deploy, "deploy", deployment_of(result))
+    cache.put(keys.deploy, "deploy", anchored(deployment_of(result), keys.root))
     return True
 
 

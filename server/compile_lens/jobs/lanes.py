@@ -43,7 +43,9 @@ def worker_env(cache_dir: Optional[str]) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     env["PYTHONSAFEPATH"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
-    env.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+    # No TORCHINDUCTOR_FX_GRAPH_CACHE here: torch reads that variable as a *force* that overrides
+    # any config set in code (the FX-graph cache is on by default anyway), so it would silently
+    # undo a compile's own cache settings (issue 42: line costs served from the timed compile's cache).
     if cache_dir:
         # Inductor's on-disk caches persist across sessions: re-measuring skips the compile.
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(cache_dir, "inductor"))

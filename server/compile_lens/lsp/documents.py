@@ -20,6 +20,7 @@ from typing import Any, Optional
 from ..config import ProjectConfig, load_project_config
 from ..discovery import Discovery, dependency_fingerprint, discover
 from ..discovery.inputs import resolve_inputs
+from ..discovery.precision import choose_for as choose_precision
 from ..discovery.statements import StatementParser, Superseded
 from ..jobs.analysis import forget_lints, safe_lint
 from ..record import load_recorded
@@ -127,8 +128,16 @@ def discover_targets(ls: CompileLensServer, path: str, source: str, parsed=None,
         config, recorded, root_of = sources or _input_sources(ls)
         root = root_of(path)
         found.targets = resolve_inputs(path, root, found.targets, source=source,
-                                       config=config(path), recorded=recorded(root))
+                                       config=config(path), recorded=recorded(root), precision=ls.settings.precision)
     return found
+
+
+def rechoose_precision(ls: CompileLensServer, saved: Saved) -> None:
+    """The settings changed: what each target of the saved file is measured in, chosen again
+    (`discovery/precision.py`), so its figures, its cache key and its next job follow the setting."""
+    config, recorded, root_of = _input_sources(ls)
+    for spec in saved.discovery.targets:
+        choose_precision(spec, saved.path, ls.settings.precision, config(saved.path), recorded(root_of(saved.path)))
 
 
 def _input_sources(ls: CompileLensServer):

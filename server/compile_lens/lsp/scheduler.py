@@ -336,11 +336,12 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
 
     def on_target(result: TargetResult) -> None:
         measured_results[result.name] = result
-        state.measuring.discard(result.name)
+        measured = phase(result, "measure")
+        if result.benchmark is not None or measured is not None:  # "measuring…" until the first figures
+            state.measuring.discard(result.name)
         spec = next(t for t in saved.discovery.targets if t.name == result.name)
         log.info("measured %s: %s", result.name, cards.lens_title(result.benchmark) if result.benchmark
                  else (result.error.message if result.error else "no figures"))
-        measured = phase(result, "measure")
         if result.benchmark is not None:
             keys = _keys(ls, saved, spec)
             write_bench(ls.cache, keys, result)
@@ -349,6 +350,10 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
             if same_code(state.saved, saved):
                 state.benchmarks[result.name] = result.benchmark
                 _set_deployment(state, result.name, deployment)
+        if measured is None and same_code(state.saved, saved):  # parts still to come
+            state.live[result.name] = result
+        else:
+            state.live.pop(result.name, None)
         if measured is not None and same_code(state.saved, saved) and result.name in state.traced:
             # the measurement's own outcome: a failure never hides what the trace found
             state.traced[result.name] = set_phase(state.traced[result.name], "measure", measured.status,
@@ -374,6 +379,7 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
     finally:
         for name in names:
             state.stalled.pop(name, None)
+            state.live.pop(name, None)
         if shown:
             progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
         ls.status("idle", lane="deep")

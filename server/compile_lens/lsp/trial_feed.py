@@ -7,10 +7,10 @@ The bill's inputs are the `bill.*` settings: the editor's (`compileLens.bill.*`)
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Optional
+from typing import Optional
 
 from ..config import load_project_config
-from ..cost import BILL_FIELDS, CostInputs
+from ..cost import BILL_FIELDS, Bill, CostInputs
 from ..render.cards import trial_line
 from ..settings import Settings
 from ..trial import store, summary
@@ -29,7 +29,7 @@ def bill_settings(path: str, root: str, editor: Settings) -> Settings:
     return merged
 
 
-def bill_of(trial: TrialRecord, settings: Settings) -> dict[str, Any]:
+def bill_of(trial: TrialRecord, settings: Settings) -> Bill:
     return summary.bill(trial.figures, CostInputs.from_settings(settings))
 
 

@@ -172,3 +172,42 @@ def describe_call(fn: Any, args: tuple, kwargs: dict, drop: str) -> dict:
         elif param.kind in (param.KEYWORD_ONLY, param.VAR_KEYWORD) and bound.get(param.name, {}) != {}:
             why = why or f"keyword-only argument `{param.name}`"
     return {"args": out, "cannot_replay": why}
+
+
+def tf32_state(torch: Any) -> dict:
+    """TF32 on CUDA as torch has it now: matmuls (`allow_tf32`, `get_float32_matmul_precision`) and
+    cuDNN convolutions. Read through the legacy flags, else the `fp32_precision` ones (torch 2.9+ raises
+    on a legacy read once a program set the new ones); a flag no reading gives is None."""
+    backends = torch.backends
+
+    def first(*reads: Any) -> Any:
+        for read in reads:
+            try:
+                return read()
+            except Exception:  # noqa: BLE001 - a mix of the two APIs, or an older torch
+                continue
+        return None
+
+    return {
+        "matmul_tf32": first(lambda: bool(backends.cuda.matmul.allow_tf32),
+                             lambda: backends.cuda.matmul.fp32_precision == "tf32"),
+        "float32_matmul_precision": first(torch.get_float32_matmul_precision),
+        "cudnn_tf32": first(lambda: bool(backends.cudnn.allow_tf32),
+                            lambda: backends.cudnn.conv.fp32_precision == "tf32"),
+    }
+
+
+def precision_state(args: tuple, kwargs: dict) -> dict:
+    """The autocast dtype and TF32 state a call runs in, on the device of its first tensor argument
+    (autocast is per device type): what the analysis measures in unless told otherwise."""
+    torch = sys.modules["torch"]
+    tensor = STATE.tensor
+    devices = [v.device.type for v in (*args, *kwargs.values()) if tensor is not None and isinstance(v, tensor)]
+    device = devices[0] if devices else "cpu"
+    autocast = None
+    try:
+        if torch.is_autocast_enabled(device):
+            autocast = str(torch.get_autocast_dtype(device)).replace("torch.", "")
+    except Exception:  # noqa: BLE001 - torch before 2.4 takes no device type
+        pass
+    return {"device": device, "autocast": autocast, **tf32_state(torch)}

@@ -45,7 +45,7 @@ STATE = RecorderState()
 class Entry:
     """One recorded target: a workspace class or a compiled function."""
 
-    __slots__ = ("key", "kind", "init", "call", "calls", "shapes", "more")
+    __slots__ = ("key", "kind", "init", "call", "calls", "shapes", "more", "precision")
 
     def __init__(self, key: str, kind: str):
         self.key, self.kind = key, kind
@@ -54,6 +54,7 @@ class Entry:
         self.calls = 0
         self.shapes: dict = {}  # tuple of torch.Size (one per tensor argument) -> count
         self.more = 0
+        self.precision: Optional[dict] = None  # autocast / TF32 at the first call (`describe.precision_state`)
 
     def as_json(self) -> dict:
         return {
@@ -63,6 +64,7 @@ class Entry:
             "calls": self.calls,
             "shapes": [{"shapes": [list(s) for s in key], "count": n} for key, n in self.shapes.items()],
             "more_shapes": self.more,
+            "precision": self.precision,
             "run": {"id": STATE.run_id, "command": STATE.command,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
         }

@@ -75,6 +75,15 @@ class Recorded:
                     .format(target_name, ", ".join(f"`{n}`: {k}" for n, k in zip(unknown, kinds))))
         return None
 
+    def precision_for(self, file_path: str, target_name: str) -> Optional[str]:
+        """What the recorded run's first call ran in ("bf16-autocast", "tf32", "fp32"; None: not recorded)."""
+        entry = self.entry(file_path, target_name)
+        state = entry.get("precision") if entry else None
+        if not isinstance(state, dict):
+            return None
+        autocast = {"bfloat16": "bf16-autocast", "float16": "fp16-autocast"}.get(str(state.get("autocast")))
+        return autocast or ("tf32" if state.get("matmul_tf32") else "fp32")
+
     def shapes_for(self, file_path: str, target_name: str) -> list:
         """Distinct recorded calls in the order first seen: per call, one shape per tensor argument."""
         entry = self.entry(file_path, target_name)

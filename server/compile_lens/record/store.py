@@ -20,6 +20,8 @@ Format (schema 1); keys are sorted, lists keep the order things were seen::
           "calls": 250,
           "shapes": [{"shapes": [[32, 16]], "count": 249}, {"shapes": [[8, 16]], "count": 1}],
           "more_shapes": 0,                     # calls with shapes past the first MAX_SHAPES
+          "precision": {"device": "cuda", "autocast": "bfloat16", "matmul_tf32": false,
+                        "float32_matmul_precision": "highest", "cudnn_tf32": true},  # at the first call
           "run": {"at": "2026-01-01T00:00:00Z", "command": "python train.py", "id": "..."}
         }
       }

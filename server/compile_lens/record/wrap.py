@@ -12,7 +12,7 @@ import types
 from typing import Any, Optional
 
 from . import store
-from .describe import describe_call, describe_init
+from .describe import describe_call, describe_init, precision_state
 from .hook_state import STATE as S
 from .hook_state import Entry, quietly
 from .workspace import relative
@@ -77,6 +77,7 @@ def note(entry: Entry, fn: Any, args: tuple, kwargs: dict, drop: str) -> None:
     """One call: its input specs if it is the first, and its shapes."""
     if entry.call is None:
         entry.call = quietly(describe_call, fn, args, kwargs, drop)
+        entry.precision = quietly(precision_state, args, kwargs)
     tensor = S.tensor
     key: tuple = ()
     for value in args:

@@ -9,12 +9,16 @@ import re
 import time
 from typing import Any, Optional
 
+from ..cost import Bill
 from ..processes import top_words
 from ..protocol import Benchmark, TargetResult, Timing
 from ..speed_words import direction, short_speed, speed_words
-from ..trial.figures import TrialRecord
+from ..trial.figures import ShapeRow, TrialRecord
 from .findings import break_count_text, recompile_findings
+from .line_costs import launch_bound, no_finding
+from .parts import LABELS, MEASURE_PARTS, UNMEASURED_KEYS, PartState
 from .phases import phase_states
+from .precision import precision_words
 from .remote_cache_words import warm_remote_words
 from .units import duration, format_bytes
 
@@ -56,6 +60,22 @@ def inconclusive_reason(b: Benchmark) -> str:
     return "re-measure when the machine is idle"
 
 
+def line_cost_lines(b: Benchmark) -> list[str]:
+    """The card's line-cost bullets: a launch-bound compiled call (the CUDA-graphs lever), and a line
+    table that is no finding (`Timing.lines_caveat`)."""
+    out = []
+    for label, t in (("forward", b.forward), ("train step", b.train_step)):
+        if t is None:
+            continue
+        bound = launch_bound(t, label)
+        if bound:
+            out.append(f"- ⚠ {_md(bound, 300)}")
+        caveat = no_finding(t) if t.lines else None
+        if caveat:
+            out.append(f"- line costs ({label}): {_md(caveat, 300)}")
+    return out
+
+
 def contention_line(b: Benchmark) -> str:
     """`12 paired rounds; other processes used 180% CPU meanwhile (2 CPUs): pytest 95%; our own
     processes used 30%; 0 other processes on the GPU`, and what the busy rule could not read."""
@@ -79,23 +99,28 @@ def contention_line(b: Benchmark) -> str:
     return "; ".join(parts)
 
 
-def lens_title(b: Benchmark) -> str:
+def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
     """`⚡ torch.compile: forward faster: 1.36–1.49× (median 1.42×) · train step … · compile 14.2 s ·
     pays back after 870 steps`, `forward slower: 0.84–0.90× (median 0.87×) · …`, or
-    `inconclusive — machine busy …`."""
+    `inconclusive — machine busy …`. `pending`: the parts not measured yet (`render.parts`), while
+    the measurement runs: the figures so far, and `⏳ train step…` instead of a payback not known yet."""
     main = b.train_step or b.forward
-    compile_part = f"compile {duration(b.compile_s.get('cold'))}"
+    compile_part = f"compile {duration(b.compile_s.get('cold', b.compile_s.get('cold_forward')))}"
+    # the payback is the train step's: until it lands, it is said to come (later parts are the hover's)
+    coming = " · ⏳ train step…" if "train_step" in pending else ""
     if not main.conclusive:
         what = "train step" if b.train_step is not None else "forward"
-        return f"⚡ torch.compile: {what} inconclusive — {inconclusive_reason(b)} · {compile_part}"
+        return f"⚡ torch.compile: {what} inconclusive — {inconclusive_reason(b)} · {compile_part}{coming}"
     speeds = [_figure(b.forward, "forward")]
     if b.train_step is not None:
         speeds.append(_figure(b.train_step, "train step"))
     parts = speeds
     parts.append(compile_part)
+    if coming:
+        return "⚡ torch.compile: " + " · ".join(parts) + coming
     parts.append(f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
                  else "never pays back")
-    return "⚡ torch.compile: " + " · ".join(parts)
+    return "⚡ torch.compile: " + " · ".join(parts) + coming
 
 
 def _figure(t: Timing, what: str) -> str:
@@ -230,7 +255,7 @@ def money(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
 
 
-def trial_line(trial: Optional[TrialRecord], bill: Optional[dict[str, Any]] = None) -> Optional[str]:
+def trial_line(trial: Optional[TrialRecord], bill: Optional[Bill] = None) -> Optional[str]:
     """`- measured in your run: 1.31× per step, pays back after 410 steps` from a saved
     `compile-lens trial` (trial.store's record), with the bill's money when it has a figure."""
     if not trial:
@@ -261,26 +286,30 @@ def trial_line(trial: Optional[TrialRecord], bill: Optional[dict[str, Any]] = No
         text += f"; ⚠ losses diverge from step {figures.loss.first_divergent_step}"
     elif loss == "random":
         text += "; losses not comparable (dropout)"
-    saved = (bill or {}).get("money_saved_per_month")
+    saved = bill.money_saved_per_month if bill else None
+    hours = bill.gpu_hours_saved_per_month if bill else None
     if saved is not None:
         text += f"; {money(abs(saved))} {'saved' if saved >= 0 else 'added'} per month"
-        months = (bill or {}).get("payback_months")
-        if months is not None:
-            text += f", the migration pays back in {months:.1f} months"
-    elif bill and bill.get("gpu_hours_saved_per_month") is not None:
-        text += f"; {abs(bill['gpu_hours_saved_per_month']):,.1f} GPU-hours {'saved' if bill['gpu_hours_saved_per_month'] >= 0 else 'added'} per month"
-    if bill and bill.get("device") not in (None, "cuda") and (bill.get("gpu_hours_saved_per_month") is not None or saved is not None):
-        text += f" (measured on {bill['device']}, not a GPU)"
+        if bill and bill.payback_months is not None:
+            text += f", the migration pays back in {bill.payback_months:.1f} months"
+    elif hours is not None:
+        text += f"; {abs(hours):,.1f} GPU-hours {'saved' if hours >= 0 else 'added'} per month"
+    if bill and bill.device not in (None, "cuda") and (hours is not None or saved is not None):
+        text += f" (measured on {bill.device}, not a GPU)"
     shapes = shape_hover_line(figures.by_shape)
     return text + ("\n" + shapes if shapes else "")
 
 
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
                measuring: bool = False, report: str = REPORT_LINK, trial: Optional[str] = None,
-               stalled: Optional[str] = None) -> str:
+               stalled: Optional[str] = None, parts: Optional[dict[str, PartState]] = None) -> str:
     """The hover card: what ran (each phase), the table a team needs to decide, and the verdict;
     `trial` (`trial_line`) what a `compile-lens trial` of the user's program measured; `report` is
-    its last line; `stalled`: where the worker analysing it now has been quiet (`worker.stall_watch`)."""
+    its last line; `stalled`: where the worker analysing it now has been quiet (`worker.stall_watch`);
+    `parts` (`render.parts.states`): where each part of the measurement stands — those not measured
+    yet are said so until they land, one that failed says why, the figures before it stand."""
+    parts = parts or {}
+    waiting = [p for p in MEASURE_PARTS if p in parts and parts[p].status == "pending"]
     lines = [f"### torch.compile · `{result.name}`"]
     if result.graph_count is not None:
         recompiles = len(recompile_findings(result, ""))  # as many as the editor shows
@@ -304,10 +333,14 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         measure = phase_states(result)[2]
         if measure.status == "not-run" and measure.error is None and not measuring:
             lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
+        lines += _part_lines(result, None, parts, waiting)
         if trial:
             lines.append(trial)
         lines += ["", report]
         return "\n".join(lines)
+    memory = (f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled "
+              f"{format_bytes(b.peak_memory_bytes.get('compiled'))}"
+              f" ({_md(b.peak_memory_bytes.get('method') or 'method unknown', 300)})")
     lines += [
         "",
         f"**{b.verdict}**",
@@ -318,14 +351,15 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         "",
         f"- compile: {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} with warm caches"
         + (f", {remote} on a fresh machine" if (remote := warm_remote_words(b)) else ""),
-        (f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
+        ("- pays back: not known until the train step is measured" if "train_step" in waiting
+         else f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
          else "- never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
          else "- pays back: unknown until the timing is conclusive"),
-        f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled {format_bytes(b.peak_memory_bytes.get('compiled'))}"
-        f" ({_md(b.peak_memory_bytes.get('method') or 'method unknown', 300)})",
+        "- peak memory: not measured yet" if "memory" in waiting else memory,
         f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
         f"gradients {_err(b.max_abs_error.get('grad'))} abs",
-        f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode or 'default'}`",
+        f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode or 'default'}`"
+        + (f" · precision {_md(precision_words(b.precision, detail=True), 300)}" if b.precision else ""),
         f"- timing: {contention_line(b)}",
         f"- inputs: `{b.inputs or (result.inputs.text if result.inputs else '?')}`"
         + (guessed if guessed_inputs else ""),
@@ -336,6 +370,8 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
                                 fallback_line(result.fallback_ops, result.report, result.unmeasured)) if line]
     lines += [f"- {_md(part)}: {_md(why, 300)}" for part, why in result.unmeasured.items()
               if part not in (EXPORT_PART, FALLBACK_PART)]
+    lines += line_cost_lines(b)
+    lines += _part_lines(result, b, parts, waiting)
     for note in b.notes:
         lines.append(f"- ⚠ {note}")
     if trial:
@@ -344,17 +380,39 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
     return "\n".join(lines)
 
 
+def _part_lines(result: TargetResult, b: Optional[Benchmark], parts: dict[str, PartState],
+                waiting: list[str]) -> list[str]:
+    """`- ⏳ not measured yet: train step, peak memory, …`, and the parts that failed (or were not
+    run, with a reason) whose why no other line of the card says, those with one why together.
+    Without figures the phase line says why the measurement failed: nothing more here."""
+    lines = [f"- ⏳ not measured yet: {', '.join(LABELS[p] for p in waiting)}"] if waiting else []
+    if b is None:
+        return lines
+    by_why: dict[tuple[str, str], list[str]] = {}
+    for part in MEASURE_PARTS:
+        state = parts.get(part)
+        if state is None or state.status not in ("failed", "not-run") or not state.why:
+            continue
+        if UNMEASURED_KEYS.get(part) in result.unmeasured:
+            continue  # the card's own line for it says why
+        head = "not measurable" if state.status == "failed" else "not run"
+        by_why.setdefault((head, state.why), []).append(LABELS[part])
+    lines += [f"- {', '.join(names)}: {head}: {_md(why, 300)}" for (head, why), names in by_why.items()]
+    return lines
+
+
 # --- the words around the figures in the editor (lens, hover) ---------------------------------
 
 MEASURING_LENS = "⏳ measuring torch.compile…"
 MEASURE_LENS = "▶ Measure torch.compile speedup"
 
 
-def code_lens_title(b: Optional[Benchmark], measuring: bool) -> str:
-    """A target's lens: measuring now, its figures, or the invitation to measure."""
+def code_lens_title(b: Optional[Benchmark], measuring: bool, pending: tuple[str, ...] = ()) -> str:
+    """A target's lens: measuring now, its figures (with what is still to come, `pending`), or the
+    invitation to measure."""
     if measuring:
         return MEASURING_LENS
-    return lens_title(b) if b is not None else MEASURE_LENS
+    return lens_title(b, pending) if b is not None else MEASURE_LENS
 
 
 def waiting_lens_title(busy: str) -> str:
@@ -368,14 +426,14 @@ def report_line(client_shows_report: bool, relpath: str) -> str:
     return REPORT_LINK if client_shows_report else report_hint(relpath)
 
 
-def shape_hover_line(rows: list[dict[str, Any]]) -> Optional[str]:
+def shape_hover_line(rows: list[ShapeRow]) -> Optional[str]:
     """The trial per input shape (`trial.shapes.by_shape`): `- by input shape in your run: [8, 16] 11 steps 1.4×; [5, 16] 1 step (warm-up only), 2 recompiles`."""
     if len(rows) < 2:
         return None
     parts = []
     for r in rows[:4]:
-        what = f"{r['speedup']:.2f}×" if r["speedup"] is not None else "warm-up only"
-        rec = f", {r['recompiles']} recompile{'s' if r['recompiles'] != 1 else ''}" if r["recompiles"] else ""
-        parts.append(f"`{r['signature']}` {r['step_count']} step{'s' if r['step_count'] != 1 else ''} {what}{rec}")
+        what = f"{r.speedup:.2f}×" if r.speedup is not None else "warm-up only"
+        rec = f", {r.recompiles} recompile{'s' if r.recompiles != 1 else ''}" if r.recompiles else ""
+        parts.append(f"`{r.signature}` {r.step_count} step{'s' if r.step_count != 1 else ''} {what}{rec}")
     more = f"; {len(rows) - 4} more" if len(rows) > 4 else ""
     return "- by input shape in your run: " + "; ".join(parts) + more

@@ -35,6 +35,7 @@ from ..speed_words import rel_width as speed_words_rel_width
 from . import line_costs, phases
 from .findings import break_count_text, is_break_finding
 from .levers_text import levers_json, levers_lines
+from .precision import precision_words
 from .units import SECONDS, duration
 
 SOURCE = "Compile Lens"
@@ -175,7 +176,7 @@ def benchmark_summary(b: Benchmark) -> str:
         parts.append(f"pays back after {b.break_even_calls:,} calls")
     elif main.conclusive:
         parts.append("never pays back")
-    text = " · ".join(parts) + f" ({b.device})"
+    text = " · ".join(parts) + f" ({b.device}{', ' + precision_words(b.precision) if b.precision else ''})"
     if not main.conclusive:
         why = b.verdict.partition(": ")[2].split("; ")[0] if b.verdict.startswith("inconclusive") else ""
         text += f" — inconclusive: {cli_words(why) or 're-measure when idle'}"
@@ -315,6 +316,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         return None
     return {
         "device": b.device, "device_name": b.device_name, "mode": b.mode,
+        "precision": None if b.precision is None else dataclasses.asdict(b.precision),  # value, source, detail, asked
         "forward": _timing_json(b.forward), "train_step": _timing_json(b.train_step),
         "compile_s": _pick(b.compile_s, ("cold", "warm", *(("warm_remote",) if "warm_remote" in b.compile_s else ()))),
         "break_even_calls": b.break_even_calls,
@@ -348,6 +350,8 @@ def _target_json(t: TargetResult) -> dict[str, Any]:
         "export": None if t.export is None else dict(t.export),
         "fallback_ops": [dict(o) for o in t.fallback_ops],
         "unmeasured": dict(t.unmeasured),  # export, fallback ops, batch sweep…: why not measured
+        # eager vs compiled latency across batch sizes (`deployment.batch_sweep`); null: not measured
+        "batch_sweep": (t.report or {}).get("batch_sweep"),
         # each phase on its own: "done" | "failed" | "not-run", and why (null: not asked for)
         "phases": {p.name: {"status": p.status, "error": _problem_json(p.error)} for p in phases.phase_states(t)},
         "levers": levers_json(t),  # the levers phase (`check --levers`): each lever tried, measured
@@ -419,7 +423,12 @@ def exit_code(reports: list[FileReport]) -> int:
     return 0
 
 
+def target_json(t: TargetResult) -> dict[str, Any]:
+    """One target as the `--format json` document shows it (`check --stream`'s parts are read from it)."""
+    return _target_json(t)
+
+
 __all__ = [
     "render_text", "render_json", "exit_code", "benchmark_summary", "benchmark_json",
-    "display_path",
+    "display_path", "target_json",
 ]

@@ -11,6 +11,7 @@ from ..protocol import Benchmark, CompileTime, LineCost, Timing
 
 HINT_SHARE = 0.03  # a line gets an inlay hint only above this share of its side's time: a file is not painted
 TOP_LINES = 5  # the CLI text shows this many costliest lines
+LAUNCH_BOUND = 0.30  # the GPU idle this share of the compiled call: launch-bound, CUDA graphs are the lever
 
 
 def us_text(us: Optional[float]) -> str:
@@ -42,8 +43,30 @@ def compiled_text(line: LineCost, t: Timing) -> str:
     return us_text(line.compiled_us)
 
 
+def launch_bound(t: Optional[Timing], label: str = "forward") -> Optional[str]:
+    """One line when the GPU sat idle for more than LAUNCH_BOUND of the compiled call (CUDA only):
+    the call is launch-bound, and CUDA graphs replay its launches at once."""
+    if t is None or t.gpu_idle_share is None or t.gpu_idle_share <= LAUNCH_BOUND:
+        return None
+    return (f"launch-bound: the GPU sat idle {t.gpu_idle_share:.0%} of the compiled {label} — "
+            "CUDA graphs (`torch.compile(mode=\"reduce-overhead\")`) launch its kernels at once")
+
+
+def no_finding(t: Timing) -> Optional[str]:
+    """`no finding (machine busy while profiling: …)` for a table whose figures are not compared
+    (`Timing.lines_caveat`), else None."""
+    return f"no finding ({t.lines_caveat})" if t.lines_caveat else None
+
+
+def _short_caveat(t: Timing) -> str:
+    return "machine busy" if (t.lines_caveat or "").startswith("machine busy") else "profile off its timing"
+
+
 def hint_label(line: LineCost, t: Timing) -> str:
-    """`0.81 ms → 0.20 ms · fused ×3 · falls back`; a train step's figures say so (`train 2.4 ms → 0.9 ms`)."""
+    """`0.81 ms → 0.20 ms · fused ×3 · falls back`; a train step's figures say so (`train 2.4 ms → 0.9 ms`).
+    A table that is no finding (`lines_caveat`) shows the line's share only, never a ratio."""
+    if t.lines_caveat:
+        return f"{share(line, t):.0%} of the profile · no finding ({_short_caveat(t)})"
     compiled = compiled_text(line, t) if line.compiled_us is not None else \
         "not on this torch" if (t.compiled_lines_note or "").startswith("not on this torch") else "not measured"
     parts = [f"{'train ' if is_train_step(t) else ''}{us_text(line.eager_us)} → {compiled}"]
@@ -81,8 +104,13 @@ def is_train_step(t: Timing) -> bool:
 def hover_markdown(line: LineCost, t: Timing, label: Optional[str] = None) -> str:
     """The hover on a costly line: eager vs compiled, share, kernels, the lines fused with it."""
     label = label or ("train step (forward + backward)" if is_train_step(t) else "forward")
-    rows = [f"**Compile Lens · this line's {label} cost:** eager {us_text(line.eager_us)} → compiled "
-            f"{compiled_text(line, t)} per call ({share(line, t):.0%} of the profiled time)"]
+    if t.lines_caveat:
+        rows = [f"**Compile Lens · this line's {label} cost:** {share(line, t):.0%} of the profiled time",
+                f"⚠ Not a finding — {t.lines_caveat}: eager and compiled are not compared line by line. "
+                "Re-measure when the machine is idle."]
+    else:
+        rows = [f"**Compile Lens · this line's {label} cost:** eager {us_text(line.eager_us)} → compiled "
+                f"{compiled_text(line, t)} per call ({share(line, t):.0%} of the profiled time)"]
     kernels = kernel_words(line)
     if kernels:
         rows.append("Kernels: " + ", ".join(kernels))
@@ -91,6 +119,9 @@ def hover_markdown(line: LineCost, t: Timing, label: Optional[str] = None) -> st
                                                for r in line.fused_with))
     if line.fallback:
         rows.append("Falls back: Inductor did not lower an op on this line; it runs the aten op eagerly.")
+    bound = launch_bound(t, label)
+    if bound:
+        rows.append("⚠ " + bound)
     return "\n\n".join(rows)
 
 
@@ -105,13 +136,20 @@ def top_lines_text(b: Benchmark, cwd: Optional[str], n: int = TOP_LINES) -> list
             continue
         if not t.lines:
             continue
-        out.append(f"  where the {label} time goes (eager → compiled per call, {n} costliest lines):")
-        for ln in t.lines[:n]:
-            out.append(f"    {_where(ln.path, ln.line, cwd)}  {hint_label(ln, t)}")
-        if t.unattributed_us:
-            out.append(f"    not on a line: {us_text(t.unattributed_us)} compiled ({_why(t)})")
+        if t.lines_caveat:  # where the time goes, by share only: no eager → compiled ratio as a finding
+            out.append(f"  where the {label} time goes: {no_finding(t)}; costliest lines by share of the profile: "
+                       + ", ".join(f"{_where(ln.path, ln.line, cwd)} {share(ln, t):.0%}" for ln in t.lines[:n]))
+        else:
+            out.append(f"  where the {label} time goes (eager → compiled per call, {n} costliest lines):")
+            for ln in t.lines[:n]:
+                out.append(f"    {_where(ln.path, ln.line, cwd)}  {hint_label(ln, t)}")
+            if t.unattributed_us:
+                out.append(f"    not on a line: {us_text(t.unattributed_us)} compiled ({_why(t)})")
         if t.compiled_lines_note:
             out.append(f"    compiled column: {t.compiled_lines_note}")
+        bound = launch_bound(t, label)
+        if bound:
+            out.append(f"  {bound}")
     ct = b.compile_time
     if ct is not None and ct.frames and len(ct.frames) > 1:
         frames = sorted(ct.frames, key=lambda f: -f.total_s)
@@ -142,6 +180,8 @@ def timing_json(t: Timing) -> dict[str, Any]:
         "profile_us": dict(t.profile_us),
         "lines_note": t.lines_note,
         "compiled_lines_note": t.compiled_lines_note,
+        "gpu_idle_share": _num(t.gpu_idle_share),
+        "lines_caveat": t.lines_caveat,
     }
 
 

@@ -26,7 +26,7 @@ import time
 from typing import Any, Iterable, Optional
 
 from .. import __version__, codes
-from ..cost import CostInputs
+from ..cost import Bill, CostInputs
 from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
 from ..speed_words import direction, speed_words
 from ..trial.figures import TrialRecord
@@ -36,6 +36,7 @@ from .findings import RECOMPILE_CODES as _RECOMPILE_KINDS
 from .findings import break_count_text, recompile_findings
 from .html_parts import _e, _finite, _Page, _plural, _sci, _slug
 from .phases import phase_states
+from .precision import precision_words
 from .remote_cache_words import warm_remote_words
 from .report_charts import breakdown_chart, latency_chart
 from .report_levers import levers_section
@@ -166,7 +167,8 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
         return row
     # the verdict gets a line of its own under the figures it sums up
     return (row + f'<tr class="verdict"><td></td><td colspan="{len(COLUMNS) - 1}" class="{_verdict_class(b.verdict)}">'
-            f'<span class="label">Verdict</span> {_e(b.verdict)}</td></tr>')
+            f'<span class="label">Verdict</span> {_e(b.verdict)}'
+            + (f' <span class="sub">· precision {_e(precision_words(b.precision))}</span>' if b.precision else "") + '</td></tr>')
 
 
 def _labelled(cells: list[str]) -> list[str]:
@@ -365,7 +367,7 @@ def _summary(reports: list[FileReport]) -> str:
 def render_report(reports: list[FileReport], *, title: str, torch_version: Optional[str], device: str,
                   cwd: str, for_webview: bool = False, nonce: Optional[str] = None,
                   generated_at: Optional[float] = None, banner: Optional[str] = None,
-                  trial: Optional[TrialRecord] = None, trial_bill: Optional[dict[str, Any]] = None,
+                  trial: Optional[TrialRecord] = None, trial_bill: Optional[Bill] = None,
                   trial_note: Optional[str] = None, torch_diff: Optional[dict[str, Any]] = None,
                   bill: Optional[CostInputs] = None) -> str:
     """The whole page. `nonce` (webview only) is the script's CSP nonce; one is made when not given.

@@ -7,7 +7,7 @@ from typing import Optional
 
 from ..protocol import CompileTime, FileReport, Timing
 from .html_parts import _e, _Page
-from .line_costs import kernel_words, share, us_text
+from .line_costs import kernel_words, launch_bound, no_finding, share, us_text
 
 BAR_W = 160  # px: the costliest line's bar
 MAX_ROWS = 25  # a big model's long tail is not a table
@@ -21,11 +21,19 @@ def _bars(eager: Optional[float], compiled: Optional[float], top: float) -> str:
             f'{_e(us_text(compiled))}">{rect(0, eager, "s-eager")}{rect(8, compiled, "s-compiled")}</svg>')
 
 
-def _table(page: _Page, t: Timing) -> str:
+def _table(page: _Page, t: Timing, label: str = "forward") -> str:
     if t.lines_note:
         return f'<p class="warn">Line costs: {_e(t.lines_note)}</p>'
     if not t.lines:
         return ""
+    bound = launch_bound(t, label)
+    warn = f'<p class="warn">{_e(bound.replace("`", ""))}</p>' if bound else ""
+    if t.lines_caveat:  # no eager → compiled ratio as a finding: where the time goes, by share only
+        rows = "".join(f"<tr><td>{page.loc(ln.path, ln.line)}</td><td class=\"num\">{share(ln, t):.0%}</td></tr>"
+                       for ln in t.lines[:MAX_ROWS])
+        return (f'<p class="warn">Line costs: {_e(no_finding(t) or "")} — eager and compiled are not compared line '
+                'by line; re-measure when the machine is idle.</p>' + warn
+                + '<div class="scroll"><table><tr><th>Line</th><th>share of the profile</th></tr>' + rows + "</table></div>")
     top = max(max(ln.eager_us or 0.0, ln.compiled_us or 0.0) for ln in t.lines)
     rows = []
     for ln in t.lines[:MAX_ROWS]:
@@ -45,7 +53,7 @@ def _table(page: _Page, t: Timing) -> str:
                 "kernel's time split evenly among its lines.")
     return ('<div class="scroll"><table><tr><th>Line</th><th>eager</th><th>compiled</th><th>share</th>'
             '<th><span class="s-eager">■</span> eager <span class="s-compiled">■</span> compiled</th><th>kernels</th></tr>'
-            + "".join(rows) + "</table></div>" + more + "".join(f'<p class="muted">{_e(x)}</p>' for x in tail))
+            + "".join(rows) + "</table></div>" + more + warn + "".join(f'<p class="muted">{_e(x)}</p>' for x in tail))
 
 
 def _frames(page: _Page, ct: Optional[CompileTime]) -> str:
@@ -72,7 +80,7 @@ def lines_section(page: _Page, reports: list[FileReport]) -> str:
             body = _table(page, b.forward) + _frames(page, b.compile_time)
             if body:
                 parts.append(f"<h3>{page.loc(r.path, t.line, label=t.name)} · forward</h3>{body}")
-            train = _table(page, b.train_step) if b.train_step is not None else ""
+            train = _table(page, b.train_step, "train step") if b.train_step is not None else ""
             if train:  # a line's train-step figures include its backward ("backward of line N")
                 parts.append(f"<h3>{page.loc(r.path, t.line, label=t.name)} · train step (forward + backward)</h3>{train}")
     return "<section><h2>Where the time goes</h2>" + "".join(parts) + "</section>" if parts else ""

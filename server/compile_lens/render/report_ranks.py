@@ -40,10 +40,10 @@ def ranks_part(page: _Page, figures: TrialFigures) -> str:
         out.append('<ul class="muted">' + "".join(f"<li>rank {_e(r)}: {_e(ddp_text(s))}</li>" for r, s in splits)
                    + "</ul>")
     for d in figures.rank_divergence:
-        guard = f" The guard that failed: <code>{_e(d['guard'])}</code>." if d.get("guard") else ""
-        what = divergence_words({**d, "guard": None})
+        guard = f" The guard that failed: <code>{_e(d.guard)}</code>." if d.guard else ""
+        what = divergence_words(d, with_guard=False)
         out.append(f'<p class="bad"><b>Rank divergence (error)</b> {_e(what)}.{guard} '
-                   f"Why it matters: {_e(d.get('why'))}.</p>")
-        if d.get("levers"):
-            out.append("<ul>" + "".join(f"<li>{_e(lever)}</li>" for lever in d["levers"]) + "</ul>")
+                   f"Why it matters: {_e(d.why)}.</p>")
+        if d.levers:
+            out.append("<ul>" + "".join(f"<li>{_e(lever)}</li>" for lever in d.levers) + "</ul>")
     return "".join(out)

@@ -13,25 +13,25 @@ def shapes_part(figures: TrialFigures) -> str:
     rows = figures.by_shape
     if len(rows) < 2:
         only = rows[0] if rows else None
-        return (f"<h3>Input shapes</h3><p>One input shape in all {only['step_count']} steps: "
-                f"<code>{_e(only['signature'])}</code>.</p>") if only else ""
-    graphs = any("cudagraph_records" in r for r in rows)
+        return (f"<h3>Input shapes</h3><p>One input shape in all {only.step_count} steps: "
+                f"<code>{_e(only.signature)}</code>.</p>") if only else ""
+    graphs = any(r.cudagraph_records is not None for r in rows)
     head = ("<tr><th>input shapes</th><th>steps</th><th>compiles</th><th>recompiles</th><th>compile time</th>"
             "<th>eager median</th><th>compiled median</th><th>speedup</th>"
             + ("<th>CUDA-graph records</th>" if graphs else "") + "</tr>")
     body = []
     for r in rows:
-        if r.get("note"):
-            times = f'<td colspan="3" class="muted">{_e(r["note"])}</td>'
+        if r.note:
+            times = f'<td colspan="3" class="muted">{_e(r.note)}</td>'
         else:
-            cls = {"faster": "good", "slower": "bad"}.get(r.get("verdict"), "muted")
-            times = (f"<td>{duration(r['eager_median_s'], MS)}</td><td>{duration(r['compiled_median_s'], MS)}</td>"
-                     f'<td class="{cls}">{_x(r["speedup"])} <span class="sub">({_e(r.get("verdict"))})</span></td>')
-        graph = (f"<td>{r.get('cudagraph_records', 0)}"
-                 + (f" <span class=\"sub\">({r['cudagraph_rerecords']} re-records)</span>" if r.get("cudagraph_rerecords") else "")
+            cls = {"faster": "good", "slower": "bad"}.get(r.verdict, "muted")
+            times = (f"<td>{duration(r.eager_median_s, MS)}</td><td>{duration(r.compiled_median_s, MS)}</td>"
+                     f'<td class="{cls}">{_x(r.speedup)} <span class="sub">({_e(r.verdict)})</span></td>')
+        graph = (f"<td>{r.cudagraph_records or 0}"
+                 + (f" <span class=\"sub\">({r.cudagraph_rerecords} re-records)</span>" if r.cudagraph_rerecords else "")
                  + "</td>") if graphs else ""
-        body.append(f"<tr><td><code>{_e(r['signature'])}</code></td><td>{r['step_count']}</td><td>{r['compiles']}</td>"
-                    f"<td>{r['recompiles']}</td><td>{duration(r['compile_s']) if r['compiles'] else '–'}</td>{times}{graph}</tr>")
+        body.append(f"<tr><td><code>{_e(r.signature)}</code></td><td>{r.step_count}</td><td>{r.compiles}</td>"
+                    f"<td>{r.recompiles}</td><td>{duration(r.compile_s) if r.compiles else '–'}</td>{times}{graph}</tr>")
     out = [f"<h3>By input shape: {len(rows)} shapes</h3>",
            f'<div class="scroll"><table class="shapes">{head}{"".join(body)}</table></div>']
     for finding in figures.shape_findings:

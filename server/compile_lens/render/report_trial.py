@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..cost import Bill
 from ..trial.figures import RunFigures, TrialFigures, TrialRecord
 from ..trial.summary import step_times
 from .cards import money
@@ -130,12 +131,12 @@ def _events(page: _Page, figures: TrialFigures) -> str:
     return "".join(out)
 
 
-def _bill(bill: Optional[dict[str, Any]]) -> str:
-    if not bill or not (bill.get("lines") or bill.get("money_saved_per_month") is not None):
+def _bill(bill: Optional[Bill]) -> str:
+    if not bill or not (bill.lines or bill.money_saved_per_month is not None):
         return ('<p class="muted">GPU bill: no price set (<code>--gpu-price</code>, '
                 "<code>bill.gpuPricePerHour</code> in [tool.compile-lens] or the editor's settings): no money shown.</p>")
     return "<ul>" + "".join(f"<li{WARN if 'not a GPU' in line else ''}>{_e(line.removeprefix('GPU bill: '))}</li>"
-                            for line in bill["lines"]) + "</ul>"
+                            for line in bill.lines) + "</ul>"
 
 
 # --- the chart ----------------------------------------------------------------------------------
@@ -179,18 +180,18 @@ def _line_chart(title: str, series: list[tuple[str, str, list[tuple[float, float
     return "".join(parts)
 
 
-def money_chart(bill: dict[str, Any]) -> Optional[str]:
+def money_chart(bill: Bill) -> Optional[str]:
     """Cumulative cost over a month, eager vs compiled (the migration paid on day 0); None without money."""
-    price = (bill.get("inputs") or {}).get("price_per_gpu_hour")
-    eager_h, compiled_h = _finite(bill.get("eager_hours_per_month")), _finite(bill.get("compiled_hours_per_month"))
-    if price is None or eager_h is None or compiled_h is None or bill.get("money_saved_per_month") is None:
+    price = bill.inputs.price_per_gpu_hour
+    eager_h, compiled_h = _finite(bill.eager_hours_per_month), _finite(bill.compiled_hours_per_month)
+    if price is None or eager_h is None or compiled_h is None or bill.money_saved_per_month is None:
         return None
-    gpus = max(1, int((bill.get("inputs") or {}).get("gpus") or 1))
-    start = _finite(bill.get("migration_cost")) or 0.0
+    gpus = max(1, int(bill.inputs.gpus or 1))
+    start = _finite(bill.migration_cost) or 0.0
     eager = [(d, eager_h * gpus * price * d / DAYS) for d in (0, DAYS)]
     compiled = [(d, start + compiled_h * gpus * price * d / DAYS) for d in (0, DAYS)]
     marker = None
-    months = _finite(bill.get("payback_months"))
+    months = _finite(bill.payback_months)
     if months is not None and months * DAYS <= DAYS:
         marker = (months * DAYS, f"pays back: day {months * DAYS:.0f}")
     return _line_chart("Cumulative GPU cost over a month", [("eager", "s-eager", eager), ("compiled", "s-compiled", compiled)], "days",
@@ -222,7 +223,7 @@ def old_trial_section(note: str) -> str:
             f'<p class="warn">{_e(note)}</p></section>')
 
 
-def trial_section(page: _Page, trial: TrialRecord, bill: Optional[dict[str, Any]]) -> str:
+def trial_section(page: _Page, trial: TrialRecord, bill: Optional[Bill]) -> str:
     """The `<section>` of the report for one saved trial."""
     figures = trial.figures
     eager, compiled = figures.eager, figures.compiled
@@ -235,7 +236,7 @@ def trial_section(page: _Page, trial: TrialRecord, bill: Optional[dict[str, Any]
            _verdict(figures), _run_table(eager, compiled), _facts(page, figures)]
     chart = money_chart(bill) if bill else None
     caption = "cost = GPU-hours × GPUs × price; compiled adds the compile at every process start" + (
-        f" and starts with the migration's cost ({money(bill['migration_cost'])})" if bill and bill.get("migration_cost") else "")
+        f" and starts with the migration's cost ({money(bill.migration_cost)})" if bill and bill.migration_cost else "")
     if chart is None:
         chart = time_chart(figures)
         caption = ("the measured steps: warm-up (compiles) shows as the compiled run's early climb"

@@ -5,8 +5,9 @@ DDPOptimizer split, a rank's run, where ranks part. Pure, no torch; the figures 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
+from ..ranks import RankParting
 from ..trial.figures import RankFigures, TrialFigures
 from .units import MISSING_TEXT, MS, duration
 
@@ -31,14 +32,14 @@ def run_words(rank: RankFigures, run: str, missing: str = MISSING_TEXT) -> tuple
     return text, None
 
 
-def divergence_words(parting: dict[str, Any]) -> str:
-    """One rank parting (`ranks.rank_divergence`'s shape) in words, without its why and levers."""
-    who = ", ".join(map(str, parting["ranks"]))
-    others = ", ".join(map(str, parting.get("other_ranks") or []))
-    guard = f" (guard: {parting['guard']})" if parting.get("guard") else ""
-    return (f"from step {parting['step']}, rank{'s' if len(parting['ranks']) > 1 else ''} {who} ran compiled code "
-            f"rank{'s' if len(parting.get('other_ranks') or []) > 1 else ''} {others} did not: {parting['what']}"
-            f"{guard}; {parting['steps_apart']} step(s) with compiles only they made")
+def divergence_words(parting: RankParting, with_guard: bool = True) -> str:
+    """One rank parting in words, without its why and levers."""
+    who = ", ".join(map(str, parting.ranks))
+    others = ", ".join(map(str, parting.other_ranks))
+    guard = f" (guard: {parting.guard})" if parting.guard and with_guard else ""
+    return (f"from step {parting.step}, rank{'s' if len(parting.ranks) > 1 else ''} {who} ran compiled code "
+            f"rank{'s' if len(parting.other_ranks) > 1 else ''} {others} did not: {parting.what}"
+            f"{guard}; {parting.steps_apart} step(s) with compiles only they made")
 
 
 def render_text(figures: TrialFigures) -> str:
@@ -62,7 +63,7 @@ def render_text(figures: TrialFigures) -> str:
             lines.append(f"      {ddp_text(split)}")
     for d in figures.rank_divergence:
         lines.append(f"  RANK DIVERGENCE (error): {divergence_words(d)}")
-        lines.append(f"    why it matters: {d['why']}")
-        for lever in d.get("levers") or []:
+        lines.append(f"    why it matters: {d.why}")
+        for lever in d.levers:
             lines.append(f"    lever: {lever}")
     return "\n".join(lines)

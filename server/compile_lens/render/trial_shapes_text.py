@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..trial.figures import TrialFigures
+    from ..trial.figures import ShapeRow, TrialFigures
 
 
 def shape_lines(summary: TrialFigures) -> list[str]:
     """The per-shape table (`shapes.by_shape`) and what it shows, when the run saw more than one shape."""
     rows = summary.by_shape
     if len(rows) < 2:
-        return [f"  input shapes: one, {rows[0]['signature']}, in all {rows[0]['step_count']} steps"] if rows else []
+        return [f"  input shapes: one, {rows[0].signature}, in all {rows[0].step_count} steps"] if rows else []
     lines = shape_table(rows)
     for finding in summary.shape_findings:
         lines.append(f"  ! {finding['text']}")
@@ -21,22 +21,22 @@ def shape_lines(summary: TrialFigures) -> list[str]:
     return lines
 
 
-def shape_table(rows: list[dict]) -> list[str]:
+def shape_table(rows: list[ShapeRow]) -> list[str]:
     """The text table of `shapes.by_shape`, one line per shape."""
     if not rows:
         return []
-    graphs = any("cudagraph_records" in r for r in rows)
+    graphs = any(r.cudagraph_records is not None for r in rows)
     lines = ["  by input shape (steps, compiles, recompiles, eager / compiled steady median, speedup"
              + (", CUDA-graph records" if graphs else "") + "):"]
     for r in rows:
-        if r["note"]:
-            times = r["note"]
+        if r.note:
+            times = r.note
         else:
-            times = (f"{r['eager_median_s'] * 1000:.1f} / {r['compiled_median_s'] * 1000:.1f} ms, "
-                     f"{r['speedup']:.2f}x ({r['verdict']})")
-        graph = f", {r.get('cudagraph_records', 0)} records" if graphs else ""
-        lines.append(f"    {r['signature']}: {_n(r['step_count'], 'step')}, {_n(r['compiles'], 'compile')}, "
-                     f"{_n(r['recompiles'], 'recompile')}; {times}{graph}")
+            times = (f"{r.eager_median_s * 1000:.1f} / {r.compiled_median_s * 1000:.1f} ms, "
+                     f"{r.speedup:.2f}x ({r.verdict})")
+        graph = f", {r.cudagraph_records or 0} records" if graphs else ""
+        lines.append(f"    {r.signature}: {_n(r.step_count, 'step')}, {_n(r.compiles, 'compile')}, "
+                     f"{_n(r.recompiles, 'recompile')}; {times}{graph}")
     return lines
 
 

@@ -149,5 +149,5 @@ def render_text(summary: TrialFigures) -> str:
         lines.append(f"    {r.function}{at}: {said}  (step {r.step}, inputs {r.shapes})")
     lines += shape_lines(summary)
     if summary.cost:
-        lines += ["  " + line for line in summary.cost.get("lines", [])]
+        lines += ["  " + line for line in summary.cost.lines]
     return "\n".join(lines)

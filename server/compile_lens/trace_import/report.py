@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..protocol import FileReport, Finding, Frame, GraphBreak, Recompile, TargetResult
-from ..ranks import RankEvent, rank_divergence
+from ..ranks import RankEvent, RankParting, rank_divergence
 from ..render import findings as fnd
 from . import kernel_lines
 from .fold import CompiledFunction, RankTrace, fold
@@ -45,7 +45,7 @@ class Imported:
     reports: list[FileReport]
     target_extras: dict[str, list[dict[str, Any]]]  # report path -> per target, in order: rank, compile_s, cache, …
     unmapped: dict[str, str]
-    rank_divergence: list[dict[str, Any]]
+    rank_divergence: list[RankParting]
     notes: list[str] = field(default_factory=list)  # what could not be read, per log
 
 
@@ -234,10 +234,10 @@ def ranks_json(imported: Imported) -> list[dict[str, Any]]:
     return out
 
 
-def divergence_text(entry: dict[str, Any]) -> str:
-    ranks = ", ".join(str(r) for r in entry["ranks"])
-    others = ", ".join(str(r) for r in entry["other_ranks"])
-    guard = f" (guard: {entry['guard']})" if entry.get("guard") else ""
-    return (f"ranks part at compile {entry['step']}: rank{'s' if len(entry['ranks']) > 1 else ''} {ranks} "
-            f"{entry['what']}{guard}, rank{'s' if len(entry['other_ranks']) > 1 else ''} {others} did not "
-            f"({entry['steps_apart']} compile event{'s' if entry['steps_apart'] != 1 else ''} apart) — {WHY_IT_MATTERS}")
+def divergence_text(entry: RankParting) -> str:
+    ranks = ", ".join(str(r) for r in entry.ranks)
+    others = ", ".join(str(r) for r in entry.other_ranks)
+    guard = f" (guard: {entry.guard})" if entry.guard else ""
+    return (f"ranks part at compile {entry.step}: rank{'s' if len(entry.ranks) > 1 else ''} {ranks} "
+            f"{entry.what}{guard}, rank{'s' if len(entry.other_ranks) > 1 else ''} {others} did not "
+            f"({entry.steps_apart} compile event{'s' if entry.steps_apart != 1 else ''} apart) — {WHY_IT_MATTERS}")

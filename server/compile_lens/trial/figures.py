@@ -3,9 +3,9 @@ trial.json and `render/` words, read by attribute. Pure: no torch.
 
 The JSON of a record is `dataclasses.asdict` of it (`to_dict`), so `--json` and trial.json keep the
 keys below; `TrialRecord.from_dict` rebuilds it (`protocol.from_dict`). Still plain dicts, their
-shapes written where they are made: per-shape rows and findings (`shapes.by_shape`, `findings`),
-rank partings (`ranks.rank_divergence`, shared with `compile-lens import`), the bill
-(`cost.gpu_bill`), and a break's `inside`/`loop` (`library_breaks`, `events`).
+shapes written where they are made: per-shape findings (`shapes.findings`) and a break's
+`inside`/`loop` (`library_breaks`, `events`). Per-shape rows are `ShapeRow`; rank partings
+`ranks.RankParting`, shared with `compile-lens import`; the bill `cost.Bill`.
 
 SCHEMA numbers trial.json's layout: 2 since the figures are these records (1: the untyped dict of
 earlier versions, which `store.load` names as made by an older compile-lens, to be run again).
@@ -17,7 +17,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..cost import Bill
 from ..protocol import from_dict
+from ..ranks import RankParting
 
 SCHEMA = 2
 
@@ -236,6 +238,28 @@ class RankFigures:
 
 
 @dataclass
+class ShapeRow:
+    """The trial at one input-shape signature (`shapes.by_shape`): its steps, compiles and steady times."""
+
+    shapes: Any  # the inputs' shapes, as the hook saw them ([[8, 16]])
+    signature: str  # "[8, 16]"
+    step_count: int
+    steps: list[int]
+    compiles: int
+    recompiles: int
+    compile_s: float
+    eager_median_s: Optional[float] = None
+    compiled_median_s: Optional[float] = None
+    eager_steady: Optional[Quartiles] = None
+    compiled_steady: Optional[Quartiles] = None
+    speedup: Optional[float] = None
+    verdict: Optional[str] = None
+    note: Optional[str] = None  # why there is no steady time
+    cudagraph_records: Optional[int] = None  # None: no CUDA-graph recording at this shape
+    cudagraph_rerecords: Optional[int] = None
+
+
+@dataclass
 class TrialFigures:
     """Everything a trial measured: `summary.summarize` fills the runs' figures, `session` the rest."""
 
@@ -248,16 +272,16 @@ class TrialFigures:
     graph_breaks: list[RunBreak] = field(default_factory=list)
     recompiles: list[RunRecompile] = field(default_factory=list)
     compile_time: Optional[CompileTime] = None
-    by_shape: list[dict[str, Any]] = field(default_factory=list)
+    by_shape: list[ShapeRow] = field(default_factory=list)
     shape_findings: list[dict[str, Any]] = field(default_factory=list)
     recorded: Optional[Recorded] = None
     artifact: Optional[ArtifactRun] = None
     remote_cache: Optional[RemoteRun] = None
     ranks: list[RankFigures] = field(default_factory=list)
-    rank_divergence: list[dict[str, Any]] = field(default_factory=list)
+    rank_divergence: list[RankParting] = field(default_factory=list)
     cold: bool = False
     machine: Optional[Machine] = None
-    cost: Optional[dict[str, Any]] = None  # the bill the trial printed (`summary.bill`)
+    cost: Optional[Bill] = None  # the bill the trial printed (`summary.bill`)
 
     @property
     def wall(self) -> Optional[Speedup]:

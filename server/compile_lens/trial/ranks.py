@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..ranks import RankEvent, rank_divergence
+from ..ranks import RankEvent, RankParting, rank_divergence
 from . import summary
 from .figures import RankFigures
 
@@ -114,7 +114,7 @@ def ddp_splits(run: Optional[dict]) -> list[dict]:
             for e in (run or {}).get("events") or [] if e.get("kind") == "ddp_split"]
 
 
-def divergence(compiled_run: Optional[dict]) -> list[dict]:
+def divergence(compiled_run: Optional[dict]) -> list[RankParting]:
     """Where ranks ran different compiled code (`ranks.rank_divergence`'s shape), each with why it
     matters and the levers against it (torch's, as the ranks' torch has them, and the program's)."""
     ranks = (compiled_run or {}).get("ranks") or {}
@@ -122,8 +122,8 @@ def divergence(compiled_run: Optional[dict]) -> list[dict]:
     partings = rank_divergence(events)
     levers = next((rec.get("levers") for rec in ranks.values() if rec.get("levers")), {}) or {}
     for parting in partings:
-        parting["why"] = WHY_IT_MATTERS
-        parting["levers"] = _levers(levers)
+        parting.why = WHY_IT_MATTERS
+        parting.levers = _levers(levers)
     return partings
 
 

@@ -42,6 +42,7 @@ def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: i
         "COMPILE_LENS_RECORD_LIB": LIB,
         "COMPILE_LENS_RECORD_RUN": uuid.uuid4().hex,
         "COMPILE_LENS_RECORD_COMMAND": shlex.join(program),
+        "COMPILE_LENS_BOOT_HOOKS": "compile_lens.trial.hook",  # the boot hook installs it beside the recorder
         "COMPILE_LENS_TRIAL_MODE": mode,
         "COMPILE_LENS_TRIAL_STEPS": str(steps or ""),
         "COMPILE_LENS_TRIAL_SECONDS": str(seconds or ""),

@@ -17,11 +17,10 @@ apart from the other shapes' (which is what moves the whole run's from the main 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any, Optional
 
-from .figures import Quartiles, RunFigures, RunRecompile, Speedup, Step
+from .figures import Quartiles, RunFigures, RunRecompile, ShapeRow, Speedup, Step
 from .summary import MIN_STEADY, busy_during, judge, quartiles
 
 OPTIONS = ("mark the varying dimension dynamic (`torch._dynamo.mark_dynamic(x, 0)` before the first call, "
@@ -49,7 +48,7 @@ def _compile_seconds(entry: dict) -> float:
 
 
 def by_shape(eager: RunFigures, compiled: RunFigures, compiled_run: Optional[dict],
-             recompiles: list[RunRecompile]) -> list[dict]:
+             recompiles: list[RunRecompile]) -> list[ShapeRow]:
     """One row per shape signature, the most frequent first (`summary.run_figures` of both runs, the
     compiled run's record for its compile entries and CUDA-graph events, `summary.recompiles`)."""
     base = compiled if compiled.steps else eager
@@ -71,27 +70,21 @@ def by_shape(eager: RunFigures, compiled: RunFigures, compiled_run: Optional[dic
         e_steady = _steady_of(eager, eager_steps)
         c_steady = _steady_of(compiled, steps) if base is compiled else None
         ratio = judge(e_steady, c_steady, busy_during(eager, compiled)) if compiled.failure is None else None
-        row: dict = {
-            "shapes": shapes_of[key], "signature": key, "step_count": len(steps),
-            "steps": sorted(indexes),
-            "compiles": sum(1 for e in mine if e.get("co_name")),
-            "recompiles": sum(1 for r in recompiles if signature(r.shapes) == key),
-            "compile_s": sum(_compile_seconds(e) for e in mine),
-            "eager_median_s": e_steady.median if e_steady else None,
-            "compiled_median_s": c_steady.median if c_steady else None,
-            "eager_steady": dataclasses.asdict(e_steady) if e_steady else None,
-            "compiled_steady": dataclasses.asdict(c_steady) if c_steady else None,
-            "speedup": ratio.ratio if ratio else None,
-            "verdict": ratio.verdict if ratio else None,
-            "note": None,
-        }
-        if row["eager_median_s"] is None or row["compiled_median_s"] is None:
-            row["note"] = ("seen only in warm-up steps (step 0 or steps that compiled): no steady time"
-                           if base is compiled else "the compiled run has no steps: no steady time")
+        row = ShapeRow(shapes_of[key], key, len(steps), sorted(indexes),
+                       compiles=sum(1 for e in mine if e.get("co_name")),
+                       recompiles=sum(1 for r in recompiles if signature(r.shapes) == key),
+                       compile_s=sum(_compile_seconds(e) for e in mine),
+                       eager_median_s=e_steady.median if e_steady else None,
+                       compiled_median_s=c_steady.median if c_steady else None,
+                       eager_steady=e_steady, compiled_steady=c_steady,
+                       speedup=ratio.ratio if ratio else None, verdict=ratio.verdict if ratio else None)
+        if row.eager_median_s is None or row.compiled_median_s is None:
+            row.note = ("seen only in warm-up steps (step 0 or steps that compiled): no steady time"
+                        if base is compiled else "the compiled run has no steps: no steady time")
         records = [e for e in events if e.get("kind") == "cudagraph_record" and signature(e.get("shapes")) == key]
         if records:
-            row["cudagraph_records"] = len(records)
-            row["cudagraph_rerecords"] = sum(1 for e in records if e.get("rerecord"))
+            row.cudagraph_records = len(records)
+            row.cudagraph_rerecords = sum(1 for e in records if e.get("rerecord"))
         rows.append(row)
     return rows
 
@@ -110,39 +103,39 @@ def _ratios(steps: list[int], eager: RunFigures, compiled: RunFigures) -> list[f
     return [e[i] / c[i] for i in steps if i in e and i in c]
 
 
-def _speedups_apart(main: dict, others: list[dict], eager: RunFigures, compiled: RunFigures) -> Optional[Quartiles]:
+def _speedups_apart(main: ShapeRow, others: list[ShapeRow], eager: RunFigures, compiled: RunFigures) -> Optional[Quartiles]:
     """The other shapes' per-step speedups (quartiles) when they and the main shape's are told apart by
     the trial's rule: at least MIN_STEADY steps each, quartile ranges that do not overlap."""
-    a = quartiles(_ratios(main["steps"], eager, compiled))
-    b = quartiles(_ratios([i for r in others for i in r["steps"]], eager, compiled))
+    a = quartiles(_ratios(main.steps, eager, compiled))
+    b = quartiles(_ratios([i for r in others for i in r.steps], eager, compiled))
     if not a or not b or a.n < MIN_STEADY or b.n < MIN_STEADY or busy_during(eager, compiled):
         return None
     return b if _apart(a, b) else None
 
 
-def findings(rows: list[dict], whole: Optional[Speedup], compiled: RunFigures, eager: RunFigures) -> list[dict]:
+def findings(rows: list[ShapeRow], whole: Optional[Speedup], compiled: RunFigures, eager: RunFigures) -> list[dict]:
     """What the per-shape figures say about the run, each `{kind, text, estimate}` with the options."""
     if len(rows) < 2:
         return []
     main, minority = rows[0], rows[1:]
     out = []
-    minority_compile = sum(r["compile_s"] for r in minority)
+    minority_compile = sum(r.compile_s for r in minority)
     saved, estimated = 0.0, False
-    main_gain = (main["eager_median_s"] - main["compiled_median_s"]
-                 if main["eager_median_s"] is not None and main["compiled_median_s"] is not None else None)
+    main_gain = (main.eager_median_s - main.compiled_median_s
+                 if main.eager_median_s is not None and main.compiled_median_s is not None else None)
     for r in rows:
-        if r["eager_median_s"] is not None and r["compiled_median_s"] is not None:
-            saved += r["step_count"] * (r["eager_median_s"] - r["compiled_median_s"])
+        if r.eager_median_s is not None and r.compiled_median_s is not None:
+            saved += r.step_count * (r.eager_median_s - r.compiled_median_s)
         elif main_gain is not None:
-            saved += r["step_count"] * main_gain  # no steady time of its own: the main shape's gain per step
+            saved += r.step_count * main_gain  # no steady time of its own: the main shape's gain per step
             estimated = True
-    steps = sum(r["step_count"] for r in rows)
+    steps = sum(r.step_count for r in rows)
     if minority_compile > 0 and minority_compile > saved:
-        shapes = ", ".join(f"{r['signature']} ({r['step_count']} step{'s' if r['step_count'] != 1 else ''})"
+        shapes = ", ".join(f"{r.signature} ({r.step_count} step{'s' if r.step_count != 1 else ''})"
                            for r in minority)
         est = " (an estimate: steady medians × steps; shapes seen only in warm-up counted at the main shape's gain)" \
             if estimated else " (steady medians × steps)"
-        if not any(r["verdict"] in ("faster", "slower") for r in rows):
+        if not any(r.verdict in ("faster", "slower") for r in rows):
             est += "; the per-shape speedups are inconclusive, so the saving is uncertain"
         gained = (f"more than the compiled steps saved over these {steps} steps: {saved:.2f} s" if saved > 0 else
                   f"and the compiled steps saved nothing over these {steps} steps: they took {-saved:.2f} s more")
@@ -152,16 +145,16 @@ def findings(rows: list[dict], whole: Optional[Speedup], compiled: RunFigures, e
                             f"{gained}{est}",
                     "options": list(OPTIONS)})
     differs = _speedups_apart(main, rows[1:], eager, compiled)
-    if whole and main["speedup"] is not None and differs:
+    if whole and main.speedup is not None and differs:
         out.append({"kind": "main-shape-speedup-differs", "estimate": False,
-                    "figures": {"main": main["speedup"], "whole": whole.ratio, "others": differs.median},
-                    "text": f"the main shape {main['signature']} ({main['step_count']} of {steps} steps) runs "
-                            f"{main['speedup']:.2f}x per step, the other shapes {differs.median:.2f}x and the whole "
+                    "figures": {"main": main.speedup, "whole": whole.ratio, "others": differs.median},
+                    "text": f"the main shape {main.signature} ({main.step_count} of {steps} steps) runs "
+                            f"{main.speedup:.2f}x per step, the other shapes {differs.median:.2f}x and the whole "
                             f"run {whole.ratio:.2f}x: the per-step speedups of the main shape and of the others "
                             "have quartile ranges apart, so the other shapes change what compiling gives",
                     "options": list(OPTIONS)})
-    rerecords = sum(r.get("cudagraph_rerecords", 0) for r in rows)
-    records = sum(r.get("cudagraph_records", 0) for r in rows)
+    rerecords = sum(r.cudagraph_rerecords or 0 for r in rows)
+    records = sum(r.cudagraph_records or 0 for r in rows)
     if records > len(rows):
         out.append({"kind": "cudagraph-records", "estimate": False,
                     "figures": {"records": records, "rerecords": rerecords, "shapes": len(rows)},

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from ..cost import CostInputs, gpu_bill
+from ..cost import Bill, CostInputs, gpu_bill
 from ..processes import top_words
 from ..protocol import from_dict
 from .figures import (
@@ -298,7 +298,7 @@ def restart_compile_s(figures: TrialFigures) -> tuple[Optional[float], Optional[
     return compiled, ("compiled run" if compiled is not None else None)
 
 
-def bill(figures: TrialFigures, inputs: CostInputs) -> dict:
+def bill(figures: TrialFigures, inputs: CostInputs) -> Bill:
     """The GPU bill of a trial from its measured steady-state medians (wall time per step)."""
     wall = figures.wall
     compile_s, compile_from = restart_compile_s(figures)
@@ -307,11 +307,11 @@ def bill(figures: TrialFigures, inputs: CostInputs) -> dict:
                    verdict=(wall.verdict if wall else None) if figures.speedup else "missing (the compiled run failed)",
                    compile_s=compile_s, compile_from=compile_from)
     device = figures.compiled.device or figures.eager.device
-    out["device"] = device
-    if device != "cuda" and out["lines"]:
-        out["lines"].append(f"GPU bill: measured on {'the CPU' if device == 'cpu' else device or 'an unknown device'}, "
+    out.device = device
+    if device != "cuda" and out.lines:
+        out.lines.append(f"GPU bill: measured on {'the CPU' if device == 'cpu' else device or 'an unknown device'}, "
                                "not a GPU: these figures price a CPU run's step times and speedup in GPU-hours; "
                                "run the trial on the GPU you train on for a GPU's")
     if not inputs.given():
-        out["lines"] = []  # nothing asked: no bill in the text
+        out.lines = []  # nothing asked: no bill in the text
     return out

@@ -111,8 +111,16 @@ def _has_dist_info(folder: str, package: str) -> bool:
     return any(n.lower().startswith(prefix) and n.endswith((".dist-info", ".egg-info")) for n in names)
 
 
+# Every root this process imported from: a module another root's job left (its `helper.py`) must
+# not answer the same name in the next root's file.
+_ROOTS: list[str] = []
+# The sys.path entries the last import put in front (it removes the ones it added before).
+_ADDED: list[str] = []
+
+
 def purge_user_modules(root: str) -> None:
-    """Forget the workspace's own Python source modules, so the next import reads today's code.
+    """Forget the workspace's own Python source modules, so the next import reads today's code —
+    those of every root this process imported from before, too.
 
     Never forgotten: extension modules (a compiled module cannot be loaded twice in a process:
     numpy refuses), every module of a package that has one, vendored packages (`vendor/`,
@@ -120,12 +128,22 @@ def purge_user_modules(root: str) -> None:
     source: dict[str, str] = {}
     keep: set[str] = set()  # top-level packages that are not workspace source
     resolved_root = real(root)
+    if resolved_root not in _ROOTS:
+        _ROOTS.append(resolved_root)
+    roots = {resolved_root: root, **{r: r for r in _ROOTS if r != resolved_root}}
     for name, module in list(sys.modules.items()):
-        path = _workspace_path(name, module, resolved_root)
+        path, owner = None, root
+        for resolved, given in roots.items():
+            path = _workspace_path(name, module, resolved)
+            if path is not None:
+                owner = given
+                break
+        if path is None:
+            continue
         if path is None:
             continue
         top = name.partition(".")[0]
-        if not path.endswith(".py") or _vendored(path, root):
+        if not path.endswith(".py") or _vendored(path, owner):
             keep.add(top)
         else:
             source[name] = top
@@ -181,9 +199,7 @@ def import_file(path: str, root: str) -> types.ModuleType:
     top = os.path.abspath(path)
     for _ in name.split("."):
         top = os.path.dirname(top)
-    for entry in (root, top):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
+    _front_of_path([top, root])
     _FINDER.root = root
     spec = importlib.util.spec_from_file_location(name, path, loader=_SourceLoader(name, path))
     if spec is None or spec.loader is None:
@@ -196,6 +212,22 @@ def import_file(path: str, root: str) -> types.ModuleType:
         sys.modules.pop(name, None)
         raise
     return module
+
+
+def _front_of_path(entries: list[str]) -> None:
+    """Put the file's folders first on sys.path, in this order, and take away the ones an earlier
+    import added: a folder already on the path from another file's job would otherwise answer
+    `import helper` with its own `helper.py`."""
+    for entry in _ADDED:
+        if entry in sys.path:
+            sys.path.remove(entry)
+    _ADDED.clear()
+    for entry in reversed(list(dict.fromkeys(entries))):
+        if entry in sys.path:  # there before us (the worker's cwd, PYTHONPATH): moved, not taken away
+            sys.path.remove(entry)
+        else:
+            _ADDED.append(entry)
+        sys.path.insert(0, entry)
 
 
 def user_line(exc: BaseException, path: str) -> int | None:

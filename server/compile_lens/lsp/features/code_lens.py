@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from ...render import cards
+from ...render import cards, parts
 from ...render.lsp import to_range
 from ..gpu_gate import MEASURE_ANYWAY
 from ..state import SHOW_OUTPUT, CompileLensServer
@@ -31,7 +31,8 @@ def code_lenses(ls: CompileLensServer, uri: str) -> list[lsp.CodeLens]:
         command = MEASURE
         if measuring:  # the log, where the client has it; else the server's own command (says "measuring")
             command = SHOW_OUTPUT if SHOW_OUTPUT in ls.client_commands else MEASURE
-        title = cards.code_lens_title(bench, measuring)
+        live = state.live.get(spec.name) if ls.is_current(state) else None
+        title = cards.code_lens_title(bench, measuring, tuple(parts.pending(live, in_flight=True)) if live else ())
         waiting = ls.gpu_gate.busy.get(uri) if measuring else None
         if waiting is not None:  # queued behind another process's use of the GPU: the lens lets it go
             title, command = cards.waiting_lens_title(waiting.text), MEASURE_ANYWAY

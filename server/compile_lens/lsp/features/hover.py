@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Optional
 
 from lsprotocol import types as lsp
 
 from ...protocol import TargetResult
-from ...render import cards, line_costs
+from ...render import cards, line_costs, parts
 from ...render.levers_text import specialised_here
 from ..state import SHOW_REPORT, CompileLensServer
 from ..trial_feed import hover_line
@@ -41,9 +42,11 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
     report = cards.report_line(SHOW_REPORT in ls.client_commands,
                                os.path.relpath(state.path, ls.root_for(state.path)))
     trial = hover_line(ls.root_for(state.path), state.path, name, ls.settings)  # `compile-lens trial`'s figures
+    live = state.live.get(name) if current else None  # a measurement running now: its parts so far
+    shown = live or (dataclasses.replace(result, benchmark=bench) if bench is not None else result)
     card = cards.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
                             measuring=name in state.measuring, report=report, trial=trial,
-                            stalled=state.stalled.get(name))
+                            stalled=state.stalled.get(name), parts=parts.states(shown, in_flight=live is not None))
     tried = hover_lines(result)  # the levers phase, when it ran: one line per lever
     if tried:
         card += "\n\n" + "\n".join(tried)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from ...render import cards, line_costs
+from ...render import cards, line_costs, parts
 from ...render.levers_text import cudagraph_skips_in
 from ..state import CompileLensServer
 
@@ -21,10 +21,11 @@ def inlay_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp.Inl
         bench = state.benchmarks.get(site.target)
         if bench is None or not (rng.start.line <= site.end_line - 1 <= rng.end.line):
             continue
+        live = state.live.get(site.target)  # measuring still: what is to come, not a payback yet
         hints.append(lsp.InlayHint(
             position=lsp.Position(site.end_line - 1, site.end_column - 1),
             label=" " + cards.hint_label(bench), kind=lsp.InlayHintKind.Type, padding_left=True,
-            tooltip=cards.lens_title(bench)))
+            tooltip=cards.lens_title(bench, tuple(parts.pending(live, in_flight=True)) if live else ())))
     if ls.settings.line_hints:
         hints.extend(_line_hints(ls, uri, state.path, state.benchmarks, rng))
     lines = ls.workspace.get_text_document(uri).lines

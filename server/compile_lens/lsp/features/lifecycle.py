@@ -16,7 +16,7 @@ from pygls.uris import to_fs_path
 from ... import __version__
 from ...processes import kill_tree
 from ...settings import Settings
-from .. import scheduler
+from .. import documents, scheduler
 from ..state import CompileLensServer
 
 log = logging.getLogger("compile_lens")
@@ -77,8 +77,9 @@ def register(server: CompileLensServer) -> None:
         for problem in problems:
             log.warning(problem)
         log.info("settings changed: %s", ls.settings.as_client())
-        for state in ls.docs.values():  # figures are per device and mode: show the ones that apply now
+        for state in ls.docs.values():  # figures are per device, mode and precision: show the ones that apply now
             if state.saved is not None:
+                documents.rechoose_precision(ls, state.saved)
                 state.benchmarks = scheduler.cached_benchmarks(ls, state.saved, state.path)
                 ls.emit("measured", state.uri)
         ls.refresh_views()

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import Any
 
+from ...ranks import parting_json
 from ...render.lsp import uri_of
 from ...trace_import.report import NotATrace, divergence_text, import_trace, ranks_json
 from ..state import CompileLensServer
@@ -44,7 +45,7 @@ async def import_command(ls: CompileLensServer, path: str) -> dict[str, Any]:
     log.info("imported torch trace %s: %d findings in %d files, %d in files not mapped onto the workspace", path,
              sum(map(len, shown.values())), len(shown), unmapped_findings)
     return {"imported": True, "files": sorted(shown), "diagnostics": sum(len(v) for v in shown.values()),
-            "ranks": ranks_json(imported), "rank_divergence": imported.rank_divergence,
+            "ranks": ranks_json(imported), "rank_divergence": [parting_json(p) for p in imported.rank_divergence],
             "divergence": [divergence_text(e) for e in imported.rank_divergence],
             "unmapped": [{"path": p, "why": why} for p, why in sorted(imported.unmapped.items())],
             "unmapped_findings": unmapped_findings,

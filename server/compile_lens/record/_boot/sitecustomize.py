@@ -18,10 +18,14 @@ def _start() -> None:
         from compile_lens.record import hook
 
         hook.install()
-        if os.environ.get("COMPILE_LENS_TRIAL_MODE"):  # `compile-lens trial`: steps, times, losses
-            from compile_lens.trial import hook as trial
+        # Hooks a launcher on a higher floor adds beside the recorder (`compile-lens trial` names
+        # `compile_lens.trial.hook`: steps, times, losses): the recorder does not know them.
+        hooks = [h for h in os.environ.get("COMPILE_LENS_BOOT_HOOKS", "").split(",") if h]
+        if hooks:
+            import importlib
 
-            trial.install()
+            for name in hooks:
+                importlib.import_module(name).install()
     except Exception as exc:  # noqa: BLE001 - the user's program must run regardless
         out = os.environ.get("COMPILE_LENS_RECORD_OUT")
         try:

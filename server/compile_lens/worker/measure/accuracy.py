@@ -7,6 +7,8 @@ from typing import Any, Optional
 
 import torch
 
+from ...protocol import Precision
+from . import precision
 from .isolated import isolated
 from .workload import Model, seeded, tensors_in
 
@@ -31,8 +33,12 @@ def compare(expected: list[torch.Tensor], actual: list[torch.Tensor]) -> dict[st
         result["problem"] = f"{len(actual)} tensors instead of {len(expected)}"
         return result
     dtypes = [t.dtype for t in expected if t.is_floating_point()]
-    rtol, atol = tolerance(dtypes)
+    # under autocast (or TF32) an fp32 output was computed through bf16/fp16 (TF32) ops: held to their tolerance
+    floor = precision.tolerance_dtype()
+    rtol, atol = tolerance(dtypes + ([floor] if floor is not None and dtypes else []))
     result["dtype"] = str(max(dtypes, key=lambda d: TOLERANCES.get(d, (0, 0))[0])).replace("torch.", "") if dtypes else None
+    if floor is not None and dtypes and TOLERANCES[floor][0] >= tolerance(dtypes)[0]:
+        result["dtype"] = f"{str(floor).replace('torch.', '')} ({(precision.current() or Precision()).value})"
     for e, a in zip(expected, actual):
         if e.shape != a.shape:
             result["problem"] = f"shape {tuple(a.shape)} instead of {tuple(e.shape)}"

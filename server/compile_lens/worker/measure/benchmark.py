@@ -68,7 +68,7 @@ from ...torch_text import cache_keys
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import compile_frames, drift, line_costs, memory
+from . import compile_frames, drift, line_costs, memory, precision
 from .accuracy import _grads, compare_workload
 from .cold_compile import (
     CACHE_PREFIX,
@@ -131,9 +131,10 @@ def run_benchmark(
     _sweep_stale()
     cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
     remote, remote_note = resolve_remote(remote_cache, os.environ)
-    try:
-        return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
-                        [n for n in (device_note, remote_note) if n], remote)
+    try:  # in the user's precision (autocast, TF32), eager, compiled and the cold child alike
+        with precision.applied(target.spec, device):
+            return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
+                            [n for n in (device_note, remote_note) if n], remote)
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -255,7 +256,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     contention = Contention(device)
     # Breaks counted as everywhere else: distinct breaks at distinct locations (graph_breaks.py),
     # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
-    with graph_break_log() as break_log, inductor_cache(cache_dir):
+    with graph_break_log() as break_log, inductor_cache(cache_dir), line_costs.reading_timed_compiles():
         compiled_obj = _same_weights_copy(eager.obj, target, device) if eager.is_module else eager.obj
         # The workload that drives break-even first: its warm compile is then this process's
         # first since the cold one, the closest to a new process's (see docs/cli.md, "How a measurement is made"). The train
@@ -355,7 +356,7 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
     eager.model.zero_grad()
     job.add_phase("memory", t_mem)
-    line_costs.after_timing(job, eager, compiled_obj, wl, figures.timings[wl], cold.limit)  # time per line
+    line_costs.after_timing(job, eager, compiled, wl, figures.timings[wl], cold.limit)  # time per line, from the timed compile
 
 
 def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _Cold,
@@ -470,8 +471,7 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         mode=job.mode or "default",
         forward=forward,
         train_step=train,
-        compile_s={"cold": cold.compile_s, "warm": figures.warm_s,
-                   **({"warm_remote": served.compile_s} if served else {})},
+        compile_s={"cold": cold.compile_s, "warm": figures.warm_s, **({"warm_remote": served.compile_s} if served else {})},
         guard_latency_us=figures.guard_us, compile_time=cold.compile_time,
         warm_cache=({**(figures.warm_cache or {}), "remote": served.counts} if served else figures.warm_cache),
         break_even_calls=calls,
@@ -487,6 +487,6 @@ def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Ben
         contention=figures.busy_seen,
         phases_s={**{k: round(v, 3) for k, v in job.phases.items()}, "cold_compile": round(cold.compile_s or 0.0, 3),
                   "total": round(time.perf_counter() - job.started, 3)},
-        unmeasured=dict(figures.unmeasured),
+        unmeasured=dict(figures.unmeasured), precision=precision.current(),
         accuracy_drift=figures.drift,
     )

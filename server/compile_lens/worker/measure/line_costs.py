@@ -10,21 +10,26 @@ through provenance to the forward lines they are the gradient of (`KernelShare.b
   top-level torch call (`_LineTags`). Each op's self time goes to the range it ran in. The
   profiler's own Python stacks cannot do this: they name each function's `def` line, not the line
   that called the op.
-- **compiled**: a *separate* compile of the same model with Inductor's provenance tracking on and,
-  on the CPU, each generated C++ kernel wrapped in a profiler range (`provenance.kernel_ranges`),
-  then the compiled call profiled. Each kernel's self time goes to the lines its provenance names
-  (`provenance`); a kernel fused from several lines is split **evenly among its lines**, and each
-  of them names the kernel and the lines it was fused with. Extern kernels (`extern_kernels.addmm`)
-  and fallback ops (aten ops Inductor did not lower) are the aten ops the compiled graph calls,
+- **compiled**: the timed compile itself, made with Inductor's provenance tracking on (it changes
+  no kernel: `provenance`; `reading_timed_compiles` catches it as the benchmark compiles) and, on
+  the CPU, each generated C++ kernel wrapped in a profiler range (`provenance.kernel_ranges`), its
+  call profiled again after the timing rounds. Each kernel's time goes to the lines its provenance
+  names; a kernel fused from several lines is split **evenly among its lines**, and each of them
+  names the kernel and the lines it was fused with. Extern kernels (`extern_kernels.addmm`) and
+  fallback ops (aten ops Inductor did not lower) are the aten ops the compiled graph calls,
   matched to the provenance in the order `call()` runs them; their time is inclusive (their
   helper ops count) and goes to the op's own line (`_give`).
 - What no line can take is `unattributed_us`, by reason: Dynamo's guard check and the wrappers
   around the compiled graph, Inductor's runtime (buffer allocation, views), ops that ran eagerly
   between compiled frames (a graph break), the Python around the ops (the profiled call's own
-  range: module calls, Dynamo's frame hook, a `print` between frames), a kernel without provenance. Lines plus unattributed
-  equal the profile's total per call (the sum of every event's self time, ÷ the calls).
-- Per call: the mean over the quieter half of the profiled calls (`_quiet`): a call the OS
-  preempted is not steady state, as the timing's medians say.
+  range), a kernel without provenance ("served from cache" when its graph came back without any).
+  On CUDA the figures are the device's clock: kernel time per launching op, plus "kernels without
+  a line" and the "GPU idle within the call" (`line_windows`). Lines plus unattributed equal the
+  profile's total per call.
+- Which call an event belongs to: the call whose time window holds it, on any thread; the mean
+  over the quieter half of the calls (`line_windows`).
+- A table taken while the machine was busy, or whose compiled profile total is more than 25% off
+  the timed compiled call, carries a `caveat`: renderers then show no per-line eager→compiled ratio as a finding.
 
 Which line: the innermost frame inside the workspace; when the forward never passes through the
 workspace (a `transformers` model built from a config), the innermost frame outside torch, the
@@ -45,13 +50,16 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 
 from ...protocol import KernelShare, LineCost, LineRef
+from . import line_windows as windows
 from . import provenance
 from .isolated import isolated as isolated_part
 from .line_tags import TAG
 from .line_tags import LineTags as _LineTags
 from .line_tags import Places as _Places
+from .timing import Contention, busy_words
 
-CALL = "compile_lens.call:"  # one range per profiled call
+CALL = windows.CALL  # one range per profiled call
+DISAGREE = 0.25  # a profile total this far from its timed call: the table is no finding (`caveat`)
 PROFILE_SECONDS = 0.25  # per side: enough calls to average a few, bounded so a slow model costs ~1 s
 _RUNTIME = ("TorchDynamo Cache Lookup", "Torch-Compiled Region", "Pregraph bytecode",
             "AOTDispatcher Runtime Wrapper", "## Call CompiledFxGraph", "CompiledFunction")
@@ -65,6 +73,7 @@ WHY_OPTIMIZER = "the train step's SGD step (Compile Lens's loop, not a line of t
 EVALUATE = "autograd::engine::evaluate_function: "
 OPTIMIZER = "Optimizer."  # torch.optim's profiler ranges: "Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad"
 WHY_NO_PROVENANCE = "kernels without provenance"
+WHY_SERVED = "kernels with no provenance (served from cache)"
 WHY_NO_LINE = "ops outside any workspace or library line (a train step's loss)"
 WHY_PYTHON = "Python around the ops (module calls, Dynamo's frame hook, eager code between frames)"
 
@@ -80,6 +89,14 @@ class LineFigures:
     note: Optional[str] = None  # the whole part failed: "not measurable: <why>"
     compiled_note: Optional[str] = None  # the compiled column only: "not on this torch (...)"
     graphs: list[provenance.Graph] = field(default_factory=list)  # the provenance read (checks), not a result
+    gpu_idle_share: Optional[float] = None  # CUDA: the GPU idle within the compiled call, as a share of it
+    caveat: Optional[str] = None  # why the table is no finding: busy while profiling, or a profile off its timing
+
+    def into(self, timing: Any) -> None:
+        """Into the workload's `protocol.Timing`."""
+        timing.lines, timing.unattributed_us, timing.unattributed_why = self.lines, self.unattributed_us, self.unattributed_why
+        timing.profile_us, timing.lines_note, timing.compiled_lines_note = self.profile_us, self.note, self.compiled_note
+        timing.gpu_idle_share, timing.lines_caveat = self.gpu_idle_share, self.caveat
 
 
 @contextlib.contextmanager
@@ -95,7 +112,7 @@ def isolated(figures: LineFigures) -> Iterator[None]:
         figures.note = unmeasured["line costs"]
 
 
-# --- profiles --------------------------------------------------------------------------------
+# --- profiles (`line_windows`) ----------------------------------------------------------------
 
 def _calls(ms: Optional[float]) -> int:
     per = max(ms or 1.0, 0.01) / 1e3
@@ -103,58 +120,11 @@ def _calls(ms: Optional[float]) -> int:
 
 
 def _profile(call: Callable[[], Any], n: int, device: str, tags: Optional[_Places] = None) -> Any:
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
-    mode = _LineTags(tags) if tags is not None else contextlib.nullcontext()
-    call()  # one call outside the profile: lazy initialisations are not steady state
-    with profile(activities=activities) as prof, mode:
-        for i in range(n):
-            with torch.profiler.record_function(f"{CALL}{i}"):
-                call()
-                if device.startswith("cuda"):
-                    torch.cuda.synchronize()
-    return prof
+    return windows.profile(call, n, device, _LineTags(tags) if tags is not None else None)
 
 
-def _quiet(events: list[Any], device: str) -> tuple[list[Any], int]:
-    """The events of the quieter half of the profiled calls (each call's total at or below the
-    median), and how many calls that is. A call the OS preempted (this machine is shared; OpenMP
-    threads then wait on each other) is no steady state: the timing takes medians for the same reason."""
-    of_call: dict[int, list[Any]] = defaultdict(list)
-    for evt in events:  # the call's own range too: its self time is the Python around the ops
-        top = evt if evt.name.startswith(CALL) else _nearest(evt, lambda e: e.name.startswith(CALL))
-        if top is not None:
-            of_call[id(top)].append(evt)
-    if not of_call:
-        return [], 1
-    totals = sorted((sum(_self_us(e, device) for e in evs), key) for key, evs in of_call.items())
-    median = totals[(len(totals) - 1) // 2][0]
-    kept = [key for total, key in totals if total <= median]
-    return [e for key in kept for e in of_call[key]], len(kept)
-
-
-def _cuda(device: str) -> bool:
-    return device.startswith("cuda")
-
-
-def _self_us(evt: Any, device: str) -> float:
-    if _cuda(device):
-        return float(getattr(evt, "self_device_time_total", 0.0) or 0.0)
-    return float(evt.self_cpu_time_total)
-
-
-def _total_us(evt: Any, device: str) -> float:
-    if _cuda(device):
-        return float(getattr(evt, "device_time_total", 0.0) or 0.0)
-    return float(evt.cpu_time_total)
-
-
-def _events(prof: Any) -> list[Any]:
-    """The host-side events (a GPU's kernels count through the op that launched them: device time)."""
-    cpu = getattr(getattr(torch.autograd, "DeviceType", None), "CPU", None)
-    return [e for e in prof.events() if not getattr(e, "is_async", False)
-            and (cpu is None or getattr(e, "device_type", cpu) == cpu)]
+_self_us, _total_us, _nearest = windows.self_us, windows.total_us, windows.nearest
+reading_timed_compiles = provenance.reading_timed_compiles  # benchmark: around its compiles
 
 
 def _tag_line(tag: Any) -> tuple[str, int]:
@@ -181,9 +151,10 @@ def _is_evaluate(e: Any) -> bool:
 
 def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[float]) -> tuple[dict, float, dict]:
     """{(path, line): us per call}, the profile's total per call, and {reason: us} for ops no line took.
-    A backward op (a train step) goes to the line whose forward op made its autograd node."""
-    prof = _profile(call, _calls(ms), device, tags=_Places(root))
-    events, n = _quiet(_events(prof), device)
+    A backward op (a train step) goes to the line whose forward op made its autograd node. `ms`:
+    the timed call (CUDA: the GPU idle within it is a reason of its own)."""
+    found = windows.calls(_profile(call, _calls(ms), device, tags=_Places(root)), device)
+    events, n = found.events, found.n
     per_line: dict[tuple[str, int], float] = defaultdict(float)
     loose: dict[str, float] = defaultdict(float)
     total = 0.0
@@ -211,14 +182,12 @@ def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[fl
             loose[WHY_NO_LINE] += us
             continue
         per_line[_tag_line(tag)] += us
-    return ({k: v / n for k, v in per_line.items()}, total / n, {k: v / n for k, v in loose.items() if v})
-
-
-def _nearest(evt: Any, test: Callable[[Any], bool]) -> Any:
-    p = evt.cpu_parent
-    while p is not None and not test(p):
-        p = p.cpu_parent
-    return p
+    per_call = {k: v / n for k, v in loose.items() if v}
+    total /= n
+    if windows.cuda(device):
+        total, parts = windows.device_parts(found, total, ms * 1e3 if ms else None)
+        per_call.update({k: v for k, v in parts.items() if v > 0})
+    return ({k: v / n for k, v in per_line.items()}, total, per_call)
 
 
 @dataclass
@@ -230,27 +199,61 @@ class _Compiled:
     total: float
     loose: dict[str, float]
     graphs: list[provenance.Graph] = field(default_factory=list)
+    idle_share: Optional[float] = None  # CUDA: the GPU idle within the call, as a share of it
+    busy_us: Optional[float] = None  # CUDA: the device-busy time per call
 
 
-def compiled_lines(make: Callable[[], Callable[[], Any]], root: str, device: str, ms: Optional[float]) -> _Compiled:
-    """Compile with provenance (`make()` compiles and returns the forward to call), profile it, and
-    give each kernel's time to its lines."""
+@dataclass
+class Timed:
+    """A compile already made with provenance on (the timed one, `reading_timed_compiles`): the call
+    to profile and the graphs its compile produced."""
+
+    call: Callable[[], Any]
+    graphs: list[provenance.Graph]
+
+
+def compiled_lines(make: Any, root: str, device: str, ms: Optional[float]) -> _Compiled:
+    """Profile a compiled call and give each kernel's time to its lines. `make` is a `Timed` (the
+    timed compile, provenance caught as it compiled), or a function that compiles and returns the
+    call: then a compile of its own, with provenance on, in a cache folder of its own — no cache
+    served from elsewhere, whatever the environment forces (`TORCHINDUCTOR_FX_GRAPH_CACHE=1`
+    overrides any config set in code)."""
+    if isinstance(make, Timed):
+        return _profiled(make.call, make.graphs, root, device, ms)
+    import shutil
+    import tempfile
+
     import torch._inductor.config as inductor_config
 
-    places = _Places(root)
-    with inductor_config.patch(provenance.config_patch(device)), provenance.uncached(), \
-            provenance.catching() as caught:
-        call = make()
-        call()  # the compile (a train step's backward too): provenance comes with it
-    with provenance.kernel_ranges(caught.graphs):
+    from .cold_compile import inductor_cache
+
+    own = tempfile.mkdtemp(prefix="compile-lens-lines-")
+    try:
+        with inductor_cache(own):  # profiled inside too: the output code modules stay loaded
+            with inductor_config.patch(provenance.config_patch(device)), provenance.uncached(), \
+                    provenance.catching() as caught:
+                call = make()
+                call()  # the compile (a train step's backward too): provenance comes with it
+            return _profiled(call, caught.graphs, root, device, ms)
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+def _profiled(call: Callable[[], Any], graphs: list[provenance.Graph], root: str, device: str,
+              ms: Optional[float]) -> _Compiled:
+    with provenance.kernel_ranges(graphs):
         prof = _profile(call, _calls(ms), device)
-    events, n = _quiet(_events(prof), device)
-    found = _attribute(events, caught.graphs, places, device, n)
-    found.graphs = caught.graphs
+    found = _attribute(windows.calls(prof, device), graphs, _Places(root), device, ms * 1e3 if ms else None)
+    found.graphs = graphs
     return found
 
 
-def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Places, device: str, n: int) -> _Compiled:
+def _attribute(found: windows.Calls, graphs: list[provenance.Graph], places: _Places, device: str,
+               timed_us: Optional[float] = None) -> _Compiled:
+    events, n = found.events, found.n
+    # a graph whose output code has kernels but whose provenance came back empty: an FX-graph cache
+    # entry written without provenance (torch < 2.12 keys it without the provenance level)
+    blind = {name for g in graphs if not g.kernels for name in provenance.output_code_kernels(g.output_code)}
     by_prefix = {g.prefix: g for g in graphs if g.prefix}
     by_cid: dict[Optional[str], list[provenance.Graph]] = defaultdict(list)
     for g in graphs:
@@ -283,6 +286,9 @@ def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Place
             if kernel is None and queues.get(child.name):
                 kernel = queues[child.name].pop(0)
             if kernel is None:
+                if blind and (child.name.startswith((provenance.KERNEL, "aten::")) or child.name in blind):
+                    out.loose[WHY_SERVED] += _total_us(child, device)
+                    _mark(child, counted)
                 continue
             us = _total_us(child, device) if kernel.kind != "generated" else _self_us(child, device) + \
                 sum(_total_us(c, device) for c in child.cpu_children)
@@ -321,6 +327,11 @@ def _attribute(events: list[Any], graphs: list[provenance.Graph], places: _Place
             s.us = round(s.us / n, 2) if s.us is not None else None
     out.total /= n
     out.loose = {k: v / n for k, v in out.loose.items() if v > 0}
+    if windows.cuda(device):  # busy + idle: the kernels no op took, and the GPU's idle time
+        out.total, parts = windows.device_parts(found, out.total, timed_us)
+        out.loose.update({k: v for k, v in parts.items() if v > 0})
+        out.idle_share = parts[windows.WHY_GPU_IDLE] / out.total if out.total > 0 else None
+        out.busy_us = out.total - parts[windows.WHY_GPU_IDLE]
     return out
 
 
@@ -369,12 +380,14 @@ def _give(out: _Compiled, kernel: provenance.Kernel, us: float, places: _Places,
 
 # --- one workload ----------------------------------------------------------------------------
 
-def measure(eager_call: Callable[[], Any], make_compiled: Callable[[], Callable[[], Any]], *, root: str,
+def measure(eager_call: Callable[[], Any], make_compiled: Any, *, root: str,
             device: str, eager_ms: Optional[float], compiled_ms: Optional[float]) -> LineFigures:
-    """Both columns for one workload; never raises (see `isolated`)."""
+    """Both columns for one workload; never raises (see `isolated`). `make_compiled`: a `Timed`
+    (the timed compile's call and graphs), or a function that compiles (a compile of its own)."""
     figures = LineFigures()
     with isolated(figures):
         t0 = time.perf_counter()
+        watch = Contention(device)  # what else ran while the profiles were taken (`caveat`)
         eager, eager_total, eager_loose = eager_lines(eager_call, root, device, eager_ms)
         figures.profile_us["eager"] = round(eager_total, 2)
         compiled: Optional[_Compiled] = None
@@ -392,34 +405,69 @@ def measure(eager_call: Callable[[], Any], make_compiled: Callable[[], Callable[
             figures.graphs = compiled.graphs
             figures.unattributed_why = {k: round(v, 2) for k, v in sorted(compiled.loose.items(), key=lambda kv: -kv[1])}
             figures.unattributed_us = round(compiled.total - sum(compiled.per_line.values()), 2)
+            figures.gpu_idle_share = round(compiled.idle_share, 3) if compiled.idle_share is not None else None
+            if compiled.loose.get(WHY_SERVED) and not any(g.kernels for g in compiled.graphs):
+                figures.compiled_note = "no provenance (served from cache): Inductor's cache returned the " \
+                    "compiled graphs without the source lines of their kernels"
         if eager_loose:
             figures.unattributed_why.update({f"eager: {k}": round(v, 2) for k, v in eager_loose.items()})
+        figures.caveat = caveat(watch.report(), figures.profile_us, eager_ms, compiled_ms, device,
+                                compiled.busy_us if compiled is not None else None)
         figures.profile_us["seconds"] = round(time.perf_counter() - t0, 3)
     return figures
 
 
-def after_timing(job: Any, eager: Any, compiled_obj: Any, workload: str, timing: Any, limit: float) -> None:
+def caveat(contention: dict[str, Any], profile_us: dict[str, Optional[float]], eager_ms: Optional[float],
+           compiled_ms: Optional[float], device: str, busy_us: Optional[float] = None) -> Optional[str]:
+    """Why a line table's figures are no finding, or None: the machine was busy while it was
+    profiled (the timing's own rule, `timing.busy_words`), or the compiled call's profile total
+    disagrees with its timed call by more than DISAGREE (on CUDA its kernels' busy time, which no
+    call can exceed). The eager side is not held to it: its total leaves out the Python around the
+    ops, whose tagging (`LineTags`) the profile pays for and the timing does not."""
+    busy = busy_words(contention)
+    if busy:
+        return busy.replace(" during timing", " while profiling")
+    us = busy_us if windows.cuda(device) else profile_us.get("compiled")
+    if not compiled_ms or us is None:
+        return None
+    timed = compiled_ms * 1e3
+    if (us > timed * (1 + DISAGREE)) if windows.cuda(device) else abs(us - timed) > DISAGREE * timed:
+        what = "its kernels" if windows.cuda(device) else "the profile"
+        return (f"the compiled call's profile disagrees with its timing ({what} {_us(us)} per call, "
+                f"timed {_us(timed)}: more than {DISAGREE:.0%} apart)")
+    return None
+
+
+def _us(us: float) -> str:
+    return f"{us / 1000:.2f} ms" if us >= 10 else f"{us:.1f} µs"
+
+
+def after_timing(job: Any, eager: Any, compiled: Any, workload: str, timing: Any, limit: float) -> None:
     """`benchmark`'s step, after a workload's timing rounds and memory (never inside them): the
-    workload's lines ("forward" | "train") into its Timing, on a separate compile. `job` and `eager`
-    are `benchmark._Job` and `_Eager`; the seconds spent add to `job.phases["line_costs"]`. The
-    train step's SGD steps move the weights: `benchmark` restores them after the train workload."""
+    workload's lines ("forward" | "train") into its Timing, read from the timed compile (`compiled`:
+    the `workload.Model` that was timed) when `reading_timed_compiles` caught its provenance, else
+    from a compile of its own. `job` and `eager` are `benchmark._Job` and `_Eager`; the seconds
+    spent add to `job.phases["line_costs"]`. The train step's SGD steps move the weights:
+    `benchmark` restores them after the train workload."""
     from .dynamo_watch import _clear_in_memory_caches
     from .workload import Model, compile_kwargs
 
     t0 = time.perf_counter()
     label = "train step" if workload == "train" else "forward"
     job.stage(f"profiling the {label}", f"profiling {job.name} {label} line by line…", limit_s=limit)
+    graphs = provenance.take()
+    source: Any = Timed(compiled.run(workload), graphs) if graphs is not None else None
+    if source is None:
+        obj = compiled.module if compiled.module is not None else eager.obj
 
-    def make_compiled() -> Callable[[], Any]:
-        _clear_in_memory_caches()  # a new compile: provenance on (`provenance`), the timed one untouched
-        fn = torch.compile(compiled_obj, **compile_kwargs(job.target, job.mode))
-        model = Model(fn, compiled_obj if eager.is_module else None, eager.args, job.step_begin)
-        return model.run(workload)  # the module's mode set once, outside the profiled calls
+        def source() -> Callable[[], Any]:
+            _clear_in_memory_caches()  # a new compile: provenance on (`provenance`), the timed one untouched
+            fn = torch.compile(obj, **compile_kwargs(job.target, job.mode))
+            return Model(fn, obj if eager.is_module else None, eager.args, job.step_begin).run(workload)
 
-    found = measure(eager.model.run(workload), make_compiled, root=job.root, device=job.device,
+    found = measure(eager.model.run(workload), source, root=job.root, device=job.device,
                     eager_ms=timing.eager_ms, compiled_ms=timing.compiled_ms)
-    timing.lines, timing.unattributed_us, timing.unattributed_why = found.lines, found.unattributed_us, found.unattributed_why
-    timing.profile_us, timing.lines_note, timing.compiled_lines_note = found.profile_us, found.note, found.compiled_note
+    found.into(timing)
     job.phases["line_costs"] = job.phases.get("line_costs", 0.0) + time.perf_counter() - t0
 
 

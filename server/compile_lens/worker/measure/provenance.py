@@ -14,10 +14,17 @@ code module (the file `inductor_output_code` names, loaded by `PyCodeCache`) cal
 through module globals (`cpp_fused_x_0(buf0, ...)`), which are wrapped for the profile's duration in
 a range named `compile_lens.kernel:<graph>:<kernel>`; Triton kernels open ranges of their own on a
 GPU. This replaces `cpp.enable_kernel_profile`, which changed the C++ source, so every profiled
-compile rebuilt its kernels with the C++ compiler; without it the kernels' source is the timed
-compile's, and Inductor's on-disk C++ cache (filled by the cold compile) serves them. Provenance
-tracking changes the FX-graph cache key (not the kernels), so it is only ever on for the separate
-compile that is profiled (`line_costs`), never for a timed one.
+compile rebuilt its kernels with the C++ compiler.
+
+Provenance tracking changes no kernel: on torch 2.13 (CPU) the output code of five models (three
+matmuls, a nanoGPT block, a graph break, GPT-2, BERT; forward and backward) differs only in its
+comments with it on (`# [Provenance debug handles]`, FX node names). So a measurement's timed
+compiles track it (`reading_timed_compiles`; the cold compile too, `timed_patch`: the level is in
+the FX-graph cache key on torch ≥ 2.12), and the line costs read the timed compile: no compile of
+their own. Elsewhere (`line_costs.measure` given a function that compiles) a compile of its own,
+in a cache folder of its own. A graph served from a cache entry written without provenance
+(torch 2.11 keys entries without the level) comes back with its output code and no kernels: its
+kernels' time is said as "no provenance (served from cache)".
 
 A train step's compile makes two graphs per frame, forward then backward (`Graph.backward`); a
 backward graph's nodes carry the stack traces of the forward nodes they are the gradient of, so its
@@ -84,7 +91,8 @@ def _version() -> str:
 
 
 def config_patch(device: str) -> dict[str, Any]:
-    """The Inductor settings the profiled compile runs with. No FX-graph cache: a hit replays the
+    """The Inductor settings a compile of its own runs with (`line_costs.compiled_lines`, in a cache
+    folder of its own: `TORCHINDUCTOR_FX_GRAPH_CACHE=1` in the environment overrides this). No FX-graph cache: a hit replays the
     provenance stored with the cached graph, whose stacks name the file and lines of whatever
     compiled it first (seen: another folder's copy of the same model; an edit that only moved lines
     keeps the key too)."""
@@ -170,19 +178,33 @@ def uncached() -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def catching() -> Iterator[_Catch]:
-    """While inside, every compiled graph's provenance is kept (`.graphs`)."""
-    from ..dynamo import structured_trace
-
+def new_catch() -> _Catch:
+    """A handler that keeps the provenance of the compiles it hears from now on."""
     handler = _Catch()
     # what earlier lazy backward compiles in this process left in Inductor's globals is stale
     from torch._inductor import debug as inductor_debug
 
     for name in ("_inductor_kernel_stack_trace", "_inductor_triton_kernel_to_post_grad_node_info"):
         handler.stale.update(k for k in (getattr(inductor_debug, name, None) or {}) if isinstance(k, str))
+    return handler
+
+
+@contextlib.contextmanager
+def catching() -> Iterator[_Catch]:
+    """While inside, every compiled graph's provenance is kept (`.graphs`)."""
+    from ..dynamo import structured_trace
+
+    handler = new_catch()
     with structured_trace(handler):
         yield handler
+
+
+def timed_patch() -> dict[str, Any]:
+    """The Inductor settings of the compiles a measurement times (the cold one in `bench_child`, the
+    warm one in `benchmark`): provenance tracking on, where this torch has it. Both must say the
+    same: the level is part of the FX-graph cache key (torch ≥ 2.12), and where it is not (2.11)
+    an entry written without provenance would replay none."""
+    return {} if supported() else {"trace.provenance_tracking_level": 1}
 
 
 def output_code_kernels(code: str) -> list[str]:
@@ -233,11 +255,13 @@ def kernel_ranges(graphs: list[Graph]) -> Iterator[int]:
             mod = _module(g.module_path)
             if mod is None:
                 continue
-            for k in g.kernels:
-                fn = getattr(mod, k.name, None) if k.kind == "generated" and k.name.startswith("cpp_") else None
+            # a graph without provenance: its output code's kernels, named, so that their time says so
+            names = [k.name for k in g.kernels if k.kind == "generated"] if g.kernels else output_code_kernels(g.output_code)
+            for name in names:
+                fn = getattr(mod, name, None) if name.startswith("cpp_") else None
                 if callable(fn):
-                    saved.append((mod, k.name, fn))
-                    setattr(mod, k.name, _ranged(fn, f"{KERNEL}{i}:{k.name}"))
+                    saved.append((mod, name, fn))
+                    setattr(mod, name, _ranged(fn, f"{KERNEL}{i}:{name}"))
         yield len(saved)
     finally:
         for mod, name, fn in saved:
@@ -252,3 +276,53 @@ def ranged_kernel(name: str, graphs: list[Graph]) -> Optional[tuple[Graph, Kerne
     g = graphs[int(index)]
     k = next((k for k in g.kernels if k.name == kernel), None)
     return (g, k) if k is not None else None
+
+
+# --- the timed compile, read (benchmark) --------------------------------------------------------
+
+class _Reading:
+    """The provenance of the compiles a measurement makes, caught as they happen: one catch per
+    workload (compile ids restart after each Dynamo reset), taken by `after_timing`."""
+
+    def __init__(self) -> None:
+        self.catch: Optional[_Catch] = None
+
+
+_READING = _Reading()
+
+
+@contextlib.contextmanager
+def reading_timed_compiles() -> Iterator[None]:
+    """While inside, compiles track Inductor's provenance and it is kept: the line costs then read
+    the timed compile itself, no compile of their own. Provenance changes no kernel (on torch 2.13
+    CPU the output code of a 3-matmul MLP, a nanoGPT block, a graph break, GPT-2 and BERT, forward
+    and backward, differs only in comments: BENCHMARKS.md); it changes the FX-graph cache key (torch
+    ≥ 2.12), so the cold compile tracks it too (`provenance.timed_patch`, bench_child): the warm
+    compile hits what the cold one wrote."""
+    if supported():
+        yield
+        return
+    import torch._inductor.config as inductor_config
+
+    from ..dynamo import structured_trace
+
+    class Forward(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if _READING.catch is not None:
+                _READING.catch.emit(record)
+
+    _READING.catch = new_catch()
+    try:
+        with inductor_config.patch(timed_patch()), structured_trace(Forward(logging.DEBUG)):
+            yield
+    finally:
+        _READING.catch = None
+
+
+def take() -> Optional[list[Graph]]:
+    """The graphs caught since the last take (None: not reading), and a fresh catch for the next workload."""
+    if _READING.catch is None:
+        return None
+    graphs = _READING.catch.graphs
+    _READING.catch = new_catch()
+    return graphs

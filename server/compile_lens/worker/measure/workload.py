@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 
 from ..loader import BuiltTarget
+from . import precision
 
 LR = 1e-3  # the eager SGD step of the training step; small so weights barely drift while timing
 
@@ -77,7 +78,10 @@ class Model:
     """One side of the comparison: something to call and (for modules) its parameters."""
 
     def __init__(self, call: Callable, module: Optional[torch.nn.Module], args: tuple, step_begin: bool):
-        self.call, self.module, self.args, self.step_begin = call, module, args, step_begin
+        # `call` runs in the measurement's precision (`precision.applied`), eager and compiled alike:
+        # autocast entered around each call, as the user's loop does per step
+        self.call, self.module, self.args, self.step_begin = precision.wrapped(call), module, args, step_begin
+        self._plain, self._cast = call, precision.context()
         self._opt: Optional[torch.optim.Optimizer] = None
 
     def use(self, train: bool) -> None:
@@ -102,8 +106,10 @@ class Model:
         """Forward and backward of the scalar loss (train mode: call `use(True)` first)."""
         if self.step_begin:
             torch.compiler.cudagraph_mark_step_begin()
-        out = self.call(*self.args)
-        scalar_loss(out).backward()
+        with self._cast():  # the forward and the loss under autocast; the backward outside it
+            out = self._plain(*self.args)
+            loss = scalar_loss(out)
+        loss.backward()
         return out
 
     def train_step(self) -> None:

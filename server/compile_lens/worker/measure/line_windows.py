@@ -1,0 +1,137 @@
+"""The profiled calls of a line-cost measurement (`line_costs`), on the profiler's clocks.
+
+- **One call, one time window.** Each profiled call runs inside a range `compile_lens.call:<i>`;
+  an event belongs to the call whose window holds its start, whatever thread ran it. A parent
+  chain is not enough: on CUDA autograd runs the backward on its own device thread, whose events
+  have no parent in the call's range (seen on an H200: the train step's profile was the size of
+  the forward's). The same rule on the CPU and on CUDA, so the CPU tests exercise it (a
+  TorchScript `fork` runs its ops on another thread, as the device thread does).
+- **CPU:** an event's time is its self CPU time; a call's total is their sum.
+- **CUDA:** an event's time is the device time of the kernels it launched (the profiler correlates
+  each kernel with the op or range open when it was launched: `self_device_time_total`). A
+  call's device-busy time is the sum of the device activities (kernels, copies) in its window;
+  what no op took of it is "kernels without a line"; the GPU idle within the call is the timed
+  call (unprofiled: the profiler slows the launches, not the kernels) less that busy time. Lines
+  and reasons then add up to busy + idle: the profile's total on CUDA (`device_parts`).
+- **Quiet calls:** the mean over the quieter half of the calls (each call's total at or below the
+  median): a call the OS preempted is not steady state, as the timing's medians say.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import torch
+
+CALL = "compile_lens.call:"  # one range per profiled call
+WHY_KERNELS_NO_LINE = "kernels without a line"
+WHY_GPU_IDLE = "GPU idle within the call (launch overhead, Python, waits)"
+
+
+def cuda(device: str) -> bool:
+    return device.startswith("cuda")
+
+
+def self_us(evt: Any, device: str) -> float:
+    if cuda(device):
+        return float(getattr(evt, "self_device_time_total", 0.0) or 0.0)
+    return float(evt.self_cpu_time_total)
+
+
+def total_us(evt: Any, device: str) -> float:
+    if cuda(device):
+        return float(getattr(evt, "device_time_total", 0.0) or 0.0)
+    return float(evt.cpu_time_total)
+
+
+def nearest(evt: Any, test: Callable[[Any], bool]) -> Any:
+    """The closest ancestor on the event's own thread that passes `test`."""
+    p = evt.cpu_parent
+    while p is not None and not test(p):
+        p = p.cpu_parent
+    return p
+
+
+def profile(call: Callable[[], Any], n: int, device: str, mode: Any = None) -> Any:
+    """`n` calls of `call` under the profiler (CPU ops; CUDA kernels on a GPU), each in its own
+    `compile_lens.call:<i>` range and, on CUDA, synchronised inside it: its kernels end in its window."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda(device) else [])
+    call()  # one call outside the profile: lazy initialisations are not steady state
+    with torch_profile(activities=activities) as prof, (mode if mode is not None else contextlib.nullcontext()):
+        for i in range(n):
+            with torch.profiler.record_function(f"{CALL}{i}"):
+                call()
+                if cuda(device):
+                    torch.cuda.synchronize()
+    return prof
+
+
+@dataclass
+class Calls:
+    """The quieter half of a profile's calls: their host events, and per call (means) the window's
+    length and, on CUDA, the device-busy time of the activities in it."""
+
+    events: list[Any]
+    n: int
+    wall_us: float = 0.0
+    busy_us: float = 0.0
+
+
+def _host(evt: Any) -> bool:
+    cpu = getattr(getattr(torch.autograd, "DeviceType", None), "CPU", None)
+    return cpu is None or getattr(evt, "device_type", cpu) == cpu
+
+
+def calls(prof: Any, device: str) -> Calls:
+    """Every event given to the call whose window holds its start (any thread), the quieter half kept."""
+    events = [e for e in prof.events() if not getattr(e, "is_async", False)]
+    ranges = sorted((e for e in events if _host(e) and e.name.startswith(CALL)), key=lambda e: e.time_range.start)
+    if not ranges:
+        return Calls([], 1)
+    starts = [r.time_range.start for r in ranges]
+
+    def window(evt: Any) -> Optional[int]:
+        at = evt.time_range.start
+        i = bisect.bisect_right(starts, at) - 1
+        return i if i >= 0 and at <= ranges[i].time_range.end else None
+
+    host: dict[int, list[Any]] = defaultdict(list)
+    busy: dict[int, float] = defaultdict(float)
+    for evt in events:
+        i = window(evt)
+        if i is None:
+            continue
+        if _host(evt):
+            host[i].append(evt)
+        else:  # a device activity: a kernel, a copy, a memset
+            busy[i] += max(0.0, evt.time_range.end - evt.time_range.start)
+
+    def wall(i: int) -> float:
+        return ranges[i].time_range.end - ranges[i].time_range.start
+
+    def total(i: int) -> float:
+        return wall(i) if cuda(device) else sum(self_us(e, device) for e in host[i])
+
+    totals = sorted((total(i), i) for i in range(len(ranges)))
+    median = totals[(len(totals) - 1) // 2][0]
+    kept = [i for t, i in totals if t <= median]
+    n = len(kept)
+    return Calls([e for i in kept for e in host[i]], n, sum(wall(i) for i in kept) / n, sum(busy[i] for i in kept) / n)
+
+
+def device_parts(found: Calls, named_us: float, timed_us: Optional[float]) -> tuple[float, dict[str, float]]:
+    """CUDA: the profile's total per call (busy + idle) and the two parts no op's kernels took:
+    kernels without a line (the busy time no named op's kernels account for) and the GPU idle
+    within the call (the timed call less the busy time; the profile's own window when there is
+    no timed call). `named_us`: what the lines and the named reasons took, per call."""
+    busy = max(found.busy_us, named_us)
+    call_us = timed_us if timed_us else found.wall_us
+    idle = max(0.0, call_us - busy)
+    return busy + idle, {WHY_KERNELS_NO_LINE: busy - named_us, WHY_GPU_IDLE: idle}

@@ -1,0 +1,94 @@
+"""`check --stream` through the real CLI and worker: one JSON object per line on stdout as each part
+of a target lands, each part once per target, the forward's headline on stderr before the rest of
+the measurement runs, and the last line the document `--format json` prints (read back from the
+cache the streamed run wrote, so both describe the same measurement)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from paths import FIXTURES, SERVER
+
+MEASURE = ("forward", "train_step", "memory", "lines", "export", "fallback_ops", "batch_sweep")
+
+
+def _check(root, cache, *args):
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "COMPILE_LENS_CACHE_DIR": str(cache),
+           "PYTHONPATH": str(SERVER)}
+    return subprocess.run([sys.executable, "-m", "compile_lens.cli", "check", "broken.py", "--max-seconds", "4", *args],
+                          cwd=root, capture_output=True, text=True, timeout=900, env=env)
+
+
+@pytest.fixture(scope="module")
+def streamed(tmp_path_factory):
+    """(stdout lines, stderr, `--format json`'s document from the cache, the workspace, the cache)."""
+    base = tmp_path_factory.mktemp("stream")
+    root, cache = base / "ws", base / "cache"
+    shutil.copytree(FIXTURES / "stream", root)
+    done = _check(root, cache, "--stream")
+    assert done.returncode == 1, done.stderr  # the graph break is a warning: exit codes as without --stream
+    again = _check(root, cache, "--format", "json", "-q")
+    assert again.returncode == 1, again.stderr
+    return done.stdout.splitlines(), done.stderr, json.loads(again.stdout), root, cache
+
+
+@pytest.mark.slow
+def test_stream_lines_are_the_parts_as_they_land_then_the_document(streamed):
+    lines, _, doc, root, _ = streamed
+    parsed = [json.loads(line) for line in lines]  # nothing but JSON on stdout
+    *parts, last = parsed
+    assert last == doc
+    [entry] = doc["files"]
+    [target] = entry["targets"]
+    assert {(p["path"], p["target"]) for p in parts} == {(entry["path"], "Broken")}
+    names = [p["part"] for p in parts]
+    assert len(names) == len(set(names)), names  # each part once
+    assert names[:2] == ["trace", "recompiles"], names  # the trace and the sweep run before the measurement
+    assert set(MEASURE) <= set(names), names
+    assert names.index("forward") < min(names.index(p) for p in ("export", "fallback_ops", "batch_sweep"))
+    by = {p["part"]: p for p in parts}
+    # each part's data is what the document shows of it (the trace and sweep do not change after they land)
+    assert by["trace"]["data"] == {"graph_count": target["graph_count"], "graph_breaks": target["graph_breaks"]}
+    assert [g["line"] for g in by["trace"]["data"]["graph_breaks"]] == [14]
+    assert by["recompiles"]["data"] == {"recompiles": target["recompiles"]}
+    assert by["forward"]["data"]["benchmark"]["forward"]["speedup"] == target["benchmark"]["forward"]["speedup"]
+    assert by["forward"]["data"]["benchmark"]["compile_s"]["cold"] == target["benchmark"]["compile_s"]["cold"]
+    for part in ("export", "fallback_ops", "batch_sweep"):
+        landed = by[part]
+        if landed["status"] == "done":
+            assert landed["data"] == {part: target[part]}, part
+        else:  # not measured here: says why, as the document's `unmeasured` does
+            assert landed["why"], landed
+    assert target["batch_sweep"] is None or target["batch_sweep"]["points"]
+
+
+@pytest.mark.slow
+def test_the_forward_headline_comes_before_the_deployment_parts_run(streamed):
+    _, stderr, doc, _, _ = streamed
+    said = stderr.splitlines()
+    [headline] = [i for i, line in enumerate(said) if "Broken: forward " in line]
+    assert "compile " in said[headline] and " cold" in said[headline], said[headline]
+    assert ("inconclusive" in said[headline]) or ("×" in said[headline])
+    export = next(i for i, line in enumerate(said) if "torch.export" in line)
+    assert headline < export, said
+
+
+@pytest.mark.slow
+def test_stream_from_the_cache_says_every_part_then_the_same_document(streamed):
+    _, _, doc, root, cache = streamed
+    done = _check(root, cache, "--stream", "-q")
+    assert done.returncode == 1 and not done.stderr.strip(), done.stderr
+    *parts, last = [json.loads(line) for line in done.stdout.splitlines()]
+    assert last == doc
+    assert [p["part"] for p in parts][:3] == ["trace", "recompiles", "forward"]
+
+
+def test_stream_refuses_an_output_file(tmp_path):
+    done = _check(tmp_path, tmp_path / "cache", "--stream", "-o", str(tmp_path / "out.json"))
+    assert done.returncode == 2 and "--stream" in done.stderr and not done.stdout
