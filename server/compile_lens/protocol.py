@@ -289,10 +289,7 @@ class Benchmark:
     measured_at: float = 0.0  # unix time
     notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
     conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
-    # what else ran while timing, judged by the busy rule (worker/measure/busy_rule): {"cpus": 2,
-    # "threads": 2, "rule": "cpu"|"cuda", "other_cpu_percent": 12.0, "own_cpu_percent": 3.0,
-    # "launch_wait_percent": 1.2, "gpu_other_processes": 0, "busy": false, "why": [..],
-    # "top": [{pid, name, cmdline, cpu_percent, ours}], "unknown": [..]}; older ones lack rule/busy
+    # what else ran while timing and the busy rule's verdict (fields: worker/measure/busy_rule.Contention.report)
     contention: dict[str, Any] = field(default_factory=dict)
     # where the measurement's wall time went, seconds: {"cold_child", "cold_compile", "warm_compile",
     # "accuracy", "timing", "memory", "total"}
