@@ -33,6 +33,7 @@ SCHED_SHARE = 0.10  # the launching thread off a core this share of the round: t
 SETTLE_MAX_S = 5.0  # at most this long waiting for our own processes to go quiet before timing
 SETTLE_PERCENT = 20.0  # our own processes under this share of one CPU: quiet
 SETTLE_WINDOW_S = 0.1
+SETTLE_WINDOWS = 2
 
 
 def thread_run_delay_s(tid: Optional[int] = None) -> Optional[float]:
@@ -188,13 +189,13 @@ def settle(max_s: float = SETTLE_MAX_S) -> float:
             mod.AsyncCompile.wait_pool_ready(timeout=max_s)  # type: ignore[union-attr]
         except Exception:  # noqa: BLE001 - a pool that failed to start is Inductor's business, not the timing's
             pass
-    watch = OthersCPU()
-    while time.perf_counter() - started < max_s:
+    watch, quiet = OthersCPU(), 0
+    while time.perf_counter() - started < max_s and quiet < SETTLE_WINDOWS:
         watch.start(full=False)
         time.sleep(SETTLE_WINDOW_S)
         use = watch.use()
-        if use is None or use.ours < SETTLE_PERCENT:
-            break
+        # quiet windows in a row: on a loaded machine a busy process of ours can miss one window
+        quiet = quiet + 1 if use is None or use.ours < SETTLE_PERCENT else 0
     return time.perf_counter() - started
 
 
