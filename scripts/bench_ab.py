@@ -163,23 +163,20 @@ def ab(variants: dict[str, tuple[Any, Toggle]], rounds: int, block_s: float,
         after()
     got: dict[str, list[float]] = {n: [] for n in names}
     busy: list[float] = []
-    kids = [psutil.Process(pid) for pid in children]
     for r in range(rounds):
         k = r % len(names)
         order = names[k:] + names[:k]
         if r % 2:
             order = order[::-1]
         watch = timing.Contention()
-        kid0 = sum(sum(p.cpu_times()[:2]) for p in kids)
         for n in order:
             t, (before, after) = variants[n]
             before()
             got[n].append(t.block(block_s) if hasattr(t, "block") else timing._block(t, per_call[n], block_s))
             after()
             per_call[n] = got[n][-1]
-        wall = time.perf_counter() - watch._t0
-        kid = sum(sum(p.cpu_times()[:2]) for p in kids) - kid0
-        busy.append(max(0.0, (watch.other_cpu_percent() or 0.0) - 100.0 * kid / wall))
+        # the fresh child (`children`) is this process's: the busy rule counts it as ours, not others'
+        busy.append(max(0.0, watch.other_cpu_percent() or 0.0))
     return got, busy
 
 

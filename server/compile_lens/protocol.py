@@ -292,7 +292,7 @@ class Benchmark:
     measured_at: float = 0.0  # unix time
     notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
     conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
-    # what else ran while timing: {"other_cpu_percent": 12.0, "cpus": 2, "gpu_other_processes": 0}
+    # what else ran while timing and the busy rule's verdict (fields: worker/measure/busy_rule.Contention.report)
     contention: dict[str, Any] = field(default_factory=dict)
     # where the measurement's wall time went, seconds: {"cold_child", "cold_compile", "warm_compile",
     # "accuracy", "timing", "memory", "total"}

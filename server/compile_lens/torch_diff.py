@@ -79,6 +79,8 @@ def _busy(result: Optional[TargetResult]) -> Optional[bool]:
     if bench is None:
         return None
     found = bench.contention or {}
+    if "busy" in found:  # the worker's own busy rule (by device) said it
+        return bool(found["busy"])
     threshold = busy_threshold(int(found.get("cpus") or 1), int(found.get("threads") or 1))
     return (found.get("other_cpu_percent") or 0) > threshold or bool(found.get("gpu_other_processes"))
 

@@ -236,6 +236,32 @@ def test_a_run_that_others_took_cpu_from_gives_no_verdict():
     assert unknown.verdict == "faster"
 
 
+
+def test_the_busy_run_names_who_ours_told_apart():
+    """The runner's reading (`processes.OthersCPU`, real): a process this one started burning a core is
+    ours, and the trial's words name it as ours."""
+    import subprocess
+    import sys
+    import time
+
+    from compile_lens.processes import OthersCPU
+
+    burner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 5\nwhile time.time() < end: pass"])
+    try:
+        watch = OthersCPU()
+        time.sleep(0.6)
+        use = watch.use(top_n=50)
+    finally:
+        burner.kill()
+        burner.wait()
+    assert any(t["pid"] == burner.pid and t["ours"] for t in use.top), use.top
+    q = Quartiles(median=0.02, q1=0.019, q3=0.021, min=0.018, max=0.022, n=10)
+    eager = RunFigures(ran=True, steady=Steady(wall_s=q, hook_s=q), other_cpu_percent=180.0,
+                       busy_top=[t for t in use.top if t["pid"] == burner.pid])
+    busy = summary.speedup(eager, RunFigures(ran=True, steady=Steady(wall_s=q, hook_s=q), other_cpu_percent=3.0))
+    assert busy.why.startswith("machine busy: other processes used 180% CPU during the eager run (ours: python -c ")
+
+
 def test_the_bill_by_hand():
     # 40% faster (1.0 s -> 0.6 s a step), 8 GPUs at 3.00/h, 500 runs a month of 2,000 steps,
     # one restart per run, 90 s compile, 10 engineer-days at 800.

@@ -79,6 +79,9 @@ def process_label(cmdline: Sequence[str], name: str) -> str:
         if word == "-m" and rest:
             words += ["-m", rest[0]]
             break
+        if word == "-c":  # the code itself says nothing short
+            words.append("-c")
+            break
         if not word.startswith("-"):
             words.append(os.path.basename(word))
             break

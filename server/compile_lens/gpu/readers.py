@@ -14,6 +14,7 @@ from typing import Any, Optional, Protocol
 
 import psutil
 
+from ..processes import our_pids
 from .busy import GpuProcess, GpuReading, process_label
 
 log = logging.getLogger("compile_lens")
@@ -34,12 +35,12 @@ def label_of(pid: int) -> str:
 
 
 def own_pids() -> set[int]:
-    """This process and everything it started (the workers, their compile children)."""
-    me = psutil.Process()
+    """This process and everything it started (the workers, their compile children) and, in a worker,
+    the CLI or server that started it with its other workers (`processes.our_pids`)."""
     try:
-        return {me.pid} | {p.pid for p in me.children(recursive=True)}
+        return our_pids()
     except psutil.Error:
-        return {me.pid}
+        return {os.getpid()}
 
 
 class NvmlReader:
@@ -78,16 +79,21 @@ class FileReader:
 
 def open_reader() -> Optional[Reader]:
     """The reader for this machine, or None: no `nvidia-ml-py`, or no driver to answer it."""
+    return open_reader_why()[0]
+
+
+def open_reader_why() -> tuple[Optional[Reader], str]:
+    """The reader, or None and why not, in words (the timing's busy rule says what it could not read)."""
     path = os.environ.get(READINGS_ENV)
     if path:
-        return FileReader(path)
+        return FileReader(path), ""
     try:
         import pynvml  # nvidia-ml-py: optional, feature-detected
     except ImportError:
-        return None
+        return None, "nvidia-ml-py is not installed"
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, _DriverNotLoaded, …: no GPU to share
         log.debug("NVML is installed but did not start (%s): measurements never wait for the GPU", exc)
-        return None
-    return NvmlReader(pynvml)
+        return None, f"NVML did not start ({type(exc).__name__})"
+    return NvmlReader(pynvml), ""

@@ -89,7 +89,8 @@ class RunFigures:
     outermost_targets: list[str] = field(default_factory=list)  # "train.py:Net", as recorded.json names them
     outermost_found_late: bool = False  # a library's model, found at the end of step 0
     compiled_by_program: bool = False
-    other_cpu_percent: Optional[float] = None  # other processes' CPU during the run
+    other_cpu_percent: Optional[float] = None  # other processes' CPU during the run (ours beyond the program's too)
+    busy_top: list[dict] = field(default_factory=list)  # the busiest meanwhile: [{pid, name, cmdline, cpu_percent, ours}]
     dropout_in: list[str] = field(default_factory=list)
 
 

@@ -13,7 +13,7 @@ import shlex
 import uuid
 from typing import Optional
 
-from ..processes import OthersCPU
+from ..processes import CpuUse, OthersCPU
 from ..record.launch import BOOT, LIB, run_program
 from ..remote_cache import Remote, cold_env, remote_env
 from . import torchrun
@@ -66,14 +66,22 @@ def run_once(program: list[str], *, mode: str, root: str, scratch: str, steps: i
     if torchrun.is_torchrun(program):
         return _run_ranks(program, env, out, hang_timeout, others)
     code = run_program(program, env, who="compile-lens trial")
-    busy = others.percent()
+    busy = others.use()
     try:
         with open(out, encoding="utf-8") as f:
             record = json.load(f)
     except (OSError, ValueError):
         return code, None
-    record["other_cpu_percent"] = None if busy is None else round(busy, 1)
+    _busy_into(record, busy)
     return code, record
+
+
+def _busy_into(record: dict, busy: Optional[CpuUse]) -> None:
+    """`other_cpu_percent`: others' CPU and our own other processes' (the CPU rule's figure), and who
+    (`busy_top`: the busiest, ours told apart from others)."""
+    record["other_cpu_percent"] = None if busy is None else round(busy.others + busy.ours, 1)
+    if busy is not None and busy.top:
+        record["busy_top"] = busy.top
 
 
 def _run_ranks(program: list[str], env: dict, out: str, hang_timeout: float,
@@ -85,6 +93,5 @@ def _run_ranks(program: list[str], env: dict, out: str, hang_timeout: float,
     if not ranks:
         return code, None
     record = merge(ranks, hung)
-    busy = others.percent()
-    record["other_cpu_percent"] = None if busy is None else round(busy, 1)
+    _busy_into(record, others.use())
     return code, record

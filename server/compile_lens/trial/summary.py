@@ -13,6 +13,7 @@ import math
 from typing import Optional
 
 from ..cost import Bill, CostInputs, gpu_bill
+from ..processes import top_words
 from ..protocol import from_dict
 from .figures import (
     CompileTime,
@@ -87,6 +88,7 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> RunFigures:
         outermost_found_late=bool(run.get("outermost_found_late")),
         compiled_by_program=bool(run.get("compiled_by_program")),
         other_cpu_percent=run.get("other_cpu_percent"),
+        busy_top=run.get("busy_top") or [],
         dropout_in=run.get("dropout_in", []),
     )
 
@@ -94,12 +96,19 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> RunFigures:
 def busy_during(eager: RunFigures, compiled: RunFigures) -> Optional[str]:
     """`other processes used 180% CPU during the eager run` when they took time from the program:
     more than half a CPU's worth (torch in the program uses every core by default)."""
-    runs = [(name, run.other_cpu_percent) for name, run in (("eager", eager), ("compiled", compiled))]
-    busy = [(name, pct) for name, pct in runs if pct is not None and pct > BUSY_PERCENT]
+    runs = [(name, run.other_cpu_percent, run.busy_top) for name, run in (("eager", eager), ("compiled", compiled))]
+    busy = [(name, pct, top) for name, pct, top in runs if pct is not None and pct > BUSY_PERCENT]
     if not busy:
         return None
     return "machine busy: other processes used " + " and ".join(
-        f"{pct:.0f}% CPU during the {name} run" for name, pct in busy)
+        f"{pct:.0f}% CPU during the {name} run" + (f" ({named})" if (named := _named(top)) else "")
+        for name, pct, top in busy)
+
+
+def _named(top: list[dict]) -> str:
+    """`python -m pytest 95%; ours: Inductor compile worker 30%`: who, others first (`processes.top_words`)."""
+    others, ours = top_words(top, ours=False), top_words(top, ours=True)
+    return "; ".join([w for w in (others, f"ours: {ours}" if ours else "") if w])
 
 
 def judge(a: Optional[Quartiles], b: Optional[Quartiles], busy: Optional[str]) -> Optional[Speedup]:

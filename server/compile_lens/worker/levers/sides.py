@@ -9,7 +9,7 @@ import tempfile
 import time
 from typing import Any, Callable, Optional
 
-from ...processes import OthersCPU, busy_threshold
+from ...processes import OthersCPU, cpu_busy_words
 from ..loader import BuiltTarget
 from ..measure.cold_compile import CACHE_PREFIX, cold_limit, run_child
 
@@ -34,10 +34,15 @@ def compile_side(target: BuiltTarget, variant: str, *, path: str, root: str, dev
         found = run_child(job, cache_dir=cache_dir, timeout=cold_limit(max_seconds), progress=progress, module=module)
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
-    pct = others.percent()
-    if pct is not None and found.get("descendants_cpu_s"):  # the child's compile workers: ours, not others'
+    use = others.use()
+    if use is None:
+        return found
+    pct, top = use.others, use.top
+    if found.get("descendants_cpu_s"):  # the child's compile workers, orphaned at its exit: ours, not others'
         pct = max(0.0, pct - 100.0 * found["descendants_cpu_s"] / max(1e-6, time.perf_counter() - started))
-    cpus = os.cpu_count() or 1
-    if pct is not None and pct > busy_threshold(cpus, 1):
-        found["busy"] = f"other processes used {pct:.0f}% CPU during the compile ({cpus} CPUs)"
+        top = [t for t in top if "compile_worker" not in str(t.get("cmdline"))]
+    # a compile is CPU work on every device: the CPU rule, with the compile's single thread
+    words = cpu_busy_words(pct, use.ours, os.cpu_count() or 1, 1, top, "during the compile")
+    if words:
+        found["busy"] = " and ".join(words)
     return found

@@ -1,6 +1,7 @@
 """Two sides of a lever timed in the steady state, as the speedup is: paired rounds of the default
 compile and the lever, the ratio default/lever with its 95% interval (`measure/timing`), rounds
-during which other processes took our cores left out, and "inconclusive" when it cannot tell.
+the busy rule calls busy left out (`measure/busy_rule`, the benchmark's rule), and "inconclusive"
+when it cannot tell.
 
 The forward (eval, no_grad) always; the train step too where the measurement timed one (`train`:
 forward, loss, backward and an eager SGD step — `measure/workload.Model.train_step`, the step the
@@ -15,7 +16,7 @@ import torch
 
 from ..loader import BuiltTarget
 from ..measure.devices import to_device
-from ..measure.timing import Contention, busy_words, paired_rounds, timer, timing_of
+from ..measure.timing import Contention, busy_words, paired_rounds, settle, timer, timing_of
 from ..measure.workload import Model, compile_kwargs
 from .variants import compile_variant
 
@@ -51,15 +52,18 @@ def _pair(target: BuiltTarget, before: str, after: str, workload: str, *, device
             for _ in range(3):  # compiles (and any recompile) before anything is timed
                 call()
         sides[name] = timer("f()", {"f": call})
+    settle(min(0.1 * budget_s, 5.0))  # the sides' compile workers quiet first: the span's reading is the rounds'
     watch = Contention(device)
     rounds = paired_rounds(sides["before"], sides["after"], budget_s=budget_s, watch=watch)
     t = timing_of(rounds)
     found = {"before": round(t.eager_ms, 4), "after": round(t.compiled_ms, 4), "speedup": round(t.speedup, 3),
              "ci": [round(v, 3) for v in t.speedup_ci] if t.speedup_ci else None, "conclusive": t.conclusive,
              "rounds": t.rounds}
-    busy = busy_words(watch.report())
+    seen = watch.report()
+    busy = busy_words(seen)
     if busy and not t.conclusive:
         found["busy"] = busy
+        found["contention"] = seen  # who, by name (`contention.top`), as the benchmark's JSON says it
     return found
 
 

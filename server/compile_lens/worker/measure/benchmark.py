@@ -84,7 +84,7 @@ from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, _short_reason, c
 from .guard_cost import guard_block, record_guard_cost
 from .guard_cost import supported as guards_supported
 from .isolated import isolated
-from .timing import Contention, busier, paired_rounds, timer, timing_of
+from .timing import Contention, busier, paired_rounds, settle, timer, timing_of
 from .verdict import _metric_notes, break_even, inconclusive_why, verdict
 from .warm_remote import WarmRemote, for_measurement
 from .workload import (
@@ -418,6 +418,7 @@ def _time_workload(job: _Job, eager: _Eager, compiled: Model, wl: str, i: int, l
     else:
         timers = {side: timer("fn()", {"fn": m.run(wl)}) for side, m in sides.items()}
     job.stage(f"timing the {label}", f"timing {label} (eager and compiled in paired rounds)…", limit_s=limit)
+    settle(min(0.1 * budget, 5.0))  # our compile workers quiet before the span's reading starts
     contention.start(gpu=True)
     t_timing = time.perf_counter()
 

@@ -10,31 +10,29 @@ does not know, and a measure of what else was running meanwhile.
   *conclusive* (its direction is certain) when the interval excludes 1.0, and *precise* when it
   is also at most `MAX_CI_WIDTH` of the speedup wide (wider: "imprecise"); rounds go on (at least
   `MIN_ROUNDS`, until the budget is spent) until it is both.
-- **contention**: the CPU time other processes used while we timed, from psutil (all CPUs' busy
-  time minus our own process's), as a percentage of one CPU; on CUDA, other processes holding the
-  GPU (nvidia-smi). On two cores a small eager model runs its matmuls on two OpenMP threads that
-  wait for each other: one thread pre-empted by someone else stalls the call for a scheduler
-  slice, so load makes timings wrong by 100× here, not by 2×.
+- **contention**: what else ran while we timed, judged per round by the device's busy rule
+  (`busy_rule`: on the CPU others' and our own other processes' CPU time; on CUDA other processes
+  on the GPU and our launching thread's wait for a core); a busy round does not count. On two cores
+  a small eager model runs its matmuls on two OpenMP threads that wait for each other: one thread
+  pre-empted by someone else stalls the call for a scheduler slice, so load makes timings wrong by
+  100× here, not by 2×. Before the rounds, our own processes are let settle (`busy_rule.settle`).
 """
 
 from __future__ import annotations
 
 import math
-import os
-import shutil
 import statistics
-import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-import psutil
 import torch
 import torch.utils.benchmark as tbench
 
-from ...processes import OthersCPU, busy_threshold
+from ...processes import busy_threshold  # noqa: F401 - read here by scripts/bench_ab.py and the tests
 from ...protocol import Timing
 from ...speed_words import MAX_CI_WIDTH  # noqa: F401 - wider: imprecise (the direction may still be certain)
+from .busy_rule import Contention, busy_words, gpu_other_processes, settle  # noqa: F401 - the rule, read here too
 
 MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
 MAX_ROUNDS = 400
@@ -44,6 +42,7 @@ SUB_BLOCK_S = 0.02  # a block is timed in pieces this long, checking the clock b
 BLOCK_GUARD = 4.0  # a block that has run this many times its length stops with what it has
 NO_DIFFERENCE_WIDTH = 0.04  # an interval this narrow around 1.0: "no measurable difference", stop
 RESAMPLES = 2000
+SETTLE_SHARE = 0.1  # at most this share of the timing budget waiting for our own processes to go quiet
 OVERRUN = 2.0  # stop here even before MIN_ROUNDS: on a machine this slow the figure is inconclusive anyway
 
 
@@ -135,74 +134,14 @@ def _timing(p: Paired) -> Timing:
                   ci_rel_width=rel_width(speedup, ci))
 
 
-# --- what else ran ---------------------------------------------------------------------------
-
-class Contention:
-    """Other processes' CPU use since `start()`, in % of one CPU (200% = two CPUs' worth)."""
-
-    def __init__(self, device: str = "cpu"):
-        self.device = device
-        self._others = OthersCPU()
-        self.cpus = psutil.cpu_count() or os.cpu_count() or 1
-        self.gpu_others: Optional[int] = None
-        self.start(gpu=True)
-
-    def start(self, gpu: bool = False) -> None:
-        self._others.start()
-        if gpu and self.device.startswith("cuda"):
-            self.gpu_others = gpu_other_processes()
-
-    def other_cpu_percent(self) -> Optional[float]:
-        return self._others.percent()
-
-    def report(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"cpus": self.cpus, "threads": torch.get_num_threads()}
-        pct = self.other_cpu_percent()
-        if pct is not None:
-            found["other_cpu_percent"] = round(pct, 1)
-        if self.device.startswith("cuda"):
-            later = gpu_other_processes()
-            seen = [n for n in (self.gpu_others, later) if n is not None]
-            found["gpu_other_processes"] = max(seen) if seen else None
-        return found
-
-
-def gpu_other_processes() -> Optional[int]:
-    """Processes other than this one (and its children) with a context on a GPU; None: unknown."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    try:
-        out = subprocess.run([exe, "--query-compute-apps=pid", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=5).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    mine = {os.getpid()} | {c.pid for c in psutil.Process().children(recursive=True)}
-    pids = {int(w) for w in out.split() if w.strip().isdigit()}
-    return len(pids - mine)
-
-
-def busy_words(contention: dict[str, Any]) -> Optional[str]:
-    """`machine busy: other processes used 180% CPU during timing` when they did."""
-    parts = []
-    pct = contention.get("other_cpu_percent")
-    threshold = busy_threshold(int(contention.get("cpus") or 1), int(contention.get("threads") or 1))
-    if pct is not None and pct > threshold:
-        parts.append(f"other processes used {pct:.0f}% CPU during timing "
-                     f"({contention.get('cpus', '?')} CPUs)")
-    gpu = contention.get("gpu_other_processes")
-    if gpu:
-        parts.append(f"{gpu} other process{'es' if gpu != 1 else ''} used the GPU")
-    return ("machine busy: " + " and ".join(parts)) if parts else None
-
-
 # --- the rounds ------------------------------------------------------------------------------
 
 def busier(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """The busier of two contention readings (the one to report)."""
+    """The busier of two contention readings (the one to report): busy by the rule first."""
     if not a:
         return b
-    key = lambda c: (c.get("gpu_other_processes") or 0, c.get("other_cpu_percent") or 0.0)  # noqa: E731
+    key = lambda c: (busy_words(c) is not None, c.get("gpu_other_processes") or 0,  # noqa: E731
+                     (c.get("other_cpu_percent") or 0.0) + (c.get("own_cpu_percent") or 0.0))
     return a if key(a) >= key(b) else b
 
 
@@ -241,6 +180,8 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
     # can take 100× longer, and a block sized from a quiet moment would then run for minutes
     p = Paired(extra={name: [] for name in extra or {}})
+    if watch is not None:  # our own compile workers and parent quiet before the first round
+        settle(min(SETTLE_SHARE * budget_s, 5.0))
     per_call = {}
     for side, t in timers.items():
         try:
@@ -274,9 +215,8 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
         p.compiled.append(got["compiled"])
         for name in p.extra:
             p.extra[name].append(got[name])
-        if watch is not None:  # a round during which others took our cores does not count
-            pct = watch.other_cpu_percent()
-            p.quiet.append(None if pct is None else pct <= busy_threshold(watch.cpus, torch.get_num_threads()))
+        if watch is not None:  # a round the busy rule calls busy does not count
+            p.quiet.append(watch.round_quiet())
         on_round(r + 1, p)
         spent = clock() - started
         if spent >= OVERRUN * budget_s:

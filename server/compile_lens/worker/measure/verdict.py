@@ -107,6 +107,9 @@ def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
     if t.speedup_ci and not t.speedup_ci[0] <= 1.0 <= t.speedup_ci[1]:
         # `timing_of`: too few rounds had our cores to themselves, though the run's average load
         # stayed under the busy line; the interval (of all rounds) is not an idle machine's
+        if contention.get("rule") == "cuda":  # the CUDA rule: the GPU, or our launching thread's core
+            return ("machine busy: other processes used the GPU or kept our launching thread off a core in most "
+                    "timing rounds (too few quiet ones) — re-measure when idle")
         return ("machine busy: other processes took our cores in most timing rounds (too few quiet ones)"
                 " — re-measure when idle")
     if t.speedup_ci and t.speedup_ci[0] <= 1.0 <= t.speedup_ci[1] and (

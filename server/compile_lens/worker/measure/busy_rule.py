@@ -1,0 +1,215 @@
+"""Was the machine busy while we timed? One rule for the benchmark's rounds, every lever's and the
+trial's, per device (`decide`, pure), read by `Contention`.
+
+- **CPU**: as strict as it has always been — others' CPU and our own other processes' together
+  above the cores our threads leave idle plus half a core (`processes.busy_threshold`); the words
+  tell others (named) from ours (Inductor's compile workers, the CLI or server that started us).
+- **CUDA**: the timed work runs on the GPU and one thread launches it, so one busy core of sixteen
+  is no reason. Busy when another process holds the GPU we time on (NVML, through the reader the
+  busy-GPU wait uses: `gpu/readers.py`), or when our launching thread waited for a core for more
+  than `SCHED_SHARE` of the round (its run-queue delay, `/proc/self/task/TID/schedstat`). What
+  cannot be read is said (`contention.unknown`), and the rule falls back to what it can read: no
+  schedstat (not Linux), the CPU rule takes its place; no NVML, GPU use by others is unknown.
+
+Before the rounds, `settle` waits for Inductor's compile pool to be ready and for our own
+processes to go quiet (the pool starts at the first compile, one worker per core).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any, Optional
+
+import torch
+
+from ...gpu.busy import measured_device
+from ...gpu.readers import Reader, open_reader_why, own_pids
+from ...processes import CpuUse, OthersCPU, cpu_busy_words, top_words
+
+SCHED_SHARE = 0.10  # the launching thread off a core this share of the round: the round is busy
+SETTLE_MAX_S = 5.0  # at most this long waiting for our own processes to go quiet before timing
+SETTLE_PERCENT = 20.0  # our own processes under this share of one CPU: quiet
+SETTLE_WINDOW_S = 0.1
+SETTLE_WINDOWS = 2
+
+
+def thread_run_delay_s(tid: Optional[int] = None) -> Optional[float]:
+    """Seconds the thread `tid` (default: the calling one) has waited on a run queue for a core,
+    since it started (the second field of /proc/self/task/TID/schedstat); None: not readable."""
+    tid = threading.get_native_id() if tid is None else tid
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+_READER: Optional[tuple[Optional[Reader], str]] = None
+
+
+def _reader() -> tuple[Optional[Reader], str]:
+    global _READER
+    if _READER is None:
+        _READER = open_reader_why()
+    return _READER
+
+
+def gpu_others() -> tuple[Optional[list[dict[str, Any]]], str]:
+    """Processes outside our family with a context on the GPU we time on ([{pid, name}]), or None
+    and why not (no NVML)."""
+    reader, why = _reader()
+    if reader is None:
+        return None, why
+    try:
+        readings = reader.read()
+    except Exception as exc:  # noqa: BLE001 - NVMLError_*: unknown this time, not a failed measurement
+        return None, f"NVML did not answer ({type(exc).__name__})"
+    device = measured_device(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    for gpu in readings:
+        if gpu.index == device or gpu.uuid == device:
+            held = [p for p in gpu.processes if p.pid != os.getpid()]
+            mine = own_pids() if held else set()  # a pass over the process table only when someone else holds it
+            return [{"pid": p.pid, "name": p.label} for p in held if p.pid not in mine], ""
+    return [], ""
+
+
+def gpu_other_processes() -> Optional[int]:
+    """How many processes outside our family hold the GPU we time on; None: unknown."""
+    found, _ = gpu_others()
+    return None if found is None else len(found)
+
+
+def decide(device: str, *, cpus: int, threads: int, cpu: Optional[CpuUse], wall_s: float,
+           gpu: Optional[list[dict[str, Any]]], sched_delay_s: Optional[float],
+           during: str = "during timing") -> tuple[bool, list[str]]:
+    """(busy, the reasons in words) of one round or span, from what was read (None: not read)."""
+    others = cpu.others if cpu else None
+    ours = cpu.ours if cpu else None
+    top = cpu.top if cpu else []
+    if not device.startswith("cuda"):
+        words = cpu_busy_words(others, ours, cpus, threads, top, during)
+        return bool(words), words
+    words = []
+    if gpu:
+        names = ", ".join(str(g.get("name") or g.get("pid")) for g in gpu[:3])
+        words.append(f"{len(gpu)} other process{'es' if len(gpu) != 1 else ''} used the GPU: {names}")
+    if sched_delay_s is not None and wall_s > 0:
+        share = sched_delay_s / wall_s
+        if share > SCHED_SHARE:
+            named = top_words(top, ours=False) or top_words(top, ours=True)
+            words.append(f"our launching thread waited for a core {share:.0%} of the time {during}"
+                         + (f" ({named})" if named else ""))
+    elif sched_delay_s is None:  # no schedstat: the CPU rule in its place
+        words += cpu_busy_words(others, ours, cpus, threads, top, during)
+    return bool(words), words
+
+
+class Contention:
+    """What ran beside us since `start()`, judged by the device's rule (see the module)."""
+
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+        self.cpus = os.cpu_count() or 1
+        self._cpu = OthersCPU()
+        self._tid = threading.get_native_id()  # the thread that launches the timed work
+        self.start(gpu=True)
+
+    def start(self, gpu: bool = False) -> None:
+        """`gpu` (a span's start, e.g. a workload's timing): a full reading that can name processes;
+        else a round's start (cheap)."""
+        self._cpu.start(full=gpu)
+        self._t0 = time.perf_counter()
+        self._sched0 = thread_run_delay_s(self._tid)
+        self._gpu0 = gpu_others() if self.device.startswith("cuda") else (None, "")
+
+    def other_cpu_percent(self) -> Optional[float]:
+        use = self._cpu.use()
+        return None if use is None else use.others
+
+    def _read(self) -> dict[str, Any]:
+        wall = time.perf_counter() - self._t0
+        cpu = self._cpu.use()
+        threads = torch.get_num_threads()
+        found: dict[str, Any] = {"cpus": self.cpus, "threads": threads, "rule": "cuda" if self.device.startswith("cuda") else "cpu"}
+        if cpu is not None:
+            found["other_cpu_percent"] = round(cpu.others, 1)
+            found["own_cpu_percent"] = round(cpu.ours, 1)
+        sched = None
+        if self._sched0 is not None and (now := thread_run_delay_s(self._tid)) is not None:
+            sched = max(0.0, now - self._sched0)
+            found["launch_wait_percent"] = round(100.0 * sched / max(wall, 1e-9), 1)
+        unknown = []
+        gpu = None
+        if self.device.startswith("cuda"):
+            later, why = gpu_others()
+            seen = [g for g in (self._gpu0[0], later) if g is not None]
+            gpu = list({p["pid"]: p for g in seen for p in g}.values()) if seen else None
+            found["gpu_other_processes"] = None if gpu is None else len(gpu)
+            if gpu is None:
+                unknown.append(f"other processes on the GPU ({why or self._gpu0[1]})")
+            if sched is None:
+                unknown.append("our launching thread's wait for a core (no /proc schedstat): the CPU rule instead")
+        busy, words = decide(self.device, cpus=self.cpus, threads=threads, cpu=cpu, wall_s=wall, gpu=gpu,
+                             sched_delay_s=sched)
+        found["busy"] = busy
+        if busy:
+            found["why"] = words
+        if cpu is not None and cpu.top:
+            found["top"] = cpu.top
+        if unknown:
+            found["unknown"] = unknown
+        return found
+
+    def round_quiet(self) -> Optional[bool]:
+        """Was this round quiet by the device's rule? None: nothing could be read."""
+        found = self._read()
+        if "other_cpu_percent" not in found and "launch_wait_percent" not in found and not found.get("gpu_other_processes"):
+            return None
+        return not found["busy"]
+
+    def report(self) -> dict[str, Any]:
+        """The JSON `contention`: {cpus, threads, rule, other_cpu_percent, own_cpu_percent,
+        launch_wait_percent, gpu_other_processes, busy, why, top, unknown}."""
+        return self._read()
+
+
+def settle(max_s: float = SETTLE_MAX_S) -> float:
+    """Before timing: wait for Inductor's compile pool (if this process started one) to be ready,
+    then for our own other processes to go quiet; the seconds waited."""
+    started = time.perf_counter()
+    mod = sys.modules.get("torch._inductor.async_compile")
+    pool = getattr(getattr(mod, "AsyncCompile", None), "process_pool", None)
+    info = getattr(pool, "cache_info", None)
+    quiesced = info is not None and info().currsize and getattr(pool(), "quiesce_waitcounter", None) is not None
+    if info is not None and info().currsize and not quiesced:  # its workers may still be starting (a quiesced
+        try:  # pool has none running: waiting for it would start them)
+            mod.AsyncCompile.wait_pool_ready(timeout=max_s)  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - a pool that failed to start is Inductor's business, not the timing's
+            pass
+    watch, quiet = OthersCPU(), 0
+    while time.perf_counter() - started < max_s and quiet < SETTLE_WINDOWS:
+        watch.start(full=False)
+        time.sleep(SETTLE_WINDOW_S)
+        use = watch.use()
+        # quiet windows in a row: on a loaded machine a busy process of ours can miss one window
+        quiet = quiet + 1 if use is None or use.ours < SETTLE_PERCENT else 0
+    return time.perf_counter() - started
+
+
+def busy_words(contention: dict[str, Any]) -> Optional[str]:
+    """`machine busy: other processes used 180% CPU during timing (2 CPUs): pytest 95%, chromium 60%`
+    when the rule fired; a reading from before the rule had its own verdict (`busy`) by today's CPU rule."""
+    if "busy" in contention:
+        words = contention.get("why") or []
+        return ("machine busy: " + " and ".join(words)) if contention["busy"] and words else None
+    pct = contention.get("other_cpu_percent")
+    cpu = CpuUse(pct, 0.0) if pct is not None else None
+    _, words = decide("cpu", cpus=int(contention.get("cpus") or 1), threads=int(contention.get("threads") or 1),
+                      cpu=cpu, wall_s=0.0, gpu=None, sched_delay_s=None)
+    gpu = contention.get("gpu_other_processes")
+    if gpu:
+        words.append(f"{gpu} other process{'es' if gpu != 1 else ''} used the GPU")
+    return ("machine busy: " + " and ".join(words)) if words else None
