@@ -239,7 +239,9 @@ class Benchmark:
     mode: str
     forward: Timing
     train_step: Optional[Timing]
-    compile_s: dict[str, Optional[float]]  # {"cold": .., "warm": .., "warm_remote": .. (with a remote cache)}
+    # {"cold": .., "warm": .. (the break-even workload's: the train step when there is one),
+    # "cold_forward", "warm_forward" (the forward's, measured first), "warm_remote": .. (with a remote cache)}
+    compile_s: dict[str, Optional[float]]
     break_even_calls: Optional[int]
     peak_memory_bytes: dict[str, Any]  # {"eager": .., "compiled": .., "method": ".."}
     max_abs_error: dict[str, Optional[float]]  # {"output": .., "grad": ..}
@@ -252,8 +254,9 @@ class Benchmark:
     conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
     # what else ran while timing: {"other_cpu_percent": 12.0, "cpus": 2, "gpu_other_processes": 0}
     contention: dict[str, Any] = field(default_factory=dict)
-    # where the measurement's wall time went, seconds: {"cold_child", "cold_compile", "warm_compile",
-    # "accuracy", "timing", "memory", "total"}
+    # where the measurement's wall time went, seconds: {"build", "cold_child", "cold_child_train",
+    # "cold_compile", "warm_compiles", "accuracy_warmup", "timing", "memory", "line_costs",
+    # "to_forward" (until the forward's figures were sent), "total"}
     phases_s: dict[str, float] = field(default_factory=dict)
     # from torch's compilation metrics, where this torch records them (None: not recorded)
     guard_latency_us: Optional[float] = None  # torch's one timing of the compiled forward's guard check (all frames), at build
@@ -320,6 +323,22 @@ class Phase:
     error: Optional[Problem] = None  # failed: why; not-run: why not (kind "skipped")
 
 
+# A measurement's parts, in the order they run and are sent ("target" events with `part` set):
+# what the user waits for first (the forward's speedup and compile), then the rest.
+PARTS = ("forward", "train_step", "memory", "lines", "export", "fallback_ops", "batch_sweep")
+
+
+@dataclass
+class PartStatus:
+    """Where one part of a target's measurement stands (`TargetResult.parts`), so a renderer can tell
+    "not measured yet" from "not run" from "not measurable". `why` is the user's words, e.g.
+    "15 s budget" or "TimeoutError: …"; a missing key in `parts` means the part was never planned."""
+
+    status: str  # "pending" (not measured yet: still to come) | "done" | "not-run" (budget, opt-out) | "failed" (not measurable)
+    why: Optional[str] = None  # not-run / failed: why, without the "not run:" prefix
+    seconds: Optional[float] = None  # done / failed: what the part took
+
+
 @dataclass
 class TargetResult:
     name: str
@@ -350,6 +369,11 @@ class TargetResult:
     phases: list[Phase] = field(default_factory=list)  # one per phase run (or settled) so far
     # the `levers` phase (`worker/levers`): each lever that applies, measured against the default
     levers: list[Lever] = field(default_factory=list)
+    # the measurement's parts (`PARTS`) and where each stands; {} before the measure phase starts
+    parts: dict[str, PartStatus] = field(default_factory=dict)
+    # wall seconds of each deployment part ("export", "fallback_ops", "batch_sweep"), beside
+    # `benchmark.phases_s` (the measurement's own phases)
+    parts_s: dict[str, float] = field(default_factory=dict)
 
 
 def phase_of(result: TargetResult, name: str) -> Optional[Phase]:
@@ -431,6 +455,9 @@ class WorkerEvent:
     result: Optional[TargetResult] = None
     error: Optional[Problem] = None  # done: the file-level problem (import failed, ...)
     info: dict[str, Any] = field(default_factory=dict)  # hello: torch version, device names
+    # "target": the part of the measurement (`PARTS`) whose figures this event adds; None for a
+    # phase's own event (trace, sweep, the measure phase's end, levers)
+    part: Optional[str] = None
 
 
 # --- (de)serialisation ----------------------------------------------------------------------
@@ -461,4 +488,6 @@ def _convert(tp: Any, value: Any) -> Any:
         return _convert(inner[0], value) if len(inner) == 1 else value
     if origin is list:
         return [_convert(args[0], v) for v in value]
+    if origin is dict and len(args) == 2 and dataclasses.is_dataclass(args[1]):  # `TargetResult.parts`
+        return {k: _convert(args[1], v) for k, v in value.items()}
     return value
