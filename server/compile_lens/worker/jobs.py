@@ -272,13 +272,12 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
     """The deployment questions and the report's data, after the benchmark: each `isolated`, so a
     failure in one is "not measurable: <why>" on its own figure (`result.unmeasured`) and never
     loses the benchmark or another part. Each runs only when what is left of the target's budget
-    (`job.max_seconds`, from `started`) fits what it should take (`deployment.estimate_s`); else
-    it is "not run: N s budget". The fallback ops are read from the warm forward compile's
+    (`job.max_seconds`, counted from `started`, when its measurement began; None: no budget) fits
+    what it should take (`deployment.estimate_s`); else it is "not run: N s budget". The fallback ops are read from the warm forward compile's
     `output_code`, no compile of their own (compiled afresh only without it)."""
     from .measure import deployment
     from .measure.isolated import isolated
 
-    started = time.perf_counter() if started is None else started
     seen = ((result.benchmark.compile_s if result.benchmark else None) or {})
     cold = seen.get("cold_forward") or seen.get("cold") or 0.0
     # a part's stages may be silent for what the cold compile took, twice, as the measurement's own phases
@@ -289,7 +288,8 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
         progress(text, **{"limit_s": limit_s, **kw})
 
     def fits(part: str) -> bool:
-        return deployment.estimate_s(part, seen, job.max_seconds) <= _budget_left(job, started)
+        cost = deployment.estimate_s(part, seen, job.max_seconds, bool(output_code))
+        return started is None or cost == 0.0 or cost <= _budget_left(job, started)  # a free part always runs
 
     def export() -> None:
         strict = fits("strict_export")  # strict export too (a Dynamo trace more) only where it fits

@@ -71,7 +71,7 @@ from ..loader import BuiltTarget, TargetError, describe
 from . import compile_frames, drift, line_costs, memory, snapshot
 from .accuracy import _grads, compare_workload
 from .cold_children import Cold, ColdChildren
-from .cold_compile import CACHE_PREFIX, _sweep_stale, inductor_cache, with_limits
+from .cold_compile import CACHE_PREFIX, _sweep_stale, inductor_cache, run_child, with_limits
 from .devices import free_memory, is_oom, resolve_device, sync, to_device
 from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, cache_counts
 from .guard_cost import guard_block, record_guard_cost
@@ -79,6 +79,7 @@ from .guard_cost import supported as guards_supported
 from .isolated import isolated
 from .snapshot import Figures
 from .timing import Contention, busier, paired_rounds, timer, timing_of
+from .verdict import break_even
 from .warm_remote import for_measurement
 from .workload import (
     Model,
@@ -264,7 +265,8 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     order = ["forward"] + [wl for wl in eager.workloads if wl != "forward"]
     on_part("train_step", None, "not-run" if len(order) == 1 else "pending",
             next((n.split(":", 1)[1].strip() for n in notes if n.startswith("train step:")), None))
-    colds = ColdChildren(job, order, torch.get_num_threads())
+    # run_child looked up when called: a test replaces this module's (canned cold compiles)
+    colds = ColdChildren(job, order, torch.get_num_threads(), lambda child, **kw: run_child(child, **kw))
     try:
         return _parts(job, eager, order, colds, on_part, output_code)
     finally:
@@ -274,8 +276,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
 def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_part: OnPart,
            output_code: Optional[list[str]]) -> Benchmark:
     """Each part in turn, its figures sent (`on_part`) the moment they exist."""
-    driver = eager.workloads[0]  # the workload that drives break-even: memory is measured on it
-    figures = Figures(memory={"eager": None, "compiled": None, "method": memory.method(job.device, driver)})
+    figures = Figures(memory={"eager": None, "compiled": None, "method": memory.method(job.device, eager.workloads[0])})
     unmeasurable = guards_supported()
     if unmeasurable:
         job.notes.append(f"guards: the cost per call is not measurable on this torch ({unmeasurable})")
@@ -284,7 +285,7 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
     # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
     with graph_break_log() as break_log:
         def publish(part: str, status: str = "done", why: Optional[str] = None) -> Benchmark:
-            found = snapshot.build(job, colds.cold, figures, distinct_breaks(break_log.breaks, job.root))
+            found = snapshot.build(job, colds.cold, figures, distinct_breaks(break_log.breaks, job.root), break_even)
             on_part(part, found, status, why)
             return found
 
@@ -301,15 +302,23 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
 
         compiled: dict[str, Model] = {}
         for i, wl in enumerate(order):
-            cold = colds.get(wl)
-            with inductor_cache(cold.cache_dir):
-                compiled[wl] = _measure_workload(job, eager, compiled_obj, wl, i, cold, figures, contention)
-            if wl == "forward":
+            if wl == "forward":  # the forward failing fails the measurement: nothing to show without it
+                compiled[wl] = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
                 job.phases["to_forward"] = time.perf_counter() - job.started
                 if output_code is not None:  # the caller's: the fallback ops are read from it
                     output_code[:] = figures.output_code
+                restore()
+                publish("forward")
+                continue
+            # a later workload fails alone (its child timed out or crashed, its compile raised): the
+            # forward's figures stand, and break-even falls back to the forward
+            with isolated("train step", figures.unmeasured) as part:
+                compiled[wl] = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
             restore()
-            publish("forward" if wl == "forward" else "train_step")
+            why = part.why.split(":", 1)[1].strip() if part.why else None
+            publish("train_step", "failed" if why else "done", why)
+        driver = "train" if "train" in figures.timings else "forward"
+        figures.memory["method"] = memory.method(job.device, driver)
         # the allocator peak of the workload that drives break-even: the last one timed, its graphs
         # still cached (Dynamo is reset between workloads)
         t_mem = time.perf_counter()
@@ -329,7 +338,7 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
                 figures.drift = drift.after_accuracy(job, eager, compiled_obj, colds.cold[driver].limit)
         with isolated("warm-remote compile", figures.unmeasured):
             figures.served = for_measurement(job, colds.cold[driver])
-        return snapshot.build(job, colds.cold, figures, distinct_breaks(break_log.breaks, job.root))
+        return snapshot.build(job, colds.cold, figures, distinct_breaks(break_log.breaks, job.root), break_even)
 
 
 def _label(wl: str) -> str:
@@ -344,7 +353,8 @@ def lines_estimate(colds: dict[str, Any]) -> float:
 
 def _lines(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], colds: ColdChildren,
            figures: Figures, restore: Callable[[], None], publish: Callable[..., Any]) -> None:
-    """Time per line of each workload, when the budget has room for their compiles."""
+    """Time per line of each workload timed, when the budget has room for their compiles."""
+    order = [wl for wl in order if wl in figures.timings]
     left = job.max_seconds - (time.perf_counter() - job.started)
     if lines_estimate(colds.cold) > left:
         why = f"{job.max_seconds:.0f} s budget"
@@ -361,6 +371,13 @@ def _lines(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], colds:
     publish("lines", "failed" if failed else "done", failed.split(":", 1)[1].strip() if failed else None)
 
 
+def _workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, colds: ColdChildren,
+              figures: Figures, contention: Contention) -> Model:
+    cold = colds.get(wl)
+    with inductor_cache(cold.cache_dir):
+        return _measure_workload(job, eager, compiled_obj, wl, i, cold, figures, contention)
+
+
 def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, cold: Cold,
                       figures: Figures, contention: Contention) -> Model:
     """In this process, one workload: the warm compile (Dynamo reset and Inductor's in-memory
@@ -368,7 +385,8 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
     Dynamo is reset between workloads, so each is timed with only its own graphs cached (a second
     cache entry adds guard checks to every call, which shows on a small model)."""
     compiled, watch = _warm_compile(job, eager, compiled_obj, wl, cold, figures)
-    _time_workload(job, eager, compiled, wl, i, cold.limit, figures, contention)
+    _time_workload(job, eager, compiled, wl, i, cold.limit, figures, contention,
+                   reserve=(cold.compile_s or 0.0) * len(eager.workloads))
     figures.busy_seen = busier(figures.busy_seen, contention.report())
     watch.unexpected(figures.timed, f"recompiled while timing the {_label(wl)} (the timing includes compiling)")
     figures.frames = max(figures.frames, len(watch.frames))
@@ -422,11 +440,12 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: Co
 
 
 def _time_workload(job: _Job, eager: _Eager, compiled: Model, wl: str, i: int, limit: float,
-                   figures: Figures, contention: Contention) -> None:
+                   figures: Figures, contention: Contention, reserve: float = 0.0) -> None:
     """Eager and compiled in paired rounds, on this workload's share of what is left of the budget."""
     label = "forward" if wl == "forward" else "train step"
     workloads, max_seconds = eager.workloads, job.max_seconds  # as many as `order`
-    left = max_seconds - (time.perf_counter() - job.started)
+    # what the line costs should take after the rounds stays out of the timing's share (`lines_estimate`)
+    left = max_seconds - (time.perf_counter() - job.started) - reserve
     share = left / (len(workloads) - i)
     budget = max(share, MIN_TIMING_FRACTION * max_seconds / len(workloads))
     if i == 0 and share < MIN_TIMING_FRACTION * max_seconds / len(workloads):

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import compile_frames
-from .cold_compile import Child, cold_limit, phase_limit, spare_cpus
+from .cold_compile import Child, cold_limit, phase_limit, run_child, spare_cpus
 
 
 @dataclass
@@ -34,53 +34,53 @@ class Cold:
 class ColdChildren:
     """`get(wl)`: the cold compile of workload `wl`, started when first needed (or at once, beside)."""
 
-    def __init__(self, job: Any, workloads: list[str], threads: int):
-        self.job, self.workloads = job, workloads
-        self.children: dict[str, tuple[Child, str]] = {}  # the child, the cache folder it fills
+    def __init__(self, job: Any, workloads: list[str], threads: int, run: Callable[..., dict[str, Any]] = run_child):
+        self.job, self.workloads, self.run = job, workloads, run  # `run`: a child waited for (`run_child`)
+        self.beside: dict[str, Child] = {}  # children started beside the parent's work
         self.cold: dict[str, Cold] = {}
         self.spare = spare_cpus(threads)
-        self._start(workloads[0])
-        if self.spare:  # the rest compile beside the parent's work, on cores it does not use
+        if self.spare:  # all but the first compile beside the parent's work, on cores it does not use
             for wl in workloads[1:]:
-                self._start(wl, self.spare)
+                self.beside[wl] = Child(self._child_job(wl), cache_dir=self._cache_dir(wl),
+                                        timeout=cold_limit(job.max_seconds), cpus=self.spare)
 
     def _child_job(self, wl: str) -> dict[str, Any]:
         job = self.job
+        label = "forward" if wl == "forward" else "train step"
         return {"path": os.path.abspath(job.path), "root": os.path.abspath(job.root),
                 "spec": asdict(job.target.spec), "device": job.device, "mode": job.mode,
-                "workloads": [wl], "step_begin": job.step_begin}
+                "workloads": [wl], "step_begin": job.step_begin, "tasks": ["compile"],
+                "what": f"the {label}'s cold compile (fresh process)"}
 
-    def _start(self, wl: str, cpus: Optional[set[int]] = None) -> None:
-        label = "forward" if wl == "forward" else "train step"
+    def _cache_dir(self, wl: str) -> str:
         cache_dir = os.path.join(self.job.cache_dir, wl)
         os.makedirs(cache_dir, exist_ok=True)
-        child_job = dict(self._child_job(wl), tasks=["compile"], what=f"the {label}'s cold compile (fresh process)")
-        self.children[wl] = (Child(child_job, cache_dir=cache_dir, timeout=cold_limit(self.job.max_seconds),
-                                   cpus=cpus), cache_dir)
+        return cache_dir
 
     def get(self, wl: str) -> Cold:
         if wl in self.cold:
             return self.cold[wl]
         job = self.job
         label = "forward" if wl == "forward" else "train step"
-        if wl not in self.children:
-            self._start(wl)
-        child, cache_dir = self.children[wl]
         job.stage(f"compiling the {label} with a cold cache (fresh process)",
                   f"compiling {job.name} {label} with Inductor (cold cache, fresh process)…")
         t_wait = time.perf_counter()
-        found = child.result(job.progress)
+        if wl in self.beside:
+            found = self.beside[wl].result(job.progress)
+        else:
+            found = self.run(self._child_job(wl), cache_dir=self._cache_dir(wl), timeout=cold_limit(job.max_seconds),
+                             progress=job.progress)
         # the wait is the phase (a child started beside earlier work cost the parent nothing before)
         job.add_phase("cold_child" if wl == "forward" else "cold_child_train", t_wait)
         cold_s = found["compile_s"].get(wl)
         job.notes.extend(n for n in found.get("notes", []) if n not in job.notes)
         self.cold[wl] = Cold(wl, cold_s, float(found.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds),
-                             self._child_job(wl), found.get("fx_keys") or [], cache_dir,
+                             self._child_job(wl), found.get("fx_keys") or [], self._cache_dir(wl),
                              compile_frames.read(found))
         return self.cold[wl]
 
     def stop(self) -> None:
-        """End the children still running (the measurement failed before it needed them)."""
-        for wl, (child, _) in self.children.items():
+        """End the children still running beside (the measurement failed before it needed them)."""
+        for wl, child in self.beside.items():
             if wl not in self.cold:
                 child.stop()

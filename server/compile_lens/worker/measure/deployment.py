@@ -312,15 +312,15 @@ def read_output_code(codes: list[str]) -> dict[str, Any]:
     return {"fallback_ops": ops, "kernels": kernels, "graphs": len(codes)}
 
 
-def estimate_s(part: str, compile_s: dict[str, Any], max_seconds: float) -> float:
+def estimate_s(part: str, compile_s: dict[str, Any], max_seconds: float, output_code: bool = True) -> float:
     """What a deployment part should take, from the benchmark's compile times (`Benchmark.compile_s`):
     an export traces the model about as a warm compile's Dynamo and AOTAutograd do (strict: one
     trace more); the batch sweep compiles the forward afresh in this process (batch dynamic, about
     a cold compile less its imports) and times it for `report_budget`. The fallback ops cost
-    nothing more: they are read from the warm compile's output code."""
+    nothing more: they are read from the warm compile's `output_code` (without it, a compile)."""
     warm = compile_s.get("warm_forward") or compile_s.get("warm") or 0.0
     cold = compile_s.get("cold_forward") or compile_s.get("cold") or 0.0
-    return {"export": warm, "strict_export": 2.0 * warm, "fallback_ops": 0.0,
+    return {"export": warm, "strict_export": 2.0 * warm, "fallback_ops": 0.0 if output_code else cold,
             "batch_sweep": cold + report_budget(max_seconds)}.get(part, 0.0)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -53,9 +53,11 @@ def _frames(colds: dict[str, Any]) -> Optional[CompileTime]:
                        note=next((ct.note for ct in found if ct.note), None))
 
 
-def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any]) -> Benchmark:
+def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
+          calls_to_break_even: Callable[..., Optional[int]] = break_even) -> Benchmark:
     """The figures so far as a Benchmark, with the notes that say what they do not show by themselves.
-    `colds`: the cold compiles measured so far by workload (`cold_children.Cold`)."""
+    `colds`: the cold compiles measured so far by workload (`cold_children.Cold`); `calls_to_break_even`:
+    `verdict.break_even`, as `benchmark` holds it."""
     notes = list(job.notes)
     forward = figures.timings["forward"]
     train = figures.timings.get("train")
@@ -69,7 +71,7 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any]) 
     # Break-even is driven by the training step when there is one: a training run is where a
     # compile is paid once and amortised over many calls; forward-only for plain functions.
     cold_s = colds[driver_wl].compile_s
-    calls = break_even(cold_s, driver)
+    calls = calls_to_break_even(cold_s, driver)
     n_breaks = len(breaks)
     if n_breaks:
         named = "; ".join(f"{b.gb_id + ' ' if b.gb_id else ''}{_short_reason(b.gb_type)} at "
