@@ -217,3 +217,38 @@ def test_cpu_memory_of_compiled_code_is_counted(module):
     torch._dynamo.reset()
 
 
+
+
+@pytest.mark.slow
+def test_a_train_step_whose_child_dies_fails_alone(module, monkeypatch):
+    """The train step's fresh process crashes: its part is "not measurable", the forward's figures
+    (sent before it) stand, and break-even and memory fall back to the forward."""
+    from compile_lens.protocol import Problem
+
+    def child(job, *, cache_dir, timeout, progress=None):
+        if job["workloads"] == ["train"]:
+            raise TargetError(Problem("crash", "the benchmark process exited with code -9 before reporting"))
+        return {"compile_s": {"forward": 8.0}, "import_s": 1.5, "memory": {}, "notes": []}
+
+    monkeypatch.setattr(bench, "run_child", child)
+    parts: list[tuple] = []
+    b = bench.run_benchmark(built(module, "Tiny"), path=MODELS, root=ROOT, device=DEVICE, max_seconds=1,
+                            on_part=lambda *a: parts.append(a))
+    assert [(p[0], p[2]) for p in parts][:3] == [("train_step", "pending"), ("forward", "done"), ("train_step", "failed")]
+    assert "exited with code -9" in parts[2][3]
+    assert b.forward.rounds >= 1 and b.train_step is None and b.compile_s["cold"] == 8.0
+    assert b.unmeasured["train step"].startswith("not measurable: ") and "one forward" in b.peak_memory_bytes["method"]
+    assert b.peak_memory_bytes["eager"] > 0 and any(n.startswith("train step not measurable:") for n in b.notes)
+
+
+def test_a_cold_child_runs_beside_only_on_cores_to_spare(monkeypatch):
+    # this machine's own answer: its cores beyond torch's threads, when there are 4 of them
+    allowed = sorted(os.sched_getaffinity(0))
+    threads = torch.get_num_threads()
+    expected = set(allowed[threads:]) if len(allowed) - threads >= cold_compile.SPARE_CPUS_MIN else None
+    assert cold_compile.spare_cpus(threads) == expected
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert cold_compile.spare_cpus(8) == set(range(8, 16))
+    assert cold_compile.spare_cpus(13) is None  # 3 cores left: the child waits its turn
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert cold_compile.spare_cpus(1) is None  # a 2-core machine: never beside the timing
