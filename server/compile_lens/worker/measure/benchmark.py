@@ -8,17 +8,17 @@ Where each figure comes from:
   cores alone; otherwise "inconclusive" with the reason. The forward is timed as a user times it:
   `with torch.no_grad(): model(*args)`, eval mode, the process's thread count. The first compiled
   calls run (and are checked for recompiles) before anything is timed.
-- **cold compile** — `torch.compile()` (it imports Dynamo) plus the first compiled call of the
-  training step (of the forward when there is no training step), in a *fresh process* with an
-  *empty* Inductor cache dir (`bench_child`). A process that already compiled something pays far
+- **cold compile** — `torch.compile()` (it imports Dynamo) plus the first compiled call of each
+  workload, each in a *fresh process* with an *empty* Inductor cache dir of its own (`bench_child`,
+  `cold_children`); `compile_s["cold"]` is the training step's (the forward's when there is none),
+  `compile_s["cold_forward"]` the forward's. A process that already compiled something pays far
   less (≈1.5 s instead of ≈10 s here: Inductor keeps most of its one-time cost in memory), so only
   a fresh one is honest.
 - **warm compile** — in this process, after `torch._dynamo.reset()` with Inductor's in-memory
   caches cleared, so the compile reads the on-disk caches the cold run filled, as re-running an
   unchanged script does; plus the Dynamo/Inductor import time the fresh process measured. A new
   process pays somewhat more (it also starts Inductor's compile workers): 15% on the MLP of
-  BENCHMARKS.md. The workload that drives break-even is compiled first, so its warm compile is this
-  process's first since the cold one.
+  BENCHMARKS.md. Each workload's warm compile reads its own cold child's cache folder.
 - **peak memory** — at the allocator, one call of the break-even workload (`memory`).
 - **accuracy** — the compiled copy starts from a deepcopy of the eager model (same weights), gets
   the same inputs and the same RNG seed; outputs (forward, eval mode) and parameter gradients
@@ -42,9 +42,16 @@ Where each figure comes from:
 the ones it warns about ("accuracy:" is a difference beyond tolerance; "accuracy not compared:" a
 model that draws random numbers, whose figures stay unset).
 
+The order is what the user waits for: the forward (its cold child, warm compile, accuracy, timing),
+sent at once (`on_part`, a `snapshot` of the figures so far); then the train step (its own cold
+child: each workload's cold compile is a fresh process's first), peak memory, the line costs (when
+the budget has room for their compiles), each sent as it lands. A train step that fails fails alone.
+
 This module runs the phases in order; the parts: `devices`, `workload` (forward, training step),
-`cold_compile` (the fresh process, the limits), `dynamo_watch` (compiles, guards, cache hits),
-`timing`, `memory`, `accuracy`, `verdict`, `line_costs` and `compile_frames` (per line, per frame).
+`cold_children` (one fresh process per workload, beside the parent on spare cores), `cold_compile`
+(the process, the limits), `dynamo_watch` (compiles, guards, cache hits), `timing`, `memory`,
+`accuracy`, `verdict`, `snapshot` (the figures as a Benchmark), `line_costs` and `compile_frames`
+(per line, per frame; the warm forward compile's output code, for the fallback ops).
 """
 
 from __future__ import annotations

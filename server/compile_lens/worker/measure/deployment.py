@@ -14,7 +14,8 @@ does Inductor not generate code for, and the data of the compile report.
   code for real), else from the file/line references torch writes into its message (strict: the
   "User Stack" part; a truncated `(…/file.py:9 in forward)` is matched against the target's file).
   The message is torch's own, shortened to its first paragraph: no traceback.
-- **fallback ops** (`inspect_inductor`, `fallback_ops`) — the forward (eval, `no_grad`) compiled
+- **fallback ops** (`read_output_code`: the output code of the benchmark's warm forward compile,
+  no compile of their own; `inspect_inductor`, `fallback_ops` without it) — the forward (eval, `no_grad`) compiled
   with Inductor in a *fresh* Inductor cache (`torch._inductor.utils.fresh_cache`: an empty cache
   folder and cleared in-memory caches, so nothing is reused from the benchmark), its output code
   captured with `torch._inductor.utils.run_and_get_code` (the wrapper Inductor writes for each
@@ -30,7 +31,8 @@ does Inductor not generate code for, and the data of the compile report.
   An op that makes Dynamo *break the graph* (e.g. `torch.nonzero`, whose output shape depends on
   the data, with `capture_dynamic_output_shape_ops` off) never reaches Inductor: it runs eagerly
   between two graphs and is reported as a graph break, not here.
-  The same compile gives the **compile-time breakdown** from
+  `inspect_inductor`'s compile also gives a **compile-time breakdown** (the report uses the cold
+  children's frames instead, `Benchmark.compile_time`) from
   `torch._dynamo.utils.get_compilation_metrics()` (torch ≥ 2.4), summed over the graphs:
   Dynamo tracing = `entire_frame_compile_time_s - backend_compile_time_s`, AOTAutograd =
   `backend_compile_time_s - inductor_compile_time_s`, Inductor lowering/scheduling =
