@@ -441,6 +441,9 @@ class AnalyzeJob:
     # what the levers phase reads of earlier phases when they came from the cache:
     # {target: {"benchmark": Benchmark dict, "recompiles": [Recompile dict]}}
     known: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # parts of the measurement (`PARTS`: "lines", "export", "batch_sweep") run whatever the budget
+    # (`max_seconds`) says; the others run only where they fit
+    opt_in: list[str] = field(default_factory=list)
 
 
 @dataclass

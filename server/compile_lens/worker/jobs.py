@@ -289,6 +289,8 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
 
     def fits(part: str) -> bool:
         cost = deployment.estimate_s(part, seen, job.max_seconds, bool(output_code))
+        if part in job.opt_in or (part == "strict_export" and "export" in job.opt_in):
+            return True
         return started is None or cost == 0.0 or cost <= _budget_left(job, started)  # a free part always runs
 
     def export() -> None:
@@ -375,7 +377,7 @@ def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[s
     # the requested device, not the resolved one: the benchmark notes a cuda → cpu fallback
     return run_benchmark(built, path=job.path, root=job.root, device=job.device, mode=job.mode,
                          max_seconds=job.max_seconds, progress=progress, remote_cache=job.remote_cache,
-                         on_part=on_part, output_code=output_code)
+                         on_part=on_part, output_code=output_code, opt_in=tuple(job.opt_in))
 
 
 def _asdict(obj: Any) -> dict:

@@ -121,6 +121,7 @@ def run_benchmark(
     remote_cache: Optional[str] = None,
     on_part: OnPart = _no_part,
     output_code: Optional[list[str]] = None,
+    opt_in: tuple[str, ...] = (),
 ) -> Benchmark:
     """Eager vs `torch.compile(mode=mode)` for one built target on `device` ("cpu" | "cuda").
 
@@ -137,6 +138,7 @@ def run_benchmark(
     Parts in the order the user waits for them: the forward (its own cold child, warm compile,
     timing), the train step, peak memory, the line costs; each is sent to `on_part` as it lands.
     `output_code` (a list) receives the warm forward compile's output code (the fallback ops).
+    `opt_in`: parts (`protocol.PARTS`) that run whatever the budget ("lines").
     """
     device, device_note = resolve_device(device)
     progress = with_limits(progress)
@@ -146,7 +148,7 @@ def run_benchmark(
     remote, remote_note = resolve_remote(remote_cache, os.environ)
     try:
         return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
-                        [n for n in (device_note, remote_note) if n], remote, on_part, output_code)
+                        [n for n in (device_note, remote_note) if n], remote, on_part, output_code, opt_in)
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -191,6 +193,7 @@ class _Job:
     cache_dir: str
     notes: list[str]
     remote: Optional[Remote] = None  # the team's cache that answered: the warm-remote compile
+    opt_in: tuple[str, ...] = ()  # parts run whatever the budget
     started: float = field(default_factory=time.perf_counter)
     phases: dict[str, float] = field(default_factory=dict)
 
@@ -265,8 +268,9 @@ def _run_eagerly(job: _Job) -> _Eager:
 def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, max_seconds: float,
              progress: Callable[..., None], state: dict[str, str], cache_dir: str,
              notes: list[str], remote: Optional[Remote] = None, on_part: OnPart = _no_part,
-             output_code: Optional[list[str]] = None) -> Benchmark:
-    job = _Job(target, path, root, device, mode, max_seconds, progress, state, cache_dir, notes, remote)
+             output_code: Optional[list[str]] = None, opt_in: tuple[str, ...] = ()) -> Benchmark:
+    job = _Job(target, path, root, device, mode, max_seconds, progress, state, cache_dir, notes, remote,
+               opt_in=tuple(opt_in))
     eager = _run_eagerly(job)  # a target that cannot run fails here, not after the compiles
     # what the user waits for first: the forward's cold and warm compile and its speedup
     order = ["forward"] + [wl for wl in eager.workloads if wl != "forward"]
@@ -363,7 +367,7 @@ def _lines(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], colds:
     """Time per line of each workload timed, when the budget has room for their compiles."""
     order = [wl for wl in order if wl in figures.timings]
     left = job.max_seconds - (time.perf_counter() - job.started)
-    if lines_estimate(colds.cold) > left:
+    if "lines" not in job.opt_in and lines_estimate(colds.cold) > left:
         why = f"{job.max_seconds:.0f} s budget"
         for wl in order:
             figures.timings[wl].lines_note = f"not run: {why}"
