@@ -260,7 +260,8 @@ class Benchmark:
     phases_s: dict[str, float] = field(default_factory=dict)
     # from torch's compilation metrics, where this torch records them (None: not recorded)
     guard_latency_us: Optional[float] = None  # torch's one timing of the compiled forward's guard check (all frames), at build
-    # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"}; with a remote cache also
+    # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"} (the break-even workload's; the
+    # forward's apart under "forward": {"hits", "misses"} when that is the train step); with a remote cache also
     # "remote": {"fx_graph": {"hits", "misses"}, "aot_autograd": {..}, "autotune": ("n/a" on the CPU)}
     warm_cache: Optional[dict[str, Any]] = None
     # the optional parts of the measurement that failed, and why, each on its own

@@ -53,6 +53,20 @@ def _frames(colds: dict[str, Any]) -> Optional[CompileTime]:
                        note=next((ct.note for ct in found if ct.note), None))
 
 
+def _warm_cache(figures: Figures, driver_wl: str, served: Optional[WarmRemote]) -> Optional[dict[str, Any]]:
+    """The break-even workload's warm-compile cache counts; the forward's under "forward" when that is
+    another workload (did each warm compile read its own cold child's cache?)."""
+    found = figures.warm_cache.get(driver_wl)
+    if found is None:
+        return None
+    found = dict(found)
+    if driver_wl != "forward" and "forward" in figures.warm_cache:
+        found["forward"] = dict(figures.warm_cache["forward"])
+    if served:
+        found["remote"] = served.counts
+    return found
+
+
 def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
           calls_to_break_even: Callable[..., Optional[int]] = break_even) -> Benchmark:
     """The figures so far as a Benchmark, with the notes that say what they do not show by themselves.
@@ -98,7 +112,7 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
                    "cold_forward": colds["forward"].compile_s, "warm_forward": figures.warm_s.get("forward"),
                    **({"warm_remote": served.compile_s} if served else {})},
         guard_latency_us=figures.guard_us, compile_time=_frames(colds),
-        warm_cache=({**(warm_cache or {}), "remote": served.counts} if served else warm_cache),
+        warm_cache=_warm_cache(figures, driver_wl, served),
         break_even_calls=calls,
         peak_memory_bytes=dict(figures.memory),
         max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
