@@ -6,6 +6,7 @@ figures imply, computed afresh each time.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from dataclasses import dataclass, field
@@ -73,8 +74,9 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
     `colds`: the cold compiles measured so far by workload (`cold_children.Cold`); `calls_to_break_even`:
     `verdict.break_even`, as `benchmark` holds it."""
     notes = list(job.notes)
-    forward = figures.timings["forward"]
-    train = figures.timings.get("train")
+    # copies: a snapshot already sent keeps its figures while later parts fill in the timings' lines
+    forward = copy.deepcopy(figures.timings["forward"])
+    train = copy.deepcopy(figures.timings.get("train"))
     driver_wl = "train" if train is not None else "forward"
     driver = train if train is not None else forward
     for wl, t in figures.timings.items():
@@ -127,5 +129,5 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
         phases_s={**{k: round(v, 3) for k, v in job.phases.items()}, "cold_compile": round(cold_s or 0.0, 3),
                   "total": round(time.perf_counter() - job.started, 3)},
         unmeasured=dict(figures.unmeasured),
-        accuracy_drift=figures.drift,
+        accuracy_drift=copy.deepcopy(figures.drift),
     )
