@@ -397,7 +397,7 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
     cache entry adds guard checks to every call, which shows on a small model)."""
     compiled, watch = _warm_compile(job, eager, compiled_obj, wl, cold, figures)
     _time_workload(job, eager, compiled, wl, i, cold.limit, figures, contention,
-                   reserve=(cold.compile_s or 0.0) * len(eager.workloads))
+                   reserve=_later_parts_s(job, cold, len(eager.workloads)))
     figures.busy_seen = busier(figures.busy_seen, contention.report())
     watch.unexpected(figures.timed, f"recompiled while timing the {_label(wl)} (the timing includes compiling)")
     figures.frames = max(figures.frames, len(watch.frames))
@@ -450,12 +450,22 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: Co
     return compiled, watch
 
 
+def _later_parts_s(job: _Job, cold: Cold, workloads: int) -> float:
+    """The later parts' time from this workload's cold compile (line costs: a compile per workload; export
+    and the sweep: `deployment.estimate_s`; a warm compile ≈ 1/5 of a cold one in BENCHMARKS.md's runs)."""
+    from .deployment import estimate_s  # deployment imports this module
+
+    seen = {"cold": cold.compile_s, "warm": cold.compile_s and cold.compile_s / 5}
+    return ((cold.compile_s or 0.0) * workloads + estimate_s("export", seen, job.max_seconds)
+            + estimate_s("batch_sweep", seen, job.max_seconds))
+
+
 def _time_workload(job: _Job, eager: _Eager, compiled: Model, wl: str, i: int, limit: float,
                    figures: Figures, contention: Contention, reserve: float = 0.0) -> None:
     """Eager and compiled in paired rounds, on this workload's share of what is left of the budget."""
     label = "forward" if wl == "forward" else "train step"
     workloads, max_seconds = eager.workloads, job.max_seconds  # as many as `order`
-    # what the line costs should take after the rounds stays out of the timing's share (`lines_estimate`)
+    # what the later parts should take stays out of the timing's share (`_later_parts_s`)
     left = max_seconds - (time.perf_counter() - job.started) - reserve
     share = left / (len(workloads) - i)
     budget = max(share, MIN_TIMING_FRACTION * max_seconds / len(workloads))
