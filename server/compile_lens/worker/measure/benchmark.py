@@ -330,8 +330,7 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
             publish("train_step", "failed" if why else "done", why)
         driver = "train" if "train" in figures.timings else "forward"
         figures.memory["method"] = memory.method(job.device, driver)
-        # the allocator peak of the workload that drives break-even: the last one timed, its graphs
-        # still cached (Dynamo is reset between workloads)
+        # the allocator peak of the break-even workload: the last one timed, its graphs still cached
         t_mem = time.perf_counter()
         job.stage("measuring the peak memory", f"measuring the peak memory of the {_label(driver)}…",
                   limit_s=colds.cold[driver].limit)
@@ -356,10 +355,12 @@ def _label(wl: str) -> str:
     return "forward" if wl == "forward" else "train step"
 
 
+LINES_PER_COLD = 0.5  # line costs ÷ cold compiles: 10.7 + 6.8 s against a 30.1 s cold train compile (BENCHMARKS.md)
+
+
 def lines_estimate(colds: dict[str, Any]) -> float:
-    """What the line costs should take: a compile with the caches off per workload, which costs
-    about what the workload's cold compile did (measured: 10.7 s against 9.9 s, BENCHMARKS.md)."""
-    return sum(c.compile_s or 0.0 for c in colds.values())
+    """What the line costs should take: a compile per workload, caches off, in this process."""
+    return LINES_PER_COLD * sum(c.compile_s or 0.0 for c in colds.values())
 
 
 def _lines(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], colds: ColdChildren,
@@ -451,12 +452,12 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: Co
 
 
 def _later_parts_s(job: _Job, cold: Cold, workloads: int) -> float:
-    """The later parts' time from this workload's cold compile (line costs: a compile per workload; export
-    and the sweep: `deployment.estimate_s`; a warm compile ≈ 1/5 of a cold one in BENCHMARKS.md's runs)."""
+    """The later parts' time from this workload's cold compile (`lines_estimate`, `deployment.estimate_s`;
+    a warm compile ≈ 1/5 of a cold one in BENCHMARKS.md's runs)."""
     from .deployment import estimate_s  # deployment imports this module
 
     seen = {"cold": cold.compile_s, "warm": cold.compile_s and cold.compile_s / 5}
-    return ((cold.compile_s or 0.0) * workloads + estimate_s("export", seen, job.max_seconds)
+    return (LINES_PER_COLD * (cold.compile_s or 0.0) * workloads + estimate_s("export", seen, job.max_seconds)
             + estimate_s("batch_sweep", seen, job.max_seconds))
 
 
