@@ -18,7 +18,7 @@ MAX_LINES = 500  # no exemption: a module over it is split by concern
 # A name is a package (`worker` holds `worker.*`) or a top-level module; `compile_lens` is the
 # package's own `__init__` (the version). The "Development" tree of docs/architecture.md is checked against it.
 LAYERS: list[tuple[str, ...]] = [
-    ("compile_lens", "protocol", "codes", "comments", "cost", "processes", "ranks", "timeline",
+    ("compile_lens", "protocol", "measured", "codes", "comments", "cost", "processes", "ranks", "timeline",
      "gpu", "interpreters", "torch_diff", "remote_cache", "speed_words", "torch_text"),  # plain data and rules · is the GPU busy (NVML, psutil)
     ("positions", "settings"),
     ("config",),  # pyproject.toml's [tool.compile-lens]

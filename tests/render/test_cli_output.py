@@ -152,14 +152,15 @@ def test_text_target_error_shown_once_when_a_finding_covers_it():
 # --- JSON -------------------------------------------------------------------------------------
 
 TARGET_KEYS = {"name", "kind", "line", "inputs", "status", "error", "graph_count", "graph_breaks", "recompiles", "benchmark",
-               "export", "fallback_ops", "left_out", "phases", "unmeasured", "levers", "batch_sweep"}
+               "export", "fallback_ops", "left_out", "phases", "unmeasured", "levers",
+               "batch_sweep", "parts", "parts_s"}
 GB_KEYS = {"path", "line", "column", "end_line", "end_column", "gb_id", "gb_type", "explanation", "hints", "url", "stack",
            "loop", "compile_id"}
 DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "source", "message"}
 BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile_s", "break_even_calls",
               "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes",
               "conclusive", "contention", "guard_latency_us", "warm_cache", "unmeasured", "compile_time", "accuracy_drift",
-              "precision"}
+              "precision", "phases_s"}
 TIMING_KEYS = {"eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms", "speedup_ci", "conclusive", "rounds",
                "ci_rel_width",
                # where the time goes, line by line (render/line_costs.py)

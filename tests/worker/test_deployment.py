@@ -213,7 +213,7 @@ def test_report_sweeps_eager_and_compiled_across_batch_sizes(report):
     for p in sweep["points"]:
         assert p["eager_ms"] > 0 and p["compiled_ms"] > 0
         assert p["speedup"] == pytest.approx(p["eager_ms"] / p["compiled_ms"])
-    assert plain["compile_breakdown"]["graphs"] == 1 and plain["kernels"] >= 1
+    assert "compile_breakdown" not in plain and plain["kernels"] >= 1  # compile time: the cold child's frames
     assert sweep["seconds"] < 30
     assert plain["notes"] == []
 
@@ -223,54 +223,85 @@ def test_inputs_without_a_batch_dimension_skip_the_sweep_with_a_note(report):
     _, flat = report
     assert flat["batch_sweep"] is None
     assert any(n.startswith("batch sweep: the first input has fewer than 2 dimensions") for n in flat["notes"])
-    assert any(n.startswith("compile breakdown: not available") for n in flat["notes"])
+    assert flat["kernels"] is None
 
 
 # --- the benchmark stage ---------------------------------------------------------------------------
 
-def _canned_benchmark() -> Benchmark:
+def _canned_benchmark(compile_s: dict) -> Benchmark:
     t = Timing(1.0, 0.5, 2.0, 0.1, 0.1)
-    return Benchmark("cpu", "cpu", "default", t, None, {"cold": 9.0, "warm": 1.0}, 10, {}, {}, {}, "worth it")
+    return Benchmark("cpu", "cpu", "default", t, None, dict(compile_s), 10, {}, {}, {}, "worth it")
 
 
-def test_the_benchmark_stage_fills_export_fallbacks_and_report_and_survives_their_failures(monkeypatch):
-    """Canned figures (no compile): a failing export check loses nothing else."""
+def _run_canned(monkeypatch, max_seconds: float, compile_s: dict) -> tuple[list[dict], list]:
+    """A measure job with canned benchmark figures (no compile): its events, and the output code
+    the fallback ops were read from."""
     from compile_lens.worker import jobs
     from compile_lens.worker.measure import benchmark as bench
 
-    monkeypatch.setattr(bench, "run_benchmark", lambda *a, **k: _canned_benchmark())
+    def canned(*a, on_part, output_code, **k):
+        b = _canned_benchmark(compile_s)
+        output_code.append("def call(args):\n    buf0 = torch.ops.aten.sort.default(x)\n    cpp_fused_0(buf0)\n")
+        on_part("train_step", None, "not-run", "no parameters")
+        for part in ("forward", "memory", "lines"):
+            on_part(part, b, "done", None)
+        return b
 
-    def broken_export(*a, **k):
-        raise RuntimeError("export exploded")
-
-    monkeypatch.setattr(dep, "check_export", broken_export)
-    monkeypatch.setattr(dep, "inspect_inductor", lambda *a, **k: {
-        "fallback_ops": [{"op": "aten.sort", "count": 1, "kind": "fallback"}], "kernels": 2,
-        "breakdown": {"total_s": 1.0}, "graphs": 1})
-    seen_inductor = []
+    monkeypatch.setattr(bench, "run_benchmark", canned)
+    monkeypatch.setattr(dep, "inspect_inductor", lambda *a, **k: pytest.fail("the fallback ops compiled again"))
+    swept: list = []
 
     def fake_report(target, **k):
-        seen_inductor.append(k["inductor"])
-        return {"batch_sweep": None, "compile_breakdown": k["inductor"]["breakdown"], "kernels": 2, "notes": []}
+        swept.append(k["inductor"])
+        return {"batch_sweep": {"points": []}, "kernels": k["inductor"]["kernels"], "notes": []}
 
     monkeypatch.setattr(dep, "report_data", fake_report)
     sent: list[dict] = []
     spec = TargetSpec("Plain", "module", def_line("Plain"), inputs=InputRecipe("directive", "(torch.randn(8, 16),)"))
     job = {"id": 7, "path": MODELS, "root": ROOT, "targets": [as_dict(spec)], "trace": False,
-           "recompiles": False, "benchmark": True, "max_seconds": 6.0}
+           "recompiles": False, "benchmark": True, "max_seconds": max_seconds}
     jobs.run_job(job, sent.append)
-    stages = [m["stage"] for m in sent if m["event"] == "progress"]
-    assert "checking torch.export…" in stages and "finding ops that fall back to eager…" in stages
-    results = [m["result"] for m in sent if m["event"] == "target"]
-    assert len(results) == 2  # the figures as soon as they are measured, then with the rest
-    first, last = results
+    return sent, swept
+
+
+def test_each_part_is_its_own_event_and_a_failing_one_loses_nothing_else(monkeypatch):
+    """The forward's figures first, then each part as it lands (`part` set, `parts` saying where each
+    stands); the fallback ops read from the warm compile's output code; an export that raises is
+    "not measurable" alone."""
+    def broken_export(*a, **k):
+        raise RuntimeError("export exploded")
+
+    monkeypatch.setattr(dep, "check_export", broken_export)
+    sent, swept = _run_canned(monkeypatch, 600.0, {"cold": 9.0, "warm": 1.0})
+    parts = [m for m in sent if m["event"] == "target" and m.get("part")]
+    assert [m["part"] for m in parts] == ["forward", "memory", "lines", "export", "fallback_ops", "batch_sweep"]
+    first = parts[0]["result"]
     assert first["benchmark"]["verdict"] == "worth it" and first["export"] is None
-    assert last["benchmark"]["verdict"] == "worth it" and last["status"] == "ok"
-    assert last["export"] is None  # its check failed: logged, nothing else lost
+    assert first["parts"]["forward"]["status"] == "done" and first["parts"]["train_step"]["status"] == "not-run"
+    assert {first["parts"][p]["status"] for p in ("memory", "lines", "export", "batch_sweep")} == {"pending"}
+    last = [m for m in sent if m["event"] == "target"][-1]["result"]
+    assert last["export"] is None and last["parts"]["export"]["status"] == "failed"
+    assert "export exploded" in last["parts"]["export"]["why"] and "export exploded" in last["unmeasured"]["torch.export"]
     assert last["fallback_ops"] == [{"op": "aten.sort", "count": 1, "kind": "fallback"}]
-    assert last["report"]["compile_breakdown"] == {"total_s": 1.0}
-    assert seen_inductor[0]["kernels"] == 2  # the report reuses the fallback compile
+    assert last["parts"]["fallback_ops"]["status"] == "done" and swept == [{"kernels": 1}]
+    assert last["report"]["batch_sweep"] == {"points": []} and last["parts"]["batch_sweep"]["status"] == "done"
+    assert set(last["parts_s"]) == {"export", "fallback_ops", "batch_sweep"}
     assert sent[-1]["event"] == "done"
+
+
+def test_parts_that_would_not_fit_the_budget_are_named_not_run(monkeypatch):
+    """A 15 s budget, an 8 s warm and a 12 s cold compile: no room for the batch sweep (a compile of
+    its own and its timing) nor strict export (two traces); non-strict export (about a warm compile)
+    and the fallback ops (free: read from the output code) still run."""
+    exported: list[bool] = []
+    monkeypatch.setattr(dep, "check_export", lambda *a, strict, **k: exported.append(strict) or {"ok": True})
+    sent, swept = _run_canned(monkeypatch, 15.0, {"cold": 12.0, "warm": 8.0, "cold_forward": 12.0, "warm_forward": 8.0})
+    last = [m for m in sent if m["event"] == "target"][-1]["result"]
+    assert last["parts"]["batch_sweep"] == {"status": "not-run", "why": "15 s budget", "seconds": None}
+    assert last["unmeasured"]["batch sweep"] == "not run: 15 s budget" and swept == []
+    assert exported == [False] and last["parts"]["export"]["status"] == "done"
+    assert last["parts"]["fallback_ops"]["status"] == "done" and last["fallback_ops"]
+    assert dep.estimate_s("batch_sweep", {"cold_forward": 12.0}, 15.0) == 12.0 + dep.report_budget(15.0)
 
 
 def as_dict(spec: TargetSpec) -> dict:

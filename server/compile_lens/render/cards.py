@@ -205,6 +205,8 @@ def export_line(export: Optional[dict[str, Any]], unmeasured: Optional[dict[str,
         return None
     if export.get("ok") and export.get("strict"):
         return "- torch.export: ✓ exports (strict and non-strict)"
+    if export.get("ok") and export.get("strict") is None:  # the budget had no room for strict's trace
+        return "- torch.export: ✓ exports non-strict (strict not checked: the budget)"
     why = _md((export.get("message") or "").removeprefix("strict export fails: "))
     if export.get("ok"):
         return f"- torch.export: ✓ exports non-strict; strict export fails{_where(export)}" + (f": {why}" if why else "")

@@ -318,7 +318,8 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "device": b.device, "device_name": b.device_name, "mode": b.mode,
         "precision": None if b.precision is None else dataclasses.asdict(b.precision),  # value, source, detail, asked
         "forward": _timing_json(b.forward), "train_step": _timing_json(b.train_step),
-        "compile_s": _pick(b.compile_s, ("cold", "warm", *(("warm_remote",) if "warm_remote" in b.compile_s else ()))),
+        "compile_s": _pick(b.compile_s, ("cold", "warm", *(k for k in ("cold_forward", "warm_forward", "warm_remote")
+                                                            if k in b.compile_s))),
         "break_even_calls": b.break_even_calls,
         "peak_memory_bytes": _pick(b.peak_memory_bytes, ("eager", "compiled", "method")),
         "max_abs_error": _pick(b.max_abs_error, ("output", "grad")),
@@ -329,6 +330,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "guard_latency_us": _finite(b.guard_latency_us), "warm_cache": b.warm_cache,
         "unmeasured": dict(b.unmeasured),  # optional figures that could not be measured: why
         "compile_time": line_costs.compile_time_json(b.compile_time),
+        "phases_s": {k: _finite(v) for k, v in b.phases_s.items()},  # where the measurement's time went
         # where a difference beyond tolerance starts (worker/measure/drift.py); null: none found
         "accuracy_drift": None if b.accuracy_drift is None else {
             **dataclasses.asdict(b.accuracy_drift), "max_abs": _finite(b.accuracy_drift.max_abs),
@@ -352,6 +354,9 @@ def _target_json(t: TargetResult) -> dict[str, Any]:
         "unmeasured": dict(t.unmeasured),  # export, fallback ops, batch sweep…: why not measured
         # eager vs compiled latency across batch sizes (`deployment.batch_sweep`); null: not measured
         "batch_sweep": (t.report or {}).get("batch_sweep"),
+        # each part of the measurement: {"status": "pending" | "done" | "not-run" | "failed", "why", "seconds"}
+        "parts": {name: dataclasses.asdict(state) for name, state in t.parts.items()},
+        "parts_s": {k: _finite(v) for k, v in t.parts_s.items()},  # the deployment parts' wall seconds
         # each phase on its own: "done" | "failed" | "not-run", and why (null: not asked for)
         "phases": {p.name: {"status": p.status, "error": _problem_json(p.error)} for p in phases.phase_states(t)},
         "levers": levers_json(t),  # the levers phase (`check --levers`): each lever tried, measured

@@ -42,6 +42,7 @@ from .report_charts import breakdown_chart, latency_chart
 from .report_levers import levers_section
 from .report_lines import lines_section
 from .report_style import SCRIPT, STANDALONE_PALETTE, STYLE, WEBVIEW_PALETTE
+from .report_time import breakdown_of, part_words, time_section
 from .report_torch_diff import compare_section
 from .report_trial import old_trial_section, trial_section
 from .units import FINE, duration, format_bytes
@@ -84,6 +85,8 @@ def export_cell(export: Optional[dict[str, Any]], unmeasured: Optional[dict[str,
     message = export.get("message") or ""
     if export.get("ok") and export.get("strict"):
         return "✓ strict", "good", "torch.export works, strict and non-strict"
+    if export.get("ok") and export.get("strict") is None:
+        return "✓ non-strict", "good", "torch.export works non-strict; strict not checked (the budget)"
     if export.get("ok"):
         return "✓ non-strict", "warn", message or "strict export fails"
     return f"✗{where}", "bad", message or "torch.export failed"
@@ -202,7 +205,7 @@ def _charts(page: _Page, path: str, t: TargetResult) -> str:
     report = t.report or {}
     b = t.benchmark
     sweep = report.get("batch_sweep")
-    breakdown = report.get("compile_breakdown")
+    breakdown = breakdown_of(b.compile_time) if b else None  # the cold child's frames: no compile of its own
     if not report and b is None:
         return ""
     blocks = []
@@ -215,14 +218,16 @@ def _charts(page: _Page, path: str, t: TargetResult) -> str:
                       + '.</figcaption></figure>')
     else:
         why = next((n for n in report.get("notes", []) if n.startswith("batch sweep:")), None)
-        blocks.append(f'<figure class="empty"><p class="muted">Latency vs batch size: '
-                      f'{_e(why.split(":", 1)[1].strip() if why else "not measured yet")}</p></figure>')
+        state = t.parts.get("batch_sweep")
+        said = (why.split(":", 1)[1].strip() if why else
+                part_words("batch_sweep", state).split(": ", 1)[1] if state else "not measured yet")
+        blocks.append(f'<figure class="empty"><p class="muted">Latency vs batch size: {_e(said)}</p></figure>')
     cold = b.compile_s.get("cold") if b else None
     warm = b.compile_s.get("warm") if b else None
     if breakdown or cold is not None:
-        caption = ("Phases from torch's compilation metrics for the forward, compiled in the worker with an "
-                   "empty Inductor cache (process start-up and imports are not in it); cold and warm: "
-                   "the benchmark's first compiled call in a fresh process") if breakdown else \
+        caption = ("Phases from torch's compilation metrics of the cold compiles, frame by frame, in the fresh "
+                   "processes (imports are not in them); cold and warm: the benchmark's first compiled call "
+                   "in a fresh process") if breakdown else \
                   "The benchmark's first compiled call in a fresh process (no per-phase figures)"
         blocks.append('<figure>' + breakdown_chart(breakdown, cold, warm) + f'<figcaption>{_e(caption)}.</figcaption></figure>')
     kernels = report.get("kernels")
@@ -230,7 +235,7 @@ def _charts(page: _Page, path: str, t: TargetResult) -> str:
     if kernels is not None:
         extra = f'<p class="muted">Inductor generated {_plural(int(kernels), "kernel")} for the forward.</p>'
     return (f'<section class="card"><h3>{_e(t.name)} <span class="sub">{page.loc(path, t.line)}</span></h3>'
-            f'<div class="charts">{"".join(blocks)}</div>{extra}</section>')
+            f'<div class="charts">{"".join(blocks)}</div>{extra}{time_section(t)}</section>')
 
 
 def _break_item(page: _Page, target: str, g: GraphBreak) -> str:

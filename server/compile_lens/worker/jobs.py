@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
-from ..protocol import AnalyzeJob, Problem, TargetResult, TargetSpec, from_dict, with_phase
+from ..protocol import (
+    PARTS,
+    AnalyzeJob,
+    PartStatus,
+    Problem,
+    TargetResult,
+    TargetSpec,
+    from_dict,
+    with_phase,
+)
 from ..timeline import Timeline
 from . import loader
 from .breaks.graph_breaks import trace_graph_breaks
@@ -217,44 +227,109 @@ def _tool_problem(exc: BaseException, name: str) -> Problem:
 
 def _measure_target(result: TargetResult, p: Callable[..., None], target: loader.BuiltTarget, job: AnalyzeJob,
              send: Send) -> None:
-    """The benchmark, sent as soon as it has figures, then the deployment questions and the report's data."""
-    result.benchmark = _benchmark(target, job, p)
-    result.bug_reports += take_reports()
-    send({"id": job.id, "event": "target", "result": _asdict(result)})  # figures first
-    deployment_parts(result, target, job, p)
+    """The measurement, each part sent as its own "target" event (`part` set) the moment it lands:
+    the forward first, then the train step, memory, line costs, then the deployment questions.
+    Every part is "pending" until then (`TargetResult.parts`). A part that fails after the forward
+    fails alone; a forward that fails fails the phase (nothing measured)."""
+    started = time.perf_counter()
+    result.parts = {part: PartStatus("pending") for part in PARTS}
+    last = {"at": started}
+
+    def send_part(part: str) -> None:
+        result.bug_reports += take_reports()
+        send({"id": job.id, "event": "target", "part": part, "result": _asdict(result)})
+
+    def on_part(part: str, benchmark: Any, status: str, why: str | None) -> None:
+        now = time.perf_counter()
+        if benchmark is not None:
+            result.benchmark = benchmark
+        result.parts[part] = PartStatus(status, why, round(now - last["at"], 3) if status != "not-run" else None)
+        last["at"] = now
+        if part != "train_step" or status != "not-run":  # no train step at all: said with the forward
+            send_part(part)
+
+    output_code: list[str] = []
+    try:
+        result.benchmark = _benchmark(target, job, p, on_part, output_code)
+    except BaseException as exc:
+        # the forward (or the target itself) failed: what was not measured is not measurable
+        why = getattr(getattr(exc, "problem", None), "message", None) or loader.describe(exc)
+        for part, state in result.parts.items():
+            if state.status == "pending":
+                result.parts[part] = PartStatus("failed", f"the measurement failed: {why}"[:300])
+        raise
+    deployment_parts(result, target, job, p, started=started, output_code=output_code, send_part=send_part)
+
+
+def _budget_left(job: AnalyzeJob, started: float) -> float:
+    return job.max_seconds - (time.perf_counter() - started)
 
 
 def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: AnalyzeJob,
-                     progress: Callable[..., None]) -> None:
+                     progress: Callable[..., None], *, started: float | None = None,
+                     output_code: list[str] | None = None,
+                     send_part: Callable[[str], None] = lambda part: None) -> None:
     """The deployment questions and the report's data, after the benchmark: each `isolated`, so a
     failure in one is "not measurable: <why>" on its own figure (`result.unmeasured`) and never
-    loses the benchmark or another part."""
+    loses the benchmark or another part. Each runs only when what is left of the target's budget
+    (`job.max_seconds`, counted from `started`, when its measurement began; None: no budget) fits
+    what it should take (`deployment.estimate_s`); else it is "not run: N s budget". The fallback ops are read from the warm forward compile's
+    `output_code`, no compile of their own (compiled afresh only without it)."""
     from .measure import deployment
     from .measure.isolated import isolated
 
-    seen: dict[str, Any] = {}
-    # each of these compiles again (a fresh Inductor cache for the op list): allow what the
-    # cold compile took, twice, as the measurement's own phases do
-    cold = ((result.benchmark.compile_s if result.benchmark else None) or {}).get("cold") or 0.0
+    seen = ((result.benchmark.compile_s if result.benchmark else None) or {})
+    cold = seen.get("cold_forward") or seen.get("cold") or 0.0
+    # a part's stages may be silent for what the cold compile took, twice, as the measurement's own phases
     limit_s = max(job.max_seconds, 2.0 * cold)
+    budget = f"{job.max_seconds:.0f} s budget"
 
     def p(text: str, **kw: Any) -> None:  # each stage inside a part gets the part's limit, not the default
         progress(text, **{"limit_s": limit_s, **kw})
 
-    for part, what, run in (
-        ("torch.export", "checking torch.export…", lambda: _set(result, "export", deployment.check_export(
-            target, root=job.root, device=job.device, progress=p))),
-        ("fallback ops", "finding ops that fall back to eager…", lambda: seen.update(deployment.inspect_inductor(
-            target, device=job.device, mode=job.mode, progress=p))),
-        ("batch sweep", "measuring latency across batch sizes…", lambda: _set(result, "report", deployment.report_data(
-            target, device=job.device, mode=job.mode, progress=p,
-            max_seconds=deployment.report_budget(job.max_seconds), inductor=seen, unmeasured=result.unmeasured))),
+    def fits(part: str) -> bool:
+        cost = deployment.estimate_s(part, seen, job.max_seconds, bool(output_code))
+        if part in job.opt_in or (part == "strict_export" and "export" in job.opt_in):
+            return True
+        return started is None or cost == 0.0 or cost <= _budget_left(job, started)  # a free part always runs
+
+    def export() -> None:
+        strict = fits("strict_export")  # strict export too (a Dynamo trace more) only where it fits
+        result.export = deployment.check_export(target, root=job.root, device=job.device, progress=p, strict=strict)
+
+    def fallback() -> None:
+        if output_code:
+            found = deployment.read_output_code(output_code)
+        else:  # no output code seen (an older torch): one compile of its own
+            found = deployment.inspect_inductor(target, device=job.device, mode=job.mode, progress=p)
+        result.fallback_ops, kernels["kernels"] = found["fallback_ops"], found.get("kernels")
+
+    def sweep() -> None:
+        result.report = deployment.report_data(
+            target, device=job.device, mode=job.mode, progress=p, max_seconds=deployment.report_budget(job.max_seconds),
+            inductor=kernels, unmeasured=result.unmeasured)
+
+    kernels: dict[str, Any] = {}
+    for part, label, what, run in (
+        ("export", "torch.export", "checking torch.export…", export),
+        ("fallback_ops", "fallback ops", "finding ops that fall back to eager…", fallback),
+        ("batch_sweep", "batch sweep", "measuring latency across batch sizes…", sweep),
     ):
+        if not fits(part):
+            result.parts[part] = PartStatus("not-run", budget)
+            result.unmeasured[label] = f"not run: {budget}"
+            send_part(part)
+            continue
         p(what, limit_s=limit_s)
-        with isolated(part, result.unmeasured):
+        t0 = time.perf_counter()
+        with isolated(label, result.unmeasured) as outcome:
             run()
-        if "fallback_ops" in seen:
-            result.fallback_ops = seen["fallback_ops"]
+        result.parts_s[part] = round(time.perf_counter() - t0, 3)
+        why = outcome.why.split(":", 1)[1].strip() if outcome.why else None
+        result.parts[part] = PartStatus("failed" if why else "done", why, result.parts_s[part])
+        send_part(part)
+    if result.report is None and kernels.get("kernels") is not None:  # no sweep: the kernel count stands
+        result.report = {"batch_sweep": None, "kernels": kernels["kernels"], "notes": []}
 
 
 def _known(result: TargetResult, earlier: dict[str, Any]) -> None:
@@ -296,12 +371,14 @@ def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str],
                             recorded_shapes=(inputs.recorded_shapes or None) if inputs else None)
 
 
-def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None]) -> Any:
+def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None],
+               on_part: Callable[..., None], output_code: list[str]) -> Any:
     from .measure.benchmark import run_benchmark
 
     # the requested device, not the resolved one: the benchmark notes a cuda → cpu fallback
     return run_benchmark(built, path=job.path, root=job.root, device=job.device, mode=job.mode,
-                         max_seconds=job.max_seconds, progress=progress, remote_cache=job.remote_cache)
+                         max_seconds=job.max_seconds, progress=progress, remote_cache=job.remote_cache,
+                         on_part=on_part, output_code=output_code, opt_in=tuple(job.opt_in))
 
 
 def _asdict(obj: Any) -> dict:

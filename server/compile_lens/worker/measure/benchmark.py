@@ -8,17 +8,17 @@ Where each figure comes from:
   cores alone; otherwise "inconclusive" with the reason. The forward is timed as a user times it:
   `with torch.no_grad(): model(*args)`, eval mode, the process's thread count. The first compiled
   calls run (and are checked for recompiles) before anything is timed.
-- **cold compile** — `torch.compile()` (it imports Dynamo) plus the first compiled call of the
-  training step (of the forward when there is no training step), in a *fresh process* with an
-  *empty* Inductor cache dir (`bench_child`). A process that already compiled something pays far
+- **cold compile** — `torch.compile()` (it imports Dynamo) plus the first compiled call of each
+  workload, each in a *fresh process* with an *empty* Inductor cache dir of its own (`bench_child`,
+  `cold_children`); `compile_s["cold"]` is the training step's (the forward's when there is none),
+  `compile_s["cold_forward"]` the forward's. A process that already compiled something pays far
   less (≈1.5 s instead of ≈10 s here: Inductor keeps most of its one-time cost in memory), so only
   a fresh one is honest.
 - **warm compile** — in this process, after `torch._dynamo.reset()` with Inductor's in-memory
   caches cleared, so the compile reads the on-disk caches the cold run filled, as re-running an
   unchanged script does; plus the Dynamo/Inductor import time the fresh process measured. A new
   process pays somewhat more (it also starts Inductor's compile workers): 15% on the MLP of
-  BENCHMARKS.md. The workload that drives break-even is compiled first, so its warm compile is this
-  process's first since the cold one.
+  BENCHMARKS.md. Each workload's warm compile reads its own cold child's cache folder.
 - **peak memory** — at the allocator, one call of the break-even workload (`memory`).
 - **accuracy** — the compiled copy starts from a deepcopy of the eager model (same weights), gets
   the same inputs and the same RNG seed; outputs (forward, eval mode) and parameter gradients
@@ -42,9 +42,16 @@ Where each figure comes from:
 the ones it warns about ("accuracy:" is a difference beyond tolerance; "accuracy not compared:" a
 model that draws random numbers, whose figures stay unset).
 
+The order is what the user waits for: the forward (its cold child, warm compile, accuracy, timing),
+sent at once (`on_part`, a `snapshot` of the figures so far); then the train step (its own cold
+child: each workload's cold compile is a fresh process's first), peak memory, the line costs (when
+the budget has room for their compiles), each sent as it lands. A train step that fails fails alone.
+
 This module runs the phases in order; the parts: `devices`, `workload` (forward, training step),
-`cold_compile` (the fresh process, the limits), `dynamo_watch` (compiles, guards, cache hits),
-`timing`, `memory`, `accuracy`, `verdict`, `line_costs` and `compile_frames` (per line, per frame).
+`cold_children` (one fresh process per workload, beside the parent on spare cores), `cold_compile`
+(the process, the limits), `dynamo_watch` (compiles, guards, cache hits), `timing`, `memory`,
+`accuracy`, `verdict`, `snapshot` (the figures as a Benchmark), `line_costs` and `compile_frames`
+(per line, per frame; the warm forward compile's output code, for the fallback ops).
 """
 
 from __future__ import annotations
@@ -55,43 +62,37 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import torch
 import torch.utils.benchmark as tbench
 
-from ...protocol import AccuracyDrift, Benchmark, CompileTime, Problem, Timing
+from ...protocol import Benchmark, Problem
 from ...remote_cache import Remote
 from ...remote_cache import resolve as resolve_remote
 from ...torch_text import cache_keys
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import compile_frames, drift, line_costs, memory, precision
+from . import compile_frames, drift, line_costs, lines_part, memory, precision, provenance, snapshot
 from .accuracy import _grads, compare_workload
-from .cold_compile import (
-    CACHE_PREFIX,
-    _sweep_stale,
-    cold_limit,
-    inductor_cache,
-    phase_limit,
-    run_child,
-    with_limits,
-)
-from .devices import device_name, free_memory, is_oom, resolve_device, sync, to_device
-from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, _short_reason, cache_counts
+from .cold_children import Cold, ColdChildren
+from .cold_compile import CACHE_PREFIX, _sweep_stale, inductor_cache, run_child, with_limits
+from .devices import free_memory, is_oom, resolve_device, sync, to_device
+from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, cache_counts
+from .estimates import LINES_PER_COLD, estimate_s
 from .guard_cost import guard_block, record_guard_cost
 from .guard_cost import supported as guards_supported
 from .isolated import isolated
+from .snapshot import Figures
 from .timing import Contention, busier, paired_rounds, settle, timer, timing_of
-from .verdict import _metric_notes, break_even, inconclusive_why, verdict
-from .warm_remote import WarmRemote, for_measurement
+from .verdict import break_even
+from .warm_remote import for_measurement
 from .workload import (
     Model,
     _same_weights_copy,
     compile_kwargs,
-    describe_inputs,
     scalar_loss,
     seeded,
     train_step_problem,
@@ -99,6 +100,14 @@ from .workload import (
 )
 
 MIN_TIMING_FRACTION = 0.25  # the timing rounds get at least this share of the budget, whatever compiling took
+
+# `on_part(part, benchmark, status, why)`: a part of the measurement (`protocol.PARTS`) has landed:
+# its figures are in `benchmark` (None for a part settled before any figure), status as `PartStatus`
+OnPart = Callable[[str, Optional[Benchmark], str, Optional[str]], None]
+
+
+def _no_part(part: str, benchmark: Optional[Benchmark], status: str, why: Optional[str]) -> None:
+    pass
 
 
 def run_benchmark(
@@ -111,6 +120,9 @@ def run_benchmark(
     max_seconds: float = 60.0,
     progress: Callable[..., None] = lambda stage, **kw: None,
     remote_cache: Optional[str] = None,
+    on_part: OnPart = _no_part,
+    output_code: Optional[list[str]] = None,
+    opt_in: tuple[str, ...] = (),
 ) -> Benchmark:
     """Eager vs `torch.compile(mode=mode)` for one built target on `device` ("cpu" | "cuda").
 
@@ -124,6 +136,10 @@ def run_benchmark(
     `remote_cache` (`redis://HOST:PORT`: the setting, flag or environment the server read,
     `remote_cache.in_use`; the worker's own environment has none) adds the warm-remote compile
     (`warm_remote`); one that does not answer is left out, and a note says so.
+    Parts in the order the user waits for them: the forward (its own cold child, warm compile,
+    timing), the train step, peak memory, the line costs; each is sent to `on_part` as it lands.
+    `output_code` (a list) receives the warm forward compile's output code (the fallback ops).
+    `opt_in`: parts (`protocol.PARTS`) that run whatever the budget ("lines").
     """
     device, device_note = resolve_device(device)
     progress = with_limits(progress)
@@ -131,10 +147,10 @@ def run_benchmark(
     _sweep_stale()
     cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
     remote, remote_note = resolve_remote(remote_cache, os.environ)
-    try:  # in the user's precision (autocast, TF32), eager, compiled and the cold child alike
+    try:  # in the user's precision (autocast, TF32), eager, compiled and the cold children alike
         with precision.applied(target.spec, device):
             return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
-                            [n for n in (device_note, remote_note) if n], remote)
+                            [n for n in (device_note, remote_note) if n], remote, on_part, output_code, opt_in)
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -179,6 +195,7 @@ class _Job:
     cache_dir: str
     notes: list[str]
     remote: Optional[Remote] = None  # the team's cache that answered: the warm-remote compile
+    opt_in: tuple[str, ...] = ()  # parts run whatever the budget
     started: float = field(default_factory=time.perf_counter)
     phases: dict[str, float] = field(default_factory=dict)
 
@@ -208,71 +225,6 @@ class _Eager:
     is_module: bool
     args: Any
     workloads: list[str]  # the first drives break-even
-
-
-@dataclass
-class _Cold:
-    compile_s: Optional[float]  # the cold compile of the first workload, fresh process
-    import_s: float  # Dynamo and Inductor's import in that process
-    limit: float  # how long a later stage may be silent
-    child_job: dict[str, Any]  # what the fresh process was asked, for the warm-remote ones
-    fx_keys: list[dict[str, Any]]  # its FX-graph cache lookups (`cache_keys`): why a later compile missed
-    compile_time: Optional[CompileTime] = None  # its frames (`compile_frames`)
-
-
-@dataclass
-class _Figures:
-    """What the workloads add up to, as they run."""
-
-    memory: dict[str, Any]
-    errors: dict[str, Any] = field(default_factory=lambda: {"output_abs": None, "output_rel": None, "grad_abs": None,
-                                                            "grad_rel": None, "exceeds": False})
-    timings: dict[str, Timing] = field(default_factory=dict)
-    late: list[str] = field(default_factory=list)  # compiled again after its first call
-    timed: list[str] = field(default_factory=list)  # recompiled while timing
-    frames: int = 0
-    warm_s: Optional[float] = None
-    busy_seen: dict[str, Any] = field(default_factory=dict)
-    guard_us: Optional[float] = None
-    warm_cache: Optional[dict[str, int]] = None
-    miss_why: list[str] = field(default_factory=list)  # what differed in the keys the warm compile missed
-    served: Optional[WarmRemote] = None  # the warm-remote compile, when a remote cache answered
-    unmeasured: dict[str, str] = field(default_factory=dict)  # optional parts that failed: why (`isolated`)
-    drift: Optional[AccuracyDrift] = None  # where a difference beyond tolerance starts (`drift`)
-
-
-def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, max_seconds: float,
-             progress: Callable[..., None], state: dict[str, str], cache_dir: str,
-             notes: list[str], remote: Optional[Remote] = None) -> Benchmark:
-    job = _Job(target, path, root, device, mode, max_seconds, progress, state, cache_dir, notes, remote)
-    eager = _run_eagerly(job)  # a target that cannot run fails here, not after the compiles
-    cold = _cold_compile(job, eager.workloads)
-    figures = _Figures(memory={"eager": None, "compiled": None, "method": memory.method(device, eager.workloads[0])})
-    with isolated("warm-remote compile", figures.unmeasured):
-        figures.served = for_measurement(job, cold)
-    unmeasurable = guards_supported()
-    if unmeasurable:
-        notes.append(f"guards: the cost per call is not measurable on this torch ({unmeasurable})")
-    contention = Contention(device)
-    # Breaks counted as everywhere else: distinct breaks at distinct locations (graph_breaks.py),
-    # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
-    with graph_break_log() as break_log, inductor_cache(cache_dir), line_costs.reading_timed_compiles():
-        compiled_obj = _same_weights_copy(eager.obj, target, device) if eager.is_module else eager.obj
-        # The workload that drives break-even first: its warm compile is then this process's
-        # first since the cold one, the closest to a new process's (see docs/cli.md, "How a measurement is made"). The train
-        # step's SGD steps move the weights (each side by its own number of calls): both models
-        # get the starting weights back before the forward is compared.
-        start_state = copy.deepcopy(eager.obj.state_dict()) if "train" in eager.workloads else None
-        for i, wl in enumerate(eager.workloads):
-            _measure_workload(job, eager, compiled_obj, wl, i, cold, figures, contention)
-            if wl == "train" and start_state is not None:
-                with torch.no_grad():
-                    eager.obj.load_state_dict(start_state)  # in place: the compiled graphs keep their guards
-                    compiled_obj.load_state_dict(start_state)
-        if figures.errors["exceeds"] and eager.is_module:  # where the difference starts: one more compile
-            with isolated("accuracy drift", figures.unmeasured):
-                figures.drift = drift.after_accuracy(job, eager, compiled_obj, cold.limit)
-    return _result(job, cold, figures, distinct_breaks(break_log.breaks, root))
 
 
 def _run_eagerly(job: _Job) -> _Eager:
@@ -315,55 +267,129 @@ def _run_eagerly(job: _Job) -> _Eager:
     return _Eager(eager_obj, eager, is_module, args, workloads)
 
 
-def _cold_compile(job: _Job, workloads: list[str]) -> _Cold:
-    """The cold compile, in a fresh process with an empty Inductor cache (it fills the cache)."""
-    child_job = {"path": os.path.abspath(job.path), "root": os.path.abspath(job.root),
-                 "spec": asdict(job.target.spec), "device": job.device,
-                 "mode": job.mode, "workloads": workloads, "step_begin": job.step_begin}
-    job.stage("compiling with a cold cache (fresh process)",
-              f"compiling {job.name} with Inductor (cold cache, fresh process)…")
-    job.phases["build"] = time.perf_counter() - job.started
-    t_child = time.perf_counter()
-    cold = run_child(dict(child_job, tasks=["compile"], what="the cold compile (fresh process)"),
-                     cache_dir=job.cache_dir, timeout=cold_limit(job.max_seconds), progress=job.progress)
-    job.phases["cold_child"] = time.perf_counter() - t_child
-    cold_s = cold["compile_s"].get(workloads[0])
-    job.notes.extend(n for n in cold.get("notes", []) if n not in job.notes)
-    return _Cold(cold_s, float(cold.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds), child_job,
-                 cold.get("fx_keys") or [], compile_frames.read(cold))
+def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, max_seconds: float,
+             progress: Callable[..., None], state: dict[str, str], cache_dir: str,
+             notes: list[str], remote: Optional[Remote] = None, on_part: OnPart = _no_part,
+             output_code: Optional[list[str]] = None, opt_in: tuple[str, ...] = ()) -> Benchmark:
+    job = _Job(target, path, root, device, mode, max_seconds, progress, state, cache_dir, notes, remote,
+               opt_in=tuple(opt_in))
+    eager = _run_eagerly(job)  # a target that cannot run fails here, not after the compiles
+    # what the user waits for first: the forward's cold and warm compile and its speedup
+    order = ["forward"] + [wl for wl in eager.workloads if wl != "forward"]
+    on_part("train_step", None, "not-run" if len(order) == 1 else "pending",
+            next((n.split(":", 1)[1].strip() for n in notes if n.startswith("train step:")), None))
+    # run_child looked up when called: a test replaces this module's (canned cold compiles)
+    colds = ColdChildren(job, order, torch.get_num_threads(), lambda child, **kw: run_child(child, **kw))
+    try:
+        return _parts(job, eager, order, colds, on_part, output_code)
+    finally:
+        colds.stop()
 
 
-def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, cold: _Cold,
-                      figures: _Figures, contention: Contention) -> None:
+def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_part: OnPart,
+           output_code: Optional[list[str]]) -> Benchmark:
+    """Each part in turn, its figures sent (`on_part`) the moment they exist."""
+    figures = Figures(memory={"eager": None, "compiled": None, "method": memory.method(job.device, eager.workloads[0])})
+    unmeasurable = guards_supported()
+    if unmeasurable:
+        job.notes.append(f"guards: the cost per call is not measurable on this torch ({unmeasurable})")
+    contention = Contention(job.device)
+    # Breaks counted as everywhere else: distinct breaks at distinct locations (graph_breaks.py),
+    # from torch's graph_breaks log; not message texts, not frames (a library adds frames of its own).
+    with graph_break_log() as break_log, line_costs.reading_timed_compiles():
+        def publish(part: str, status: str = "done", why: Optional[str] = None) -> Benchmark:
+            found = snapshot.build(job, colds.cold, figures, distinct_breaks(break_log.breaks, job.root), break_even)
+            on_part(part, found, status, why)
+            return found
+
+        compiled_obj = _same_weights_copy(eager.obj, job.target, job.device) if eager.is_module else eager.obj
+        # The train step's SGD steps move the weights (each side by its own number of calls): both
+        # models get the starting weights back after it, before anything else compares them.
+        start_state = copy.deepcopy(eager.obj.state_dict()) if "train" in order else None
+
+        def restore() -> None:
+            if start_state is not None:
+                with torch.no_grad():
+                    eager.obj.load_state_dict(start_state)  # in place: the compiled graphs keep their guards
+                    compiled_obj.load_state_dict(start_state)
+
+        compiled: dict[str, Model] = {}
+        for i, wl in enumerate(order):
+            if wl == "forward":  # the forward failing fails the measurement: nothing to show without it
+                compiled[wl] = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
+                figures.graphs[wl] = provenance.take()  # its compile's provenance, for its line costs
+                job.phases["to_forward"] = time.perf_counter() - job.started
+                if output_code is not None:  # the caller's: the fallback ops are read from it
+                    output_code[:] = figures.output_code
+                restore()
+                publish("forward")
+                continue
+            # a later workload fails alone (its child timed out or crashed, its compile raised): the
+            # forward's figures stand, and break-even falls back to the forward
+            with isolated("train step", figures.unmeasured) as part:
+                compiled[wl] = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
+                figures.graphs[wl] = provenance.take()
+            restore()
+            why = part.why.split(":", 1)[1].strip() if part.why else None
+            publish("train_step", "failed" if why else "done", why)
+        driver = "train" if "train" in figures.timings else "forward"
+        figures.memory["method"] = memory.method(job.device, driver)
+        # the allocator peak of the break-even workload: the last one timed, its graphs still cached
+        t_mem = time.perf_counter()
+        job.stage("measuring the peak memory", f"measuring the peak memory of the {_label(driver)}…",
+                  limit_s=colds.cold[driver].limit)
+        memory.record_peaks(figures.memory, {"eager": (eager.model.run(driver), eager.model.zero_grad),
+                                             "compiled": (compiled[driver].run(driver), compiled[driver].zero_grad)},
+                            job.device, figures.unmeasured)
+        eager.model.zero_grad()
+        restore()
+        job.add_phase("memory", t_mem)
+        mem_why = figures.unmeasured.get("peak memory")
+        publish("memory", "failed" if mem_why else "done", mem_why)
+        lines_part.measure(job, eager, compiled, order, colds, figures, restore, publish)
+        if figures.errors["exceeds"] and eager.is_module:  # where the difference starts: one more compile
+            with isolated("accuracy drift", figures.unmeasured):
+                figures.drift = drift.after_accuracy(job, eager, compiled_obj, colds.cold[driver].limit)
+        with isolated("warm-remote compile", figures.unmeasured):
+            figures.served = for_measurement(job, colds.cold[driver])
+        return snapshot.build(job, colds.cold, figures, distinct_breaks(break_log.breaks, job.root), break_even)
+
+
+def _label(wl: str) -> str:
+    return "forward" if wl == "forward" else "train step"
+
+
+def _workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, colds: ColdChildren,
+              figures: Figures, contention: Contention) -> Model:
+    cold = colds.get(wl)
+    with inductor_cache(cold.cache_dir):
+        return _measure_workload(job, eager, compiled_obj, wl, i, cold, figures, contention)
+
+
+def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, cold: Cold,
+                      figures: Figures, contention: Contention) -> Model:
     """In this process, one workload: the warm compile (Dynamo reset and Inductor's in-memory
-    caches cleared, the on-disk caches the cold run filled kept), accuracy, paired timing and, for
-    the workload that drives break-even, peak memory. Dynamo is reset between workloads, so each is
-    timed with only its own graphs cached (a second cache entry adds guard checks to every call,
-    which shows on a small model)."""
-    label = "forward" if wl == "forward" else "train step"
+    caches cleared, the on-disk cache its cold child filled kept), accuracy and paired timing.
+    Dynamo is reset between workloads, so each is timed with only its own graphs cached (a second
+    cache entry adds guard checks to every call, which shows on a small model)."""
     compiled, watch = _warm_compile(job, eager, compiled_obj, wl, cold, figures)
-    _time_workload(job, eager, compiled, wl, i, cold.limit, figures, contention)
-    t_mem = time.perf_counter()
+    _time_workload(job, eager, compiled, wl, i, cold.limit, figures, contention,
+                   reserve=_later_parts_s(job, cold, len(eager.workloads)))
     figures.busy_seen = busier(figures.busy_seen, contention.report())
-    watch.unexpected(figures.timed, f"recompiled while timing the {label} (the timing includes compiling)")
+    watch.unexpected(figures.timed, f"recompiled while timing the {_label(wl)} (the timing includes compiling)")
     figures.frames = max(figures.frames, len(watch.frames))
-    if wl == eager.workloads[0]:  # the allocator peak of the workload that drives break-even
-        job.stage(f"measuring the peak memory of the {label}", f"measuring the peak memory of the {label}…",
-                  limit_s=cold.limit)
-        memory.record_peaks(figures.memory, {"eager": (eager.model.run(wl), eager.model.zero_grad),
-                                          "compiled": (compiled.run(wl), compiled.zero_grad)}, job.device, figures.unmeasured)
     if wl == "forward" and watch.guard_us:  # every call checks each compiled frame's guards
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
     eager.model.zero_grad()
-    job.add_phase("memory", t_mem)
-    line_costs.after_timing(job, eager, compiled, wl, figures.timings[wl], cold.limit)  # time per line, from the timed compile
+    return compiled
 
 
-def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _Cold,
-                  figures: _Figures) -> tuple[Model, DynamoWatch]:
+def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: Cold,
+                  figures: Figures) -> tuple[Model, DynamoWatch]:
     """Compile `wl` with warm caches, compare its first call with eager's, and warm it up: calls 2
-    and 3 must not compile again."""
-    label = "forward" if wl == "forward" else "train step"
+    and 3 must not compile again. The forward's output code is kept (`figures.output_code`): the
+    fallback ops are read from it, no compile of their own."""
+    label = _label(wl)
     _clear_in_memory_caches()
     watch = DynamoWatch()
     job.stage(f"compiling the {label} with warm caches",
@@ -374,7 +400,7 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
     t0 = time.perf_counter()
     fn = torch.compile(compiled_obj, **compile_kwargs(job.target, job.mode))
     compiled = Model(fn, compiled_obj if eager.is_module else None, eager.args, job.step_begin)
-    with cache_keys.recorded() as looked_up:
+    with cache_keys.recorded() as looked_up, compile_frames.output_code() as codes:
         if wl == "forward":
             first = seeded(compiled.forward)  # the first compiled call: the compile
         else:
@@ -382,11 +408,12 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
     sync(job.device)
     compile_s = time.perf_counter() - t0
     job.phases["warm_compiles"] = job.phases.get("warm_compiles", 0.0) + compile_s
-    if wl == eager.workloads[0]:
-        # what a new process pays: the imports it does on the first call, then this
-        figures.warm_s = cold.import_s + compile_s
-        figures.warm_cache = cache_counts()  # did it read what the cold compile wrote? (metrics cleared by the watch)
-        figures.miss_why = cache_keys.reasons(cold.fx_keys, looked_up)
+    if wl == "forward":
+        figures.output_code = list(codes)
+    # what a new process pays: the imports it does on the first call, then this
+    figures.warm_s[wl] = cold.import_s + compile_s
+    figures.warm_cache[wl] = cache_counts()  # did it read what the cold compile wrote? (metrics cleared by the watch)
+    figures.miss_why[wl] = cache_keys.reasons(cold.fx_keys, looked_up)
     t_acc = time.perf_counter()
     compare_workload(wl, eager.model, compiled, figures.errors, job.notes, first, figures.unmeasured)
     del first
@@ -400,12 +427,21 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: _C
     return compiled, watch
 
 
+def _later_parts_s(job: _Job, cold: Cold, workloads: int) -> float:
+    """The later parts' time from this workload's cold compile (`lines_estimate`, `deployment.estimate_s`;
+    a warm compile ≈ 1/5 of a cold one in BENCHMARKS.md's runs)."""
+    seen = {"cold": cold.compile_s, "warm": cold.compile_s and cold.compile_s / 5}
+    return (LINES_PER_COLD * (cold.compile_s or 0.0) * workloads + estimate_s("export", seen, job.max_seconds)
+            + estimate_s("batch_sweep", seen, job.max_seconds))
+
+
 def _time_workload(job: _Job, eager: _Eager, compiled: Model, wl: str, i: int, limit: float,
-                   figures: _Figures, contention: Contention) -> None:
+                   figures: Figures, contention: Contention, reserve: float = 0.0) -> None:
     """Eager and compiled in paired rounds, on this workload's share of what is left of the budget."""
     label = "forward" if wl == "forward" else "train step"
-    workloads, max_seconds = eager.workloads, job.max_seconds
-    left = max_seconds - (time.perf_counter() - job.started)
+    workloads, max_seconds = eager.workloads, job.max_seconds  # as many as `order`
+    # what the later parts should take stays out of the timing's share (`_later_parts_s`)
+    left = max_seconds - (time.perf_counter() - job.started) - reserve
     share = left / (len(workloads) - i)
     budget = max(share, MIN_TIMING_FRACTION * max_seconds / len(workloads))
     if i == 0 and share < MIN_TIMING_FRACTION * max_seconds / len(workloads):
@@ -436,57 +472,3 @@ def _time_workload(job: _Job, eager: _Eager, compiled: Model, wl: str, i: int, l
     job.add_phase("timing", t_timing)
 
 
-def _result(job: _Job, cold: _Cold, figures: _Figures, breaks: list[Any]) -> Benchmark:
-    """The figures as a Benchmark, with the notes that say what they do not show by themselves."""
-    notes = job.notes
-    forward = figures.timings["forward"]
-    train = figures.timings.get("train")
-    driver = train if train is not None else forward
-    for wl, t in figures.timings.items():
-        if not t.conclusive:
-            label = "forward" if wl == "forward" else "train step"
-            notes.append(f"timing: the {label} is inconclusive after {t.rounds} paired rounds — "
-                         f"{inconclusive_why(t, figures.busy_seen)}")
-    # Break-even is driven by the training step when there is one: a training run is where a
-    # compile is paid once and amortised over many calls; forward-only for plain functions.
-    calls = break_even(cold.compile_s, driver)
-    n_breaks = len(breaks)
-    if n_breaks:
-        named = "; ".join(f"{b.gb_id + ' ' if b.gb_id else ''}{_short_reason(b.gb_type)} at "
-                          f"{os.path.basename(b.path)}:{b.line}" for b in breaks[:3])
-        split = (f"{figures.frames} compiled frames with eager code between them" if figures.frames > 1
-                 else "the whole function runs eagerly" if any(b.loop is not None for b in breaks)
-                 else "the code after a break runs eagerly")
-        notes.append(f"graph breaks: {n_breaks} — {split}" + (f" ({named})" if named else ""))
-    for text in figures.late + figures.timed:
-        notes.append(f"recompiles: {text}")
-    notes.extend(_metric_notes(forward, figures.warm_cache, cache_keys.reason_words(figures.miss_why)))
-    # "peak memory not measurable: …": a word of its own, never "accuracy:" (a difference found)
-    notes.extend(f"{part} {why}" for part, why in figures.unmeasured.items())
-    errors, device, served = figures.errors, job.device, figures.served
-    accuracy_ok = not errors["exceeds"]
-    return Benchmark(
-        device=device,
-        device_name=device_name(device),
-        mode=job.mode or "default",
-        forward=forward,
-        train_step=train,
-        compile_s={"cold": cold.compile_s, "warm": figures.warm_s, **({"warm_remote": served.compile_s} if served else {})},
-        guard_latency_us=figures.guard_us, compile_time=cold.compile_time,
-        warm_cache=({**(figures.warm_cache or {}), "remote": served.counts} if served else figures.warm_cache),
-        break_even_calls=calls,
-        peak_memory_bytes=figures.memory,
-        max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
-        max_rel_error={"output": errors["output_rel"], "grad": errors["grad_rel"]},
-        verdict=verdict(device, forward, train, cold.compile_s, calls, n_breaks, accuracy_ok, figures.busy_seen),
-        torch=torch.__version__,
-        inputs=describe_inputs(job.target.args),
-        measured_at=time.time(),
-        notes=notes,
-        conclusive=driver.conclusive,
-        contention=figures.busy_seen,
-        phases_s={**{k: round(v, 3) for k, v in job.phases.items()}, "cold_compile": round(cold.compile_s or 0.0, 3),
-                  "total": round(time.perf_counter() - job.started, 3)},
-        unmeasured=dict(figures.unmeasured), precision=precision.current(),
-        accuracy_drift=figures.drift,
-    )

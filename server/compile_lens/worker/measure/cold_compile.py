@@ -52,51 +52,89 @@ def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
     `timeout` is this phase's own limit. The child's stdout and stderr (user prints included) go
     to a log file whose tail is used only to explain a crash.
     """
-    work = tempfile.mkdtemp(prefix="child-", dir=cache_dir)  # goes when the benchmark's folder goes
-    result_path = os.path.join(work, "result.json")
-    log_path = os.path.join(work, "child.log")
-    job = dict(job, result_path=result_path)
-    what = job.get("what", "compiling")
-    try:
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", module, json.dumps(job)],
+    return Child(job, cache_dir=cache_dir, timeout=timeout, remote=remote, module=module).result(progress)
+
+
+class Child:
+    """A fresh child process started now, its result read later (`result`): the cold compile of one
+    workload can run beside the parent's own work where the machine has cores to spare
+    (`spare_cpus`); `cpus` pins it to those."""
+
+    def __init__(self, job: dict[str, Any], *, cache_dir: str, timeout: float, remote: Optional[Remote] = None,
+                 module: str = CHILD_MODULE, cpus: Optional[set[int]] = None):
+        self.work = tempfile.mkdtemp(prefix="child-", dir=cache_dir)  # goes when the benchmark's folder goes
+        self.result_path = os.path.join(self.work, "result.json")
+        self.log_path = os.path.join(self.work, "child.log")
+        self.job = dict(job, result_path=self.result_path)
+        self.timeout = timeout
+        self.started = time.perf_counter()
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus and hasattr(os, "sched_setaffinity") else None
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", module, json.dumps(self.job)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_child_env(cache_dir, remote), cwd=job.get("root") or None)
-            started = time.perf_counter()
+                env=_child_env(cache_dir, remote), cwd=job.get("root") or None, preexec_fn=pin)
+
+    def result(self, progress: Callable[..., None] = lambda stage, **kw: None) -> dict[str, Any]:
+        """Wait for the child (heartbeats to `progress`), then its result; TargetError for a timeout,
+        a crash or the error it reported."""
+        job, proc, what = self.job, self.proc, self.job.get("what", "compiling")
+        try:
             code = None
             while code is None:
-                elapsed = time.perf_counter() - started
+                elapsed = time.perf_counter() - self.started
                 try:
-                    code = proc.wait(timeout=max(0.01, min(HEARTBEAT_S, timeout - elapsed)))
+                    code = proc.wait(timeout=max(0.01, min(HEARTBEAT_S, self.timeout - elapsed)))
                 except subprocess.TimeoutExpired:
-                    elapsed = time.perf_counter() - started
-                    if elapsed >= timeout:
-                        kill_tree(proc.pid)  # the child and Inductor's compile workers
-                        proc.wait()
+                    elapsed = time.perf_counter() - self.started
+                    if elapsed >= self.timeout:
+                        self.stop()
                         raise TargetError(Problem(
                             "timeout", f"measuring stopped during {what} after {elapsed:.0f} s "
-                            f"(its limit: {timeout:.0f} s, {COLD_LIMIT_FACTOR:g}× benchmark.maxSeconds, at "
+                            f"(its limit: {self.timeout:.0f} s, {COLD_LIMIT_FACTOR:g}× benchmark.maxSeconds, at "
                             f"least {COLD_LIMIT_MIN_S:.0f} s); nothing of the measurement was kept",
                             job.get("path"), None,
                             "raise compileLens.benchmark.maxSeconds, or use smaller example inputs")) from None
                     progress(f"{what}: {elapsed:.0f} s…", limit_s=HEARTBEAT_S * 4)
-        if os.path.exists(result_path):
-            with open(result_path, encoding="utf-8") as f:
-                result = json.load(f)
-            if result.get("error"):
-                error = result["error"]
-                raise TargetError(Problem(**{k: error.get(k) for k in ("kind", "message", "path", "line", "hint")}))
-            return result
-        with open(log_path, "rb") as f:
-            tail = f.read()[-2000:].decode("utf-8", "replace").strip().splitlines()
-        last = next((row for row in reversed(tail) if row.strip()), "")
-        raise TargetError(Problem(
-            "crash", f"the benchmark process exited with code {code} before reporting"
-            + (f": {last.strip()[:200]}" if last else ""), job.get("path"), None,
-            "run the model once in a plain script to see the full error"))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+            if os.path.exists(self.result_path):
+                with open(self.result_path, encoding="utf-8") as f:
+                    result = json.load(f)
+                if result.get("error"):
+                    error = result["error"]
+                    raise TargetError(Problem(**{k: error.get(k) for k in ("kind", "message", "path", "line", "hint")}))
+                return result
+            with open(self.log_path, "rb") as f:
+                tail = f.read()[-2000:].decode("utf-8", "replace").strip().splitlines()
+            last = next((row for row in reversed(tail) if row.strip()), "")
+            raise TargetError(Problem(
+                "crash", f"the benchmark process exited with code {code} before reporting"
+                + (f": {last.strip()[:200]}" if last else ""), job.get("path"), None,
+                "run the model once in a plain script to see the full error"))
+        finally:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+    def stop(self) -> None:
+        """End the child and Inductor's compile workers (a measurement that ended without it)."""
+        if self.proc.poll() is None:
+            kill_tree(self.proc.pid)
+            self.proc.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+SPARE_CPUS_MIN = 4  # cores beyond torch's threads before a child compiles beside the parent
+
+
+def spare_cpus(threads: int) -> Optional[set[int]]:
+    """The cores a child may compile on beside the parent's own work (its timing rounds among it):
+    those this process may use beyond the first `threads` (torch's intra-op threads), when there
+    are at least SPARE_CPUS_MIN of them; None (run it before, alone) otherwise: on a 2-core machine
+    a compile beside the timing would be timed with it."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        allowed = list(range(os.cpu_count() or 1))
+    rest = allowed[max(1, threads):]
+    return set(rest) if len(rest) >= SPARE_CPUS_MIN else None
 
 
 def _sweep_stale() -> None:

@@ -12,11 +12,17 @@ compile time. Phases, from the cumulative timers torch keeps per compile id (mic
 
 A backward compiled later (`co_name` None) adds to the frame with its compile id. A torch that
 does not keep these timers gives the total only.
+
+`output_code()`: the output code (Inductor's wrapper module, one per graph) of the compiles inside
+it, from torch's structured trace (`inductor_output_code`, emitted on a cache hit too): the warm
+forward compile's gives the fallback ops (`deployment.ops_in_code`) without a compile of its own.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+import logging
+from typing import Any, Iterator, Optional
 
 from ...protocol import CompileFrame, CompileTime
 
@@ -85,3 +91,26 @@ def _phases(m: Any, total: float) -> dict[str, float]:
     if autotune:
         phases["autotune"] = autotune
     return phases
+
+
+class _OutputCode(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.codes: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "metadata", None) or {}
+        code = getattr(record, "payload", None)
+        if "inductor_output_code" in meta and isinstance(code, str) and code and code not in self.codes:
+            self.codes.append(code)
+
+
+@contextlib.contextmanager
+def output_code() -> Iterator[list[str]]:
+    """The output code of each graph compiled (or read from the cache) inside the block, in order;
+    stays empty on a torch without the structured trace."""
+    from ..dynamo import structured_trace
+
+    handler = _OutputCode()
+    with structured_trace(handler):
+        yield handler.codes

@@ -14,7 +14,8 @@ does Inductor not generate code for, and the data of the compile report.
   code for real), else from the file/line references torch writes into its message (strict: the
   "User Stack" part; a truncated `(…/file.py:9 in forward)` is matched against the target's file).
   The message is torch's own, shortened to its first paragraph: no traceback.
-- **fallback ops** (`inspect_inductor`, `fallback_ops`) — the forward (eval, `no_grad`) compiled
+- **fallback ops** (`read_output_code`: the output code of the benchmark's warm forward compile,
+  no compile of their own; `inspect_inductor`, `fallback_ops` without it) — the forward (eval, `no_grad`) compiled
   with Inductor in a *fresh* Inductor cache (`torch._inductor.utils.fresh_cache`: an empty cache
   folder and cleared in-memory caches, so nothing is reused from the benchmark), its output code
   captured with `torch._inductor.utils.run_and_get_code` (the wrapper Inductor writes for each
@@ -30,7 +31,8 @@ does Inductor not generate code for, and the data of the compile report.
   An op that makes Dynamo *break the graph* (e.g. `torch.nonzero`, whose output shape depends on
   the data, with `capture_dynamic_output_shape_ops` off) never reaches Inductor: it runs eagerly
   between two graphs and is reported as a graph break, not here.
-  The same compile gives the **compile-time breakdown** from
+  `inspect_inductor`'s compile also gives a **compile-time breakdown** (the report uses the cold
+  children's frames instead, `Benchmark.compile_time`) from
   `torch._dynamo.utils.get_compilation_metrics()` (torch ≥ 2.4), summed over the graphs:
   Dynamo tracing = `entire_frame_compile_time_s - backend_compile_time_s`, AOTAutograd =
   `backend_compile_time_s - inductor_compile_time_s`, Inductor lowering/scheduling =
@@ -65,6 +67,7 @@ from ...torch_text.frames import is_user_file
 from .. import dynamo
 from ..loader import BuiltTarget, innermost_user_frame
 from . import benchmark as bench
+from .estimates import estimate_s, report_budget  # noqa: F401 - named from here by jobs and tests
 from .isolated import isolated
 from .verdict import MAX_ROUND_S, Stats, _timer, _timing
 from .workload import tensors_in
@@ -161,22 +164,24 @@ def _export_once(model: Any, args: tuple, strict: bool) -> None:
 
 
 def check_export(target: BuiltTarget, *, root: str, device: str = "cpu",
-                 progress: Progress = lambda stage: None) -> dict[str, Any]:
-    """Does the target export with `torch.export`? See the module docstring for the answer's shape."""
+                 progress: Progress = lambda stage: None, strict: bool = True) -> dict[str, Any]:
+    """Does the target export with `torch.export`? See the module docstring for the answer's shape.
+    `strict=False`: the non-strict export alone (the budget had no room for strict's trace): a
+    success then says `strict: None` (not checked)."""
     device, _ = bench.resolve_device(device)
     obj, args = _eval_model(target, device)
     model = obj if isinstance(obj, torch.nn.Module) else _Call(obj)
     failures: dict[bool, dict[str, Any]] = {}
     try:
-        for strict in (False, True):
-            progress(f"checking torch.export ({'strict' if strict else 'non-strict'})…")
+        for strict_one in (False, True) if strict else (False,):
+            progress(f"checking torch.export ({'strict' if strict_one else 'non-strict'})…")
             try:
                 with torch.no_grad():
-                    _export_once(model, args, strict)
+                    _export_once(model, args, strict_one)
             except Exception as exc:  # noqa: BLE001 - an export failure is the answer, not an error
                 if bench.is_oom(exc):
                     raise
-                failures[strict] = _failure(exc, target, root)
+                failures[strict_one] = _failure(exc, target, root)
                 exc.__traceback__ = None  # drop the frames (fake tensors, graphs) now
     finally:
         with contextlib.suppress(Exception):
@@ -184,7 +189,7 @@ def check_export(target: BuiltTarget, *, root: str, device: str = "cpu",
     if False not in failures:
         strict_failure = failures.get(True)
         if strict_failure is None:
-            return {"ok": True, "strict": True, "line": None, "path": None, "message": None}
+            return {"ok": True, "strict": True if strict else None, "line": None, "path": None, "message": None}
         return {"ok": True, "strict": False, **strict_failure,
                 "message": "strict export fails: " + strict_failure["message"]}
     return {"ok": False, "strict": False, **failures[False]}
@@ -301,6 +306,13 @@ def inspect_inductor(target: BuiltTarget, *, device: str = "cpu", mode: str = "d
     ops, kernels = ops_in_code(codes)
     return {"fallback_ops": ops, "kernels": kernels, "graphs": len(codes),
             "breakdown": compile_breakdown(entries)}
+
+
+def read_output_code(codes: list[str]) -> dict[str, Any]:
+    """`inspect_inductor`'s answer read from output code already captured (the benchmark's warm
+    forward compile, `compile_frames.output_code`): no compile of its own."""
+    ops, kernels = ops_in_code(codes)
+    return {"fallback_ops": ops, "kernels": kernels, "graphs": len(codes)}
 
 
 def fallback_ops(target: BuiltTarget, *, device: str = "cpu", mode: str = "default",
@@ -440,32 +452,15 @@ def _no_grad_call(fn: Callable[..., Any], args: tuple) -> Callable[[], Any]:
     return call
 
 
-def report_budget(benchmark_seconds: float) -> float:
-    """Seconds the report's batch sweep gets next to a benchmark of `benchmark_seconds`."""
-    return min(30.0, max(3.0, benchmark_seconds / 3))
-
-
 def report_data(target: BuiltTarget, *, device: str, max_seconds: float, mode: str = "default",
                 inductor: Optional[dict[str, Any]] = None,
                 progress: Progress = lambda stage: None,
                 unmeasured: Optional[dict[str, str]] = None) -> dict[str, Any]:
-    """The compile report's figures for one target: `{"batch_sweep", "compile_breakdown",
-    "kernels", "notes"}`. `inductor` is what `inspect_inductor` found (it saves a compile; an empty
-    dict: that compile failed, no breakdown); without it the breakdown is measured here. A batch
+    """The compile report's figures for one target: `{"batch_sweep", "kernels", "notes"}`. `inductor`
+    is what `inspect_inductor` / `read_output_code` found (the kernel count). The compile time per
+    phase is `Benchmark.compile_time` (the cold child's frames): no compile here for it. A batch
     sweep that fails is `unmeasured["batch sweep"]` ("not measurable: …", `isolated`)."""
     notes: list[str] = []
-    if inductor is None:
-        try:
-            inductor = inspect_inductor(target, device=device, mode=mode, progress=progress)
-        except Exception as exc:  # noqa: BLE001
-            if bench.is_oom(exc):
-                raise
-            inductor = {}
-            notes.append(f"compile breakdown: compiling the forward failed: {short_message(exc)}")
-    breakdown = inductor.get("breakdown")
-    if breakdown is None and not notes:
-        notes.append("compile breakdown: not available (no compile metrics from torch)" if inductor else
-                     "compile breakdown: not measured: compiling the forward with Inductor failed (see the log)")
     sweep = None
     given = unmeasured
     unmeasured = {} if given is None else given
@@ -475,5 +470,4 @@ def report_data(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
         notes.extend(sweep_notes)
     if part.why and unmeasured is not given:
         notes.append(f"batch sweep {part.why}")  # a caller without a place for it: the report's notes
-    return {"batch_sweep": sweep, "compile_breakdown": breakdown, "kernels": inductor.get("kernels"),
-            "notes": notes}
+    return {"batch_sweep": sweep, "kernels": (inductor or {}).get("kernels"), "notes": notes}

@@ -446,7 +446,8 @@ def _us(us: float) -> str:
     return f"{us / 1000:.2f} ms" if us >= 10 else f"{us:.1f} µs"
 
 
-def after_timing(job: Any, eager: Any, compiled: Any, workload: str, timing: Any, limit: float) -> None:
+def after_timing(job: Any, eager: Any, compiled: Any, workload: str, timing: Any, limit: float,
+                 graphs: Optional[list[provenance.Graph]] = None) -> None:
     """`benchmark`'s step, after a workload's timing rounds and memory (never inside them): the
     workload's lines ("forward" | "train") into its Timing, read from the timed compile (`compiled`:
     the `workload.Model` that was timed) when `reading_timed_compiles` caught its provenance, else
@@ -459,7 +460,7 @@ def after_timing(job: Any, eager: Any, compiled: Any, workload: str, timing: Any
     t0 = time.perf_counter()
     label = "train step" if workload == "train" else "forward"
     job.stage(f"profiling the {label}", f"profiling {job.name} {label} line by line…", limit_s=limit)
-    graphs = provenance.take()
+    graphs = provenance.take() if graphs is None else graphs  # `graphs`: the caller took them after the compile
     source: Any = Timed(compiled.run(workload), graphs) if graphs is not None else None
     if source is None:
         obj = compiled.module if compiled.module is not None else eager.obj

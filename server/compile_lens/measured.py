@@ -1,0 +1,188 @@
+"""The measurement's records (`worker/measure`, `worker/levers`): eager vs compiled per workload with
+its lines and kernels, the cold compile by frame, where accuracy drifts, the precision it ran in,
+and each lever tried. Plain, JSON-safe, no torch, no pygls; `protocol` re-exports them, so every
+side names them from there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class LineRef:
+    path: str
+    line: int
+
+
+@dataclass
+class KernelShare:
+    """A kernel a line became (worker/measure/line_costs.py)."""
+
+    name: str  # "cpp_fused_mul_relu_0", "triton_poi_fused_add_0", "extern_kernels.addmm", "aten._fft_r2c"
+    kind: str  # "generated" (fused by Inductor) | "extern" (a library kernel) | "fallback" (an aten op Inductor did not lower)
+    us: Optional[float]  # the whole kernel's time per call (None: no profile, e.g. an imported trace)
+    lines: int = 1  # the lines it was fused from: its time is split evenly among them
+    backward: bool = False  # a train step's backward kernel: the gradient of the line(s) it is given to
+
+
+@dataclass
+class LineCost:
+    """One source line's steady-state cost per call, eager and compiled (worker/measure/line_costs.py)."""
+
+    path: str
+    line: int
+    eager_us: Optional[float]  # the ops this line called, self time per call
+    compiled_us: Optional[float]  # its share of the compiled kernels; None: the compiled column is not measured
+    kernels: list[KernelShare] = field(default_factory=list)
+    fused_with: list[LineRef] = field(default_factory=list)  # lines sharing a generated kernel with it
+    fallback: bool = False  # one of its kernels is an aten op Inductor did not lower
+
+
+@dataclass
+class Timing:
+    eager_ms: float
+    compiled_ms: float
+    speedup: float  # median of the paired rounds' eager/compiled ratios
+    eager_iqr_ms: float
+    compiled_iqr_ms: float
+    # 95% bootstrap interval of `speedup` over the paired rounds; None: not measured that way
+    speedup_ci: Optional[list[float]] = None
+    # the direction is certain: the interval excludes 1.0, on a machine that stayed quiet (enough
+    # quiet rounds); False: show "inconclusive". How precise the figure is: `ci_rel_width`.
+    conclusive: bool = False
+    rounds: int = 0  # eager/compiled pairs timed
+    # the interval's width relative to the speedup, (hi - lo) / speedup; above MAX_CI_WIDTH (0.2)
+    # a conclusive figure is shown as "imprecise" (`speed_words`); None: no interval
+    ci_rel_width: Optional[float] = None
+    # the forward only (worker/measure/guard_cost.py): guard evaluation per compiled call, median of the
+    # rounds' (compiled − guards skipped), its 95% interval, and its share of the compiled call
+    # (None: not measurable, the interval is not wholly above 0); all None: not measured on this torch
+    guard_us_per_call: Optional[float] = None
+    guard_us_ci: Optional[list[float]] = None
+    guard_share: Optional[float] = None
+    # where the time goes, line by line (worker/measure/line_costs.py; a train step's lines include their backward),
+    # profiled after the timing rounds: lines by cost; what no line took, per reason; each side's
+    # profile total per call ({"eager", "compiled"}: lines + unattributed_us = "compiled")
+    lines: list[LineCost] = field(default_factory=list)
+    unattributed_us: Optional[float] = None
+    unattributed_why: dict[str, float] = field(default_factory=dict)
+    profile_us: dict[str, Optional[float]] = field(default_factory=dict)
+    lines_note: Optional[str] = None  # None: measured; else "not measurable: <why>" (or not run)
+    compiled_lines_note: Optional[str] = None  # the compiled column alone: "not on this torch (...)"
+    # CUDA: the share of the compiled call the GPU sat idle (timed call − device-busy time); None on CPU
+    gpu_idle_share: Optional[float] = None
+    # why the line table is no finding ("machine busy while profiling: …", a profile total more than
+    # 25% off its timed call): renderers show no per-line eager→compiled ratio then; None: a finding
+    lines_caveat: Optional[str] = None
+    # the generated kernels the lines name, their source from Inductor's output code (`compile-lens show`);
+    # not in the check JSON
+    kernel_sources: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class CompileFrame:
+    """One compiled frame's share of the cold compile (torch's compilation metrics, fresh process)."""
+
+    compile_id: str  # "0/0"; a graph break splits a function into frames ("1/0": the code after it)
+    function: str  # co_name: "forward", "torch_dynamo_resume_in_forward_at_17"
+    path: str
+    line: int  # the frame's first line: the `def`, or the line a resumed frame starts at
+    total_s: float
+    phases_s: dict[str, float] = field(default_factory=dict)  # "dynamo", "aot_autograd", "inductor", "codegen_build", "autotune"
+
+
+@dataclass
+class CompileTime:
+    frames: list[CompileFrame] = field(default_factory=list)  # in compile order
+    note: Optional[str] = None  # not measured: why
+
+
+@dataclass
+class AccuracyDrift:
+    """Where the compiled model's accuracy first drifts from eager (`worker/measure/drift`): the module
+    (its dotted name; "" the model's own forward), its file and `def forward` line, the difference of
+    its output (or its own parameters' gradients) and of its inputs (None: not compared)."""
+
+    module: str
+    path: Optional[str]
+    line: Optional[int]
+    max_abs: Optional[float]
+    max_rel: Optional[float]
+    inputs_max_abs: Optional[float]
+    of: str  # "output" | "grad", as `max_abs_error`'s keys
+
+
+@dataclass
+class Precision:
+    """What a measurement ran in (`worker/measure/precision.py`): named beside every figure."""
+
+    value: str = "fp32"  # "fp32" | "tf32" | "bf16-autocast" | "fp16-autocast": what the figures are
+    source: str = "default"  # "setting" | "directive" | "pyproject" | "recorded" | "default"
+    detail: str = ""  # what it meant on this device ("matmul TF32 off, cuDNN convolutions TF32 on")
+    asked: str = ""  # what was asked, when this device could not run it (then `value` is what ran)
+
+
+@dataclass
+class Benchmark:
+    device: str  # "cpu" | "cuda"
+    device_name: str
+    mode: str
+    forward: Timing
+    train_step: Optional[Timing]
+    # {"cold": .., "warm": .. (the break-even workload's: the train step when there is one),
+    # "cold_forward", "warm_forward" (the forward's, measured first), "warm_remote": .. (with a remote cache)}
+    compile_s: dict[str, Optional[float]]
+    break_even_calls: Optional[int]
+    peak_memory_bytes: dict[str, Any]  # {"eager": .., "compiled": .., "method": ".."}
+    max_abs_error: dict[str, Optional[float]]  # {"output": .., "grad": ..}
+    max_rel_error: dict[str, Optional[float]]
+    verdict: str
+    torch: str = ""
+    inputs: str = ""
+    measured_at: float = 0.0  # unix time
+    notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
+    conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
+    # what else ran while timing and the busy rule's verdict (fields: worker/measure/busy_rule.Contention.report)
+    contention: dict[str, Any] = field(default_factory=dict)
+    # where the measurement's wall time went, seconds: {"build", "cold_child", "cold_child_train",
+    # "cold_compile", "warm_compiles", "accuracy_warmup", "timing", "memory", "line_costs",
+    # "to_forward" (until the forward's figures were sent), "total"}
+    phases_s: dict[str, float] = field(default_factory=dict)
+    # from torch's compilation metrics, where this torch records them (None: not recorded)
+    guard_latency_us: Optional[float] = None  # torch's one timing of the compiled forward's guard check (all frames), at build
+    # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"} (the break-even workload's; the
+    # forward's apart under "forward": {"hits", "misses"} when that is the train step); with a remote cache also
+    # "remote": {"fx_graph": {"hits", "misses"}, "aot_autograd": {..}, "autotune": ("n/a" on the CPU)}
+    warm_cache: Optional[dict[str, Any]] = None
+    # the optional parts of the measurement that failed, and why, each on its own
+    # (`worker/measure/isolated`): {"guard cost": "not measurable: …", "peak memory": …,
+    # "accuracy": …, "warm-remote compile": …}; the other figures stand
+    unmeasured: dict[str, str] = field(default_factory=dict)
+    compile_time: Optional[CompileTime] = None  # the cold compile, frame by frame
+    accuracy_drift: Optional[AccuracyDrift] = None  # where a difference beyond tolerance first appears (None: none found)
+    precision: Optional[Precision] = None  # autocast / TF32 the figures ran under (None: measured before it was named)
+
+
+@dataclass
+class Lever:
+    """One torch lever tried on a target against the default `torch.compile`, measured the way the
+    speedup is (`worker/levers`): compile times in fresh processes with empty caches, steady time in
+    paired rounds with a 95% interval. `before` is the default, `after` the lever; a figure that could
+    not be measured is None, and a lever that could not be measured at all says why in `why`."""
+
+    lever: str  # "regional" | "dynamic" | "static" | "guard_filter" | "aot_artifact" | "cudagraphs" | "max_autotune"
+    change: str  # what was changed, in the user's words ("each Block in `blocks` compiled once (block.compile())")
+    verdict: str  # "better" | "worse" | "no change" | "inconclusive" | "not measured"
+    why: str = ""  # the figure that decided the verdict, or why it could not be measured
+    action: str = ""  # the edit offered when better (code action title), else ""
+    # {"before", "after"} seconds: the cold compile ("cold"), and where measured the warm one
+    compile_s: dict[str, Any] = field(default_factory=dict)
+    warm_compile_s: dict[str, Any] = field(default_factory=dict)
+    # {"before", "after"} ms per call and the after/before speedup's 95% interval ("ci"), "speedup", "conclusive"
+    forward: dict[str, Any] = field(default_factory=dict)
+    train_step: dict[str, Any] = field(default_factory=dict)
+    recompiles: dict[str, Any] = field(default_factory=dict)  # {"before", "after"}: compiles counted
+    # what the edit needs (`actions/levers.py`): {"attribute": "blocks", "block_class": "Block", ...}
+    data: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0  # what trying this lever cost (BENCHMARKS)

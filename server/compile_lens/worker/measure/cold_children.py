@@ -1,0 +1,86 @@
+"""The cold compiles of one measurement: one fresh process per workload (`bench_child`), each with an
+empty Inductor cache folder of its own, so each workload's cold figure is a new process's first
+compile (a process that already compiled something pays far less).
+
+The forward's child is started first and waited for: its cache is what the forward's warm compile
+reads, and the forward is the figure the user waits for. The train step's child starts beside the
+parent's own work only where the machine has cores to spare (`spare_cpus`, pinned to them: never on
+the cores the timing rounds use); otherwise it starts when the forward's figures are done, alone.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Optional
+
+from . import compile_frames
+from .cold_compile import Child, cold_limit, phase_limit, run_child, spare_cpus
+
+
+@dataclass
+class Cold:
+    workload: str
+    compile_s: Optional[float]  # the workload's cold compile, fresh process, empty cache
+    import_s: float  # Dynamo and Inductor's import in that process
+    limit: float  # how long a later stage may be silent
+    child_job: dict[str, Any]  # what the fresh process was asked, for the warm-remote ones
+    fx_keys: list[dict[str, Any]]  # its FX-graph cache lookups (`cache_keys`): why a later compile missed
+    cache_dir: str  # the cache it filled: the warm compile of this workload reads it
+    compile_time: Any = None  # its frames (`compile_frames`: a CompileTime)
+
+
+class ColdChildren:
+    """`get(wl)`: the cold compile of workload `wl`, started when first needed (or at once, beside)."""
+
+    def __init__(self, job: Any, workloads: list[str], threads: int, run: Callable[..., dict[str, Any]] = run_child):
+        self.job, self.workloads, self.run = job, workloads, run  # `run`: a child waited for (`run_child`)
+        self.beside: dict[str, Child] = {}  # children started beside the parent's work
+        self.cold: dict[str, Cold] = {}
+        self.spare = spare_cpus(threads)
+        if self.spare:  # all but the first compile beside the parent's work, on cores it does not use
+            for wl in workloads[1:]:
+                self.beside[wl] = Child(self._child_job(wl), cache_dir=self._cache_dir(wl),
+                                        timeout=cold_limit(job.max_seconds), cpus=self.spare)
+
+    def _child_job(self, wl: str) -> dict[str, Any]:
+        job = self.job
+        label = "forward" if wl == "forward" else "train step"
+        return {"path": os.path.abspath(job.path), "root": os.path.abspath(job.root),
+                "spec": asdict(job.target.spec), "device": job.device, "mode": job.mode,
+                "workloads": [wl], "step_begin": job.step_begin, "tasks": ["compile"],
+                "what": f"the {label}'s cold compile (fresh process)"}
+
+    def _cache_dir(self, wl: str) -> str:
+        cache_dir = os.path.join(self.job.cache_dir, wl)
+        os.makedirs(cache_dir, exist_ok=True)
+        return cache_dir
+
+    def get(self, wl: str) -> Cold:
+        if wl in self.cold:
+            return self.cold[wl]
+        job = self.job
+        label = "forward" if wl == "forward" else "train step"
+        job.stage(f"compiling the {label} with a cold cache (fresh process)",
+                  f"compiling {job.name} {label} with Inductor (cold cache, fresh process)…")
+        t_wait = time.perf_counter()
+        if wl in self.beside:
+            found = self.beside[wl].result(job.progress)
+        else:
+            found = self.run(self._child_job(wl), cache_dir=self._cache_dir(wl), timeout=cold_limit(job.max_seconds),
+                             progress=job.progress)
+        # the wait is the phase (a child started beside earlier work cost the parent nothing before)
+        job.add_phase("cold_child" if wl == "forward" else "cold_child_train", t_wait)
+        cold_s = found["compile_s"].get(wl)
+        job.notes.extend(n for n in found.get("notes", []) if n not in job.notes)
+        self.cold[wl] = Cold(wl, cold_s, float(found.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds),
+                             self._child_job(wl), found.get("fx_keys") or [], self._cache_dir(wl),
+                             compile_frames.read(found))
+        return self.cold[wl]
+
+    def stop(self) -> None:
+        """End the children still running beside (the measurement failed before it needed them)."""
+        for wl, child in self.beside.items():
+            if wl not in self.cold:
+                child.stop()

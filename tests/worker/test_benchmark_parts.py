@@ -1,0 +1,257 @@
+"""The benchmark's in-process parts with the fresh processes replaced by canned figures
+(`bench_support.no_children`), and the fresh process's own protocol (`bench_child`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import bench_support  # noqa: E402
+from bench_support import (  # noqa: E402
+    DEVICE,
+    MODELS,
+    ROOT,
+    TINY_INPUTS,
+    built,
+    line_of,
+    quick,
+    spec,
+)
+
+from compile_lens.worker.loader import TargetError  # noqa: E402
+from compile_lens.worker.measure import benchmark as bench  # noqa: E402
+from compile_lens.worker.measure import cold_compile, devices, memory  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def module():
+    return bench_support.load_models()
+
+
+@pytest.fixture
+def no_children(monkeypatch):
+    return bench_support.fake_children(monkeypatch)
+
+# --- in-process parts (children replaced) --------------------------------------------------
+
+@pytest.mark.slow
+def test_a_model_that_draws_random_numbers_is_not_judged_on_them(module, no_children):
+    """Eager differs from itself under another seed: a compiled difference says nothing about
+    accuracy (a GPT-2's dropout made its verdict read "outputs differ — check accuracy first")."""
+    b = quick(module, "Noisy")
+    assert b.max_abs_error["output"] is None and b.max_abs_error["grad"] is None
+    said = [n for n in b.notes if n.startswith("accuracy not compared:")]
+    assert sorted(n.split(" — ")[0] for n in said) == ["accuracy not compared: gradients", "accuracy not compared: outputs"]
+    assert all("random numbers" in n and "fallback_random" in n for n in said)
+    assert not any(n.startswith("accuracy:") for n in b.notes)
+    assert "check accuracy" not in b.verdict
+    # the canned cold compiles flow through; the warm ones are measured here, imports added; one
+    # child per workload, the forward's first
+    assert b.compile_s["cold"] == 9.0 and b.compile_s["warm"] > 1.5 and b.compile_s["cold_forward"] == 8.0
+    assert [j["tasks"] for j in no_children] == [["compile"], ["compile"]]
+    assert [j["workloads"] for j in no_children] == [["forward"], ["train"]]
+
+
+@pytest.mark.slow
+def test_graph_break_yields_a_note(module, no_children, capfd):
+    b = quick(module, "Chatty")
+    breaks = [n for n in b.notes if n.startswith("graph breaks:")]
+    assert breaks and "GB0059" in breaks[0]
+    assert "graph break" in b.verdict
+    assert "between the graphs" in capfd.readouterr().out  # user code really ran
+
+
+@pytest.mark.slow
+def test_no_parameters_means_forward_only(module, no_children):
+    b = quick(module, "Frozen")
+    assert b.train_step is None
+    assert any(n.startswith("train step:") for n in b.notes)
+    assert b.max_abs_error["grad"] is None
+    assert [j["workloads"] for j in no_children] == [["forward"]]
+    assert b.compile_s["cold"] == 8.0  # forward drives break-even
+
+
+@pytest.mark.slow
+def test_plain_function(module, no_children):
+    target = built(module, "scaled_sin", "(torch.randn(8, 32), 3)")
+    b = bench.run_benchmark(target, path=os.path.relpath(MODELS), root=os.path.relpath(ROOT),
+                            device=DEVICE, max_seconds=1)
+    # the children run elsewhere (cwd = root): they get absolute paths
+    assert no_children[0]["path"] == MODELS and no_children[0]["root"] == ROOT
+    assert b.train_step is None and b.forward.eager_ms > 0
+    assert any("plain function" in n for n in b.notes)
+    assert b.inputs == "float32[8, 32], 3"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the fallback of a machine without CUDA")
+def test_cuda_falls_back_to_cpu_with_a_note(module, no_children):
+    assert devices.resolve_device("cuda")[0] == "cpu"
+    b = quick(module, "Frozen", device="cuda")
+    assert b.device == "cpu"
+    assert any(n.startswith("device:") and "cuda" in n for n in b.notes)
+    assert no_children[0]["device"] == "cpu"
+
+
+def test_resolve_device():
+    assert devices.resolve_device("cpu") == ("cpu", None)
+    assert devices.resolve_device("auto")[0] == ("cuda" if torch.cuda.is_available() else "cpu")
+    if torch.cuda.is_available():
+        assert devices.resolve_device("cuda") == ("cuda", None)
+
+
+def test_out_of_memory_is_a_clear_problem(module, no_children):
+    with pytest.raises(TargetError) as info:
+        quick(module, "Hungry")
+    problem = info.value.problem
+    assert problem.kind == "oom" and "out of memory" in problem.message
+    assert problem.line == line_of("Hungry") and problem.hint
+    assert no_children == []  # failed before spending time on compiles
+
+
+def test_oom_detection():
+    assert devices.is_oom(torch.OutOfMemoryError("CUDA out of memory"))
+    assert devices.is_oom(RuntimeError("CUDA error: out of memory"))
+    assert devices.is_oom(RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"))
+    assert not devices.is_oom(RuntimeError("shape mismatch"))
+
+
+# --- the child process protocol ------------------------------------------------------------
+
+def child_job(name: str, tasks: list[str], inputs: str = TINY_INPUTS, path: str = MODELS) -> dict:
+    return {"path": path, "root": ROOT, "spec": asdict(spec(name, inputs)), "device": DEVICE,
+            "mode": "default", "workloads": ["train"], "tasks": tasks}
+
+
+def test_child_result_is_not_mixed_with_user_prints(tmp_path, capfd):
+    result = cold_compile.run_child(child_job("Tiny", ["memory_eager"]), cache_dir=str(tmp_path), timeout=120)
+    label = "max_memory_allocated" if DEVICE.startswith("cuda") else "profiler memory events"
+    assert result["memory"]["eager"] > 0 and label in result["memory"]["method"]
+    assert result["memory"]["compiled"] is None and result["compile_s"] == {}
+    out, err = capfd.readouterr()
+    assert "building Tiny" not in out + err and "C-level" not in out + err  # stayed in the child's log
+
+
+def test_child_prints_do_not_reach_the_result_file(tmp_path):
+    """Run the child as the worker does, reading its stdout: prints there, result in the file."""
+    job = dict(child_job("Tiny", ["memory_eager"]), result_path=str(tmp_path / "r.json"))
+    env = cold_compile._child_env(str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", cold_compile.CHILD_MODULE, json.dumps(job)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "building Tiny" in proc.stdout and "a C-level style write to fd 1" in proc.stdout
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert set(result) == {"compile_s", "memory", "notes"}
+
+
+def test_child_reports_errors_as_problems(tmp_path):
+    with pytest.raises(TargetError) as info:
+        cold_compile.run_child(child_job("Hungry", ["memory_eager"]), cache_dir=str(tmp_path), timeout=120)
+    assert info.value.problem.kind == "oom"
+    missing = child_job("Tiny", ["memory_eager"], path=str(tmp_path / "gone.py"))
+    with pytest.raises(TargetError) as info:
+        cold_compile.run_child(missing, cache_dir=str(tmp_path), timeout=120)
+    assert info.value.problem.kind == "import"
+
+
+def test_child_timeout_kills_it(tmp_path):
+    started = time.perf_counter()
+    with pytest.raises(TargetError) as info:
+        cold_compile.run_child(child_job("Tiny", ["compile"]), cache_dir=str(tmp_path), timeout=0.5)
+    problem = info.value.problem
+    assert problem.kind == "timeout"
+    assert "stopped during" in problem.message and "nothing of the measurement was kept" in problem.message
+    assert "compileLens.benchmark.maxSeconds" in problem.hint  # the CLI shows it as --max-seconds
+    assert time.perf_counter() - started < 15
+
+
+
+
+# --- memory at the allocator --------------------------------------------------------------
+
+def _forward(fn, x):
+    def call():
+        with torch.no_grad():
+            return fn(x)
+    return call
+
+
+def test_cpu_memory_counts_known_activation_bytes(module):
+    target = built(module, "Projection", "(torch.randn(64, 256),)")
+    model, (x,) = target.make().eval(), target.args
+    out = 64 * 1024 * 4  # one (64, 1024) float32 tensor
+    assert memory.peak_of(_forward(model, x), lambda: None, "cpu") == 2 * out  # product and ReLU
+
+
+def test_cpu_memory_of_a_train_step_counts_gradients(module):
+    target = built(module, "Wide", "(torch.randn(64, 256),)")
+    model, (x,) = target.make(), target.args
+
+    def step():
+        model(x).pow(2).mean().backward()
+
+    def zero():
+        model.lin.weight.grad = None
+
+    peak = memory.peak_of(step, zero, "cpu")
+    assert peak >= 256 * 1024 * 4 + 64 * 1024 * 4  # the weight's gradient and the output
+    assert peak < 16 * 2**20  # and not the process's RSS
+
+
+@pytest.mark.slow
+def test_cpu_memory_of_compiled_code_is_counted(module):
+    target = built(module, "Projection", "(torch.randn(64, 256),)")
+    model, (x,) = target.make().eval(), target.args
+    compiled = torch.compile(model)
+    peak = memory.peak_of(_forward(compiled, x), lambda: None, "cpu")
+    out = 64 * 1024 * 4
+    assert out <= peak <= 2 * out  # Inductor may fuse the ReLU into the product's buffer
+    torch._dynamo.reset()
+
+
+
+
+@pytest.mark.slow
+def test_a_train_step_whose_child_dies_fails_alone(module, monkeypatch):
+    """The train step's fresh process crashes: its part is "not measurable", the forward's figures
+    (sent before it) stand, and break-even and memory fall back to the forward."""
+    from compile_lens.protocol import Problem
+
+    def child(job, *, cache_dir, timeout, progress=None):
+        if job["workloads"] == ["train"]:
+            raise TargetError(Problem("crash", "the benchmark process exited with code -9 before reporting"))
+        return {"compile_s": {"forward": 8.0}, "import_s": 1.5, "memory": {}, "notes": []}
+
+    monkeypatch.setattr(bench, "run_child", child)
+    parts: list[tuple] = []
+    b = bench.run_benchmark(built(module, "Tiny"), path=MODELS, root=ROOT, device=DEVICE, max_seconds=1,
+                            on_part=lambda *a: parts.append(a))
+    assert [(p[0], p[2]) for p in parts][:3] == [("train_step", "pending"), ("forward", "done"), ("train_step", "failed")]
+    assert "exited with code -9" in parts[2][3]
+    assert b.forward.rounds >= 1 and b.train_step is None and b.compile_s["cold"] == 8.0
+    assert b.unmeasured["train step"].startswith("not measurable: ") and "one forward" in b.peak_memory_bytes["method"]
+    assert b.peak_memory_bytes["eager"] > 0 and any(n.startswith("train step not measurable:") for n in b.notes)
+    # a 1 s budget has no room for the line costs' compile (8 s): named, not run
+    assert parts[-1][0] == "lines" and parts[-1][2:] == ("not-run", "1 s budget")
+    assert b.forward.lines_note == "not run: 1 s budget" and b.forward.lines == []
+
+
+def test_a_cold_child_runs_beside_only_on_cores_to_spare(monkeypatch):
+    # this machine's own answer: its cores beyond torch's threads, when there are 4 of them
+    allowed = sorted(os.sched_getaffinity(0))
+    threads = torch.get_num_threads()
+    expected = set(allowed[threads:]) if len(allowed) - threads >= cold_compile.SPARE_CPUS_MIN else None
+    assert cold_compile.spare_cpus(threads) == expected
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert cold_compile.spare_cpus(8) == set(range(8, 16))
+    assert cold_compile.spare_cpus(13) is None  # 3 cores left: the child waits its turn
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert cold_compile.spare_cpus(1) is None  # a 2-core machine: never beside the timing
