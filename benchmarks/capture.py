@@ -1,9 +1,9 @@
 """The CUDA artifacts a GPU check brings back for CPU tests to replay (tests/worker/test_cuda_replay.py):
 per workload (forward, train step) of the shared MLPStack, compiled with Inductor's provenance on,
 
-- `<workload>.events.json`: the profiler's events as the line-cost attribution reads them (every
-  plain attribute of each `FunctionEvent`, its parent and children by index, its time range);
-- `<workload>.graphs.json`: the provenance maps caught during that compile (`provenance.Graph`);
+- `<workload>.json.gz`: the profiler's events as the line-cost attribution reads them (every
+  plain attribute of each `FunctionEvent`, its parent and children by index, its time range), and
+  the provenance maps caught during that compile (`provenance.Graph`);
 - `<workload>.trace.json.gz`: torch's own Chrome trace of the same profile (for a person; not replayed).
 
     python -m benchmarks.capture OUT_DIR [--device cuda] [--workload forward|train]
@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ def event_record(evt: Any) -> dict[str, Any]:
     """Every plain attribute (properties included: self/total times) of a FunctionEvent."""
     out: dict[str, Any] = {}
     for name in dir(evt):
-        if name.startswith("_") or name in ("cpu_children", "cpu_parent", "kernels", "time_range"):
+        if name.startswith("_") or "cuda" in name or name in ("cpu_children", "cpu_parent", "kernels", "time_range"):
             continue
         try:
             value = getattr(evt, name)
@@ -48,6 +49,12 @@ def event_record(evt: Any) -> dict[str, Any]:
 
 
 def dump_events(events: list[Any]) -> list[dict[str, Any]]:
+    with warnings.catch_warnings():  # deprecated aliases (metadata_json, ...) warn when read
+        warnings.simplefilter("ignore")
+        return _dump(events)
+
+
+def _dump(events: list[Any]) -> list[dict[str, Any]]:
     index = {id(e): i for i, e in enumerate(events)}
     rows = []
     for e in events:
@@ -85,13 +92,15 @@ def capture(out: Path, device: str, workload: str) -> dict[str, Any]:
             prof = windows.profile(call, 20, device)
     finally:
         shutil.rmtree(own, ignore_errors=True)
-    events = [e for e in prof.events()]
+    with warnings.catch_warnings():  # the deprecated cuda_* aliases warn when read
+        warnings.simplefilter("ignore")
+        events = list(prof.events())
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"format": FORMAT, "device": device, "workload": workload, "torch": torch.__version__,
+    record = {"format": FORMAT, "device": device, "workload": workload, "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if device.startswith("cuda") else None,
-            "root": str(REPO / "scripts"), "events": dump_events(events)}
-    (out / f"{workload}.events.json").write_text(json.dumps(meta))
-    (out / f"{workload}.graphs.json").write_text(json.dumps({"format": FORMAT, "graphs": [asdict(g) for g in graphs]}))
+              "root": str(REPO / "scripts"), "events": dump_events(events), "graphs": [asdict(g) for g in graphs]}
+    with gzip.open(out / f"{workload}.json.gz", "wt", encoding="utf-8") as f:
+        json.dump(record, f)
     trace = out / f"{workload}.trace.json"
     prof.export_chrome_trace(str(trace))
     with open(trace, "rb") as src, gzip.open(str(trace) + ".gz", "wb") as dst:
