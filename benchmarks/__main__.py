@@ -34,14 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     units = load_units(args.units)
     out = Path(args.out)
     ledger = Path(args.ledger) if args.ledger else out / "ledger.jsonl"
-    chosen = [units[n] for n in args.names] if args.names else \
-        sorted((u for u in units.values() if u.gpu), key=lambda u: u.gpu) if args.gpu else \
-        [u for u in units.values() if args.device in u.devices and not u.tags]
     unknown = [n for n in args.names if n not in units]
     if unknown or args.list:
+        if unknown:
+            print(f"benchmarks: no unit named {', '.join(unknown)}", file=sys.stderr)
         for u in units.values():
             print(f"{u.name}: {u.goal} (against {u.against})")
         return 2 if unknown else 0
+    chosen = [units[n] for n in args.names] if args.names else \
+        sorted((u for u in units.values() if u.gpu), key=lambda u: u.gpu) if args.gpu else \
+        [u for u in units.values() if args.device in u.devices and not u.name.startswith("trivial_")]
     out.mkdir(parents=True, exist_ok=True)
     base = {"machine": machine(args.device), "commit": commit(), "device": args.device, "dry": args.dry}
     started, rows, failed = time.perf_counter(), [], 0
@@ -49,14 +51,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.device not in u.devices:
             rows.append({"unit": u.name, "skipped": f"not on {args.device}"})
             continue
-        if args.budget and time.perf_counter() - started > args.budget:
+        left = args.budget - (time.perf_counter() - started) if args.budget else u.timeout_s
+        if left < 20:
             rows.append({"unit": u.name, "skipped": "the check's budget is spent"})
             continue
         print(f"== {u.name}: {u.goal}", file=sys.stderr, flush=True)
         load = busy()
         t0 = time.perf_counter()
         try:
-            figures = u.run(Context(args.device, out, args.dry, u.timeout_s))
+            figures = u.run(Context(args.device, out, args.dry, min(u.timeout_s, left)))
         except Exception as exc:  # noqa: BLE001 - one unit's failure is its figure, not the run's end
             figures = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         row = {"unit": u.name, "goal": u.goal, "against": u.against, **base, "load": load,
@@ -67,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         with ledger.open("a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
     print(table(rows))
+    (out / "summary.md").write_text(table(rows) + "\n", encoding="utf-8")
     if args.markdown:
         write_markdown(ledger, REPO / "BENCHMARKS.md")
     return 1 if failed else 0

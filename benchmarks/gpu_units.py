@@ -12,7 +12,7 @@ from .common import run, tail
 
 
 @unit("cuda_capture", "a compiled forward's and train step's profile + provenance maps captured (replayed by "
-      "tests/worker/test_cuda_replay.py)", "torch.profiler's own Chrome trace of the same calls", gpu=3, timeout_s=120)
+      "tests/worker/test_cuda_replay.py)", "torch.profiler's own Chrome trace of the same calls", gpu=2, timeout_s=120)
 def cuda_capture(ctx: Context) -> dict[str, Any]:
     proc = run(ctx, [sys.executable, "-m", "benchmarks.capture", str(ctx.out / "cuda"), "--device", ctx.device])
     got: dict[str, Any] = {}
@@ -43,6 +43,6 @@ def busy_rule(ctx: Context) -> dict[str, Any]:
 
 
 @unit("benchmark_tests", "tests/worker/test_benchmark.py passes with COMPILE_LENS_TEST_DEVICE set to the device",
-      "the tests' own independent checks", gpu=8, timeout_s=150)
+      "the tests' own independent checks", gpu=6, timeout_s=150)
 def benchmark_tests(ctx: Context) -> dict[str, Any]:
     return _pytest(ctx, "tests/worker/test_benchmark.py", *(["-x", "-k", "not alone"] if ctx.dry else []))

@@ -45,7 +45,7 @@ _RATIO = re.compile(r"== (.+?): eager .*|compiled lines / timed compiled call = 
 
 
 @unit("line_costs", "compiled lines' time within 10% of the compiled call timed apart (forward and train step)",
-      "the compiled call timed on its own (torch.utils.benchmark)", gpu=2, timeout_s=150)
+      "the compiled call timed on its own (torch.utils.benchmark)", gpu=3, timeout_s=150)
 def line_costs_truth(ctx: Context) -> dict[str, Any]:
     args = [sys.executable, "scripts/line_costs_models.py", "--device", ctx.device, "--models", "shared", "--train"]
     if ctx.dry:
@@ -130,12 +130,14 @@ def _paired(ctx: Context, name: str) -> dict[str, Any]:
 
 @unit("time_to_first_figure", "compile-lens check's first forward figure within 2× torch's own compile + "
       "timing of the same model, the whole measurement within 4× (issue 43 item 4)",
-      "a fresh process: torch.compile + first call + alternating timing pairs", gpu=6, timeout_s=240)
+      "a fresh process: torch.compile + first call + alternating timing pairs", gpu=7, timeout_s=240)
 def time_to_first_figure(ctx: Context) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for name in _models(ctx)[:1] if ctx.dry else ("MLPStack", "GPT"):
         p = _paired(ctx, name)
         tool, torch_ = p["tool"], p["torch"]
+        if name == "MLPStack":  # the CLI JSON a GPU check brings back
+            (ctx.out / "check.jsonl").write_text(tool["out"], encoding="utf-8")
         if "error" in torch_ or tool["rc"] not in (0, 1):
             figures[name] = {"error": torch_.get("error") or f"check rc {tool['rc']}: {tool['out'][-400:]}"}
             continue
@@ -148,7 +150,7 @@ def time_to_first_figure(ctx: Context) -> dict[str, Any]:
 
 
 @unit("cold_compile", "the tool's cold compile within 25% of torch's own first compiled call",
-      "a fresh process's first torch.compile(model) call", gpu=7, timeout_s=240)
+      "a fresh process's first torch.compile(model) call", gpu=8, timeout_s=240)
 def cold_compile(ctx: Context) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for name in _models(ctx)[:1] if ctx.dry else ("MLPStack", "GPT"):
