@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import REPO, Context, load_units
 from .common import busy, commit, machine
-from .ledger import write_markdown, table
+from .ledger import table, write_markdown
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,9 +10,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmarks import UNITS, load_units, unit  # noqa: E402
 from benchmarks.__main__ import main  # noqa: E402
 from benchmarks.ledger import BEGIN, END, write_markdown  # noqa: E402
+
+from benchmarks import UNITS, load_units, unit  # noqa: E402
 
 
 @unit("trivial_sum", "sum(range(n)) is n(n-1)/2", "Python's own arithmetic")
