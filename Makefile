@@ -73,7 +73,6 @@ test:
 BENCH_DEVICE ?= cpu
 bench: setup
 	PYTHONPATH=server $(PY) -m benchmarks $(BENCH) --device $(BENCH_DEVICE) --markdown
-	$(PY) scripts/bench.py
 	$(PY) scripts/bench_typing.py --json build/bench_typing.json
 	$(PY) scripts/bench_first_break.py --json build/bench_first_break.json
 

@@ -160,3 +160,14 @@ def cold_compile(ctx: Context) -> dict[str, Any]:
                          "ratio": round(ours / theirs, 2) if ours and theirs else None}
     ok = all(f["ratio"] is not None and abs(f["ratio"] - 1) <= 0.25 for f in figures.values())
     return {"ok": ok, "models": figures}
+
+
+@unit("editor_latencies", "save → diagnostics, lints, hover, lens, memory within their goals (scripts/bench.py prints each "
+      "figure next to its goal)", "in-process torch._dynamo.explain and a cold TORCH_LOGS=graph_breaks run",
+      timeout_s=900, devices=("cpu",))
+def editor_latencies(ctx: Context) -> dict[str, Any]:
+    proc = run(ctx, [sys.executable, "scripts/bench.py", *(["--quick"] if ctx.dry else [])])
+    got = REPO / "build" / "bench.json"
+    if proc.returncode != 0 or not got.exists():
+        return {"ok": False, "error": f"rc {proc.returncode}: {tail(proc)}"}
+    return {"ok": None, **json.loads(got.read_text())}
