@@ -8,6 +8,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Optional
 
@@ -135,7 +136,8 @@ def fresh_torch(ctx: Context, name: str, pairs: int = 10) -> dict[str, Any]:
     """Torch's own compile + timing of one shared model in a fresh process (its figures, or an error)."""
     code = _FRESH.format(models_dir=str(MODELS.parent), name=name, device=ctx.device, pairs=3 if ctx.dry else pairs)
     started = time.perf_counter()
-    proc = run(ctx, [sys.executable, "-c", code])
+    with tempfile.TemporaryDirectory(prefix="bench-inductor-") as cache:  # cold, as the tool's cold compile is
+        proc = run(ctx, [sys.executable, "-c", code], TORCHINDUCTOR_CACHE_DIR=cache)
     line = next((ln for ln in (proc.stdout or "").splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
         return {"error": f"rc {proc.returncode}: {tail(proc)}"}
