@@ -22,8 +22,8 @@ def cuda_capture(ctx: Context) -> dict[str, Any]:
     return {"ok": proc.returncode == 0 and len(got) == 2, **got, **({} if proc.returncode == 0 else {"error": tail(proc)})}
 
 
-def _pytest(ctx: Context, test: str, *more: str) -> dict[str, Any]:
-    proc = run(ctx, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test, *more],
+def _pytest(ctx: Context, *tests_and_flags: str) -> dict[str, Any]:
+    proc = run(ctx, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests_and_flags],
                COMPILE_LENS_TEST_DEVICE=ctx.device)
     last = next((ln for ln in reversed((proc.stdout or "").splitlines()) if ln.strip()), "")
     return {"ok": proc.returncode == 0, "summary": last[-200:], **({} if proc.returncode == 0 else {"error": tail(proc)})}
@@ -42,8 +42,10 @@ def busy_rule(ctx: Context) -> dict[str, Any]:
     return {"ok": proc.returncode == 0, "out": tail(proc, 400)}
 
 
-@unit("benchmark_tests", "tests/worker/test_benchmark.py passes with COMPILE_LENS_TEST_DEVICE set to the device",
+@unit("benchmark_tests", "tests/worker/test_benchmark.py and test_line_costs.py pass with COMPILE_LENS_TEST_DEVICE set to the device",
       "the tests' own independent checks", gpu=6, timeout_s=150)
 def benchmark_tests(ctx: Context) -> dict[str, Any]:
     # the rehearsal: two tests that need no shared measurement (the file is marked `alone`: all of it is slow)
-    return _pytest(ctx, "tests/worker/test_benchmark.py", *(["-x", "-k", "test_resolve_device or test_oom_detection"] if ctx.dry else []))
+    if ctx.dry:
+        return _pytest(ctx, "tests/worker/test_benchmark.py", "-x", "-k", "test_resolve_device or test_oom_detection")
+    return _pytest(ctx, "tests/worker/test_benchmark.py", "tests/worker/test_line_costs.py")
