@@ -3,7 +3,7 @@ PY        := .venv/bin/python
 STAMP     := .venv/.installed
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: demo test setup redis-server pytest lint docs bench vsix e2e screenshots ts-test gpu-check clean
+.PHONY: demo test setup redis-server pytest lint docs bench vsix e2e screenshots ts-test gpu-check wheels clean
 
 # Set-up: a venv with the project (editable), the test tools and torch pinned to the CPU build on
 # this disk; requirements-dev.txt doubles as the constraints file so pip never picks a newer torch.
@@ -68,13 +68,21 @@ screenshots:
 test:
 	@bash scripts/test_stages.sh lint docs ts-test pytest,e2e
 
+# The benchmark harness (benchmarks/): every unit for the device, one JSON line each in
+# build/bench/ledger.jsonl, BENCHMARKS.md's generated table rewritten from it. BENCH=NAME… picks units.
+BENCH_DEVICE ?= cpu
 bench: setup
-	$(PY) scripts/bench.py
+	PYTHONPATH=server $(PY) -m benchmarks $(BENCH) --device $(BENCH_DEVICE) --markdown
 	$(PY) scripts/bench_typing.py --json build/bench_typing.json
 	$(PY) scripts/bench_first_break.py --json build/bench_first_break.json
 
-gpu-check: setup
+# On a GPU box: the harness's GPU subset within 8 minutes (scripts/gpu-check; docs/remote.md).
+gpu-check:
 	scripts/gpu-check
+
+# The pure-Python wheels a GPU box lacks (pygls, lsprotocol, cattrs, attrs), from this venv: build/wheels
+wheels: setup
+	$(PY) scripts/wheels.py build/wheels
 
 clean:
 	rm -rf .venv build dist bundled extension/out node_modules

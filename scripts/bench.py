@@ -1,4 +1,4 @@
-"""`make bench`: the editor-facing latencies, measured through the real server over stdio.
+"""The editor-facing latencies (the harness's `editor_latencies` unit: `python -m benchmarks editor_latencies`), measured through the real server over stdio.
 
 Each figure is the median of several runs, printed next to its goal:
 - save → graph-break diagnostics (warm worker) vs the floor (in-process `torch._dynamo.explain` of

@@ -285,7 +285,7 @@ def check(args: argparse.Namespace) -> int:
 
 
 def _machine() -> str:
-    from compile_lens.worker.measure.benchmark import cpu_name
+    from compile_lens.worker.measure.devices import cpu_name
 
     return f"{cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
 

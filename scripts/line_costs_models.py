@@ -5,7 +5,7 @@ costliest lines (eager → compiled per call), what no line took and why, and th
 lines + unattributed = the compiled profile's total; the lines' compiled sum against the compiled
 forward timed on its own (torch.utils.benchmark, same thread count).
 
-    .venv/bin/python scripts/line_costs_models.py [--threads 1] [--only matmuls] [--train] [--device cuda]
+    .venv/bin/python scripts/line_costs_models.py [--threads 1] [--only matmuls] [--train] [--device cuda] [--models shared]
 """
 
 from __future__ import annotations
@@ -105,6 +105,17 @@ class Broken(nn.Module):
 '''
 
 
+def shared(device: str):
+    """The shared set (scripts/speedup_models.py), sized for the device: what benchmarks/ and gpu-check run."""
+    os.environ["COMPILE_LENS_BENCH_DEVICE"] = device
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import speedup_models as m
+
+    yield "MLPStack", m.MLPStack(), (torch.randn(m.MLP_BATCH, m.MLP_WIDTH),)
+    yield "GPT", m.GPT(), (torch.randint(0, m.GPT_VOCAB, (m.GPT_BATCH, m.GPT_SEQ)),)
+    yield "ConvNet", m.ConvNet(), (torch.randn(m.CONV_BATCH, 3, m.CONV_SIDE, m.CONV_SIDE),)
+
+
 def models(root: str):
     path = os.path.join(root, "nanogpt_like.py")
     with open(path, "w") as f:
@@ -153,11 +164,13 @@ def main() -> None:
     parser.add_argument("--only", default=None, help="models whose label contains this")
     parser.add_argument("--train", action="store_true", help="the train step too")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--models", choices=("own", "shared"), default="own",
+                        help="this file's models, or the shared set of scripts/speedup_models.py")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()}")
     root = tempfile.mkdtemp(prefix="line-costs-ws-")
-    for label, model, inputs in models(root):
+    for label, model, inputs in (shared(args.device) if args.models == "shared" else models(root)):
         if args.only and args.only not in label:
             continue
         model.to(args.device)

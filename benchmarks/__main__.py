@@ -1,0 +1,80 @@
+"""Run the benchmarks: `python -m benchmarks [NAME…] [--device cuda] [--gpu] [--dry] [--out DIR]`.
+
+Each unit's figures go as one JSON line (machine, load, torch, commit, device, figures) to the
+ledger (`--ledger`, default build/bench/ledger.jsonl; the GPU check: its --out folder), a table
+is printed, and `--markdown` rewrites BENCHMARKS.md's generated section from the ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import REPO, Context, load_units
+from .common import busy, commit, machine
+from .ledger import table, write_markdown
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("names", nargs="*", help="units to run (default: all for the device)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--gpu", action="store_true", help="the GPU check's subset, most important first")
+    p.add_argument("--dry", action="store_true", help="the rehearsal: every unit at its smallest")
+    p.add_argument("--out", default=str(REPO / "build" / "bench"))
+    p.add_argument("--ledger", default=None, help="default: OUT/ledger.jsonl")
+    p.add_argument("--budget", type=float, default=None, help="stop starting units after this many seconds")
+    p.add_argument("--markdown", action="store_true", help="rewrite BENCHMARKS.md's generated table from the ledger")
+    p.add_argument("--list", action="store_true")
+    p.add_argument("--units", action="append", default=[], help=argparse.SUPPRESS)  # extra modules (tests)
+    args = p.parse_args(argv)
+    units = load_units(args.units)
+    out = Path(args.out)
+    ledger = Path(args.ledger) if args.ledger else out / "ledger.jsonl"
+    unknown = [n for n in args.names if n not in units]
+    if unknown or args.list:
+        if unknown:
+            print(f"benchmarks: no unit named {', '.join(unknown)}", file=sys.stderr)
+        for u in units.values():
+            print(f"{u.name}: {u.goal} (against {u.against})")
+        return 2 if unknown else 0
+    chosen = [units[n] for n in args.names] if args.names else \
+        sorted((u for u in units.values() if u.gpu), key=lambda u: u.gpu) if args.gpu else \
+        [u for u in units.values() if args.device in u.devices and not u.name.startswith("trivial_")]
+    out.mkdir(parents=True, exist_ok=True)
+    base = {"machine": machine(args.device), "commit": commit(), "device": args.device, "dry": args.dry}
+    started, rows, failed = time.perf_counter(), [], 0
+    for u in chosen:
+        if args.device not in u.devices:
+            rows.append({"unit": u.name, "skipped": f"not on {args.device}"})
+            continue
+        left = args.budget - (time.perf_counter() - started) if args.budget else u.timeout_s
+        if left < 20:
+            rows.append({"unit": u.name, "skipped": "the check's budget is spent"})
+            continue
+        print(f"== {u.name}: {u.goal}", file=sys.stderr, flush=True)
+        load = busy()
+        t0 = time.perf_counter()
+        try:
+            figures = u.run(Context(args.device, out, args.dry, min(u.timeout_s, left)))
+        except Exception as exc:  # noqa: BLE001 - one unit's failure is its figure, not the run's end
+            figures = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        row = {"unit": u.name, "goal": u.goal, "against": u.against, **base, "load": load,
+               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "seconds": round(time.perf_counter() - t0, 1), "ok": figures.pop("ok", None), "figures": figures}
+        failed += row["ok"] is False
+        rows.append(row)
+        with ledger.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+    print(table(rows))
+    (out / "summary.md").write_text(table(rows) + "\n", encoding="utf-8")
+    if args.markdown:
+        write_markdown(ledger, REPO / "BENCHMARKS.md")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
