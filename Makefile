@@ -44,7 +44,7 @@ pytest: setup
 	@$(PY) scripts/suite_ledger.py build/pytest.xml build/pytest-alone.xml --top 20
 
 lint: setup
-	$(PY) -m ruff check server tests scripts
+	$(PY) -m ruff check server tests scripts benchmarks
 
 # The docs site (mkdocs.yml, docs/): strict, so a broken link or anchor fails the build. No -q: it
 # would hide the warnings strict mode counts.
