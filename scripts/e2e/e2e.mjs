@@ -4,7 +4,7 @@
 //
 // A scenario is one code-server (fresh user data and extensions dirs) and one browser; its steps
 // are named checks that run in order, each from the file of its feature (features/: breaks,
-// graphs, server, import, measure, actions, trust, gpu_busy), on one shared harness (harness/: config,
+// graphs, server, import, measure, kernels, actions, trust, gpu_busy), on one shared harness (harness/: config,
 // processes, the workbench and its helpers, the runner). A failed `required` step fails the rest
 // of its scenario at once instead of letting each wait run into its timeout; a failed step names
 // its feature and leaves a screenshot. The workbench opens a copy of the workspace folder, so
@@ -20,6 +20,7 @@ import { breakSteps, openStep } from './features/breaks.mjs';
 import { busyGpu, gpuBusySteps } from './features/gpu_busy.mjs';
 import { graphSteps } from './features/graphs.mjs';
 import { importSteps } from './features/import.mjs';
+import { kernelSteps } from './features/kernels.mjs';
 import { measureSteps } from './features/measure.mjs';
 import { serverSteps } from './features/server.mjs';
 import { restrictedSteps, trustSteps } from './features/trust.mjs';
@@ -36,6 +37,7 @@ const trusted = {
     ...feature('server', serverSteps),
     ...feature('import', importSteps),
     ...feature('measure', measureSteps),
+    ...feature('kernels', kernelSteps),
     ...feature('actions', actionSteps),
     cleanLogStep,
   ],

@@ -11,6 +11,7 @@ shots=(
   "trusted-hover-card.png:docs/images/compile-lens-measured.png"
   "report.png:docs/images/compile-lens-report.png"
   "trusted-captured-graph.png:docs/images/compile-lens-graphs.png"
+  "trusted-kernels.png:docs/images/compile-lens-kernels.png"
 )
 missing=0
 for pair in "${shots[@]}"; do

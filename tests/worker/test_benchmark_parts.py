@@ -239,9 +239,9 @@ def test_a_train_step_whose_child_dies_fails_alone(module, monkeypatch):
     assert b.forward.rounds >= 1 and b.train_step is None and b.compile_s["cold"] == 8.0
     assert b.unmeasured["train step"].startswith("not measurable: ") and "one forward" in b.peak_memory_bytes["method"]
     assert b.peak_memory_bytes["eager"] > 0 and any(n.startswith("train step not measurable:") for n in b.notes)
-    # a 1 s budget has no room for the line costs' compile (8 s): named, not run
-    assert parts[-1][0] == "lines" and parts[-1][2:] == ("not-run", "1 s budget")
-    assert b.forward.lines_note == "not run: 1 s budget" and b.forward.lines == []
+    # the line costs compile nothing of their own: they run whatever the budget, on the forward alone
+    assert parts[-1][0] == "lines" and parts[-1][2] in ("done", "failed")
+    assert b.forward.lines_note is None or b.forward.lines_note.startswith("not measurable")
 
 
 def test_a_cold_child_runs_beside_only_on_cores_to_spare(monkeypatch):

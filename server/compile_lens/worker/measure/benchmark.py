@@ -139,7 +139,7 @@ def run_benchmark(
     Parts in the order the user waits for them: the forward (its own cold child, warm compile,
     timing), the train step, peak memory, the line costs; each is sent to `on_part` as it lands.
     `output_code` (a list) receives the warm forward compile's output code (the fallback ops).
-    `opt_in`: parts (`protocol.PARTS`) that run whatever the budget ("lines").
+    `opt_in`: parts (`protocol.PARTS`) that run whatever the budget (the line costs and peak memory always do).
     """
     device, device_note = resolve_device(device)
     progress = with_limits(progress)
@@ -428,7 +428,7 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: Co
 
 
 def _later_parts_s(job: _Job, cold: Cold, workloads: int) -> float:
-    """The later parts' time from this workload's cold compile (`lines_estimate`, `deployment.estimate_s`;
+    """The later parts' time from this workload's cold compile (`LINES_PER_COLD`, `estimates.estimate_s`;
     a warm compile ≈ 1/5 of a cold one in BENCHMARKS.md's runs)."""
     seen = {"cold": cold.compile_s, "warm": cold.compile_s and cold.compile_s / 5}
     return (LINES_PER_COLD * (cold.compile_s or 0.0) * workloads + estimate_s("export", seen, job.max_seconds)

@@ -1,6 +1,6 @@
 """What the later parts of a measurement should take, from its compile times: the budget's rule
-(`benchmark` holds their time back from the timing rounds; `lines_part` and `jobs` skip a part that
-would not fit and name it). Estimates only: each part's real seconds are in `phases_s`/`parts_s`."""
+(`benchmark` holds their time back from the timing rounds; `jobs` skips a deployment part that
+would not fit and names it). Estimates only: each part's real seconds are in `phases_s`/`parts_s`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,6 @@ from typing import Any
 # line costs ÷ cold compiles: the line costs read the timed compile (no compile of their own), so a
 # profile of each side, ≈ 4.5 s against MLP's ≈ 30 s cold compile under load (BENCHMARKS.md, line costs)
 LINES_PER_COLD = 0.15
-
-
-def lines_estimate(colds: dict[str, Any]) -> float:
-    """What the line costs should take: each workload's profiles, eager and compiled."""
-    return LINES_PER_COLD * sum(c.compile_s or 0.0 for c in colds.values())
 
 
 def report_budget(benchmark_seconds: float) -> float:

@@ -1,30 +1,25 @@
 """The line costs as a part of the measurement (`benchmark`): after the timings and the peak memory,
 each timed workload's time per line, read from its own timed compile (`line_costs.after_timing`) —
 the last compiled still loaded, an earlier one compiled again from the disk cache so its provenance
-comes with it — when the budget has room for them (or they are opted in). `job`, `eager`, `colds`
+comes with it — whatever the budget (they compile nothing of their own). `job`, `eager`, `colds`
 and `figures` are `benchmark`'s `_Job`, `_Eager`, `ColdChildren` and `snapshot.Figures`."""
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 from . import line_costs, provenance
 from .cold_compile import inductor_cache
 from .dynamo_watch import _clear_in_memory_caches
-from .estimates import lines_estimate
 
 
 def measure(job: Any, eager: Any, compiled: dict[str, Any], order: list[str], colds: Any,
             figures: Any, restore: Callable[[], None], publish: Callable[..., Any]) -> None:
-    """Time per line of each workload timed, when the budget has room for its profiles."""
+    """Time per line of each workload timed. Run whatever the budget, as the peak memory is: they
+    compile nothing of their own (a profile of each side, and an earlier workload's warm compile
+    again), ≈ `LINES_PER_COLD` of the cold compiles."""
     order = [wl for wl in order if wl in figures.timings]
-    left = job.max_seconds - (time.perf_counter() - job.started)
-    if "lines" not in job.opt_in and lines_estimate(colds.cold) > left:
-        why = f"{job.max_seconds:.0f} s budget"
-        for wl in order:
-            figures.timings[wl].lines_note = f"not run: {why}"
-        publish("lines", "not-run", why)
+    if not order:
         return
     live = order[-1]  # the last compiled: its graphs are still loaded; an earlier one compiles again
     for wl in [live] + [w for w in order if w != live]:
