@@ -33,7 +33,8 @@ async function measureLensClicked(wb, state) {
   await lens.click({ timeout: 10_000 });
   const started = Date.now();
   const measuring = await wb.waitForCodeLens(/⏳ measuring/, 30_000);
-  const text = await wb.waitForCodeLens(/⚡ torch\.compile:/, config.measureTimeout);
+  // the forward lands first ("⏳ train step…" in the lens): wait for the whole measurement
+  const text = await wb.waitForCodeLens(/⚡ torch\.compile:[^|⏳]*(?:\||$)/, config.measureTimeout);
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
   const inconclusive = INCONCLUSIVE.test(text);
   // each figure is a ratio, or says the rounds could not tell it (one of two may be inconclusive)
