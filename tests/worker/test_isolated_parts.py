@@ -189,6 +189,8 @@ def test_the_renderers_say_not_measurable_on_that_figure(baseline):
     assert "⚠ peak memory not measurable: RuntimeError: x" in card
     assert export_cell(None, result.unmeasured)[0] == "not measurable"
     assert fallback_cell([], None, {"fallback ops": "not measurable: q"}) == ("not measurable", "warn", "not measurable: q")
+    # a part the budget left out is named as not run, not as failed
+    assert export_cell(None, {"torch.export": "not run: 10 s budget"}) == ("not run", "muted", "not run: 10 s budget")
     from compile_lens.protocol import FileReport
 
     doc = render_json([FileReport(MODEL, [result])], torch_version="2.13", device="cpu")

@@ -78,7 +78,8 @@ def _accuracy(b: Benchmark) -> tuple[str, str]:
 def export_cell(export: Optional[dict[str, Any]], unmeasured: Optional[dict[str, str]] = None) -> tuple[str, str, str]:
     """(text, class, tooltip) for a target's torch.export result."""
     if unmeasured and EXPORT_PART in unmeasured:
-        return "not measurable", "warn", unmeasured[EXPORT_PART]
+        why = unmeasured[EXPORT_PART]
+        return ("not run", "muted", why) if why.startswith("not run") else ("not measurable", "warn", why)
     if not export:
         return "–", "muted", "not checked (measure the target)"
     where = f" line {export['line']}" if export.get("line") else ""
@@ -95,7 +96,8 @@ def export_cell(export: Optional[dict[str, Any]], unmeasured: Optional[dict[str,
 def fallback_cell(ops: list[dict[str, Any]], report: Optional[dict[str, Any]],
                   unmeasured: Optional[dict[str, str]] = None) -> tuple[str, str, str]:
     if unmeasured and FALLBACK_PART in unmeasured:
-        return "not measurable", "warn", unmeasured[FALLBACK_PART]
+        why = unmeasured[FALLBACK_PART]
+        return ("not run", "muted", why) if why.startswith("not run") else ("not measurable", "warn", why)
     fallbacks = [o for o in ops if o.get("kind", "fallback") == "fallback"]
     library = [o for o in ops if o.get("kind") == "extern"]
     if not ops and not (report and report.get("kernels") is not None):
