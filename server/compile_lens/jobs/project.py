@@ -84,6 +84,17 @@ def _roots(root: str) -> list[str]:
     return sorted({given, os.path.realpath(given)}, key=len, reverse=True)
 
 
+def _strings(value: Any, change: Any) -> Any:
+    """`value` (JSON data) with `change` applied to every string in it."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {k: _strings(x, change) for k, x in value.items()}
+    if isinstance(value, list):
+        return [_strings(x, change) for x in value]
+    return value
+
+
 def anchored(value: Any, root: str) -> Any:
     """`value` (JSON data) with the root in every string replaced by ROOT_MARK."""
     if not root or len(os.path.abspath(root)) <= 1:
@@ -91,20 +102,14 @@ def anchored(value: Any, root: str) -> Any:
     roots = _roots(root)
     prefixes = [(r + os.sep, ROOT_MARK + os.sep) for r in roots]
 
-    def walk(v: Any) -> Any:
-        if isinstance(v, str):
-            if v in roots:
-                return ROOT_MARK
-            for prefix, mark in prefixes:
-                v = v.replace(prefix, mark)
-            return v
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [walk(x) for x in v]
+    def change(v: str) -> str:
+        if v in roots:
+            return ROOT_MARK
+        for prefix, mark in prefixes:
+            v = v.replace(prefix, mark)
         return v
 
-    return walk(value)
+    return _strings(value, change)
 
 
 def placed(value: Any, root: str) -> Any:
@@ -112,14 +117,4 @@ def placed(value: Any, root: str) -> Any:
     if not root:
         return value
     here = os.path.abspath(root)
-
-    def walk(v: Any) -> Any:
-        if isinstance(v, str):
-            return v.replace(ROOT_MARK, here) if ROOT_MARK in v else v
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [walk(x) for x in v]
-        return v
-
-    return walk(value)
+    return _strings(value, lambda v: v.replace(ROOT_MARK, here) if ROOT_MARK in v else v)

@@ -58,7 +58,7 @@ def _run(model: torch.nn.Module, call: Callable[[torch.nn.Module], Any]) -> Kept
 
 
 def _where(model: torch.nn.Module, name: str) -> tuple[Optional[str], Optional[int]]:
-    """The file and `def forward` line of the module `name` (its class's own forward)."""
+    """The file and `def forward` line of the module `name` (its class's own forward; "": the model's)."""
     try:
         forward = type(model.get_submodule(name)).forward
         return inspect.getsourcefile(forward), inspect.getsourcelines(forward)[1]
@@ -96,14 +96,6 @@ def output_drift(eager: torch.nn.Module, args: tuple, compile_kwargs: dict[str, 
     return None
 
 
-def _where_model(model: torch.nn.Module) -> tuple[Optional[str], Optional[int]]:
-    try:
-        forward = type(model).forward
-        return inspect.getsourcefile(forward), inspect.getsourcelines(forward)[1]
-    except (OSError, TypeError):
-        return None, None
-
-
 def grad_drift(eager: torch.nn.Module, args: tuple, grads_eager: list[tuple[str, Optional[torch.Tensor]]],
                grads_compiled: list[tuple[str, Optional[torch.Tensor]]]) -> Optional[AccuracyDrift]:
     """The module whose own parameters' gradients differ first in backward order: the reverse of the
@@ -122,7 +114,7 @@ def grad_drift(eager: torch.nn.Module, args: tuple, grads_eager: list[tuple[str,
             continue
         found = compare([e for e, _ in own], [c for _, c in own])
         if found["exceeds"] and not found["problem"]:
-            path, line = _where(eager, module) if module else _where_model(eager)
+            path, line = _where(eager, module)
             return AccuracyDrift(module, path, line, found["abs"], found["rel"], None, "grad")
     return None
 
@@ -136,7 +128,7 @@ def measure(eager: torch.nn.Module, args: tuple, compile_kwargs: dict[str, Any],
         eager.train()
         found = grad_drift(eager, args, *grads())
     if found is None:
-        path, line = _where_model(eager)
+        path, line = _where(eager, "")
         found = AccuracyDrift("", path, line, None, None, None, "output")
     return found
 
