@@ -58,7 +58,8 @@ def test_stream_lines_are_the_parts_as_they_land_then_the_document(streamed):
     assert [g["line"] for g in by["trace"]["data"]["graph_breaks"]] == [14]
     assert by["recompiles"]["data"] == {"recompiles": target["recompiles"]}
     assert by["forward"]["data"]["benchmark"]["forward"]["speedup"] == target["benchmark"]["forward"]["speedup"]
-    assert by["forward"]["data"]["benchmark"]["compile_s"]["cold"] == target["benchmark"]["compile_s"]["cold"]
+    # the forward's own cold compile (the document's `cold` is the break-even workload's: the train step)
+    assert by["forward"]["data"]["benchmark"]["compile_s"]["cold_forward"] == target["benchmark"]["compile_s"]["cold_forward"]
     for part in ("export", "fallback_ops", "batch_sweep"):
         landed = by[part]
         if landed["status"] == "done":
@@ -75,8 +76,9 @@ def test_the_forward_headline_comes_before_the_deployment_parts_run(streamed):
     [headline] = [i for i, line in enumerate(said) if "Broken: forward " in line]
     assert "compile " in said[headline] and " cold" in said[headline], said[headline]
     assert ("inconclusive" in said[headline]) or ("×" in said[headline])
-    export = next(i for i, line in enumerate(said) if "torch.export" in line)
-    assert headline < export, said
+    # the train step, memory and the deployment parts come after it (the export only where the budget has room)
+    later = next(i for i, line in enumerate(said) if "peak memory" in line or "torch.export" in line)
+    assert headline < later, said
 
 
 @pytest.mark.slow

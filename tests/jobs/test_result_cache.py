@@ -186,7 +186,7 @@ def test_the_writer_stores_every_settled_phase_and_the_whole_answer_reads_back(c
     assert [r.line for r in whole.recompiles] == [line_of(COMMENTED, "B, T, C")]
     assert read_bench(cache, keys) == result.benchmark
     assert read_deployment(cache, keys) == {"export": result.export, "fallback_ops": result.fallback_ops,
-                                            "report": result.report, "unmeasured": {}}
+                                            "report": result.report, "unmeasured": {}, "parts": {}, "parts_s": {}}
 
 
 def test_figures_whose_deployment_check_killed_the_worker_keep_no_deployment(cache, path):

@@ -36,6 +36,7 @@ from ..protocol import (
     LEVERS,
     Benchmark,
     Lever,
+    PartStatus,
     Recompile,
     TargetResult,
     from_dict,
@@ -276,14 +277,17 @@ def with_recompiles(result: TargetResult, recompiles: list[Recompile]) -> Target
 
 def with_deployment(result: TargetResult, deployment: Mapping[str, Any]) -> TargetResult:
     """`result` with the deployment answers measured with its figures (see `deployment_of`)."""
+    parts = {name: from_dict(PartStatus, state) for name, state in (deployment.get("parts") or {}).items()}
     return dataclasses.replace(result, export=deployment.get("export"),
                                fallback_ops=deployment.get("fallback_ops") or [], report=deployment.get("report"),
-                               unmeasured=dict(deployment.get("unmeasured") or {}))
+                               unmeasured=dict(deployment.get("unmeasured") or {}), parts=parts,
+                               parts_s=dict(deployment.get("parts_s") or {}))
 
 
 def deployment_of(result: TargetResult) -> dict:
     return {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report,
-            "unmeasured": result.unmeasured}
+            "unmeasured": result.unmeasured, "parts": {k: dataclasses.asdict(v) for k, v in result.parts.items()},
+            "parts_s": result.parts_s}
 
 
 def read_result(cache: ResultCache, keys: TargetKeys, source: str, path: str, *, recompiles: bool,
@@ -339,11 +343,16 @@ def write_sweep(cache: ResultCache, keys: TargetKeys, result: TargetResult, sour
     return True
 
 
+FIGURE_PARTS = ("forward", "train_step", "memory", "lines")  # the benchmark's own parts (`protocol.PARTS`)
+
+
 def write_bench(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> bool:
     """Store the figures of `result`, once they are in; True if stored. Figures measured without the
     remote cache they were asked with (it did not answer) are not: once it answers, they are measured again."""
     if result.benchmark is None or result.status != "ok":
         return False
+    if any(state.status == "pending" for name, state in result.parts.items() if name in FIGURE_PARTS):
+        return False  # the forward landed first: the figures are stored once the train step, memory and lines have
     if keys.remote is not None and result.benchmark.compile_s.get("warm_remote") is None:
         return False
     cache.put(keys.bench, "bench", anchored(dataclasses.asdict(result.benchmark), keys.root))
@@ -373,10 +382,13 @@ class ResultWriter:
         if keys is None:
             return
         for phase, write in (("trace", lambda: write_trace(self.cache, keys, result, self.source)),
-                             ("sweep", lambda: write_sweep(self.cache, keys, result, self.source)),
-                             ("bench", lambda: write_bench(self.cache, keys, result))):
+                             ("sweep", lambda: write_sweep(self.cache, keys, result, self.source))):
             if (result.name, phase) not in self.stored and write():
                 self.stored.add((result.name, phase))
+        # the figures grow until the measure phase ends (drift, the warm-remote compile): each event's kept
+        if (result.name, "bench") not in self.stored and write_bench(self.cache, keys, result) and \
+                settled(result, "measure"):
+            self.stored.add((result.name, "bench"))
         write_deployment(self.cache, keys, result)
         if (result.name, LEVERS) not in self.stored and write_levers(self.cache, keys, result):
             self.stored.add((result.name, LEVERS))
