@@ -24,6 +24,7 @@ MINIMAL = {
     "record": ["--", "python", "train.py"],
     "trial": ["--", "python", "train.py"],
     "mcp": [],
+    "show": ["model.py:1"],
 }
 
 

@@ -56,7 +56,7 @@ def test_cudagraph_records_are_counted_per_shape():
     events = [{"kind": "cudagraph_record", "rerecord": r, "step": s, "shapes": sh}
               for s, sh, r in ((0, [[8, 16]], False), (9, [[5, 16]], False), (9, [[5, 16]], True))]
     rows = shapes.by_shape(run, run, {"events": events, "compiles": []}, [])
-    assert [(r["signature"], r["step_count"], r["cudagraph_records"], r["cudagraph_rerecords"]) for r in rows] == [
+    assert [(r.signature, r.step_count, r.cudagraph_records, r.cudagraph_rerecords) for r in rows] == [
         ("[8, 16]", 11, 1, 0), ("[5, 16]", 1, 2, 1)]
     found = shapes.findings(rows, None, run, run)
     assert [f["kind"] for f in found] == ["cudagraph-records"] and "3 times for 2 input shapes" in found[0]["text"]
@@ -120,8 +120,8 @@ def test_a_main_shape_whose_speedup_differs_from_the_whole_runs_is_said():
     short = tuple(range(20, 30))
     eager, compiled, record = _runs([1.0] * 30, [1.0] + [0.5] * 19 + [1.0] * 10, short, {0: [2.0], 20: [2.0]})
     rows = shapes.by_shape(eager, compiled, record, [])
-    assert [(r["signature"], r["step_count"], r["compiles"]) for r in rows] == [("[8, 16]", 20, 1), ("[5, 16]", 10, 1)]
-    assert rows[0]["speedup"] == pytest.approx(2.0) and rows[0]["verdict"] == "faster"
+    assert [(r.signature, r.step_count, r.compiles) for r in rows] == [("[8, 16]", 20, 1), ("[5, 16]", 10, 1)]
+    assert rows[0].speedup == pytest.approx(2.0) and rows[0].verdict == "faster"
     found = {f["kind"]: f for f in shapes.findings(rows, speedup(eager, compiled), compiled, eager)}
     differs = found["main-shape-speedup-differs"]
     assert differs["figures"]["main"] == pytest.approx(2.0) and differs["figures"]["others"] == pytest.approx(1.0)
@@ -135,7 +135,7 @@ def test_minority_compiles_that_outweigh_the_saving_are_said_with_the_measured_f
     eager, compiled, record = _runs([1.0] * 12, [1.0] + [0.9] * 11, (9,), {0: [2.0], 9: [5.0]})
     rows = shapes.by_shape(eager, compiled, record, [])
     short = rows[1]
-    assert short["steps"] == [9] and short["compiled_median_s"] is None and "only in warm-up" in short["note"]
+    assert short.steps == [9] and short.compiled_median_s is None and "only in warm-up" in short.note
     found = shapes.findings(rows, None, compiled, eager)
     cost = next(f for f in found if f["kind"] == "minority-shapes-cost")
     # saved: 10 steady main steps at 0.1 s + the short step estimated at the main shape's gain
