@@ -29,9 +29,10 @@ def test_report_writes_one_standalone_page(tmp_path):
     assert "compile-lens: wrote out/report.html (1 target in 1 file)" in done.stderr
     assert "<title>Compile report: tiny.py</title>" in page
     assert 'id="t-' in page and "<strong>Tiny</strong>" in page and "tiny.py:5" in page
-    assert "✓ strict" in page  # torch.export
+    assert "✓ strict" in page or ">not run<" in page  # torch.export, or named as not run in a 3 s budget
     assert "extern_kernels.addmm" in page  # the Linear's GEMM, labelled as a library call
-    assert page.count("<svg class=\"chart\"") == 2  # latency vs batch size, compile-time breakdown (not the line bars)
+    # latency vs batch size (or why the budget left it out), compile-time breakdown (not the line bars)
+    assert page.count("<svg class=\"chart\"") + page.count('<figure class="empty"') == 2
     assert "http://" not in page and "https://" not in page  # no graph breaks, so no links at all
 
 
