@@ -108,5 +108,5 @@ def test_a_restart_compiles_warm_remote_else_from_the_artifact_else_as_the_compi
     figures = trial(**compiled, **served, speedup=Speedups(wall=Speedup(
         ratio=2.0, verdict="faster", why=None, eager_median_s=1.0, compiled_median_s=0.5)))
     bill = summary.bill(figures, CostInputs(price_per_gpu_hour=3.0, gpus=4, hours_per_month=100))
-    assert bill["compile_source"] == "warm-remote"
-    assert any("4.0 s (a fresh process served by the team's remote cache)" in line for line in bill["lines"])
+    assert bill.compile_source == "warm-remote"
+    assert any("4.0 s (a fresh process served by the team's remote cache)" in line for line in bill.lines)
