@@ -205,3 +205,32 @@ def test_no_bill_until_it_is_set_and_null_unsets_it():
     assert priced.price_per_gpu_hour == 3.0 and again.price_per_gpu_hour is None and problems == []
     _, problems = Settings.from_client({"bill.gpus": 1.5})
     assert problems and "a whole number from 1" in problems[0]
+
+
+def test_benchmark_opt_in_is_a_list_of_parts(project):
+    write(project / "pyproject.toml", """
+        [tool.compile-lens]
+        benchmark.optIn = ["strict_export", "batch-sweep"]
+    """)
+    config = load_project_config(str(project / "models" / "net.py"), str(project))
+    assert config.problems == [] and config.settings == {"benchmark.optIn": ["strict_export", "batch-sweep"]}
+    from compile_lens.settings import Settings
+
+    settings, rejected = Settings.from_client(config.settings)
+    assert rejected == [] and settings.opt_in == ["strict_export", "batch_sweep"]  # one spelling, as the worker reads it
+
+
+def test_a_part_that_cannot_be_opted_in_is_said_at_its_line(project):
+    write(project / "pyproject.toml", """
+        [tool.compile-lens]
+        device = "cpu"
+        benchmark.optIn = ["batch_sweep", "forwards"]
+
+        [tool.compile-lens.worker]
+        timeoutSeconds = 120
+    """)
+    config = load_project_config(str(project / "models" / "net.py"), str(project))
+    assert lines_of(config) == [(3, "setting benchmark.optIn=['batch_sweep', 'forwards']: `forwards` is not a part "
+                                    "that can be opted in (parts: export, strict_export, fallback_ops, batch_sweep); "
+                                    "using []")]
+    assert config.settings == {"device": "cpu", "worker.timeoutSeconds": 120}  # the list is not used, the rest is

@@ -21,6 +21,7 @@ describe('settings mapping', () => {
       'benchmark.mode',
       'benchmark.maxSeconds',
       'benchmark.precision',
+      'benchmark.optIn',
       'gpuBusyThreshold',
     ]) {
       assert.ok(keys.includes(key), key);
@@ -37,6 +38,7 @@ describe('settings mapping', () => {
       'benchmark.mode': 'default',
       'benchmark.maxSeconds': 60,
       'benchmark.precision': 'auto', // as a recorded run used, else torch's defaults
+      'benchmark.optIn': [], // parts run whatever the budget: none asked
       'lineCosts.inlayHints': true, // hints on the costly lines after a measurement
       remoteCache: null, // the team's Redis: unset, the environment's (if it turns one on)
       gpuBusyThreshold: 50, // background measurements wait above 50 % GPU use by others

@@ -186,3 +186,6 @@ class Lever:
     # what the edit needs (`actions/levers.py`): {"attribute": "blocks", "block_class": "Block", ...}
     data: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0  # what trying this lever cost (BENCHMARKS)
+    # CUDA graphs: {"before", "after"} the GPU idle share of the compiled call (`line_windows.gpu_idle_share`,
+    # as `forward.gpu_idle_share`), the default compile and the lever's; {} where not measured
+    gpu_idle_share: dict[str, Any] = field(default_factory=dict)

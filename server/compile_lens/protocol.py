@@ -203,6 +203,10 @@ class Phase:
 # A measurement's parts, in the order they run and are sent ("target" events with `part` set):
 # what the user waits for first (the forward's speedup and compile), then the rest.
 PARTS = ("forward", "train_step", "memory", "lines", "export", "fallback_ops", "batch_sweep")
+# The parts a user may ask for whatever the budget (`AnalyzeJob.opt_in`; `check --with`, the setting
+# `benchmark.optIn`): those the budget may skip, and strict export (a second, strict trace) on its own.
+# The forward, the train step, peak memory and the line costs always run.
+OPT_IN = ("export", "strict_export", "fallback_ops", "batch_sweep")
 
 
 @dataclass
@@ -319,7 +323,7 @@ class AnalyzeJob:
     # what the levers phase reads of earlier phases when they came from the cache:
     # {target: {"benchmark": Benchmark dict, "recompiles": [Recompile dict]}}
     known: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # parts of the measurement (`PARTS`: "lines", "export", "batch_sweep") run whatever the budget
+    # parts of the measurement (`OPT_IN`: "strict_export", "batch_sweep", …) run whatever the budget
     # (`max_seconds`) says; the others run only where they fit
     opt_in: list[str] = field(default_factory=list)
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 from .cost import BILL_FIELDS, CostInputs
+from .protocol import OPT_IN
 from .remote_cache import parse as parse_remote
 
 # setting key -> dataclass field
@@ -17,6 +18,7 @@ _KEYS = {
     "benchmark.mode": "mode",
     "benchmark.maxSeconds": "max_seconds",
     "benchmark.precision": "precision",
+    "benchmark.optIn": "opt_in",
     "gpuBusyThreshold": "gpu_busy_threshold",
     "remoteCache": "remote_cache",
     "lineCosts.inlayHints": "line_hints",
@@ -43,6 +45,8 @@ class Settings(CostInputs):
     mode: str = "default"
     max_seconds: float = 60.0
     precision: str = "auto"
+    # parts of the measurement run whatever max_seconds says (`protocol.OPT_IN`: "strict_export", "batch_sweep", …)
+    opt_in: list[str] = field(default_factory=list)
     # percent: background measurements wait while others use the GPU above it (gpu/); a training run
     # keeps a GPU at 80-100 %, an idle notebook at 0
     gpu_busy_threshold: float = 50.0
@@ -61,6 +65,12 @@ class Settings(CostInputs):
             if name is None:
                 continue
             default = getattr(settings, name)
+            if name == "opt_in":
+                try:
+                    settings.opt_in = opt_in_parts(value)
+                except (TypeError, ValueError) as exc:
+                    problems.append(f"setting {key}={value!r}: {exc or 'must be a list of parts'}; using []")
+                continue
             if value is None and name in _OPTIONAL:
                 setattr(settings, name, None)  # null: not known (VS Code's default)
                 continue
@@ -91,6 +101,20 @@ class Settings(CostInputs):
     def as_client(self) -> dict[str, Any]:
         names = {v: k for k, v in _KEYS.items()}
         return {names[f.name]: getattr(self, f.name) for f in fields(self)}
+
+
+def opt_in_parts(value: Any) -> list[str]:
+    """`benchmark.optIn` (a list) or `check --with` (one comma-separated string) as `protocol.OPT_IN`
+    names, in the order given, each once (`strict-export` is `strict_export`). ValueError names the
+    first one that is not a part and the parts that are; TypeError: not a list of strings."""
+    words = value.split(",") if isinstance(value, str) else value
+    if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+        raise TypeError
+    parts = [w.strip().replace("-", "_") for w in words if w.strip()]
+    bad = next((w for w in parts if w not in OPT_IN), None)
+    if bad is not None:
+        raise ValueError(f"`{bad}` is not a part that can be opted in (parts: {', '.join(OPT_IN)})")
+    return list(dict.fromkeys(parts))
 
 
 def _flatten(raw: dict, prefix: str = "") -> dict[str, Any]:

@@ -79,3 +79,12 @@ def pair_words(timing: dict[str, Any], label: str = "forward") -> str:
     if direction(t) is not None:
         return f"{label} {short_speed(t)}"
     return f"{label}: inconclusive, machine busy" if timing.get("busy") else f"{label}: no measurable change"
+
+
+def idle_words(shares: dict[str, Any]) -> Optional[str]:
+    """The CUDA-graphs lever's GPU idle share of the compiled call, default → lever (`Lever.gpu_idle_share`,
+    the figure `forward.gpu_idle_share` gives): `GPU idle 64% → 8% of the call`; None where a side has none."""
+    before, after = shares.get("before"), shares.get("after")
+    if before is None or after is None:
+        return None
+    return f"GPU idle {before:.0%} → {after:.0%} of the call"

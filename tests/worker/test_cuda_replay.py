@@ -102,3 +102,40 @@ def test_cuda_capture_reads_the_device_clock():
         pytest.skip(f"a {record['device']} capture (a rehearsal): the device clock is a GPU's")
     assert found.busy_us is not None and found.busy_us > 0
     assert found.idle_share is not None and 0 <= found.idle_share < 1
+
+
+def test_the_cuda_graphs_lever_reads_the_idle_share_the_line_costs_give():
+    """The lever's figure (`line_windows.gpu_idle_share`, from the events alone) is the line costs'
+    `forward.gpu_idle_share` on the same capture: one computation, read before and after."""
+    record, found = replay("forward")
+    if not record["device"].startswith("cuda"):
+        pytest.skip(f"a {record['device']} capture (a rehearsal): the GPU idle share is a GPU's")
+    share = windows.gpu_idle_share(SimpleNamespace(events=lambda: events(record)))
+    assert share is not None and share == pytest.approx(found.idle_share, abs=1e-9)
+
+
+def test_the_idle_share_reads_the_same_from_a_capture_as_from_the_profile():
+    """A real CPU profile (no device activity: the GPU idled the whole of each call, 1.0), written as
+    the GPU check writes its captures (`benchmarks.capture.dump_events`) and read back by this
+    replay: the same share, so a CUDA capture replays as its live profile read."""
+    import sys
+
+    import torch
+
+    from paths import REPO
+
+    sys.path.insert(0, str(REPO))
+    from benchmarks.capture import dump_events
+
+    model, x = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()), torch.randn(8, 16)
+    prof = windows.profile(lambda: model(x), 6, "cpu")
+    live = windows.gpu_idle_share(prof)
+    record = {"events": dump_events(list(prof.events()))}
+    replayed = windows.gpu_idle_share(SimpleNamespace(events=lambda: events(record)))
+    assert live == replayed == 1.0
+    found = windows.calls(prof, "cuda")
+    assert 3 <= found.n < 6 and found.busy_us == 0.0 and found.wall_us > 0  # the quieter half of 6 calls, each its window
+    assert windows.gpu_idle_share(prof, timed_us=found.wall_us / 2) == 1.0  # the timed call, not the window, is the call
+    with torch.profiler.profile() as bare:  # no `compile_lens.call:` ranges: no call to share
+        model(x)
+    assert windows.gpu_idle_share(bare) is None

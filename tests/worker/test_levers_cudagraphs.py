@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from compile_lens.protocol import InputRecipe, Lever, TargetResult, TargetSpec
-from compile_lens.render.levers_text import cudagraph_skips_in, lever_line
+from compile_lens.protocol import InputRecipe, Lever, TargetResult, TargetSpec, from_dict
+from compile_lens.render.levers_text import cudagraph_skips_in, lever_line, levers_json
 from compile_lens.torch_text.cudagraph_events import LOGGER, SKIP_LOGGER, skip_of
 from compile_lens.worker.levers import cudagraphs
 from compile_lens.worker.levers.phase import run_levers
@@ -111,6 +111,30 @@ def test_on_the_cpu_the_phase_does_not_show_the_lever():
     assert [lv.lever for lv in levers] == []
 
 
+FASTER = {"before": 1.0, "after": 0.7, "speedup": 1.43, "ci": [1.35, 1.5], "conclusive": True, "rounds": 12}
+GRAPHED = cudagraphs.graphed_words(1, 0, [])
+
+
+def test_the_verdict_reads_the_gpu_idle_share_before_and_after():
+    lever = cudagraphs.judged(FASTER, GRAPHED, {"before": 0.64, "after": 0.08}, {"graphed": 1, "graphs": 1, "skips": []})
+    assert lever.verdict == "better" and lever.gpu_idle_share == {"before": 0.64, "after": 0.08}
+    assert lever.why == "forward 1.43× faster; GPU idle 64% → 8% of the call; 1 of 1 graph(s) CUDA-graphed"
+    assert lever.action == ('CUDA graphs (mode="reduce-overhead"): forward 1.43× faster, GPU idle 64% → 8% of the '
+                            "call, 1 of 1 graph(s) CUDA-graphed (measured)")
+    assert lever_line(lever) == "CUDA graphs: " + "better — " + lever.why
+    # the JSON and the cache carry it as a field of its own
+    [row] = levers_json(TargetResult("Net", "module", 10, levers=[lever]))
+    assert row["gpu_idle_share"] == {"before": 0.64, "after": 0.08}
+    assert from_dict(Lever, json.loads(json.dumps(row))) == lever
+
+
+def test_a_side_without_an_idle_share_leaves_the_words_as_they_were():
+    busy = {"before": 1.0, "after": 1.0, "speedup": 1.0, "ci": [0.8, 1.25], "conclusive": False, "busy": "machine busy"}
+    lever = cudagraphs.judged(busy, GRAPHED, {"before": 0.5, "after": None}, {})
+    assert lever.verdict == "inconclusive" and "GPU idle" not in lever.why and not lever.action
+    assert lever.gpu_idle_share == {"before": 0.5, "after": None}
+
+
 @pytest.mark.parametrize("name", ["cpu_node", "mutated_input"])
 def test_the_reason_keeps_torchs_words(name):
     skip = skip_of(_messages()[name])
@@ -130,6 +154,8 @@ def test_on_a_gpu_the_lever_counts_the_graphs_and_names_the_skipped_line(name, s
     target = build_target(import_file(str(path), str(path.parent)), spec, str(path))
     lever = cudagraphs.measure(target, root=str(path.parent), device="cuda", mode="default", steady_s=4.0)
     print(lever_line(lever))  # gpu-check's log keeps the figures
+    # the GPU idle share of each side's compiled call, read as the line costs read `forward.gpu_idle_share`
+    assert all(0.0 <= lever.gpu_idle_share[side] <= 1.0 for side in ("before", "after")), lever.gpu_idle_share
     if skipped_line is None:
         assert lever.data["graphed"] >= 1 and lever.data["skips"] == []
     else:

@@ -46,6 +46,7 @@ from . import gate
 from .baseline import apply_baseline, write_baseline
 from .common import (
     add_remote_cache_argument,
+    add_with_argument,
     files_and_root,
     finish,
     open_cache,
@@ -174,7 +175,8 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             if cache is not None:
                 deps, _ = dependency_fingerprint(path, source, file_root)
                 keys = {t.name: target_keys(version, path, discovery.fingerprint, deps, t, settings.device, settings.mode,
-                                           python, remote_cache_in_use(settings.remote_cache, os.environ))
+                                           python, remote_cache_in_use(settings.remote_cache, os.environ),
+                                           settings.opt_in)
                         for t in runnable}
                 for t in runnable:
                     hit = read_result(cache, keys[t.name], source, path, recompiles=recompiles, benchmark=benchmark)
@@ -313,6 +315,7 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
                           "they fit, else named \"not run, N s budget\"")
     chk.add_argument("--precision", choices=PRECISIONS, default=None,
                      help="autocast / TF32 to measure in (benchmark.precision; default: pyproject's, else as recorded, else fp32)")
+    add_with_argument(chk)
     add_wait_gpu_argument(chk)
     add_compare_argument(chk)
     add_remote_cache_argument(chk)

@@ -11,11 +11,11 @@ from typing import Callable, Optional, Union
 
 from ..config import find_root, load_project_config, python_files
 from ..jobs.cache import ResultCache, cache_dir
-from ..protocol import Benchmark, FileReport, Problem
+from ..protocol import OPT_IN, Benchmark, FileReport, Problem
 from ..remote_cache import parse as parse_remote
 from ..render import findings as fnd
 from ..render.cli_output import cli_words
-from ..settings import Settings
+from ..settings import Settings, opt_in_parts
 
 
 def say(message: str) -> None:
@@ -71,7 +71,15 @@ def project_settings(files: list[str], root: str) -> Settings:
 
 # flag (argparse dest) -> the setting it overrides; a subcommand without the flag leaves it be
 FLAG_SETTINGS = {"device": "device", "mode": "mode", "timeout": "timeout_s", "max_seconds": "max_seconds",
-                 "memory_limit": "memory_limit_mb", "remote_cache": "remote_cache", "precision": "precision"}
+                 "memory_limit": "memory_limit_mb", "remote_cache": "remote_cache", "precision": "precision",
+                 "opt_in": "opt_in"}
+WITH_HELP = (f"parts to measure whatever --max-seconds leaves them, comma-separated: {', '.join(OPT_IN)} "
+             "(benchmark.optIn; replaces pyproject's list)")
+
+
+def add_with_argument(parser: argparse.ArgumentParser) -> None:
+    """`--with strict_export,batch_sweep`: parts run whatever the budget (checked by `preflight`)."""
+    parser.add_argument("--with", dest="opt_in", metavar="PARTS", default=None, help=WITH_HELP)
 
 
 def remote_address(text: str) -> str:
@@ -95,7 +103,7 @@ def settings_for(args: argparse.Namespace, files: list[str], root: str) -> Setti
     for flag, name in FLAG_SETTINGS.items():
         value = getattr(args, flag, None)
         if value:
-            setattr(settings, name, value)
+            setattr(settings, name, opt_in_parts(value) if name == "opt_in" else value)
     return settings
 
 

@@ -1,6 +1,7 @@
-"""The arguments that name files, checked before a subcommand starts any work (a torch process, a
-user's program): a report that cannot be written, a baseline that is not one, a `--map` or `--root`
-that points nowhere fails in a moment with one line, not after the analysis. Attributes a
+"""The arguments that name files (and `--with`'s parts), checked before a subcommand starts any work
+(a torch process, a user's program): a report that cannot be written, a baseline that is not one, a
+`--map` or `--root` that points nowhere, a part that does not exist fails in a moment with one line,
+not after the analysis. Attributes a
 subcommand does not have are skipped, so one check serves every subcommand."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import os
 from typing import Optional
 
+from ..settings import opt_in_parts
 from ..trace_import.paths import parse_maps
 from .baseline import read_baseline
 
@@ -53,6 +55,12 @@ def _creatable(folder: str) -> Optional[str]:
 
 def preflight(args: argparse.Namespace) -> Optional[str]:
     """What is wrong with the file arguments of `args` (one line), or None."""
+    parts = getattr(args, "opt_in", None)
+    if parts is not None:
+        try:
+            opt_in_parts(parts)
+        except ValueError as exc:
+            return f"--with {parts}: {exc}"
     root = getattr(args, "root", None)
     if root and not os.path.isdir(root):
         return f"--root {root} is not a folder"

@@ -20,7 +20,7 @@ from ..settings import DEVICES, MODES
 from ..trial import store as trial_store
 from ..trial import summary as trial_summary
 from .check import analysis_inputs, check_with_other
-from .common import add_remote_cache_argument, finish, open_cache
+from .common import add_remote_cache_argument, add_with_argument, finish, open_cache
 from .gpu_wait import add_wait_gpu_argument
 from .levers import FLAG_HELP as LEVERS_HELP
 from .shard import add_shard_argument
@@ -48,6 +48,7 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
     rep.add_argument("--root", metavar="DIR", help="workspace root (default: found per file, as for `check`)")
     rep.add_argument("--no-cache", action="store_true", help="measure again even when the result cache has figures")
     rep.add_argument("--levers", action="store_true", help=LEVERS_HELP + " (a levers table per target)")
+    add_with_argument(rep)
     add_shard_argument(rep)
     add_wait_gpu_argument(rep)
     add_remote_cache_argument(rep)

@@ -169,7 +169,7 @@ async def analyze_file(
             id=next(_job_ids), path=path, root=root, targets=pending, trace="trace" in wanted,
             recompiles="sweep" in wanted, benchmark="measure" in wanted, device=settings.device,
             mode=settings.mode, max_seconds=settings.max_seconds, remote_cache=remote_cache_in_use(settings.remote_cache, os.environ),
-            skip=skip,
+            skip=skip, opt_in=list(settings.opt_in),
             trace_dir=trace_dir, stamps=timeline is not None,
             stall_s=stall_after(limits.timeout_s),
             levers=LEVERS in wanted, known={k: v for k, v in (known or {}).items() if k in {t.name for t in pending}},

@@ -28,7 +28,7 @@ import logging
 import os
 import sqlite3
 import time
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from ..config import find_root
 from ..positions import moved
@@ -108,11 +108,14 @@ class TargetKeys:
 
 
 def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_fingerprint: str, spec: Any,
-                device: str, mode: str, python: Optional[str] = None, remote: Optional[str] = None) -> TargetKeys:
+                device: str, mode: str, python: Optional[str] = None, remote: Optional[str] = None,
+                opt_in: Sequence[str] = ()) -> TargetKeys:
     """The keys of one target, built here only, so the editor and the CLI read each other's results.
     `python`: the workers' interpreter when it is not this process's own (`check --compare-with`):
     two venvs with the same torch version may still hold different builds. `remote`: the remote
-    cache the measurement uses (`remote_cache.in_use`): turning one on measures again."""
+    cache the measurement uses (`remote_cache.in_use`): turning one on measures again. `opt_in`:
+    the parts asked for whatever the budget (`benchmark.optIn`): a cached measurement the budget
+    cut short is not the one asked for (none asked: the keys are as before)."""
     root = find_root(path)
     where = (project_identity(root), os.path.relpath(os.path.realpath(path), os.path.realpath(root)))
     other = () if python is None else (("python", python),)
@@ -124,7 +127,9 @@ def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_
     # the precision it is measured in, and where that was chosen (named with the figures); none: torch's defaults
     chosen = getattr(spec, "precision", "")
     precision = (("precision", chosen, spec.precision_source),) if chosen else ()
-    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served, *precision), remote, root)
+    asked = (("opt_in", tuple(sorted(set(opt_in)))),) if opt_in else ()
+    return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served, *precision, *asked),
+                      remote, root)
 
 
 def torch_version(python: Optional[str] = None) -> Optional[str]:

@@ -123,7 +123,8 @@ def _all_settled(found: Iterable[TargetResult], phase_name: str) -> bool:
 
 def _keys(ls: CompileLensServer, saved: Saved, spec: TargetSpec) -> TargetKeys:
     return target_keys(ls.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint, spec,
-                       ls.settings.device, ls.settings.mode, remote=remote_cache_in_use(ls.settings.remote_cache, os.environ))
+                       ls.settings.device, ls.settings.mode, remote=remote_cache_in_use(ls.settings.remote_cache, os.environ),
+                       opt_in=ls.settings.opt_in)
 
 
 async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> None:

@@ -7,11 +7,11 @@ import math
 import os
 import re
 import time
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from ..cost import Bill
 from ..processes import top_words
-from ..protocol import Benchmark, TargetResult, Timing
+from ..protocol import Benchmark, Lever, TargetResult, Timing
 from ..speed_words import direction, short_speed, speed_words
 from ..trial.figures import ShapeRow, TrialRecord
 from .findings import break_count_text, recompile_findings
@@ -60,16 +60,16 @@ def inconclusive_reason(b: Benchmark) -> str:
     return "re-measure when the machine is idle"
 
 
-def line_cost_lines(b: Benchmark) -> list[str]:
-    """The card's line-cost bullets: a launch-bound compiled call (the CUDA-graphs lever), and a line
-    table that is no finding (`Timing.lines_caveat`)."""
+def line_cost_lines(b: Benchmark, levers: Iterable[Lever] = ()) -> list[str]:
+    """The card's line-cost bullets: a launch-bound compiled call (the CUDA-graphs lever: what it
+    measured, where the target's `levers` has it), and a line table that is no finding (`Timing.lines_caveat`)."""
     out = []
     for label, t in (("forward", b.forward), ("train step", b.train_step)):
         if t is None:
             continue
-        bound = launch_bound(t, label)
+        bound = launch_bound(t, label, levers)
         if bound:
-            out.append(f"- ⚠ {_md(bound, 300)}")
+            out.append(f"- ⚠ {_md(bound, 400)}")
         caveat = no_finding(t) if t.lines else None
         if caveat:
             out.append(f"- line costs ({label}): {_md(caveat, 300)}")
@@ -372,7 +372,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
                                 fallback_line(result.fallback_ops, result.report, result.unmeasured)) if line]
     lines += [f"- {_md(part)}: {_md(why, 300)}" for part, why in result.unmeasured.items()
               if part not in (EXPORT_PART, FALLBACK_PART)]
-    lines += line_cost_lines(b)
+    lines += line_cost_lines(b, result.levers)
     lines += _part_lines(result, b, parts, waiting)
     for note in b.notes:
         lines.append(f"- ⚠ {note}")

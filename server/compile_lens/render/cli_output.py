@@ -233,7 +233,7 @@ def render_text(reports: list[FileReport], *, cwd: str, baselined: int = 0, not_
         for t in sorted(report.targets, key=lambda t: t.line):
             if t.benchmark is not None:
                 bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {benchmark_summary(t.benchmark)}")
-                bench.extend(line_costs.top_lines_text(t.benchmark, cwd))
+                bench.extend(line_costs.top_lines_text(t.benchmark, cwd, levers=t.levers))
             bench.extend(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: lever {line}" for line in levers_lines(t))
             if t.status != "error" and _incomplete(t):  # a phase failed or was left out: say which, and why
                 bench.append(f"{display_path(report.path, cwd)}:{t.line}: {t.name}: {phases.summary(t)}")

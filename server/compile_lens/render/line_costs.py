@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
-from ..protocol import Benchmark, CompileTime, LineCost, Timing
+from ..protocol import Benchmark, CompileTime, Lever, LineCost, Timing
 
 HINT_SHARE = 0.03  # a line gets an inlay hint only above this share of its side's time: a file is not painted
 TOP_LINES = 5  # the CLI text shows this many costliest lines
@@ -43,13 +43,28 @@ def compiled_text(line: LineCost, t: Timing) -> str:
     return us_text(line.compiled_us)
 
 
-def launch_bound(t: Optional[Timing], label: str = "forward") -> Optional[str]:
+def launch_bound(t: Optional[Timing], label: str = "forward", levers: Iterable[Lever] = ()) -> Optional[str]:
     """One line when the GPU sat idle for more than LAUNCH_BOUND of the compiled call (CUDA only):
-    the call is launch-bound, and CUDA graphs replay its launches at once."""
+    the call is launch-bound, and its action is the CUDA-graphs lever (`mode="reduce-overhead"`
+    launches the kernels at once). Where the target's `levers` has it, what it measured — the same
+    idle figure before and after; else how to measure it."""
     if t is None or t.gpu_idle_share is None or t.gpu_idle_share <= LAUNCH_BOUND:
         return None
-    return (f"launch-bound: the GPU sat idle {t.gpu_idle_share:.0%} of the compiled {label} — "
-            "CUDA graphs (`torch.compile(mode=\"reduce-overhead\")`) launch its kernels at once")
+    head = f"launch-bound: the GPU sat idle {t.gpu_idle_share:.0%} of the compiled {label}"
+    lever = graphs_lever(levers)
+    if lever is None:
+        return (f"{head} — its action is CUDA graphs (`torch.compile(mode=\"reduce-overhead\")` launches its "
+                "kernels at once): measure the lever with Try levers (`check --levers`)")
+    what = 'its action, CUDA graphs (`mode="reduce-overhead"`)'
+    if lever.verdict == "not measured":
+        return f"{head} — {what}: {lever.why or 'not measured'}"
+    offered = " (offered as an edit)" if lever.verdict == "better" and lever.action else ""
+    return f"{head} — {what}, measured {lever.verdict}: {lever.why}{offered}"
+
+
+def graphs_lever(levers: Iterable[Lever]) -> Optional[Lever]:
+    """The CUDA-graphs lever among a target's levers, where it was tried."""
+    return next((lv for lv in levers if lv.lever == "cudagraphs"), None)
 
 
 def no_finding(t: Timing) -> Optional[str]:
@@ -125,7 +140,7 @@ def hover_markdown(line: LineCost, t: Timing, label: Optional[str] = None) -> st
     return "\n\n".join(rows)
 
 
-def top_lines_text(b: Benchmark, cwd: Optional[str], n: int = TOP_LINES) -> list[str]:
+def top_lines_text(b: Benchmark, cwd: Optional[str], n: int = TOP_LINES, levers: Iterable[Lever] = ()) -> list[str]:
     """The CLI's lines after the figures: `  line costs (forward): model.py:17 0.81 ms → 0.20 ms · fused ×3`."""
     out: list[str] = []
     for label, t in (("forward", b.forward), ("train step", b.train_step)):
@@ -147,7 +162,7 @@ def top_lines_text(b: Benchmark, cwd: Optional[str], n: int = TOP_LINES) -> list
                 out.append(f"    not on a line: {us_text(t.unattributed_us)} compiled ({_why(t)})")
         if t.compiled_lines_note:
             out.append(f"    compiled column: {t.compiled_lines_note}")
-        bound = launch_bound(t, label)
+        bound = launch_bound(t, label, levers)
         if bound:
             out.append(f"  {bound}")
     ct = b.compile_time

@@ -3,9 +3,9 @@ with an eager and a compiled bar per row, and the cold compile by frame. Pure.""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
 
-from ..protocol import CompileTime, FileReport, Timing
+from ..protocol import CompileTime, FileReport, Lever, Timing
 from .html_parts import _e, _Page
 from .line_costs import kernel_words, launch_bound, no_finding, share, us_text
 
@@ -21,12 +21,12 @@ def _bars(eager: Optional[float], compiled: Optional[float], top: float) -> str:
             f'{_e(us_text(compiled))}">{rect(0, eager, "s-eager")}{rect(8, compiled, "s-compiled")}</svg>')
 
 
-def _table(page: _Page, t: Timing, label: str = "forward") -> str:
+def _table(page: _Page, t: Timing, label: str = "forward", levers: Iterable[Lever] = ()) -> str:
     if t.lines_note:
         return f'<p class="warn">Line costs: {_e(t.lines_note)}</p>'
     if not t.lines:
         return ""
-    bound = launch_bound(t, label)
+    bound = launch_bound(t, label, levers)
     warn = f'<p class="warn">{_e(bound.replace("`", ""))}</p>' if bound else ""
     if t.lines_caveat:  # no eager → compiled ratio as a finding: where the time goes, by share only
         rows = "".join(f"<tr><td>{page.loc(ln.path, ln.line)}</td><td class=\"num\">{share(ln, t):.0%}</td></tr>"
@@ -77,10 +77,10 @@ def lines_section(page: _Page, reports: list[FileReport]) -> str:
             b = t.benchmark
             if b is None:
                 continue
-            body = _table(page, b.forward) + _frames(page, b.compile_time)
+            body = _table(page, b.forward, levers=t.levers) + _frames(page, b.compile_time)
             if body:
                 parts.append(f"<h3>{page.loc(r.path, t.line, label=t.name)} · forward</h3>{body}")
-            train = _table(page, b.train_step, "train step") if b.train_step is not None else ""
+            train = _table(page, b.train_step, "train step", t.levers) if b.train_step is not None else ""
             if train:  # a line's train-step figures include its backward ("backward of line N")
                 parts.append(f"<h3>{page.loc(r.path, t.line, label=t.name)} · train step (forward + backward)</h3>{train}")
     return "<section><h2>Where the time goes</h2>" + "".join(parts) + "</section>" if parts else ""

@@ -10,7 +10,7 @@ benchmark times), each side compiled again in train mode so its timed calls comp
 from __future__ import annotations
 
 import contextlib
-from typing import Any, ContextManager, Optional
+from typing import Any, Callable, ContextManager, Optional
 
 import torch
 
@@ -24,12 +24,14 @@ WORKLOADS = {"forward": "forward", "train": "train step"}
 
 
 def forward_pair(target: BuiltTarget, before: str, after: str, *, device: str, mode: str,
-                 budget_s: float, compiling: Optional[ContextManager[Any]] = None) -> dict[str, Any]:
+                 budget_s: float, compiling: Optional[ContextManager[Any]] = None,
+                 keep: Optional[dict[str, Callable[[], Any]]] = None) -> dict[str, Any]:
     """{"before", "after"} ms per forward (eval, no_grad), "speedup" (before/after: above 1 the lever
     is faster), "ci", "conclusive", and "busy" when other processes took our cores. `compiling`:
-    entered while the lever's side compiles (e.g. to read what torch logs then)."""
+    entered while the lever's side compiles (e.g. to read what torch logs then); `keep` receives
+    each side's compiled call ("before", "after"), to profile after the rounds."""
     return _pair(target, before, after, "forward", device=device, mode=mode, budget_s=budget_s,
-                 compiling=compiling)
+                 compiling=compiling, keep=keep)
 
 
 def train_pair(target: BuiltTarget, before: str, after: str, *, device: str, mode: str,
@@ -39,7 +41,8 @@ def train_pair(target: BuiltTarget, before: str, after: str, *, device: str, mod
 
 
 def _pair(target: BuiltTarget, before: str, after: str, workload: str, *, device: str, mode: str,
-          budget_s: float, compiling: Optional[ContextManager[Any]] = None) -> dict[str, Any]:
+          budget_s: float, compiling: Optional[ContextManager[Any]] = None,
+          keep: Optional[dict[str, Callable[[], Any]]] = None) -> dict[str, Any]:
     kwargs = compile_kwargs(target, mode)
     args = to_device(target.args, device)
     sides = {}
@@ -52,6 +55,8 @@ def _pair(target: BuiltTarget, before: str, after: str, workload: str, *, device
             for _ in range(3):  # compiles (and any recompile) before anything is timed
                 call()
         sides[name] = timer("f()", {"f": call})
+        if keep is not None:
+            keep[name] = call
     settle(min(0.1 * budget_s, 5.0))  # the sides' compile workers quiet first: the span's reading is the rounds'
     watch = Contention(device)
     rounds = paired_rounds(sides["before"], sides["after"], budget_s=budget_s, watch=watch)

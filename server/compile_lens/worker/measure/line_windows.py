@@ -15,6 +15,9 @@
   and reasons then add up to busy + idle: the profile's total on CUDA (`device_parts`).
 - **Quiet calls:** the mean over the quieter half of the calls (each call's total at or below the
   median): a call the OS preempted is not steady state, as the timing's medians say.
+- **GPU idle share:** the GPU idle within the call over busy + idle (`idle_share`), the figure the
+  line costs give (`Timing.gpu_idle_share`) and the CUDA-graphs lever reads before and after
+  (`gpu_idle_share`: a profile's events alone, so a capture read back reads the same).
 """
 
 from __future__ import annotations
@@ -135,3 +138,22 @@ def device_parts(found: Calls, named_us: float, timed_us: Optional[float]) -> tu
     call_us = timed_us if timed_us else found.wall_us
     idle = max(0.0, call_us - busy)
     return busy + idle, {WHY_KERNELS_NO_LINE: busy - named_us, WHY_GPU_IDLE: idle}
+
+
+def idle_share(total_us: float, parts: dict[str, float]) -> Optional[float]:
+    """The GPU idle within the call as a share of it, from `device_parts`' answer; None for an empty call."""
+    return parts[WHY_GPU_IDLE] / total_us if total_us > 0 else None
+
+
+def gpu_idle_share(prof: Any, timed_us: Optional[float] = None) -> Optional[float]:
+    """The share of a profiled call the GPU sat idle, as the line costs compute it: the device-busy
+    time in each call's window (at least what its ops' kernels took), the timed call (else the
+    window) less it, over busy + idle, for the quieter half of the calls (`calls`, `device_parts`,
+    `idle_share`). Pure over `prof.events()` (a profile from `profile`, or a capture's events read
+    back); None where it has no call ranges. No device activity in the windows (a CPU profile):
+    the GPU idled the whole call, 1.0."""
+    found = calls(prof, "cuda")
+    if not found.events:
+        return None
+    named = sum(self_us(e, "cuda") for e in found.events) / found.n  # what the ops' own kernels took
+    return idle_share(*device_parts(found, named, timed_us))
