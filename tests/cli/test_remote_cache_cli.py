@@ -14,7 +14,7 @@ from compile_lens.cli.common import settings_for
 from compile_lens.cli.main import build_parser
 from paths import FIXTURES
 
-MODEL = str(FIXTURES / "remote" / "mlp_forward.py")  # forward only: half the compiles of the MLP module
+MODEL = str(FIXTURES / "remote" / "linear2_forward.py")  # forward only, library GEMMs only: the fewest compiles
 
 
 @pytest.mark.slow
@@ -28,7 +28,7 @@ def test_check_measures_with_the_remote_cache_the_environment_turns_on(redis_url
                            "--max-seconds", "5", "-q"],
                           cwd=str(FIXTURES / "remote"), capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode in (0, 1), done.stderr[-2000:]
-    [target] = [t for f in json.loads(done.stdout)["files"] for t in f["targets"] if t["name"] == "mlp_forward"]
+    [target] = [t for f in json.loads(done.stdout)["files"] for t in f["targets"] if t["name"] == "linear2_forward"]
     bench = target["benchmark"]
     assert bench["compile_s"]["warm_remote"] > 0 and bench["warm_cache"]["remote"]["fx_graph"]["hits"] > 0, bench
 

@@ -21,7 +21,8 @@ def run_report(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_report_writes_one_standalone_page(tmp_path):
-    shutil.copy(FIXTURES / "measure" / "tiny.py", tmp_path / "tiny.py")
+    # the page, not the figures: the cheapest measurement (frozen, one library GEMM: forward only, no C++ kernel)
+    shutil.copy(FIXTURES / "measure_forward" / "tiny.py", tmp_path / "tiny.py")
     done = run_report("tiny.py", "-o", "out/report.html", "--device", "cpu", "--max-seconds", "3", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")

@@ -197,7 +197,7 @@ def test_check_with_wait_gpu_waits_then_measures_anyway_and_says_so(tmp_path, tr
     """The real CLI on a tiny model, the GPU busy with `python train.py` the whole time: with
     `--wait-gpu 2` it waits before the file's measurement, then measures and says so on stderr."""
     project = tmp_path / "proj"
-    shutil.copytree(FIXTURES / "measure", project)
+    shutil.copytree(FIXTURES / "measure_forward", project)  # forward only: the wait is tested, not the figures
     readings = tmp_path / "gpu.json"
     write(readings, 92, [training.pid])
     env = {**os.environ, READINGS_ENV: str(readings), "COMPILE_LENS_CACHE_DIR": str(tmp_path / "cache")}

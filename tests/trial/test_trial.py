@@ -314,8 +314,9 @@ def test_payback_measured_and_projected():
 
 @pytest.mark.slow
 def test_a_cache_artifact_warms_a_fresh_process(tmp_path):
-    # Inductor for real (the artifact holds its compiled code): the tiniest model, fixed shapes
-    done, figures = _trial(tmp_path, "train_tiny.py", "--steps", "4", "--cold", "--cache-artifact",
+    # Inductor for real (the artifact holds its compiled code): the cheapest model, fixed shapes, no
+    # C++ kernel to build (train_linear.py)
+    done, figures = _trial(tmp_path, "train_linear.py", "--steps", "4", "--cold", "--cache-artifact",
                            "--gpu-price", "3", "--gpus", "4")
     assert done.returncode == 0, done.stderr[-3000:]
     artifact = figures["artifact"]
@@ -333,7 +334,7 @@ def test_a_cache_artifact_warms_a_fresh_process(tmp_path):
 @pytest.mark.slow
 def test_a_cache_artifact_run_that_missed_says_what_differed(tmp_path):
     # the artifact run sets TORCHINDUCTOR_SIZE_ASSERTS=0 (the compiled run has torch's default, on)
-    done, figures = _trial(tmp_path, "train_tiny_elsewhere.py", "--steps", "2", "--cold", "--cache-artifact")
+    done, figures = _trial(tmp_path, "train_linear_elsewhere.py", "--steps", "2", "--cold", "--cache-artifact")
     assert done.returncode == 0, done.stderr[-3000:]
     artifact = figures["artifact"]
     assert artifact["loaded"] and artifact["exit_code"] == 0

@@ -1,7 +1,8 @@
 """`compile-lens trial --remote-cache redis://HOST:PORT`: one more fresh compiled run with an empty
 local Inductor cache, served by a real Redis (`tests/redis_server.py`) only, and the GPU bill pricing a
-restart's compile from it. Two trials of the tiniest training loop against the same server: the first
-fills the cache (nothing to serve yet, and it says so), the second is served by it."""
+restart's compile from it. Two trials of the cheapest training loop (train_linear.py: Inductor's
+graphs, no C++ kernel to build) against the same server: the first fills the cache (nothing to serve
+yet, and it says so), the second is served by it."""
 
 from __future__ import annotations
 
@@ -34,10 +35,10 @@ FIXTURES = paths.FIXTURES / "trial"
 
 
 def _trial(root: Path, *flags: str) -> tuple[subprocess.CompletedProcess, dict]:
-    shutil.copy(FIXTURES / "train_tiny.py", root / "train_tiny.py")
+    shutil.copy(FIXTURES / "train_linear.py", root / "train_linear.py")  # no C++ kernel to build: cheap compiles
     out = root / "trial.json"
     command = [sys.executable, "-m", "compile_lens.cli", "trial", "--steps", "3", "--cold", *flags, "--json", str(out),
-               "--", sys.executable, "train_tiny.py"]
+               "--", sys.executable, "train_linear.py"]
     done = subprocess.run(command, cwd=root, env={**os.environ, "PYTHONPATH": str(paths.SERVER)},
                           capture_output=True, text=True, timeout=900)
     assert out.exists(), done.stderr[-3000:]
