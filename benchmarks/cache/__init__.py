@@ -1,0 +1,44 @@
+"""The caches' units: Inductor's remote cache (Redis) cold, warm and warm-remote, what a Redis hit
+leaves to build, and a CI run of `compile-lens check` with the result cache empty and warm. Each
+runs its module as its own process."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from .. import Context, unit
+from ..common import module_figures, not_run
+
+
+def _redis() -> bool:
+    return shutil.which("redis-server") is not None
+
+
+@unit("remote_cache", "warm-remote (a fresh process served by Redis) well under cold; the cold compile with a warm "
+      "Redis in the user's environment stays near cold (ratio ~1)", "the cold compile in a fresh process, empty caches",
+      timeout_s=1800, devices=("cpu",))
+def remote_cache(ctx: Context) -> dict[str, Any]:
+    if not _redis():
+        return not_run("no redis-server here (make setup installs it)")
+    f = module_figures(ctx, "cache.remote_cache", "1" if ctx.small else "2")
+    return {"ok": None, **f} if f.get("ok") is not False else f
+
+
+@unit("remote_kernels", "a Redis hit leaves no C++ kernel to build in the process's local folder (0 .so)",
+      "a cold compile and a warm local-disk compile in one folder", timeout_s=1200, devices=("cpu",))
+def remote_kernels(ctx: Context) -> dict[str, Any]:
+    if not _redis():
+        return not_run("no redis-server here (make setup installs it)")
+    f = module_figures(ctx, "cache.remote_kernels")
+    return {"ok": None, **f} if f.get("ok") is not False else f
+
+
+@unit("ci_run", "a re-run of `compile-lens check examples/` over unchanged files ≤ 2 s (served by the result cache, "
+      "no torch process); breaks only ≈ half of breaks + recompile sweep", "the same command with an empty result cache",
+      timeout_s=900, devices=("cpu",))
+def ci_run(ctx: Context) -> dict[str, Any]:
+    f = module_figures(ctx, "cache.ci_run")
+    if f.get("ok") is False:
+        return f
+    return {"ok": f["breaks_and_sweep_cached_s"] <= 2 and f["breaks_only_cached_s"] <= 2, **f}
