@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from . import REPO, Context, load_units
-from .common import busy, commit, machine
+from .common import busy, commit, machine, rounded
 from .ledger import table, write_markdown
 
 
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             figures = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         row = {"unit": u.name, "goal": u.goal, "against": u.against, **base, "load": load,
                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "seconds": round(time.perf_counter() - t0, 1), "ok": figures.pop("ok", None), "figures": figures}
+               "seconds": round(time.perf_counter() - t0, 1), "ok": figures.pop("ok", None), "figures": rounded(figures)}
         failed += row["ok"] is False
         rows.append(row)
         with ledger.open("a", encoding="utf-8") as f:

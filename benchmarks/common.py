@@ -119,6 +119,17 @@ def machine(device: str) -> dict[str, Any]:
     return out
 
 
+def rounded(value: Any) -> Any:
+    """Figures as a table shows them: floats to 3 decimals (the ledger is read by people too)."""
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(v) for v in value]
+    return value
+
+
 def commit() -> Optional[str]:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,

@@ -83,7 +83,7 @@ class Sampler:
         started = time.perf_counter()
         lenses = await self.client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
         out["codeLens"].append(time.perf_counter() - started)
-        assert len(lenses) == self.targets, len(lenses)
+        assert len(lenses) >= self.targets, len(lenses)  # one lens a target at least (Measure, and more once measured)
         j = self.random.randrange(self.targets)
         line, col = gen.class_position(self.paths[i], j)
         started = time.perf_counter()

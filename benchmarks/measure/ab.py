@@ -89,7 +89,7 @@ def independent(eager_obj: Any, args: tuple) -> Any:
 
 FRESH = r"""
 import copy, sys, torch
-sys.path.insert(0, {root!r}); sys.path.insert(0, {scripts!r})
+sys.path.insert(0, {root!r}); sys.path.insert(0, {server!r})
 from compile_lens.worker.measure import timing
 {imports}
 model = {init}
@@ -117,7 +117,7 @@ class Fresh:
 
     def __init__(self, path: str, spec: Any) -> None:
         file = Path(path).resolve()
-        code = FRESH.format(root=str(file.parent), scripts=str(REPO / "server"),
+        code = FRESH.format(root=str(file.parent), server=str(REPO / "server"),
                             imports=f"from {file.stem} import *", init=spec.inputs.init or f"{spec.name}()",
                             inputs=spec.inputs.text)
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
