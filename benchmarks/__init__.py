@@ -47,7 +47,7 @@ class Unit:
 UNITS: dict[str, Unit] = {}
 # the modules that register units, one per concern (each module's units run its neighbours as processes)
 CONCERNS = ("benchmarks.measure", "benchmarks.editor", "benchmarks.breaks", "benchmarks.cli", "benchmarks.trial",
-            "benchmarks.cache", "benchmarks.gpu")
+            "benchmarks.cache", "benchmarks.recordings", "benchmarks.gpu")
 
 
 def unit(name: str, goal: str, against: str, *, gpu: int = 0, timeout_s: float = 300.0,

@@ -2,7 +2,7 @@
 tests/data/trace_programs/train_tiny_lm.py (2 steps, Inductor on the CPU) with Inductor's provenance
 tracking on, kept small for the import tests (tests/trace_import/test_provenance_import.py).
 
-    .venv/bin/python scripts/record_provenance_trace.py [--out DIR]
+    .venv/bin/python -m benchmarks.recordings.provenance_trace [--out DIR]
 
 The program runs from a "job" folder (/tmp/.../job/repo) with `INDUCTOR_PROVENANCE=1 TORCH_TRACE=dir
 OMP_NUM_THREADS=1`; of the log torch writes, the records `compile-lens import` reads are kept, as torch
@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
 PROGRAM = os.path.join(REPO, "tests", "data", "trace_programs", "train_tiny_lm.py")
 KEEP = {"str", "dynamo_start", "compilation_metrics", "bwd_compilation_metrics", "inductor_output_code"}
 KEEP_ARTIFACTS = {"torch_version", "dynamo_graph_break_reason", "recompile_reasons",
@@ -69,6 +69,9 @@ def main() -> None:
     with gzip.open(target, "wt", encoding="utf-8") as out:
         out.writelines(out_lines)
     print(f"{target}: {len(out_lines)} of the log's lines, {os.path.getsize(target)} bytes gzipped (from {log})")
+    kinds = sorted(k for k in KEEP | KEEP_ARTIFACTS if any(f'"{k}"' in ln for ln in out_lines))
+    print(json.dumps({"kept_lines": len(out_lines), "gz_bytes": os.path.getsize(target), "log_bytes": os.path.getsize(log),
+                      "kinds_missing": sorted((KEEP | KEEP_ARTIFACTS) - set(kinds))}))
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -2,7 +2,7 @@
 of the text readers (`tests/worker/test_old_torch_logs.py`), which replay these records on today's torch.
 
     python3 -m venv /tmp/v24 && /tmp/v24/bin/pip install torch==2.4.0 numpy psutil
-    PYTHONPATH=server /tmp/v24/bin/python scripts/record_torch_logs.py examples/item_scale.py ...
+    PYTHONPATH=server:. /tmp/v24/bin/python -m benchmarks.recordings.old_torch_logs examples/item_scale.py ... [--out DIR]
 
 writes tests/data/torch_logs/torch-<version>.json: per file and target, every record the
 collector's logger received (logger, level, function, message), the repository root written as
@@ -24,7 +24,10 @@ from compile_lens.worker.breaks.graph_breaks import trace_graph_breaks
 from compile_lens.worker.breaks.recompiles import sweep_recompiles
 from compile_lens.worker.loader import TargetError, build_target, import_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+
+
+OUT = ROOT / "tests" / "data" / "torch_logs"
 
 
 class _Recorder(logging.Handler):
@@ -65,10 +68,15 @@ def main(paths: list[str]) -> None:
                     logger.removeHandler(recorder)
                 runs[run] = recorder.records
             out[f"{path.relative_to(ROOT)}:{spec.name}"] = runs
-    target = ROOT / "tests" / "data" / "torch_logs" / f"torch-{torch.__version__.split('+')[0]}.json"
+    target = OUT / f"torch-{torch.__version__.split('+')[0]}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {target} ({sum(len(r) for runs in out.values() for r in runs.values())} records)")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    args = sys.argv[1:]
+    if "--out" in args:  # another folder than the tests' (the `old_torch_logs` unit's own)
+        i = args.index("--out")
+        OUT, args = Path(args[i + 1]), args[:i] + args[i + 2:]
+    main(args)

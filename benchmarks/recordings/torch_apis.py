@@ -2,12 +2,16 @@
 
 Reads torch's own sources from wheels, nothing is imported:
     for v in 2.4.0 2.5.0 ... 2.13.0; do pip download torch==$v --no-deps -d WHEELS; done
-    python scripts/torch_api_versions.py WHEELS
+    python -m benchmarks.recordings.torch_apis WHEELS
 (PyPI's CUDA wheels, about 0.8 GB each; only the Python files named below are read from them.)
+`--installed` reads the installed torch's sources instead (the `torch_apis` unit: every API the
+worker reads, present on this torch or its fallback named) and prints the figures as JSON too.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 import sys
 import zipfile
@@ -129,6 +133,30 @@ def _version(wheel: Path) -> tuple[int, ...]:
     return tuple(int(p) for p in re.match(r"torch-(\d+)\.(\d+)\.(\d+)", wheel.name).groups())
 
 
+def installed() -> int:
+    """The installed torch (found, not imported): which of the APIs its sources have."""
+    spec = importlib.util.find_spec("torch")
+    root = Path(spec.origin).parent.parent if spec and spec.origin else None
+    if root is None:
+        print("no torch installed")
+        return 2
+    version = next(iter(root.glob("torch-*.dist-info")), None)
+    missing = []
+    for name, _, (path, patterns), without in APIS:
+        file = root / path
+        text = file.read_text(encoding="utf-8") if file.is_file() else None
+        if text is None or not all(re.search(p, text, re.M) for p in patterns):
+            missing.append(name)
+            print(f"missing: {name} (then: {without})")
+    # a missing API whose fallback is another API this torch has (an old name, a new one) is handled
+    present = " ".join(name for name, _, _, _ in APIS if name not in missing)
+    fallback = {name: re.findall(r"`([^`]+)`", without) for name, _, _, without in APIS}
+    unhandled = [m for m in missing if not any(f"`{t}`" in present or t in present for t in fallback[m])]
+    print(json.dumps({"torch": version.name.removesuffix(".dist-info") if version else None, "apis": len(APIS),
+                      "present": len(APIS) - len(missing), "missing": missing, "missing_without_a_fallback": unhandled}))
+    return 0
+
+
 def main(folder: str) -> None:
     wheels = sorted(Path(folder).glob("torch-*.whl"), key=_version)
     versions = [".".join(map(str, _version(w)[:2])) for w in wheels]
@@ -150,4 +178,6 @@ def main(folder: str) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--installed"]:
+        sys.exit(installed())
     main(sys.argv[1] if len(sys.argv) > 1 else "wheels")

@@ -1,7 +1,8 @@
 """Writes tests/data/cudagraph_skips/torch-<version>.json: torch's own "skipping cudagraphs due to …"
 messages, produced on the CPU by torch's own formatters (`torch._inductor.cudagraph_utils`) applied to
 the nodes of a real Dynamo graph of `sample_model.py` (whose lines the stack traces name), for the
-CUDA-graphs lever's replay tests. `python scripts/cudagraph_skip_samples.py`"""
+CUDA-graphs lever's replay tests. `python -m benchmarks.recordings.cudagraph_skips [--out DIR]` (the
+`cudagraph_skips` unit writes to its own folder and compares with the committed samples)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import torch
 from torch._inductor import cudagraph_utils as cu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "data", "cudagraph_skips"))
+OUT = os.path.normpath(os.path.join(HERE, "..", "..", "tests", "data", "cudagraph_skips"))
 DIR = "{DIR}"  # the folder of sample_model.py, put back by the tests
 
 
@@ -42,7 +43,9 @@ def main() -> int:
            "annotation), applied to a Dynamo graph of tests/data/cudagraph_skips/sample_model.py; logged by "
            "log_cudagraph_skip_and_bump_counter on the logger torch._inductor.cudagraph_utils.__cudagraphs",
            "messages": messages}
-    path = os.path.join(OUT, f"torch-{torch.__version__.split('+')[0]}.json")
+    folder = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else OUT
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"torch-{torch.__version__.split('+')[0]}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
