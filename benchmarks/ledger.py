@@ -21,7 +21,8 @@ def _figures(f: dict[str, Any]) -> str:
     text = json.dumps({k: v for k, v in f.items() if k not in ("out", "error", "printed")}, separators=(", ", ": "))
     if "error" in f:
         text += " error: " + str(f["error"]).replace("\n", " ")[-160:]
-    return text.replace("|", "/")[:400]
+    text = text.replace("|", "/")
+    return text if len(text) <= 240 else text[:239] + "…"  # the whole figures: the unit's own block
 
 
 def _how(r: dict[str, Any]) -> str:

@@ -98,6 +98,7 @@ def main() -> None:
     import compile_lens
 
     print(f"load average before: {os.getloadavg()}; code: {os.path.dirname(compile_lens.__file__)}")
+    summary: dict = {}
     for file, name, inputs in TARGETS:
         if args.only and args.only != name:
             continue
@@ -119,7 +120,13 @@ def main() -> None:
               f"lines+unattributed {b['sum_check_us'][0]:.1f} µs vs profile {b['sum_check_us'][1]} µs; "
               f"compiled lines {b['compiled_lines_us']:.1f} µs vs measured compiled call {b['compiled_call_us']:.1f} µs; "
               f"notes {b['note']!r} {b['compiled_note']!r}; top {b['top']}; frames {b['frames']}")
+        summary[f"{file}:{name}"] = {
+            "wall_before_s": round(a["wall_s"], 1), "wall_after_s": round(b["wall_s"], 1),
+            "step_s": round(b["line_costs_s"] or 0, 2), "step_share_pct": round(100 * share, 1), "lines": b["lines"],
+            "lines_plus_unattributed_us": b["sum_check_us"][0], "profile_us": b["sum_check_us"][1],
+            "compiled_lines_us": b["compiled_lines_us"], "compiled_call_us": b["compiled_call_us"]}
     print(f"load average after: {os.getloadavg()}")
+    print(json.dumps(summary, default=str))
 
 
 if __name__ == "__main__":

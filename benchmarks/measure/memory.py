@@ -112,6 +112,11 @@ def main() -> int:
     except (ValueError, KeyError, IndexError):
         report["result"] = {"unreadable_output": out[-2000:]}
     print(json.dumps(report, indent=1, default=str))
+    print(json.dumps({k: report.get(k) for k in ("wall_s", "samples", "max_processes", "peak_rss_mb", "peak_uss_mb",
+                                                 "peak_pss_mb", "at_peak_rss_sums_mb", "cgroup_at_peak_rss_mb",
+                                                 "slowest_full_info_ms")}
+                     | {"rss_minus_pss_largest_mb": (report.get("largest_rss_minus_pss") or {}).get("sums_mb"),
+                        "status": report["result"].get("status")}, default=str))  # the figures, one line
     return 0
 
 

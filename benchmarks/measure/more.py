@@ -4,6 +4,7 @@ and Inductor's provenance leaving kernels alone. Each runs its module as its own
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -11,6 +12,10 @@ from .. import REPO, Context, unit
 from ..common import MODELS, module_figures
 
 LEVERS = REPO / "tests" / "fixtures" / "levers"
+_RATIO = re.compile(r"tool/fresh speedup ratio: ([0-9.]+)")
+_PATHS = re.compile(r"\s*paths (\{.*?\});.*max abs error ([0-9.e+-]+)")
+ERROR_SAID = 1e-4  # the lever's own limit on the loaded artifact's output (aot_artifact.ERROR_SAID; it imports torch)
+_SAME = re.compile(r"identical without comments: (\d+) of (\d+) graphs")
 
 
 @unit("speedup_ab", "the tool's compiled forward within ±10% of a user's torch.compile(model) in the same process and "
@@ -20,7 +25,10 @@ LEVERS = REPO / "tests" / "fixtures" / "levers"
 def speedup_ab(ctx: Context) -> dict[str, Any]:
     rounds = "4" if ctx.dry else "8" if ctx.quick else "24"
     f = module_figures(ctx, "measure.ab", f"{MODELS}:TinyMLP", "--rounds", rounds)
-    return {"ok": None, **f} if f.get("ok") is not False else f
+    if f.get("ok") is False or not f.get("printed"):  # nothing printed: the A/B never reached the forward's timing
+        return {"ok": False, **f, "error": f.get("error", "the A/B hook was never reached (no rounds printed)")}
+    ratio = next((float(m.group(1)) for ln in f["printed"] if (m := _RATIO.match(ln))), None)
+    return {"ok": None if ratio is None else abs(ratio - 1) <= 0.10, "tool_over_fresh_speedup": ratio, **f}
 
 
 @unit("line_costs_step", "the per-line costs add ≤ 25% to a measurement's wall time; lines + unattributed = the "
@@ -29,7 +37,9 @@ def speedup_ab(ctx: Context) -> dict[str, Any]:
 def line_costs_step(ctx: Context) -> dict[str, Any]:
     args = ["--max-seconds", "5", "--only", "Tiny"] if ctx.small else []
     f = module_figures(ctx, "measure.line_costs_step", *args)
-    return {"ok": None, **f} if f.get("ok") is not False else f
+    if f.get("ok") is False or "printed" in f:
+        return f
+    return {"ok": all(t["step_share_pct"] <= 25 for t in f.values()), **f}
 
 
 @unit("guard_cost", "the forward's guard evaluation per call measured (µs, 95% interval) and its share of the compiled "
@@ -66,7 +76,14 @@ def levers_phase(ctx: Context) -> dict[str, Any]:
 def restart_paths(ctx: Context) -> dict[str, Any]:
     f = module_figures(ctx, "measure.restart", f"{REPO / 'tests' / 'fixtures' / 'remote' / 'mlp.py'}:MLP",
                        "--max-seconds", "10" if ctx.small else "60")
-    return {"ok": None, **f} if f.get("ok") is not False else f
+    if f.get("ok") is False:
+        return f
+    for line in f["printed"]:
+        if m := _PATHS.match(line):  # `paths {...}; cpu A → B s; artifact N B, Mega-Cache M B, max abs error E`
+            paths = ast.literal_eval(m.group(1))
+            return {"ok": float(m.group(2)) <= ERROR_SAID, "restart_s": paths, "max_abs_error": float(m.group(2)),
+                    "printed": f["printed"]}
+    return {"ok": None, **f}
 
 
 @unit("worker_memory", "a worker tree's summed USS/PSS against RSS while it measures nanoGPT (the memory cap reads "
@@ -83,5 +100,8 @@ def provenance_kernels(ctx: Context) -> dict[str, Any]:
     f = module_figures(ctx, "measure.provenance_kernels", *(["--only", "matmuls"] if ctx.small else []))
     if f.get("ok") is False:
         return f
-    differ = [ln for ln in f.get("printed", []) if "differ" in ln.lower()]
-    return {"ok": None, **f, "differ_lines": differ}
+    same = next((m for ln in f["printed"] if (m := _SAME.match(ln))), None)
+    if same is None:
+        return {"ok": None, **f}
+    return {"ok": same.group(1) == same.group(2), "identical_graphs": int(same.group(1)), "graphs": int(same.group(2)),
+            "printed": f["printed"]}
