@@ -42,10 +42,10 @@ def busy_rule(ctx: Context) -> dict[str, Any]:
     return {"ok": proc.returncode == 0, "out": tail(proc, 400)}
 
 
-@unit("benchmark_tests", "tests/worker/test_benchmark.py and test_line_costs.py pass with COMPILE_LENS_TEST_DEVICE set to the device",
+@unit("benchmark_tests", "tests/worker/test_benchmark.py, test_benchmark_parts.py and test_line_costs.py pass with COMPILE_LENS_TEST_DEVICE set to the device",
       "the tests' own independent checks", gpu=6, timeout_s=150)
 def benchmark_tests(ctx: Context) -> dict[str, Any]:
     # the rehearsal: two tests that need no shared measurement (the file is marked `alone`: all of it is slow)
     if ctx.dry:
-        return _pytest(ctx, "tests/worker/test_benchmark.py", "-x", "-k", "test_resolve_device or test_oom_detection")
-    return _pytest(ctx, "tests/worker/test_benchmark.py", "tests/worker/test_line_costs.py")
+        return _pytest(ctx, "tests/worker/test_benchmark_parts.py", "-x", "-k", "test_resolve_device or test_oom_detection")
+    return _pytest(ctx, "tests/worker/test_benchmark.py", "tests/worker/test_benchmark_parts.py", "tests/worker/test_line_costs.py")

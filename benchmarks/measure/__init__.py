@@ -43,6 +43,9 @@ def speedup_truth(ctx: Context) -> dict[str, Any]:
                 figures[name] = {"agree": False, "error": f"rc {proc.returncode}: {tail(proc, 300)}"}
                 continue
             r = json.loads(out.read_text())[0]
+        if "error" in r:  # the tool's side gave no figure (the row says why)
+            figures[name] = {"agree": False, "error": r["error"]}
+            continue
         figures[name] = {"tool": round(r["benchmark"]["forward"]["speedup"], 3),
                          "independent": round(r["independent"]["speedup"], 3), "ratio": round(r["ratio"], 3),
                          "agree": r["agree"], "busy": r["independent"]["busy"]}

@@ -28,7 +28,9 @@ def speedup_ab(ctx: Context) -> dict[str, Any]:
     if f.get("ok") is False or not f.get("printed"):  # nothing printed: the A/B never reached the forward's timing
         return {"ok": False, **f, "error": f.get("error", "the A/B hook was never reached (no rounds printed)")}
     ratio = next((float(m.group(1)) for ln in f["printed"] if (m := _RATIO.match(ln))), None)
-    return {"ok": None if ratio is None else abs(ratio - 1) <= 0.10, "tool_over_fresh_speedup": ratio, **f}
+    busy = any("too few quiet rounds" in ln for ln in f["printed"])  # others took our cores: no verdict
+    return {"ok": None if ratio is None or busy else abs(ratio - 1) <= 0.10, "tool_over_fresh_speedup": ratio,
+            "busy": busy, **f}
 
 
 @unit("line_costs_step", "the per-line costs add ≤ 25% to a measurement's wall time; lines + unattributed = the "
