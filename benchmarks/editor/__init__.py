@@ -37,9 +37,10 @@ def editor_latencies(ctx: Context) -> dict[str, Any]:
     floor, anchor = f["explain_floor_s"], f["torch_logs_anchor_s"]
     saves = {name: {"save_ms": round(s * 1000), "floor_ms": round(floor[name] * 1000), "x_floor": round(s / floor[name], 2),
                     "x_faster_than_torch_logs": round(anchor / s, 1)} for name, s in f["save_to_diagnostics_s"].items()}
-    met = (all(s["x_faster_than_torch_logs"] >= 8 for s in saves.values()) and f["lint_5000_lines_ms"] <= 50
-           and f["hover_ms"]["p50"] <= 10 and f["comment_edit_retraces"] == 0 and f["server_idle_rss_mb"] <= 80)
-    # the 1.5× floor is read per file in the prose: a loaded machine moves the in-process floor too
+    # per file: the floor is the in-process explain of its first target (a two-target file re-traces both)
+    met = (all(s["x_faster_than_torch_logs"] >= 8 and s["x_floor"] <= 1.5 for s in saves.values())
+           and f["lint_5000_lines_ms"] <= 50 and f["hover_ms"]["p50"] <= 10 and f["comment_edit_retraces"] == 0
+           and f["server_idle_rss_mb"] <= 80)
     return {"ok": met, "saves": saves, "torch_logs_anchor_s": round(anchor, 2),
             "lint_ms": round(f["lint_5000_lines_ms"], 1), "hover_ms": f["hover_ms"], "code_lens_ms": f["code_lens_ms"],
             "comment_edit_retraces": f["comment_edit_retraces"], "server_idle_rss_mb": round(f["server_idle_rss_mb"]),
