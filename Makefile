@@ -69,12 +69,11 @@ test:
 	@bash scripts/test_stages.sh lint docs ts-test pytest,e2e
 
 # The benchmark harness (benchmarks/): every unit for the device, one JSON line each in
-# build/bench/ledger.jsonl, BENCHMARKS.md's generated table rewritten from it. BENCH=NAME… picks units.
+# build/bench/ledger.jsonl, BENCHMARKS.md's generated blocks rewritten from it. BENCH=NAME… picks
+# units, BENCH_FLAGS=--quick runs each smaller (--dry: the rehearsal), `--list` names them all.
 BENCH_DEVICE ?= cpu
 bench: setup
-	PYTHONPATH=server $(PY) -m benchmarks $(BENCH) --device $(BENCH_DEVICE) --markdown
-	$(PY) scripts/bench_typing.py --json build/bench_typing.json
-	$(PY) scripts/bench_first_break.py --json build/bench_first_break.json
+	PYTHONPATH=server $(PY) -m benchmarks $(BENCH) --device $(BENCH_DEVICE) $(BENCH_FLAGS) --markdown
 
 # On a GPU box: the harness's GPU subset within 8 minutes (scripts/gpu-check; docs/remote.md).
 gpu-check:

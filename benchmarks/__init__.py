@@ -25,6 +25,11 @@ class Context:
     out: Path  # where a unit may write what it brings back (scripts/gpu-check's folder)
     dry: bool = False  # the rehearsal: every stage at its smallest
     timeout_s: float = 300.0  # this unit's own limit (each subprocess it starts is held to it)
+    quick: bool = False  # smaller than a full run, the figures kept (the ledger marks them quick)
+
+    @property
+    def small(self) -> bool:
+        return self.dry or self.quick
 
 
 @dataclass
@@ -40,6 +45,9 @@ class Unit:
 
 
 UNITS: dict[str, Unit] = {}
+# the modules that register units, one per concern (each module's units run its neighbours as processes)
+CONCERNS = ("benchmarks.measure", "benchmarks.editor", "benchmarks.breaks", "benchmarks.cli", "benchmarks.trial",
+            "benchmarks.cache", "benchmarks.recordings", "benchmarks.gpu")
 
 
 def unit(name: str, goal: str, against: str, *, gpu: int = 0, timeout_s: float = 300.0,
@@ -54,6 +62,6 @@ def load_units(extra: Optional[list[str]] = None) -> dict[str, Unit]:
     """Import the modules that register units (and `extra` ones, e.g. a test's)."""
     import importlib
 
-    for mod in ["benchmarks.units", "benchmarks.gpu_units", *(extra or [])]:
+    for mod in [*CONCERNS, *(extra or [])]:
         importlib.import_module(mod)
     return UNITS

@@ -1,8 +1,11 @@
-"""Run the benchmarks: `python -m benchmarks [NAME…] [--device cuda] [--gpu] [--dry] [--out DIR]`.
+"""Run the benchmarks: `python -m benchmarks [NAME…] [--device cuda] [--gpu] [--quick|--dry] [--markdown] [--out DIR]`.
 
 Each unit's figures go as one JSON line (machine, load, torch, commit, device, figures) to the
 ledger (`--ledger`, default build/bench/ledger.jsonl; the GPU check: its --out folder), a table
-is printed, and `--markdown` rewrites BENCHMARKS.md's generated section from the ledger.
+is printed, and `--markdown` rewrites BENCHMARKS.md's generated blocks from the ledger: the summary
+table and one block per unit. `--quick` runs each unit smaller (its rows are figures, marked
+quick); `--dry` is the rehearsal (every unit at its smallest; its rows stay out of BENCHMARKS.md
+unless the run is itself `--dry --markdown`, as the harness's test does on its own copy).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import time
 from pathlib import Path
 
 from . import REPO, Context, load_units
-from .common import busy, commit, machine
+from .common import busy, commit, machine, rounded
 from .ledger import table, write_markdown
 
 
@@ -24,16 +27,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--gpu", action="store_true", help="the GPU check's subset, most important first")
     p.add_argument("--dry", action="store_true", help="the rehearsal: every unit at its smallest")
+    p.add_argument("--quick", action="store_true", help="every unit smaller, its figures kept (marked quick)")
     p.add_argument("--out", default=str(REPO / "build" / "bench"))
     p.add_argument("--ledger", default=None, help="default: OUT/ledger.jsonl")
     p.add_argument("--budget", type=float, default=None, help="stop starting units after this many seconds")
-    p.add_argument("--markdown", action="store_true", help="rewrite BENCHMARKS.md's generated table from the ledger")
+    p.add_argument("--markdown", action="store_true", help="rewrite BENCHMARKS.md's generated blocks from the ledger")
+    p.add_argument("--md", default=str(REPO / "BENCHMARKS.md"), help=argparse.SUPPRESS)  # another file (tests)
+    p.add_argument("--render", action="store_true", help="only rewrite BENCHMARKS.md from the ledger, running nothing")
     p.add_argument("--list", action="store_true")
     p.add_argument("--units", action="append", default=[], help=argparse.SUPPRESS)  # extra modules (tests)
     args = p.parse_args(argv)
     units = load_units(args.units)
     out = Path(args.out)
     ledger = Path(args.ledger) if args.ledger else out / "ledger.jsonl"
+    if args.render:
+        write_markdown(ledger, Path(args.md), dry=args.dry, goals={u.name: u.goal for u in units.values()})
+        return 0
     unknown = [n for n in args.names if n not in units]
     if unknown or args.list:
         if unknown:
@@ -45,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         sorted((u for u in units.values() if u.gpu), key=lambda u: u.gpu) if args.gpu else \
         [u for u in units.values() if args.device in u.devices and not u.name.startswith("trivial_")]
     out.mkdir(parents=True, exist_ok=True)
-    base = {"machine": machine(args.device), "commit": commit(), "device": args.device, "dry": args.dry}
+    base = {"machine": machine(args.device), "commit": commit(), "device": args.device, "dry": args.dry,
+            "quick": args.quick and not args.dry}
     started, rows, failed = time.perf_counter(), [], 0
     for u in chosen:
         if args.device not in u.devices:
@@ -59,12 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         load = busy()
         t0 = time.perf_counter()
         try:
-            figures = u.run(Context(args.device, out, args.dry, min(u.timeout_s, left)))
+            figures = u.run(Context(args.device, out, args.dry, min(u.timeout_s, left), args.quick))
         except Exception as exc:  # noqa: BLE001 - one unit's failure is its figure, not the run's end
             figures = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         row = {"unit": u.name, "goal": u.goal, "against": u.against, **base, "load": load,
                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "seconds": round(time.perf_counter() - t0, 1), "ok": figures.pop("ok", None), "figures": figures}
+               "seconds": round(time.perf_counter() - t0, 1), "ok": figures.pop("ok", None), "figures": rounded(figures)}
         failed += row["ok"] is False
         rows.append(row)
         with ledger.open("a", encoding="utf-8") as f:
@@ -72,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     (out / "summary.md").write_text(table(rows) + "\n", encoding="utf-8")
     if args.markdown:
-        write_markdown(ledger, REPO / "BENCHMARKS.md")
+        write_markdown(ledger, Path(args.md), dry=args.dry, goals={u.name: u.goal for u in units.values()})
     return 1 if failed else 0
 
 

@@ -1,8 +1,10 @@
-"""The parts every unit shares: the machine and its load, the commit, a subprocess under the
-unit's limit, loading the shared models, and the independent timing in a fresh process."""
+"""The parts every unit shares, written once: the machine and its load, the commit, a subprocess
+under the unit's limit, loading targets (`FILE[:Target]`), the independent timing in a fresh
+process, and the bare LSP client over stdio (`WireClient`)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import platform
@@ -10,12 +12,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Iterator, Optional
 
 from . import REPO, Context
 
-MODELS = REPO / "scripts" / "speedup_models.py"
+MODEL_DIR = REPO / "benchmarks" / "models"  # the held-out models units load (not examples/, not fixtures)
+MODELS = MODEL_DIR / "speedup_models.py"
 SHARED = ("MLPStack", "GPT", "ConvNet")
+
+
+def py(module: str, *args: str) -> list[str]:
+    """The command line of a benchmark module run as its own process (`python -m benchmarks.X ...`)."""
+    return [sys.executable, "-m", f"benchmarks.{module}", *args]
 
 
 def env(ctx: Context, **more: str) -> dict[str, str]:
@@ -35,6 +44,37 @@ def run(ctx: Context, args: list[str], timeout: Optional[float] = None, **more: 
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         return subprocess.CompletedProcess(args, 124, out, f"timed out after {exc.timeout:.0f} s")
+
+
+def last_json(proc: subprocess.CompletedProcess) -> Optional[Any]:
+    """The last line of a child's stdout that parses as JSON (how the modules hand figures back)."""
+    for line in reversed((proc.stdout or "").splitlines()):
+        if line.startswith(("{", "[")):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return None
+
+
+def printed(proc: subprocess.CompletedProcess, n: int = 8) -> list[str]:
+    """The last lines a module printed: the figures of one that hands back no JSON."""
+    return [ln.rstrip()[:200] for ln in (proc.stdout or "").splitlines() if ln.strip()][-n:]
+
+
+def module_figures(ctx: Context, module: str, *args: str, timeout: Optional[float] = None, **more: str) -> dict[str, Any]:
+    """Run `benchmarks.<module>` as its own process: its last JSON line (a dict) as the figures, else
+    the lines it printed; a failed run is the figure `ok: False` with its output's tail."""
+    proc = run(ctx, py(module, *args), timeout, **more)
+    if proc.returncode != 0:
+        return {"ok": False, "error": f"rc {proc.returncode}: {tail(proc)}"}
+    got = last_json(proc)
+    return dict(got) if isinstance(got, dict) else {"printed": printed(proc)}
+
+
+def not_run(why: str) -> dict[str, Any]:
+    """What a unit returns where its floor is missing here (another torch, Redis, a GPU): no figure."""
+    return {"ok": None, "not_run": why}
 
 
 def tail(proc: subprocess.CompletedProcess, n: int = 600) -> str:
@@ -77,6 +117,17 @@ def machine(device: str) -> dict[str, Any]:
     except ImportError:
         out["torch"] = None
     return out
+
+
+def rounded(value: Any) -> Any:
+    """Figures as a table shows them: floats to 3 decimals (the ledger is read by people too)."""
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(v) for v in value]
+    return value
 
 
 def commit() -> Optional[str]:
@@ -144,3 +195,156 @@ def fresh_torch(ctx: Context, name: str, pairs: int = 10) -> dict[str, Any]:
     out = json.loads(line[len("RESULT "):])
     out["process_s"] = time.perf_counter() - started
     return out
+
+
+# --- loading targets: `FILE[:Target]`, every target with inputs when no name is given --------------
+def load_targets(items: list[str]) -> Iterator[tuple[str, str, Any, Any]]:
+    """(path, root, spec, built target or the exception that stopped building it) per target,
+    discovered and given inputs as the worker does (`compile_lens` on the path: PYTHONPATH=server)."""
+    from compile_lens.discovery import discover
+    from compile_lens.discovery.inputs import resolve_inputs
+    from compile_lens.worker.loader import build_target, import_file
+
+    for item in items:
+        path, _, name = item.partition(":")
+        path = os.path.abspath(path)
+        root = os.path.dirname(path)
+        source = Path(path).read_text(encoding="utf-8")
+        specs = [t for t in resolve_inputs(path, root, discover(source).targets, source=source)
+                 if t.inputs is not None and (not name or t.name == name)]
+        module = import_file(path, root)
+        for spec in specs:
+            try:
+                built: Any = build_target(module, spec, path)
+            except Exception as exc:  # noqa: BLE001 - a benchmark: the caller says it and goes on
+                built = exc
+            yield path, root, spec, built
+
+
+# --- the server over stdio: a bare JSON client ------------------------------------------------------
+# pytest-lsp's client turns every published diagnostic into lsprotocol objects, which costs more
+# than the server's work on a 1,500-diagnostic file; an editor (VS Code's JSON parser) does not.
+# This client reads the raw messages, so what it times is the server and the pipe.
+class WireClient:
+    def __init__(self, process: asyncio.subprocess.Process):
+        self.process = process
+        self.next_id = 0
+        self.answers: dict[int, asyncio.Future] = {}
+        self.published: list[tuple[float, dict]] = []  # (arrival time, params without diagnostics)
+        self.notifications: list[tuple[float, str, Any]] = []  # other notifications: (arrival, method, params)
+        self.log_lines: list[tuple[float, str]] = []  # the server's stderr, when `start(log=True)`
+        self.arrived = asyncio.Event()  # set on each message: waiting never polls (the CPU is the server's)
+        self.reader = asyncio.get_running_loop().create_task(self._read())
+        self.log_reader = (asyncio.get_running_loop().create_task(self._read_log())
+                           if process.stderr is not None else None)
+
+    @classmethod
+    async def start(cls, root: Path, trusted: bool = False, settings: Optional[dict] = None,
+                    env: Optional[dict] = None, log: bool = False) -> WireClient:
+        """`log`: keep the server's stderr lines (`log_lines`); otherwise it is dropped."""
+        env = {**os.environ, "PYTHONSAFEPATH": "1",
+               "COMPILE_LENS_CACHE_DIR": tempfile.mkdtemp(prefix="compile-lens-wire-cache-"), **(env or {})}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "compile_lens", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE if log else asyncio.subprocess.DEVNULL, env=env, limit=2**26)
+        client = cls(process)
+        await client.request("initialize", {
+            "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+            "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
+            "initializationOptions": {"settings": settings or {}, "trusted": trusted}})
+        client.notify("initialized", {})
+        return client
+
+    def _send(self, message: dict) -> None:
+        body = json.dumps(message).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def notify(self, method: str, params: Any) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        future = self.answers[self.next_id] = asyncio.get_running_loop().create_future()
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return await future
+
+    async def _read(self) -> None:
+        stream = self.process.stdout
+        loop = asyncio.get_running_loop()
+        while True:
+            length = None
+            while True:
+                line = await stream.readline()
+                if not line:
+                    return
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+                elif line in (b"\r\n", b"\n"):
+                    break
+            message = json.loads(await stream.readexactly(length or 0))
+            if "id" in message and "method" not in message:
+                future = self.answers.pop(message["id"], None)
+                if future is not None and not future.done():
+                    future.set_result(message.get("result"))
+            elif message.get("method") == "textDocument/publishDiagnostics":
+                params = message["params"]
+                codes = [str(d.get("code", "")) for d in params["diagnostics"]]
+                self.published.append((loop.time(), {"uri": params["uri"], "version": params.get("version"),
+                                                     "count": len(params["diagnostics"]),
+                                                     "gb": any(c.startswith("GB") for c in codes)}))
+                self.arrived.set()
+            elif "id" in message:  # a request from the server (configuration, refresh): answer null
+                self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            elif "method" in message:
+                self.notifications.append((loop.time(), message["method"], message.get("params")))
+                self.arrived.set()
+
+    async def _read_log(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            line = await self.process.stderr.readline()
+            if not line:
+                return
+            self.log_lines.append((loop.time(), line.decode("utf-8", "replace").rstrip("\n")))
+            self.arrived.set()
+
+    async def wait_for(self, found) -> Any:
+        """Wait (on arrivals, never polling) until `found()` returns something other than None."""
+        while True:
+            self.arrived.clear()
+            answer = found()
+            if answer is not None:
+                return answer
+            await self.arrived.wait()
+
+    async def wait_published(self, uri: str, version: int, since: int = 0) -> tuple[float, int]:
+        """The first publish of this version or a newer one (a server may lint queued edits once)."""
+        while True:
+            for at, params in self.published[since:]:
+                if params["uri"] == uri and (params["version"] or 0) >= version:
+                    return at, params["count"]
+            since = len(self.published)
+            self.arrived.clear()
+            await self.arrived.wait()
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.request("shutdown", None), 30)
+            self.notify("exit", None)
+            await asyncio.wait_for(self.process.wait(), 30)
+        except (asyncio.TimeoutError, ConnectionError):
+            self.process.kill()
+        self.reader.cancel()
+        if self.log_reader is not None:
+            self.log_reader.cancel()
+
+
+def hover_params(uri: str, line: int, character: int) -> dict:
+    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+
+
+def change_params(uri: str, version: int, line: int, column: int, text: str, end: Optional[tuple] = None) -> dict:
+    end_line, end_column = end or (line, column)
+    return {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{
+        "range": {"start": {"line": line, "character": column}, "end": {"line": end_line, "character": end_column}},
+        "text": text}]}

@@ -1,5 +1,5 @@
 """Timestamps on the way to the first graph-break squiggle (open or save → the publish that carries
-the trace's breaks), read by `scripts/bench_first_break.py`.
+the trace's breaks), read by `benchmarks/editor/first_break.py`.
 
 Off in normal runs: the server keeps a timeline only while the `compile_lens.timeline` logger is
 at DEBUG (`COMPILE_LENS_LOG_LEVEL=DEBUG`), and the worker only for a job that asks (`AnalyzeJob.stamps`).

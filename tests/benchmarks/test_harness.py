@@ -1,9 +1,14 @@
-"""The benchmark harness's runner on a trivial unit: the ledger line, the table, the failure exit,
-the GPU subset's order and BENCHMARKS.md's generated section (the rest of the file kept)."""
+"""The benchmark harness: every benchmark a registered unit with a goal and a baseline (and none left
+in scripts/); the runner on a trivial unit (the ledger line, the table, the failure exit, the GPU
+subset's order, BENCHMARKS.md's generated blocks with the prose kept); and one cheap real unit's
+rehearsal (`lints --dry`) from the command line to a ledger line and its markdown block."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.__main__ import main  # noqa: E402
-from benchmarks.ledger import BEGIN, END, write_markdown  # noqa: E402
+from benchmarks.ledger import BEGIN, END, unit_block, write_markdown  # noqa: E402
 
 from benchmarks import UNITS, load_units, unit  # noqa: E402
 
@@ -59,11 +64,55 @@ def test_the_gpu_subset_runs_the_speedup_truth_first():
     assert len({u.gpu for u in UNITS.values() if u.gpu}) == len(order)  # no two share a place
 
 
-def test_the_markdown_section_is_rewritten_and_the_prose_kept(tmp_path):
+def test_the_markdown_blocks_are_rewritten_and_the_prose_kept(tmp_path):
     assert main(["trivial_sum", "--out", str(tmp_path)]) == 0
     md = tmp_path / "B.md"
-    md.write_text(f"# Prose\nhand-written\n\n{BEGIN}\nold table\n{END}\nmore prose\n")
+    md.write_text(f"# Prose\nhand-written\n\n{BEGIN}\nold table\n{END}\nmore prose\n\n## Sums\n\n"
+                  f"{unit_block('trivial_sum', 'old figures')}\n\nthe sums' prose\n")
     write_markdown(tmp_path / "ledger.jsonl", md)
     text = md.read_text()
     assert "old table" not in text and "| trivial_sum | yes |" in text
-    assert text.startswith("# Prose\nhand-written") and text.endswith(f"{END}\nmore prose\n")
+    assert "old figures" not in text and "| sum | 4950 |" in text and "Goal: sum(range(n)) is n(n-1)/2 (met)" in text
+    assert text.startswith("# Prose\nhand-written") and text.endswith("<!-- benchmarks:unit-end trivial_sum -->\n\nthe sums' prose\n")
+
+
+BENCH = REPO / "benchmarks"
+CONCERNS = sorted(p for p in BENCH.iterdir() if (p / "__init__.py").is_file())
+
+
+def test_every_unit_has_a_goal_a_baseline_and_a_concern():
+    units = {n: u for n, u in load_units().items() if not n.startswith("trivial_")}
+    assert len(units) >= 30
+    for u in units.values():
+        assert re.fullmatch(r"[a-z][a-z0-9_]+", u.name), u.name
+        assert len(u.goal) > 20 and len(u.against) > 10, u.name  # the figure and its limit; torch's own floor
+        assert u.run.__module__.startswith(tuple(f"benchmarks.{p.name}" for p in CONCERNS)), u.name
+
+
+def test_every_benchmark_module_is_run_by_a_unit_and_scripts_holds_none():
+    """Each module of a concern package is named by a unit (`py`/`module_figures` on "concern.module"),
+    so no benchmark is a script nobody runs; scripts/ keeps only the tools that measure nothing."""
+    registering = "\n".join(p.read_text() for c in CONCERNS for p in c.glob("*.py"))
+    concern = "|".join(c.name for c in CONCERNS)
+    named = set(re.findall(rf'"((?:{concern})\.\w+)"', registering))
+    modules = {f"{c.name}.{p.stem}" for c in CONCERNS for p in c.glob("*.py") if p.stem not in ("__init__", "more")}
+    assert modules - named == set()
+    scripts = {p.name for p in (REPO / "scripts").iterdir()}
+    assert not [n for n in scripts if n.startswith("bench") or "_models" in n or n.endswith(("_check.py", "_kernels.py"))]
+
+
+def test_a_cheap_units_rehearsal_writes_a_ledger_line_and_its_markdown_block(tmp_path):
+    md = tmp_path / "B.md"
+    md.write_text(f"# Lints\n\n{BEGIN}\n{END}\n\n{unit_block('lints', 'stale figures')}\n\nprose\n")
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "lints", "--dry", "--out", str(tmp_path), "--markdown",
+                           "--md", str(md)], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "server")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines()]
+    assert [(r["unit"], r["dry"], r["ok"]) for r in rows] == [("lints", True, True)]
+    assert rows[0]["figures"]["lines"] > 0 and rows[0]["figures"]["typing_ms"] >= 0 and rows[0]["machine"]["cores"]
+    text = md.read_text()
+    assert "| lints | yes |" in text and "cpu (dry)" in text
+    block = text.split("<!-- benchmarks:unit lints -->", 1)[1].split("<!-- benchmarks:unit-end lints -->")[0]
+    assert "stale figures" not in block and "| typing_ms |" in block and "Against: ast.parse" in block
+    assert text.endswith("<!-- benchmarks:unit-end lints -->\n\nprose\n")

@@ -11,8 +11,8 @@ from compile_lens.discovery import discover, fingerprint
 from compile_lens.discovery.statements import StatementParser, Superseded
 from paths import REPO
 
-sys.path.insert(0, str(REPO / "scripts"))
-from bench_typing import busy_file  # noqa: E402
+sys.path.insert(0, str(REPO))  # the benchmark modules (benchmarks/)
+from benchmarks.editor.typing_latency import busy_file  # noqa: E402
 
 SOURCE = busy_file(600)
 

@@ -1,5 +1,5 @@
 """The first squiggle comes first: a file's graph breaks are published before anything the
-recompile sweep finds, and before the sweep is announced (`scripts/bench_first_break.py` times
+recompile sweep finds, and before the sweep is announced (`benchmarks/editor/first_break.py` times
 the way there; this only checks the order)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Load: 50 open files of 20 targets each. The editor's requests never wait for torch, and the job
 queue holds at most one pending trace per file: saves that arrive during a trace collapse into one.
 
-The latency figures (p50/p99 while a benchmark runs) come from `scripts/bench_load.py`; here the
+The latency figures (p50/p99 while a benchmark runs) come from `benchmarks/editor/load.py`; here the
 bound is a generous one that a loaded 2-core CI machine still meets, and that a server which
 waited for a trace (seconds to minutes here) would not.
 """

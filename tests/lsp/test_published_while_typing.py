@@ -22,8 +22,8 @@ from compile_lens.lsp.documents import BIG_FILE_CHARS
 from lsp_support import start_server, stop_server
 from paths import REPO
 
-sys.path.insert(0, str(REPO / "scripts"))
-from bench_typing import busy_file  # noqa: E402
+sys.path.insert(0, str(REPO))  # the benchmark modules (benchmarks/)
+from benchmarks.editor.typing_latency import busy_file  # noqa: E402
 
 CONVERTER = default_converter()
 

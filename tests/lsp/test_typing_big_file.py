@@ -13,8 +13,8 @@ from compile_lens.lsp.documents import BIG_FILE_CHARS
 from lsp_support import open_file, start_server, stop_server, wait_for
 from paths import REPO
 
-sys.path.insert(0, str(REPO / "scripts"))
-from bench_typing import busy_file  # noqa: E402
+sys.path.insert(0, str(REPO))  # the benchmark modules (benchmarks/)
+from benchmarks.editor.typing_latency import busy_file  # noqa: E402
 
 FRESH = ["", "", "class Fresh(nn.Module):", "    def __init__(self):", "        super().__init__()",
          "        self.fc = nn.Linear(8, 8)", "", "    def forward(self, x):", "        return self.fc(x)", ""]

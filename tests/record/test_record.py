@@ -1,7 +1,7 @@
 """`compile-lens record`: the user's program runs unchanged, and the record replays.
 
 One real run of a small training script (tests/fixtures/record/train.py) plainly and one under the
-recorder; the rest reads the file it wrote. The overhead is measured by scripts/bench_record.py,
+recorder; the rest reads the file it wrote. The overhead is measured by benchmarks/trial/record.py,
 not here.
 """
 

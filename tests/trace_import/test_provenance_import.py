@@ -1,7 +1,7 @@
 """`compile-lens import` gives each imported line its kernels: a real TORCH_TRACE made with Inductor's
 provenance tracking on (tests/data/provenance_trace/train_tiny_lm.log.gz: `INDUCTOR_PROVENANCE=1
 TORCH_TRACE=dir python train_tiny_lm.py --steps 2` on the CPU, trimmed to the records the import reads
-by scripts/record_provenance_trace.py), imported onto a workspace copy at another path. In-process:
+by benchmarks/recordings/provenance_trace.py), imported onto a workspace copy at another path. In-process:
 no torch, no compile (the trace was made once)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`compile-lens trial -- torchrun ...`: every rank observed, rank by rank (issue 27, part 1).
 
 Real `torchrun --nproc-per-node 2` runs on gloo (CPU, OMP_NUM_THREADS=1) of
-scripts/trial_example/train_ddp.py, a DDP nanoGPT-shaped model whose rank 1 alone gets a shorter
+benchmarks/models/trial_example/train_ddp.py, a DDP nanoGPT-shaped model whose rank 1 alone gets a shorter
 batch at step 5. Dynamo's `eager` backend keeps them short: recompiles and graph breaks are
 Dynamo's, whatever the backend. Each torchrun case runs once per session (module fixtures).
 """
@@ -20,7 +20,7 @@ import paths
 from compile_lens.trial import ranks, torchrun
 from paths import REPO
 
-EXAMPLE = REPO / "scripts" / "trial_example" / "train_ddp.py"
+EXAMPLE = REPO / "benchmarks" / "models" / "trial_example" / "train_ddp.py"
 SERVER = str(paths.SERVER)
 BIN = os.path.dirname(sys.executable)  # the venv's torchrun
 ENV = {**os.environ, "PYTHONPATH": SERVER, "OMP_NUM_THREADS": "1", "PATH": BIN + os.pathsep + os.environ["PATH"]}

@@ -1,9 +1,9 @@
 """Replay a real GPU's captures on the CPU: the compiled forward's and train step's profiler events
-and provenance maps that `scripts/gpu-check` brought back (`benchmarks/capture.py`, committed under
+and provenance maps that `scripts/gpu-check` brought back (`benchmarks/gpu/capture.py`, committed under
 tests/data/cuda/), run through the line-cost attribution as if the profile had been taken here.
 
 Skips, saying so, where no GPU check has brought them back yet. COMPILE_LENS_REPLAY_DIR points the
-replay at another capture (a CPU rehearsal's: `python -m benchmarks.capture DIR --device cpu`).
+replay at another capture (a CPU rehearsal's: `python -m benchmarks.gpu.capture DIR --device cpu`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The CUDA-graphs lever's reading of torch's records, replayed on the CPU: the skip messages torch 2.13's
-own formatters wrote (tests/data/cudagraph_skips/, made by scripts/cudagraph_skip_samples.py from a real
+own formatters wrote (tests/data/cudagraph_skips/, made by benchmarks/recordings/cudagraph_skips.py from a real
 Dynamo graph) logged on torch's own logger, heard by the lever's watcher, each put on the user's line
 its stack trace names; the recordings as cudagraph_trees logs them. On the CPU the lever is not tried
 (`scripts/gpu-check` runs it on a GPU)."""

@@ -5,7 +5,7 @@ torch"; the fastest restart path is named, and the GPU bill prices a restart at 
 
 The fresh-process tests are marked slow: one compile of a Linear + ReLU, its artifact loaded by another
 process sharing its Inductor cache folder (so the CPU's C++ kernels are built once), and one trace that
-stops at a graph break. The lever's own empty-cache figures are `scripts/bench_restart.py`'s."""
+stops at a graph break. The lever's own empty-cache figures are `benchmarks/measure/restart.py`'s."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""torch 2.4's own log records (recorded by `scripts/record_torch_logs.py` from a real torch 2.4.0
+"""torch 2.4's own log records (recorded by `benchmarks/recordings/old_torch_logs.py` from a real torch 2.4.0
 run, `tests/data/torch_logs/`), replayed through the collector on today's torch: with no torch
 frames to read data from, every record takes the text readers, as on a torch whose data the
 collector does not find. The breaks must be where today's torch finds them, the loop said as a loop.

@@ -58,7 +58,7 @@ def measured(redis_url):
 
 @pytest.mark.slow
 def test_warm_remote_is_served_by_redis_alone(measured, redis_url):
-    # Served, not faster: how much it saves is a figure (scripts/bench_remote_cache.py, BENCHMARKS.md),
+    # Served, not faster: how much it saves is a figure (benchmarks/cache/remote_cache.py, BENCHMARKS.md),
     # and on two loaded cores a single fresh-process compile swings by more than the saving.
     remote = measured.warm_cache["remote"]
     assert measured.compile_s["warm_remote"] > 0 and measured.compile_s["cold"] > 0

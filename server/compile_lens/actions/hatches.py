@@ -10,7 +10,7 @@
   needs (returning None, or that input) right after it;
 - `reorderable_logging_functions` for `print`, `logging.<function>()` and `warnings.warn()` lives
   in `print_logging` (one line after the imports, saying it applies to the whole process). Measured
-  on torch 2.13 (`scripts/logging_levers.py`, BENCHMARKS.md "Logging breaks"): a `logging.Logger`
+  on torch 2.13 (`benchmarks/breaks/logging_levers.py`, BENCHMARKS.md "Logging breaks"): a `logging.Logger`
   method is never reordered (the bound method, `logging.Logger.warning`: the break stays; only
   `ignore_logging_functions`, alias `ignore_logger_methods`, clears it); a reordered call runs after
   the graph in the compiled frame itself, and is dropped where that frame inlines it.

@@ -1,5 +1,5 @@
 """The function whose Dynamo graph gives the recorded cudagraph-skip messages their stack traces
-(scripts/cudagraph_skip_samples.py): an input mutated in place (line 6), the other input used (line 7)."""
+(benchmarks/recordings/cudagraph_skips.py): an input mutated in place (line 6), the other input used (line 7)."""
 
 
 def step(x, y):

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 import torch
 import torch.utils.benchmark as tbench
 
-from ...processes import busy_threshold  # noqa: F401 - read here by scripts/bench_ab.py and the tests
+from ...processes import busy_threshold  # noqa: F401 - read here by benchmarks/measure/ab.py and the tests
 from ...protocol import Timing
 from ...speed_words import MAX_CI_WIDTH  # noqa: F401 - wider: imprecise (the direction may still be certain)
 from .busy_rule import Contention, busy_words, gpu_other_processes, settle  # noqa: F401 - the rule, read here too
