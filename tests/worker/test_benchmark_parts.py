@@ -174,6 +174,32 @@ def test_child_timeout_kills_it(tmp_path):
 
 
 
+def test_an_early_child_waits_for_the_word_and_ends_when_not_taken(tmp_path):
+    """The forward's child started as the job arrives (`cold_children.Early`) builds the model and
+    then waits: its tasks run only once the measurement that takes it says so; one asked for
+    something else is ended, and its folder goes."""
+    from compile_lens.worker.measure.cold_children import Early
+
+    job = child_job("Tiny", ["memory_eager"])
+    early = Early("Tiny", job, 60)
+    child = early.child
+    time.sleep(3)
+    assert child.proc.poll() is None and not os.path.exists(child.result_path)  # waiting for the word
+    assert early.take(job) is child
+    child.go()
+    assert child.result()["memory"]["eager"] > 0
+    early.stop()  # taken: the measurement owns its folder
+    assert os.path.isdir(early.base)
+    cold_compile.shutil.rmtree(early.base, ignore_errors=True)
+    other = Early("Tiny", job, 60)
+    gone = other.child
+    assert other.take(dict(job, mode="max-autotune")) is None and gone.proc.poll() is not None
+    cold_compile.shutil.rmtree(other.base, ignore_errors=True)  # the measurement's folder (it ran its own)
+    unused = Early("Tiny", job, 60)
+    left = unused.child
+    unused.stop()  # the job measured nothing after all: the child and its folder go
+    assert left.proc.poll() is not None and not os.path.exists(unused.base)
+
 
 # --- memory at the allocator --------------------------------------------------------------
 

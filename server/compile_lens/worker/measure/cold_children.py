@@ -11,12 +11,14 @@ the cores the timing rounds use); otherwise it starts when the forward's figures
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Optional
 
 from . import compile_frames
-from .cold_compile import Child, cold_limit, phase_limit, run_child, spare_cpus
+from .cold_compile import CACHE_PREFIX, Child, cold_limit, phase_limit, run_child, spare_cpus
 
 
 @dataclass
@@ -31,14 +33,59 @@ class Cold:
     compile_time: Any = None  # its frames (`compile_frames`: a CompileTime)
 
 
+def child_job(path: str, root: str, spec: dict[str, Any], device: str, mode: str, step_begin: bool,
+              wl: str) -> dict[str, Any]:
+    """What a workload's cold child is asked (`bench_child`)."""
+    label = "forward" if wl == "forward" else "train step"
+    return {"path": os.path.abspath(path), "root": os.path.abspath(root), "spec": spec, "device": device,
+            "mode": mode, "workloads": [wl], "step_begin": step_begin, "tasks": ["compile"],
+            "what": f"the {label}'s cold compile (fresh process)"}
+
+
+class Early:
+    """The forward's cold child of the job's first measured target, started as the job arrives: a
+    fresh process's imports and the model's build (seconds: torch, the user's file and its
+    libraries) run beside the parent's own import and trace, then it waits, idle, for the word to
+    compile (`Child.go`, given when the measurement would have started it). Its folder becomes the
+    measurement's (`run_benchmark(early=...)`), which removes it; `stop` ends one not taken."""
+
+    def __init__(self, name: str, job: dict[str, Any], max_seconds: float):
+        self.name, self.asked = name, job
+        self.base = tempfile.mkdtemp(prefix=CACHE_PREFIX)
+        cache_dir = os.path.join(self.base, "forward")
+        os.makedirs(cache_dir, exist_ok=True)
+        self.child: Optional[Child] = Child(job, cache_dir=cache_dir, timeout=cold_limit(max_seconds), gated=True)
+
+    def take(self, asked: dict[str, Any]) -> Optional[Child]:
+        """The child, when it was asked exactly `asked` (the built target's spec, the resolved device);
+        else it is ended and None (the measurement starts its own)."""
+        child, self.child = self.child, None
+        if child is not None and asked != self.asked:
+            child.stop()
+            child = None
+        return child
+
+    def stop(self) -> None:
+        """End a child that was not taken, and remove the folder when no measurement adopted it."""
+        if self.child is not None:
+            self.child.stop()
+            self.child = None
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
 class ColdChildren:
     """`get(wl)`: the cold compile of workload `wl`, started when first needed (or at once, beside)."""
 
-    def __init__(self, job: Any, workloads: list[str], threads: int, run: Callable[..., dict[str, Any]] = run_child):
+    def __init__(self, job: Any, workloads: list[str], threads: int, run: Callable[..., dict[str, Any]] = run_child,
+                 early: Optional[Early] = None):
         self.job, self.workloads, self.run = job, workloads, run  # `run`: a child waited for (`run_child`)
         self.beside: dict[str, Child] = {}  # children started beside the parent's work
         self.cold: dict[str, Cold] = {}
         self.spare = spare_cpus(threads)
+        # the forward's child started as the job arrived (`Early`), when it was asked what this one asks
+        if early is not None and "forward" in workloads and (found := early.take(self._child_job("forward"))):
+            found.go()
+            self.beside["forward"] = found
         if self.spare:  # all but the first compile beside the parent's work, on cores it does not use
             for wl in workloads[1:]:
                 self.beside[wl] = Child(self._child_job(wl), cache_dir=self._cache_dir(wl),
@@ -46,11 +93,7 @@ class ColdChildren:
 
     def _child_job(self, wl: str) -> dict[str, Any]:
         job = self.job
-        label = "forward" if wl == "forward" else "train step"
-        return {"path": os.path.abspath(job.path), "root": os.path.abspath(job.root),
-                "spec": asdict(job.target.spec), "device": job.device, "mode": job.mode,
-                "workloads": [wl], "step_begin": job.step_begin, "tasks": ["compile"],
-                "what": f"the {label}'s cold compile (fresh process)"}
+        return child_job(job.path, job.root, asdict(job.target.spec), job.device, job.mode, job.step_begin, wl)
 
     def _cache_dir(self, wl: str) -> str:
         cache_dir = os.path.join(self.job.cache_dir, wl)
