@@ -116,7 +116,7 @@ def run_job(raw: dict, send: Send) -> None:
 
 
 def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: Timeline | None = None) -> None:
-    early = _early_cold(job)  # the first measured forward's cold child: its imports beside ours
+    early = _early_cold(job)  # the first measured target's cold children: their imports beside ours
     try:
         _run_stages(job, send, progress, timeline, early)
     finally:
@@ -125,8 +125,8 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: T
 
 
 def _early_cold(job: AnalyzeJob) -> Any:
-    """The forward's cold child of the first target this job measures (`cold_children.Early`),
-    started now, so that a fresh process's imports run beside this one's import and trace; None when
+    """The cold children of the first target this job measures (`cold_children.Early`), started
+    now, so that fresh processes' imports run beside this one's import and trace; None when
     the job measures nothing or the target's inputs are known only after the import."""
     if not job.benchmark:
         return None
@@ -139,9 +139,11 @@ def _early_cold(job: AnalyzeJob) -> Any:
 
     device, _ = resolve_device(job.device)
     step_begin = uses_cudagraphs(job.mode) and device.startswith("cuda")
+    # the train step's too, for a module (its eager run may yet say it has none: then it is ended)
+    workloads = ["forward", "train"] if spec.kind == "module" else ["forward"]
     try:
-        return Early(spec.name, child_job(job.path, job.root, _asdict(spec), device, job.mode, step_begin, "forward"),
-                     job.max_seconds)
+        return Early(spec.name, {wl: child_job(job.path, job.root, _asdict(spec), device, job.mode, step_begin, wl)
+                                 for wl in workloads}, job.max_seconds)
     except OSError:  # no process to spare: the measurement starts its own when it needs it
         return None
 

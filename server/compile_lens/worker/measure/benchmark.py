@@ -42,8 +42,10 @@ Where each figure comes from:
 the ones it warns about ("accuracy:" is a difference beyond tolerance; "accuracy not compared:" a
 model that draws random numbers, whose figures stay unset).
 
-The order is what the user waits for: the forward (its cold child, warm compile, accuracy, timing),
-sent at once (`on_part`, a `snapshot` of the figures so far); then the train step (its own cold
+The order is what the user waits for: the forward (its cold child — started as the job arrived, its
+imports beside the worker's, `cold_children.Early` — warm compile, accuracy, a first look of timing
+rounds: `workload_timing`), sent at once (`on_part`, a `snapshot` of the figures so far), then more
+forward rounds only when that figure is not settled; then the train step (its own cold
 child: each workload's cold compile is a fresh process's first), peak memory, the line costs (when
 the budget has room for their compiles), each sent as it lands. A train step that fails fails alone.
 
