@@ -124,6 +124,16 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: T
             early.stop()
 
 
+EARLY_TRAIN_CORES = 4  # cores before the train step's cold child starts early too
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _early_cold(job: AnalyzeJob) -> Any:
     """The cold children of the first target this job measures (`cold_children.Early`), started
     now, so that fresh processes' imports run beside this one's import and trace; None when
@@ -139,8 +149,9 @@ def _early_cold(job: AnalyzeJob) -> Any:
 
     device, _ = resolve_device(job.device)
     step_begin = uses_cudagraphs(job.mode) and device.startswith("cuda")
-    # the train step's too, for a module (its eager run may yet say it has none: then it is ended)
-    workloads = ["forward", "train"] if spec.kind == "module" else ["forward"]
+    # the train step's too, for a module (its eager run may yet say it has none: then it is ended),
+    # where the cores let three processes import at once: on 2 cores it would slow the forward's
+    workloads = ["forward", "train"] if spec.kind == "module" and _cores() >= EARLY_TRAIN_CORES else ["forward"]
     try:
         return Early(spec.name, {wl: child_job(job.path, job.root, _asdict(spec), device, job.mode, step_begin, wl)
                                  for wl in workloads}, job.max_seconds)

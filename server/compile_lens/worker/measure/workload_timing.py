@@ -24,7 +24,7 @@ from .timing import Contention, Paired, busier, paired_rounds, settle, settled, 
 from .workload import Model
 
 MIN_TIMING_FRACTION = 0.25  # the timing rounds get at least this share of the budget, whatever compiling took
-FIRST_LOOK_S = 3.0  # the forward's first figure: this long in rounds at most (MIN_ROUNDS pairs at least)
+FIRST_LOOK_S = 2.0  # the forward's first figure: this long in rounds at most (MIN_ROUNDS pairs at least)
 
 # more rounds of the forward after its first figure was sent; None when the first look settled it
 Refine = Optional[Callable[[], None]]
