@@ -319,7 +319,8 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
                 restore()
                 publish("forward")
                 if refine is not None:  # its first look was not settled: more rounds, sent with the next part
-                    refine()
+                    with isolated("forward's more rounds", figures.unmeasured):  # failing, the first look stands
+                        refine()
                 continue
             # a later workload fails alone (its child timed out or crashed, its compile raised): the
             # forward's figures stand, and break-even falls back to the forward
