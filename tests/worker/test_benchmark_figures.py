@@ -122,6 +122,10 @@ def test_more_rounds_extend_the_first_look_in_place():
     more = tm.paired_rounds(eager, compiled, budget_s=30, clock=clock, resume=first)
     assert more is first and len(more.eager) > n and len(more.eager) == len(more.compiled)
     assert tm.timing_of(more).rounds == len(more.eager)
+    # a first look on a slow call goes on to its minimum rounds within the share it may take
+    slow = tm.paired_rounds(eager, compiled, budget_s=1, clock=clock, max_s=100)
+    assert len(slow.eager) >= tm.MIN_ROUNDS
+    assert len(tm.paired_rounds(eager, compiled, budget_s=1, clock=clock).eager) < tm.MIN_ROUNDS
 
 
 def test_noisy_timings_are_inconclusive_after_using_the_budget():

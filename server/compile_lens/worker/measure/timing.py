@@ -179,13 +179,15 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
                   on_round: Callable[[int, Paired], None] = lambda n, p: None,
                   min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter,
                   watch: Optional[Contention] = None, extra: Optional[dict[str, Any]] = None,
-                  resume: Optional[Paired] = None) -> Paired:
+                  resume: Optional[Paired] = None, max_s: Optional[float] = None) -> Paired:
     """Rounds of (eager block, compiled block), until conclusive or `budget_s` is spent (at least
     `min_rounds`). Each block runs about `budget_s / (2 * TARGET_ROUNDS)` seconds. `extra` timers
     get a block of their own in each round, right beside the compiled one (`Paired.extra`).
     `resume`: the rounds of an earlier call on the same timers (the forward's first look), extended
     in place: the stop rules count all of them (each round is a pair: its ratio stands on its own,
-    whatever the block length)."""
+    whatever the block length). `max_s`: where the rounds stop at the latest, minimum or not
+    (default `OVERRUN` × `budget_s`): the first look's is the forward's whole share, so that a slow
+    call or a busy machine still gets its `min_rounds` when the share has room for them."""
     started = clock()
     timers = {"eager": eager, "compiled": compiled, **(extra or {})}
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
@@ -232,7 +234,7 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
             p.quiet.append(watch.round_quiet())
         on_round(r + 1, p)
         spent = clock() - started
-        if spent >= OVERRUN * budget_s:
+        if spent >= (OVERRUN * budget_s if max_s is None else max_s):
             break  # minimum rounds or not: the budget is a promise
         if r + 1 >= min_rounds:
             if spent >= budget_s:

@@ -20,7 +20,17 @@ import torch.utils.benchmark as tbench
 from .cold_children import Cold
 from .estimates import LINES_PER_COLD, estimate_s
 from .guard_cost import guard_block, record_guard_cost
-from .timing import Contention, Paired, busier, paired_rounds, settle, settled, timer, timing_of
+from .timing import (
+    OVERRUN,
+    Contention,
+    Paired,
+    busier,
+    paired_rounds,
+    settle,
+    settled,
+    timer,
+    timing_of,
+)
 from .workload import Model
 
 MIN_TIMING_FRACTION = 0.25  # the timing rounds get at least this share of the budget, whatever compiling took
@@ -78,15 +88,16 @@ def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit:
     # the forward's guard cost: a third block in the same rounds, guards skipped (`guard_cost`)
     extra = guard_block(timers["compiled"], figures.unmeasured) if wl == "forward" else None
 
-    def rounds(budget_s: float, resume: Optional[Paired] = None) -> Paired:
+    def rounds(budget_s: float, resume: Optional[Paired] = None, max_s: Optional[float] = None) -> Paired:
         pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget_s, on_round=on_round,
-                              watch=Contention(job.device), extra=extra, resume=resume)
+                              watch=Contention(job.device), extra=extra, resume=resume, max_s=max_s)
         figures.timings[wl] = timing_of(pairs)
         if extra:
             record_guard_cost(pairs, figures.timings[wl], figures.unmeasured)
         return pairs
 
-    pairs = rounds(first)
+    # the first look goes on to its minimum rounds within the whole share (a slow call, a busy machine)
+    pairs = rounds(first, max_s=max(budget, OVERRUN * first))
     job.add_phase("timing", t_timing)
     rest = budget - (time.perf_counter() - t_timing)
     if first >= budget or settled(figures.timings[wl]) or rest < 1.0:
