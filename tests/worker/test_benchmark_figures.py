@@ -108,6 +108,26 @@ def test_steady_timings_are_conclusive_and_stop_early():
     assert "imprecise" not in b
 
 
+def test_more_rounds_extend_the_first_look_in_place():
+    """The forward's first look, then more rounds on the same timers (`resume`): one set of rounds,
+    judged whole; a settled first look would have stopped at the minimum."""
+    rng = random.Random(3)
+    noisy = lambda base: (lambda: base * rng.lognormvariate(0.0, 1.0))  # noqa: E731
+    eager, compiled = InjectedTimer(noisy(2e-4)), InjectedTimer(noisy(1e-4))
+    ticks = iter(range(10_000))
+    clock = lambda: float(next(ticks))  # noqa: E731
+    first = tm.paired_rounds(eager, compiled, budget_s=10, clock=clock)
+    n = len(first.eager)
+    assert n >= tm.MIN_ROUNDS and not tm.settled(tm.timing_of(first))
+    more = tm.paired_rounds(eager, compiled, budget_s=30, clock=clock, resume=first)
+    assert more is first and len(more.eager) > n and len(more.eager) == len(more.compiled)
+    assert tm.timing_of(more).rounds == len(more.eager)
+    # a first look on a slow call goes on to its minimum rounds within the share it may take
+    slow = tm.paired_rounds(eager, compiled, budget_s=1, clock=clock, max_s=100)
+    assert len(slow.eager) >= tm.MIN_ROUNDS
+    assert len(tm.paired_rounds(eager, compiled, budget_s=1, clock=clock).eager) < tm.MIN_ROUNDS
+
+
 def test_noisy_timings_are_inconclusive_after_using_the_budget():
     rng = random.Random(2)
 

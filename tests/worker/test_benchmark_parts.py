@@ -174,6 +174,32 @@ def test_child_timeout_kills_it(tmp_path):
 
 
 
+def test_an_early_child_waits_for_the_word_and_ends_when_not_taken(tmp_path):
+    """The cold children started as the job arrives (`cold_children.Early`) build the model and
+    then wait: a child's tasks run only once the measurement that takes it says so; one asked for
+    something else is ended; those not taken end with the job, and the folder goes."""
+    from compile_lens.worker.measure.cold_children import Early
+
+    job = child_job("Tiny", ["memory_eager"])
+    early = Early("Tiny", {"forward": job, "train": job}, 60)
+    child, unused = early.children["forward"], early.children["train"]
+    time.sleep(3)
+    assert child.proc.poll() is None and not os.path.exists(child.result_path)  # waiting for the word
+    assert early.take("forward", job) is child
+    child.go()
+    assert child.result()["memory"]["eager"] > 0
+    early.stop()  # the train step was not taken: ended; the measurement owns the folder
+    assert unused.proc.poll() is not None and os.path.isdir(early.base)
+    cold_compile.shutil.rmtree(early.base, ignore_errors=True)
+    other = Early("Tiny", {"forward": job}, 60)
+    gone = other.children["forward"]
+    assert other.take("forward", dict(job, mode="max-autotune")) is None and gone.proc.poll() is not None
+    cold_compile.shutil.rmtree(other.base, ignore_errors=True)  # the measurement's folder (it ran its own)
+    idle = Early("Tiny", {"forward": job}, 60)
+    left = idle.children["forward"]
+    idle.stop()  # the job measured nothing after all: the child and its folder go
+    assert left.proc.poll() is not None and not os.path.exists(idle.base)
+
 
 # --- memory at the allocator --------------------------------------------------------------
 

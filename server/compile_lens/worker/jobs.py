@@ -116,6 +116,51 @@ def run_job(raw: dict, send: Send) -> None:
 
 
 def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: Timeline | None = None) -> None:
+    early = _early_cold(job)  # the first measured target's cold children: their imports beside ours
+    try:
+        _run_stages(job, send, progress, timeline, early)
+    finally:
+        if early is not None:
+            early.stop()
+
+
+EARLY_TRAIN_CORES = 4  # cores before the train step's cold child starts early too
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _early_cold(job: AnalyzeJob) -> Any:
+    """The cold children of the first target this job measures (`cold_children.Early`), started
+    now, so that fresh processes' imports run beside this one's import and trace; None when
+    the job measures nothing or the target's inputs are known only after the import."""
+    if not job.benchmark:
+        return None
+    spec = next((s for s in job.targets if "measure" not in job.skip.get(s.name, ())), None)
+    if spec is None or spec.inputs is None or (spec.inputs.after_import and not spec.inputs.text):
+        return None
+    from .measure.cold_children import Early, child_job
+    from .measure.devices import resolve_device
+    from .measure.workload import uses_cudagraphs
+
+    device, _ = resolve_device(job.device)
+    step_begin = uses_cudagraphs(job.mode) and device.startswith("cuda")
+    # the train step's too, for a module (its eager run may yet say it has none: then it is ended),
+    # where the cores let three processes import at once: on 2 cores it would slow the forward's
+    workloads = ["forward", "train"] if spec.kind == "module" and _cores() >= EARLY_TRAIN_CORES else ["forward"]
+    try:
+        return Early(spec.name, {wl: child_job(job.path, job.root, _asdict(spec), device, job.mode, step_begin, wl)
+                                 for wl in workloads}, job.max_seconds)
+    except OSError:  # no process to spare: the measurement starts its own when it needs it
+        return None
+
+
+def _run_stages(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: Timeline | None,
+                early: Any) -> None:
     progress("importing")
     try:
         module = loader.import_file(job.path, job.root)
@@ -144,7 +189,8 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: T
             step(spec, "sweep", "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
     if job.benchmark:
         for spec in job.targets:
-            step(spec, "measure", "measuring", lambda r, p, s=spec: _measure_target(r, p, built[s.name], job, send))
+            step(spec, "measure", "measuring",
+                 lambda r, p, s=spec: _measure_target(r, p, built[s.name], job, send, early))
     if job.levers:
         for spec in job.targets:
             step(spec, "levers", "trying levers on", lambda r, p, s=spec: _levers(r, p, built[s.name], job))
@@ -226,7 +272,7 @@ def _tool_problem(exc: BaseException, name: str) -> Problem:
 
 
 def _measure_target(result: TargetResult, p: Callable[..., None], target: loader.BuiltTarget, job: AnalyzeJob,
-             send: Send) -> None:
+             send: Send, early: Any = None) -> None:
     """The measurement, each part sent as its own "target" event (`part` set) the moment it lands:
     the forward first, then the train step, memory, line costs, then the deployment questions.
     Every part is "pending" until then (`TargetResult.parts`). A part that fails after the forward
@@ -250,7 +296,8 @@ def _measure_target(result: TargetResult, p: Callable[..., None], target: loader
 
     output_code: list[str] = []
     try:
-        result.benchmark = _benchmark(target, job, p, on_part, output_code)
+        mine = early if early is not None and early.name == target.spec.name else None
+        result.benchmark = _benchmark(target, job, p, on_part, output_code, mine)
     except BaseException as exc:
         # the forward (or the target itself) failed: what was not measured is not measurable
         why = getattr(getattr(exc, "problem", None), "message", None) or loader.describe(exc)
@@ -374,13 +421,13 @@ def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str],
 
 
 def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None],
-               on_part: Callable[..., None], output_code: list[str]) -> Any:
+               on_part: Callable[..., None], output_code: list[str], early: Any = None) -> Any:
     from .measure.benchmark import run_benchmark
 
     # the requested device, not the resolved one: the benchmark notes a cuda → cpu fallback
     return run_benchmark(built, path=job.path, root=job.root, device=job.device, mode=job.mode,
                          max_seconds=job.max_seconds, progress=progress, remote_cache=job.remote_cache,
-                         on_part=on_part, output_code=output_code, opt_in=tuple(job.opt_in))
+                         on_part=on_part, output_code=output_code, opt_in=tuple(job.opt_in), early=early)
 
 
 def _asdict(obj: Any) -> dict:

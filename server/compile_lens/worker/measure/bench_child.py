@@ -4,6 +4,9 @@ process with an empty Inductor cache (see `benchmark.run_benchmark`, which start
 The job names the user's file, the target spec, the device, the compile mode, the workloads
 ("train" and/or "forward"; the first one is the one measured for memory) and the tasks, in order:
 
+With `gated` set the child builds the model, then waits for "go" on its stdin before any task
+(`cold_children.Early`: started as the job arrives, its imports beside the parent's).
+
 - "compile": time the first compiled call of each workload. With the parent's empty Inductor
   cache dir this is the cold compile. Before it, the import of Dynamo and Inductor is timed on
   its own (`import_s`, part of the first figure): the parent adds it to the warm compile it
@@ -50,6 +53,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     where = {"stage": "importing"}
     try:
         eager, make_compiled = _build(job, where)
+        if job.get("gated") and not _go():  # started early, beside the parent's import and trace
+            return {"error": None, "stopped": True}
         compiled: Any = None
         memory: dict[str, Any] = {"eager": None, "compiled": None,
                                   "method": mem.method(device, workloads[0])}
@@ -73,6 +78,14 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it
         result["error"] = asdict(_problem(exc, job, where["stage"]))
     return result
+
+
+def _go() -> bool:
+    """Wait (idle) for the parent's word: this process was started as the job arrived, so that its
+    imports and the model's build run beside the parent's own; the timed compile starts only once
+    the parent has nothing else running (a compile beside the parent's trace would be timed with it).
+    False: the parent closed the pipe without a word (it needs no cold compile after all)."""
+    return sys.stdin.readline().strip() == "go"
 
 
 def _build(job: dict[str, Any], where: dict[str, str]) -> tuple[Any, Callable[[], Any]]:

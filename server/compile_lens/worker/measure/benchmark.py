@@ -42,8 +42,10 @@ Where each figure comes from:
 the ones it warns about ("accuracy:" is a difference beyond tolerance; "accuracy not compared:" a
 model that draws random numbers, whose figures stay unset).
 
-The order is what the user waits for: the forward (its cold child, warm compile, accuracy, timing),
-sent at once (`on_part`, a `snapshot` of the figures so far); then the train step (its own cold
+The order is what the user waits for: the forward (its cold child — started as the job arrived, its
+imports beside the worker's, `cold_children.Early` — warm compile, accuracy, a first look of timing
+rounds: `workload_timing`), sent at once (`on_part`, a `snapshot` of the figures so far), then more
+forward rounds only when that figure is not settled; then the train step (its own cold
 child: each workload's cold compile is a fresh process's first), peak memory, the line costs (when
 the budget has room for their compiles), each sent as it lands. A train step that fails fails alone.
 
@@ -66,7 +68,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import torch
-import torch.utils.benchmark as tbench
 
 from ...protocol import Benchmark, Problem
 from ...remote_cache import Remote
@@ -77,16 +78,14 @@ from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
 from . import compile_frames, drift, line_costs, lines_part, memory, precision, provenance, snapshot
 from .accuracy import _grads, compare_workload
-from .cold_children import Cold, ColdChildren
+from .cold_children import Cold, ColdChildren, Early
 from .cold_compile import CACHE_PREFIX, _sweep_stale, inductor_cache, run_child, with_limits
 from .devices import free_memory, is_oom, resolve_device, sync, to_device
 from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, cache_counts
-from .estimates import LINES_PER_COLD, estimate_s
-from .guard_cost import guard_block, record_guard_cost
 from .guard_cost import supported as guards_supported
 from .isolated import isolated
 from .snapshot import Figures
-from .timing import Contention, busier, paired_rounds, settle, timer, timing_of
+from .timing import Contention, busier
 from .verdict import break_even
 from .warm_remote import for_measurement
 from .workload import (
@@ -98,8 +97,8 @@ from .workload import (
     train_step_problem,
     uses_cudagraphs,
 )
-
-MIN_TIMING_FRACTION = 0.25  # the timing rounds get at least this share of the budget, whatever compiling took
+from .workload_timing import Refine, later_parts_s, time_workload
+from .workload_timing import user_forward as _user_forward  # noqa: F401 - read here by the guard-cost test
 
 # `on_part(part, benchmark, status, why)`: a part of the measurement (`protocol.PARTS`) has landed:
 # its figures are in `benchmark` (None for a part settled before any figure), status as `PartStatus`
@@ -123,12 +122,13 @@ def run_benchmark(
     on_part: OnPart = _no_part,
     output_code: Optional[list[str]] = None,
     opt_in: tuple[str, ...] = (),
+    early: Optional[Early] = None,
 ) -> Benchmark:
     """Eager vs `torch.compile(mode=mode)` for one built target on `device` ("cpu" | "cuda").
 
     Spends about `max_seconds` in all, compiles included: one cold compile in a fresh process,
     then in this process one warm compile per workload and the paired timing rounds, which get
-    what is left (at least MIN_TIMING_FRACTION of the budget, and they stop early once the
+    what is left (at least `workload_timing.MIN_TIMING_FRACTION` of the budget, and they stop early once the
     figure is conclusive). `progress(stage, limit_s=...)` says how long the next stage may be
     silent (see `jobs.lanes.Worker.run`).
     Raises TargetError for a target that cannot run, runs out of memory, whose compile fails,
@@ -140,17 +140,19 @@ def run_benchmark(
     timing), the train step, peak memory, the line costs; each is sent to `on_part` as it lands.
     `output_code` (a list) receives the warm forward compile's output code (the fallback ops).
     `opt_in`: parts (`protocol.PARTS`) that run whatever the budget (the line costs and peak memory always do).
+    `early`: the forward's cold child, started as the job arrived (`cold_children.Early`): used when it
+    was asked what this measurement asks; its folder is this measurement's, removed at the end.
     """
     device, device_note = resolve_device(device)
     progress = with_limits(progress)
     state = {"stage": "building the model"}
     _sweep_stale()
-    cache_dir = tempfile.mkdtemp(prefix=CACHE_PREFIX)
+    cache_dir = early.base if early is not None else tempfile.mkdtemp(prefix=CACHE_PREFIX)
     remote, remote_note = resolve_remote(remote_cache, os.environ)
     try:  # in the user's precision (autocast, TF32), eager, compiled and the cold children alike
         with precision.applied(target.spec, device):
             return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
-                            [n for n in (device_note, remote_note) if n], remote, on_part, output_code, opt_in)
+                            [n for n in (device_note, remote_note) if n], remote, on_part, output_code, opt_in, early)
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -170,14 +172,6 @@ def run_benchmark(
             torch._dynamo.reset()
         free_memory()
         shutil.rmtree(cache_dir, ignore_errors=True)
-
-
-def _user_forward(model: Model) -> tbench.Timer:
-    """The forward timed as a user times it: `with torch.no_grad(): model(*args)`, nothing around it."""
-    stmt = "with torch.no_grad():\n    f(*args)"
-    if model.step_begin:
-        stmt = "torch.compiler.cudagraph_mark_step_begin()\n" + stmt
-    return timer(stmt, {"f": model.call, "args": model.args, "torch": torch})
 
 
 @dataclass
@@ -270,7 +264,8 @@ def _run_eagerly(job: _Job) -> _Eager:
 def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, max_seconds: float,
              progress: Callable[..., None], state: dict[str, str], cache_dir: str,
              notes: list[str], remote: Optional[Remote] = None, on_part: OnPart = _no_part,
-             output_code: Optional[list[str]] = None, opt_in: tuple[str, ...] = ()) -> Benchmark:
+             output_code: Optional[list[str]] = None, opt_in: tuple[str, ...] = (),
+             early: Optional[Early] = None) -> Benchmark:
     job = _Job(target, path, root, device, mode, max_seconds, progress, state, cache_dir, notes, remote,
                opt_in=tuple(opt_in))
     eager = _run_eagerly(job)  # a target that cannot run fails here, not after the compiles
@@ -279,7 +274,7 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
     on_part("train_step", None, "not-run" if len(order) == 1 else "pending",
             next((n.split(":", 1)[1].strip() for n in notes if n.startswith("train step:")), None))
     # run_child looked up when called: a test replaces this module's (canned cold compiles)
-    colds = ColdChildren(job, order, torch.get_num_threads(), lambda child, **kw: run_child(child, **kw))
+    colds = ColdChildren(job, order, torch.get_num_threads(), lambda child, **kw: run_child(child, **kw), early)
     try:
         return _parts(job, eager, order, colds, on_part, output_code)
     finally:
@@ -316,18 +311,21 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
         compiled: dict[str, Model] = {}
         for i, wl in enumerate(order):
             if wl == "forward":  # the forward failing fails the measurement: nothing to show without it
-                compiled[wl] = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
+                compiled[wl], refine = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
                 figures.graphs[wl] = provenance.take()  # its compile's provenance, for its line costs
                 job.phases["to_forward"] = time.perf_counter() - job.started
                 if output_code is not None:  # the caller's: the fallback ops are read from it
                     output_code[:] = figures.output_code
                 restore()
                 publish("forward")
+                if refine is not None:  # its first look was not settled: more rounds, sent with the next part
+                    with isolated("forward's more rounds", figures.unmeasured):  # failing, the first look stands
+                        refine()
                 continue
             # a later workload fails alone (its child timed out or crashed, its compile raised): the
             # forward's figures stand, and break-even falls back to the forward
             with isolated("train step", figures.unmeasured) as part:
-                compiled[wl] = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
+                compiled[wl], _ = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
                 figures.graphs[wl] = provenance.take()
             restore()
             why = part.why.split(":", 1)[1].strip() if part.why else None
@@ -360,28 +358,40 @@ def _label(wl: str) -> str:
 
 
 def _workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, colds: ColdChildren,
-              figures: Figures, contention: Contention) -> Model:
+              figures: Figures, contention: Contention) -> tuple[Model, Refine]:
     cold = colds.get(wl)
     with inductor_cache(cold.cache_dir):
         return _measure_workload(job, eager, compiled_obj, wl, i, cold, figures, contention)
 
 
 def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, cold: Cold,
-                      figures: Figures, contention: Contention) -> Model:
+                      figures: Figures, contention: Contention) -> tuple[Model, Refine]:
     """In this process, one workload: the warm compile (Dynamo reset and Inductor's in-memory
     caches cleared, the on-disk cache its cold child filled kept), accuracy and paired timing.
     Dynamo is reset between workloads, so each is timed with only its own graphs cached (a second
-    cache entry adds guard checks to every call, which shows on a small model)."""
+    cache entry adds guard checks to every call, which shows on a small model). The forward's
+    more rounds (`workload_timing.Refine`), when its first look left it unsettled, come back to run
+    after its figures are sent."""
     compiled, watch = _warm_compile(job, eager, compiled_obj, wl, cold, figures)
-    _time_workload(job, eager, compiled, wl, i, cold.limit, figures, contention,
-                   reserve=_later_parts_s(job, cold, len(eager.workloads)))
+    more = time_workload(job, eager, compiled, wl, i, cold.limit, figures, contention,
+                         reserve=later_parts_s(job, cold, len(eager.workloads)))
     figures.busy_seen = busier(figures.busy_seen, contention.report())
-    watch.unexpected(figures.timed, f"recompiled while timing the {_label(wl)} (the timing includes compiling)")
+    what = f"recompiled while timing the {_label(wl)} (the timing includes compiling)"
+    watch.unexpected(figures.timed, what)
     figures.frames = max(figures.frames, len(watch.frames))
     if wl == "forward" and watch.guard_us:  # every call checks each compiled frame's guards
         figures.guard_us = round(sum(watch.guard_us.values()), 1)
     eager.model.zero_grad()
-    return compiled
+    if more is None:
+        return compiled, None
+
+    def refine() -> None:
+        with inductor_cache(cold.cache_dir):
+            more()
+        watch.unexpected(figures.timed, what)
+        eager.model.zero_grad()
+
+    return compiled, refine
 
 
 def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: Cold,
@@ -425,50 +435,3 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: Co
     watch.unexpected(figures.late, f"the {label} compiled again after its first call")
     job.add_phase("accuracy_warmup", t_acc)
     return compiled, watch
-
-
-def _later_parts_s(job: _Job, cold: Cold, workloads: int) -> float:
-    """The later parts' time from this workload's cold compile (`LINES_PER_COLD`, `estimates.estimate_s`;
-    a warm compile ≈ 1/5 of a cold one in BENCHMARKS.md's runs)."""
-    seen = {"cold": cold.compile_s, "warm": cold.compile_s and cold.compile_s / 5}
-    return (LINES_PER_COLD * (cold.compile_s or 0.0) * workloads + estimate_s("export", seen, job.max_seconds)
-            + estimate_s("batch_sweep", seen, job.max_seconds))
-
-
-def _time_workload(job: _Job, eager: _Eager, compiled: Model, wl: str, i: int, limit: float,
-                   figures: Figures, contention: Contention, reserve: float = 0.0) -> None:
-    """Eager and compiled in paired rounds, on this workload's share of what is left of the budget."""
-    label = "forward" if wl == "forward" else "train step"
-    workloads, max_seconds = eager.workloads, job.max_seconds  # as many as `order`
-    # what the later parts should take stays out of the timing's share (`_later_parts_s`)
-    left = max_seconds - (time.perf_counter() - job.started) - reserve
-    share = left / (len(workloads) - i)
-    budget = max(share, MIN_TIMING_FRACTION * max_seconds / len(workloads))
-    if i == 0 and share < MIN_TIMING_FRACTION * max_seconds / len(workloads):
-        job.notes.append(f"timing: compiling took most of the {max_seconds:.0f} s budget; the timing "
-                         f"rounds got {budget:.0f} s each (raise compileLens.benchmark.maxSeconds "
-                         "for more)")
-    sides = {"eager": eager.model, "compiled": compiled}
-    if wl == "forward":
-        timers = {side: _user_forward(m) for side, m in sides.items()}
-    else:
-        timers = {side: timer("fn()", {"fn": m.run(wl)}) for side, m in sides.items()}
-    job.stage(f"timing the {label}", f"timing {label} (eager and compiled in paired rounds)…", limit_s=limit)
-    settle(min(0.1 * budget, 5.0))  # our compile workers quiet before the span's reading starts
-    contention.start(gpu=True)
-    t_timing = time.perf_counter()
-
-    def on_round(n: int, p: Any) -> None:
-        if n % 4 == 0:
-            job.progress(f"timing {label}: {n} paired rounds…", limit_s=limit)
-
-    # the forward's guard cost: a third block in the same rounds, guards skipped (`guard_cost`)
-    extra = guard_block(timers["compiled"], figures.unmeasured) if wl == "forward" else None
-    pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget, on_round=on_round,
-                          watch=Contention(job.device), extra=extra)
-    figures.timings[wl] = timing_of(pairs)
-    if extra:
-        record_guard_cost(pairs, figures.timings[wl], figures.unmeasured)
-    job.add_phase("timing", t_timing)
-
-

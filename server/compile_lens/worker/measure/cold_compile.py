@@ -61,19 +61,29 @@ class Child:
     (`spare_cpus`); `cpus` pins it to those."""
 
     def __init__(self, job: dict[str, Any], *, cache_dir: str, timeout: float, remote: Optional[Remote] = None,
-                 module: str = CHILD_MODULE, cpus: Optional[set[int]] = None):
+                 module: str = CHILD_MODULE, cpus: Optional[set[int]] = None, gated: bool = False):
         self.work = tempfile.mkdtemp(prefix="child-", dir=cache_dir)  # goes when the benchmark's folder goes
         self.result_path = os.path.join(self.work, "result.json")
         self.log_path = os.path.join(self.work, "child.log")
-        self.job = dict(job, result_path=self.result_path)
+        self.job = dict(job, result_path=self.result_path, **({"gated": True} if gated else {}))
         self.timeout = timeout
         self.started = time.perf_counter()
         pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus and hasattr(os, "sched_setaffinity") else None
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", module, json.dumps(self.job)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.PIPE if gated else subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=_child_env(cache_dir, remote), cwd=job.get("root") or None, preexec_fn=pin)
+
+    def go(self) -> None:
+        """A gated child (`gated`): start its tasks now; its limit counts from here."""
+        self.started = time.perf_counter()
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.write(b"go\n")
+                self.proc.stdin.close()
+            except OSError:  # it died already: `result` says how
+                pass
 
     def result(self, progress: Callable[..., None] = lambda stage, **kw: None) -> dict[str, Any]:
         """Wait for the child (heartbeats to `progress`), then its result; TargetError for a timeout,
@@ -118,6 +128,9 @@ class Child:
         if self.proc.poll() is None:
             kill_tree(self.proc.pid)
             self.proc.wait()
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
         shutil.rmtree(self.work, ignore_errors=True)
 
 

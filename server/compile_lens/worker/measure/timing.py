@@ -134,6 +134,13 @@ def _timing(p: Paired) -> Timing:
                   ci_rel_width=rel_width(speedup, ci))
 
 
+def settled(t: Timing) -> bool:
+    """More rounds would add nothing: conclusive and precise, or an interval around 1× so narrow
+    that it says "no measurable difference" (`NO_DIFFERENCE_WIDTH`)."""
+    lo, hi = t.speedup_ci or (0.0, math.inf)
+    return (t.conclusive and is_precise(t)) or hi - lo <= NO_DIFFERENCE_WIDTH * t.speedup
+
+
 # --- the rounds ------------------------------------------------------------------------------
 
 def busier(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -171,19 +178,27 @@ def _block(t: Any, per_call: float, block_s: float) -> float:
 def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: float,
                   on_round: Callable[[int, Paired], None] = lambda n, p: None,
                   min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter,
-                  watch: Optional[Contention] = None, extra: Optional[dict[str, Any]] = None) -> Paired:
+                  watch: Optional[Contention] = None, extra: Optional[dict[str, Any]] = None,
+                  resume: Optional[Paired] = None, max_s: Optional[float] = None) -> Paired:
     """Rounds of (eager block, compiled block), until conclusive or `budget_s` is spent (at least
     `min_rounds`). Each block runs about `budget_s / (2 * TARGET_ROUNDS)` seconds. `extra` timers
-    get a block of their own in each round, right beside the compiled one (`Paired.extra`)."""
+    get a block of their own in each round, right beside the compiled one (`Paired.extra`).
+    `resume`: the rounds of an earlier call on the same timers (the forward's first look), extended
+    in place: the stop rules count all of them (each round is a pair: its ratio stands on its own,
+    whatever the block length). `max_s`: where the rounds stop at the latest, minimum or not
+    (default `OVERRUN` × `budget_s`): the first look's is the forward's whole share, so that a slow
+    call or a busy machine still gets its `min_rounds` when the share has room for them."""
     started = clock()
     timers = {"eager": eager, "compiled": compiled, **(extra or {})}
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
     # can take 100× longer, and a block sized from a quiet moment would then run for minutes
-    p = Paired(extra={name: [] for name in extra or {}})
+    p = resume if resume is not None else Paired(extra={name: [] for name in extra or {}})
     if watch is not None:  # our own compile workers and parent quiet before the first round
         settle(min(SETTLE_SHARE * budget_s, 5.0))
     per_call = {}
     for side, t in timers.items():
+        if side in p.dropped:
+            continue
         try:
             per_call[side] = max(t.timeit(3).mean, 1e-7)
         except Exception as exc:  # noqa: BLE001 - an extra is optional (see the rounds below)
@@ -193,7 +208,7 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
             del p.extra[side]
     block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
     forward_order = ["eager", "compiled", *(extra or {})]
-    for r in range(MAX_ROUNDS):
+    for r in range(len(p.eager), MAX_ROUNDS):
         order = forward_order if r % 2 == 0 else forward_order[::-1]
         got = {}
         if watch is not None:
@@ -219,13 +234,11 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
             p.quiet.append(watch.round_quiet())
         on_round(r + 1, p)
         spent = clock() - started
-        if spent >= OVERRUN * budget_s:
+        if spent >= (OVERRUN * budget_s if max_s is None else max_s):
             break  # minimum rounds or not: the budget is a promise
         if r + 1 >= min_rounds:
             if spent >= budget_s:
                 break
-            t = timing_of(p)
-            lo, hi = t.speedup_ci or (0.0, math.inf)
-            if (t.conclusive and is_precise(t)) or hi - lo <= NO_DIFFERENCE_WIDTH * t.speedup:
+            if settled(timing_of(p)):
                 break  # a figure to stand behind, or an interval so narrow that more rounds add nothing
     return p
