@@ -5,6 +5,7 @@ functions are `tests/actions/test_code_actions.py`)."""
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -306,7 +307,6 @@ def _import_check(originals: list[dict], variants: list[dict], tmp: Path) -> tup
     after each edit (a fork apiece cost five times the import):
     ({id: ("ok" | "failed" | "timeout", seconds)} of the originals, the same of the variants)."""
     import json
-    import os
     import subprocess
     import sys
 
@@ -355,13 +355,16 @@ def _apply_everywhere(root: Path, found, tmp: Path) -> None:
     jobs, variants = [], {}
     for n, (path, action, resolved) in enumerate(found):
         copy = tmp / f"v{n}"
-        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".compile-lens", "*.import-error"))
+        # hard links: the copy costs no file's bytes; an edited file is a new file, never the link's
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".compile-lens", "*.import-error"),
+                        copy_function=os.link)
         touched = {path}
         for uri, edits in resolved.edit.changes.items():
             target = Path(to_fs_path(uri))
             new = apply_edits(target.read_text(), edits)
             assert new != target.read_text(), f"'{action.title}' changes nothing"
             compile(new, str(target), "exec", dont_inherit=True)  # raises SyntaxError: the test fails
+            (copy / target.relative_to(root)).unlink()
             (copy / target.relative_to(root)).write_text(new)
             touched.add(target)
         for target in sorted(touched):
