@@ -5,6 +5,7 @@ functions are `tests/actions/test_code_actions.py`)."""
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -295,67 +296,21 @@ async def test_reorderable_print_fix(tmp_path_factory):
 
 # --- every offered action, on every fixture and example: applied, compiled and imported -----------
 
-IMPORT_CHECK = '''\
-import importlib.util, json, os, select, signal, sys, tempfile, time, traceback
-import torch  # once, before the forks: each import then costs milliseconds
-import torch._dynamo  # what `@torch.compile` at import time pulls in (seconds, once)
-import torch._inductor.compile_fx
-from compile_lens.worker import loader
-
-plan = json.load(sys.stdin)
-if importlib.util.find_spec("transformers") and any("transformers" in open(job["file"]).read()
-                                                   for job in plan["originals"]):
-    import transformers.models.gpt2.modeling_gpt2  # what the GPT-2 fixtures import (seconds, once)
-# the loader's look at every loaded module (which could be a workspace's), once here, not in each child
-loader.purge_user_modules(tempfile.gettempdir())
-
-
-def run(job, limit_s):
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-        try:
-            loader.import_file(job["file"], job["root"])
-            code = 0
-        except BaseException:  # noqa: BLE001
-            with open(job["file"] + ".import-error", "w") as f:
-                f.write(traceback.format_exc()[-2000:])
-            code = 1
-        os._exit(code)
-    exited = os.pidfd_open(pid)  # readable when the child ends: wait on it, up to the limit
-    if not select.select([exited], [], [], limit_s)[0]:
-        os.kill(pid, signal.SIGKILL)
-    os.close(exited)
-    _, status = os.waitpid(pid, 0)
-    ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-    return ["ok" if ok else "timeout" if killed else "failed", time.monotonic() - started]
-
-
-# the original files first: a variant is imported only where its original file imports, in time
-originals = {job["id"]: run(job, plan["importable_s"]) for job in plan["originals"]}
-importable = {i for i, (status, seconds) in originals.items() if status == "ok" and seconds < plan["importable_s"]}
-variants = {job["id"]: run(job, plan["limit_s"]) for job in plan["variants"] if job["original"] in importable}
-print(json.dumps({"originals": originals, "variants": variants}))
-'''
-
-
 IMPORTABLE_S = 3.0  # an original file that imports within this is checked after each edit
 VARIANT_LIMIT_S = 10.0  # an edited file's import
 
 
 def _import_check(originals: list[dict], variants: list[dict], tmp: Path) -> tuple[dict, dict]:
     """Import each original file, then each variant whose original imported within IMPORTABLE_S,
-    with the worker's own loader, each in a forked child of one process (that imports torch once):
+    with the worker's own loader: each original in a forked child of one process (that imports
+    torch once), its variants one after another in the same child, as the worker re-imports a file
+    after each edit (a fork apiece cost five times the import):
     ({id: ("ok" | "failed" | "timeout", seconds)} of the originals, the same of the variants)."""
     import json
-    import os
     import subprocess
     import sys
 
-    script = tmp / "import_check.py"
-    script.write_text(IMPORT_CHECK)
+    script = Path(__file__).parent.parent / "import_check.py"
     plan = {"originals": originals, "variants": variants, "importable_s": IMPORTABLE_S, "limit_s": VARIANT_LIMIT_S}
     out = subprocess.run([sys.executable, str(script)], input=json.dumps(plan), capture_output=True, text=True,
                          timeout=120 + (IMPORTABLE_S + 5) * len(originals) + (VARIANT_LIMIT_S + 5) * len(variants),
@@ -400,13 +355,16 @@ def _apply_everywhere(root: Path, found, tmp: Path) -> None:
     jobs, variants = [], {}
     for n, (path, action, resolved) in enumerate(found):
         copy = tmp / f"v{n}"
-        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".compile-lens", "*.import-error"))
+        # hard links: the copy costs no file's bytes; an edited file is a new file, never the link's
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".compile-lens", "*.import-error"),
+                        copy_function=os.link)
         touched = {path}
         for uri, edits in resolved.edit.changes.items():
             target = Path(to_fs_path(uri))
             new = apply_edits(target.read_text(), edits)
             assert new != target.read_text(), f"'{action.title}' changes nothing"
             compile(new, str(target), "exec", dont_inherit=True)  # raises SyntaxError: the test fails
+            (copy / target.relative_to(root)).unlink()
             (copy / target.relative_to(root)).write_text(new)
             touched.add(target)
         for target in sorted(touched):

@@ -139,7 +139,7 @@ def test_the_line_that_made_a_varied_dimension_constant_is_named():
 
 
 def _tiny(path: Path):
-    """Tiny (Linear, ReLU) as the tool reads the file: its `torch.compile(Tiny(...))` call's options too."""
+    """Tiny as the tool reads the file: its `torch.compile(Tiny(...))` call's options too."""
     from compile_lens.discovery import discover
 
     [spec] = [t for t in discover(path.read_text()).targets if t.name == "Tiny"]
@@ -165,8 +165,8 @@ def test_the_dynamic_lever_times_the_train_step_and_its_edit_recompiles_as_measu
     from compile_lens.worker.breaks.variations import batch_variations
     from compile_lens.worker.levers import dynamic
 
-    path = tmp_path / "tiny.py"
-    shutil.copy(FIXTURES / "measure" / "tiny.py", path)
+    path = tmp_path / "tiny.py"  # one bias-free Linear: library matrix multiplies, no C++ kernel to build
+    shutil.copy(FIXTURES / "levers" / "linear.py", path)
     target = _tiny(path)
     label = batch_variations(target.args)[0].label  # "batch 16"
     seen = [Recompile(target.spec.line, label, "automatic-dynamic",
