@@ -25,7 +25,7 @@ from ...torch_text.cudagraph_events import LOGGER, SKIP_LOGGER, event_of, skip_o
 from ...torch_text.frames import is_user_file
 from ..loader import BuiltTarget
 from ..measure import line_windows as windows
-from ..measure.line_costs import _calls as profiled_calls
+from ..measure.line_costs import calls_to_profile
 from ..measure.workload import uses_cudagraphs
 from .judge import forward_faster, forward_slower, ratio_words
 from .steady import forward_pair
@@ -112,8 +112,8 @@ def idle_shares(calls: dict[str, Any], forward: dict[str, Any], device: str) -> 
         if call is None:
             shares[side] = None
             continue
-        # as many calls as the line costs profile (`line_costs._calls`), read as they read theirs
-        share = windows.gpu_idle_share(windows.profile(call, profiled_calls(ms), device), ms * 1e3 if ms else None)
+        # as many calls as the line costs profile (`line_costs.calls_to_profile`), read as they read theirs
+        share = windows.gpu_idle_share(windows.profile(call, calls_to_profile(ms), device), ms * 1e3 if ms else None)
         shares[side] = round(share, 3) if share is not None else None
     return shares
 

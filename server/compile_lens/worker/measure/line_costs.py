@@ -118,7 +118,7 @@ def isolated(figures: LineFigures) -> Iterator[None]:
 
 # --- profiles (`line_windows`) ----------------------------------------------------------------
 
-def _calls(ms: Optional[float]) -> int:
+def calls_to_profile(ms: Optional[float]) -> int:
     per = max(ms or 1.0, 0.01) / 1e3
     return max(3, min(50, int(PROFILE_SECONDS / per)))
 
@@ -157,7 +157,7 @@ def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[fl
     """{(path, line): us per call}, the profile's total per call, and {reason: us} for ops no line took.
     A backward op (a train step) goes to the line whose forward op made its autograd node. `ms`:
     the timed call (CUDA: the GPU idle within it is a reason of its own)."""
-    found = windows.calls(_profile(call, _calls(ms), device, tags=_Places(root)), device)
+    found = windows.calls(_profile(call, calls_to_profile(ms), device, tags=_Places(root)), device)
     events, n = found.events, found.n
     per_line: dict[tuple[str, int], float] = defaultdict(float)
     loose: dict[str, float] = defaultdict(float)
@@ -246,7 +246,7 @@ def compiled_lines(make: Any, root: str, device: str, ms: Optional[float]) -> _C
 def _profiled(call: Callable[[], Any], graphs: list[provenance.Graph], root: str, device: str,
               ms: Optional[float]) -> _Compiled:
     with provenance.kernel_ranges(graphs):
-        prof = _profile(call, _calls(ms), device)
+        prof = _profile(call, calls_to_profile(ms), device)
     found = _attribute(windows.calls(prof, device), graphs, _Places(root), device, ms * 1e3 if ms else None)
     found.graphs = graphs
     return found
