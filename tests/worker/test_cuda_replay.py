@@ -116,7 +116,7 @@ def test_the_cuda_graphs_lever_reads_the_idle_share_the_line_costs_give():
 
 def test_the_idle_share_reads_the_same_from_a_capture_as_from_the_profile():
     """A real CPU profile (no device activity: the GPU idled the whole of each call, 1.0), written as
-    the GPU check writes its captures (`benchmarks.capture.dump_events`) and read back by this
+    the GPU check writes its captures (`benchmarks.gpu.capture.dump_events`) and read back by this
     replay: the same share, so a CUDA capture replays as its live profile read."""
     import sys
 
@@ -125,7 +125,7 @@ def test_the_idle_share_reads_the_same_from_a_capture_as_from_the_profile():
     from paths import REPO
 
     sys.path.insert(0, str(REPO))
-    from benchmarks.capture import dump_events
+    from benchmarks.gpu.capture import dump_events
 
     model, x = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()), torch.randn(8, 16)
     prof = windows.profile(lambda: model(x), 6, "cpu")
