@@ -1,7 +1,7 @@
 """`check --compare-with PYTHON`: the same analysis with another interpreter's workers, and what
 changes per target. Interpreters that cannot run a worker are refused before anything runs; a live
-comparison with the same torch says nothing changed; a recorded torch 2.14.1 result (made with
-`scripts/record_torch_result.py`) compared with this torch's live run names what differs."""
+comparison with the same torch says nothing changed; a recorded torch 2.14.1 result (`tests/data/torch_2_14_1/`:
+`compile-lens check --format json` of examples/item_scale.py in a torch 2.14.1 venv) compared with this torch's live run names what differs."""
 
 from __future__ import annotations
 
