@@ -95,7 +95,9 @@ def crashed(err: str) -> bool:
     return "internal error" in err or "Traceback" in err
 
 
-def bench_import(trace: Path, cases: int, seed: int, work: Path) -> list[dict]:
+def editor_import(row: dict, log: Path, work: Path) -> None:
+    """What the server's compileLens.importTrace runs on `log` (lsp/features/trace_import.py: the
+    import, then its answer as JSON), counted into the editor's `row`: imported, said, or a crash."""
     from compile_lens.trace_import.report import (
         NotATrace,
         divergence_text,
@@ -103,6 +105,19 @@ def bench_import(trace: Path, cases: int, seed: int, work: Path) -> list[dict]:
         ranks_json,
     )
 
+    try:
+        imported = import_trace(str(log), str(work))
+        json.dumps({"ranks": ranks_json(imported), "divergence": [divergence_text(e) for e in imported.rank_divergence],
+                    "notes": imported.notes}, allow_nan=False)
+        row["codes"]["imported"] += 1
+    except NotATrace:
+        row["codes"]["not a trace (said)"] += 1
+    except Exception as exc:  # noqa: BLE001 - counted: a crash
+        row["crashes"] += 1
+        print(f"editor import crashed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def bench_import(trace: Path, cases: int, seed: int, work: Path) -> list[dict]:
     lines = trace.read_text().splitlines()
     rng = random.Random(seed)
     log = work / "dedicated_log_torch_trace_bad.log"
@@ -113,16 +128,7 @@ def bench_import(trace: Path, cases: int, seed: int, work: Path) -> list[dict]:
         code, err = call_main(["import", str(log), "--root", str(work), "--format", ("text", "json", "sarif")[n % 3]])
         rows["cli"]["codes"][code] += 1
         rows["cli"]["crashes"] += crashed(err)
-        try:  # what the server's compileLens.importTrace runs (lsp/features/trace_import.py)
-            imported = import_trace(str(log), str(work))
-            json.dumps({"ranks": ranks_json(imported), "divergence": [divergence_text(e) for e in imported.rank_divergence],
-                        "notes": imported.notes}, allow_nan=False)
-            rows["editor"]["codes"]["imported"] += 1
-        except NotATrace:
-            rows["editor"]["codes"]["not a trace (said)"] += 1
-        except Exception as exc:  # noqa: BLE001 - counted: a crash
-            rows["editor"]["crashes"] += 1
-            print(f"editor import crashed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        editor_import(rows["editor"], log, work)
     # whole files that are no trace at all: said, exit 2
     wholly_bad = {"empty file": "", "binary junk": bytes(range(256)).decode("latin-1") * 20,
                   "JSON, not a log": json.dumps({"a": [1, 2]}), "only cut records": "\n".join(t[:20] for t in lines[:50]),
@@ -133,14 +139,7 @@ def bench_import(trace: Path, cases: int, seed: int, work: Path) -> list[dict]:
         rows["cli"]["codes"][code] += 1
         rows["cli"]["crashes"] += crashed(err)
         rows["cli"]["kinds"][kind] += 1
-        try:
-            import_trace(str(log), str(work))
-            rows["editor"]["codes"]["imported"] += 1
-        except NotATrace:
-            rows["editor"]["codes"]["not a trace (said)"] += 1
-        except Exception as exc:  # noqa: BLE001 - counted: a crash
-            rows["editor"]["crashes"] += 1
-            print(f"editor import crashed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        editor_import(rows["editor"], log, work)
     code, err = call_main(["import", str(work / "cache"), "--root", str(work)])  # a folder without logs
     rows["cli"]["codes"][code] += 1
     rows["cli"]["crashes"] += crashed(err)
