@@ -127,13 +127,6 @@ def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: T
 EARLY_TRAIN_CORES = 4  # cores before the train step's cold child starts early too
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def _early_cold(job: AnalyzeJob) -> Any:
     """The cold children of the first target this job measures (`cold_children.Early`), started
     now, so that fresh processes' imports run beside this one's import and trace; None when
@@ -144,6 +137,7 @@ def _early_cold(job: AnalyzeJob) -> Any:
     if spec is None or spec.inputs is None or (spec.inputs.after_import and not spec.inputs.text):
         return None
     from .measure.cold_children import Early, child_job
+    from .measure.cold_compile import allowed_cpus
     from .measure.devices import resolve_device
     from .measure.workload import uses_cudagraphs
 
@@ -151,7 +145,7 @@ def _early_cold(job: AnalyzeJob) -> Any:
     step_begin = uses_cudagraphs(job.mode) and device.startswith("cuda")
     # the train step's too, for a module (its eager run may yet say it has none: then it is ended),
     # where the cores let three processes import at once: on 2 cores it would slow the forward's
-    workloads = ["forward", "train"] if spec.kind == "module" and _cores() >= EARLY_TRAIN_CORES else ["forward"]
+    workloads = ["forward", "train"] if spec.kind == "module" and len(allowed_cpus()) >= EARLY_TRAIN_CORES else ["forward"]
     try:
         return Early(spec.name, {wl: child_job(job.path, job.root, _asdict(spec), device, job.mode, step_begin, wl)
                                  for wl in workloads}, job.max_seconds)

@@ -137,16 +137,20 @@ class Child:
 SPARE_CPUS_MIN = 4  # cores beyond torch's threads before a child compiles beside the parent
 
 
+def allowed_cpus() -> list[int]:
+    """The cores this process may run on (its affinity; every core where the platform has none)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
 def spare_cpus(threads: int) -> Optional[set[int]]:
     """The cores a child may compile on beside the parent's own work (its timing rounds among it):
     those this process may use beyond the first `threads` (torch's intra-op threads), when there
     are at least SPARE_CPUS_MIN of them; None (run it before, alone) otherwise: on a 2-core machine
     a compile beside the timing would be timed with it."""
-    try:
-        allowed = sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        allowed = list(range(os.cpu_count() or 1))
-    rest = allowed[max(1, threads):]
+    rest = allowed_cpus()[max(1, threads):]
     return set(rest) if len(rest) >= SPARE_CPUS_MIN else None
 
 
