@@ -56,7 +56,7 @@ def test_a_model_that_draws_random_numbers_is_not_judged_on_them(module, no_chil
     # the canned cold compiles flow through; the warm ones are measured here, imports added; one
     # child per workload, the forward's first
     assert b.compile_s["cold"] == 9.0 and b.compile_s["warm"] > 1.5 and b.compile_s["cold_forward"] == 8.0
-    assert [j["tasks"] for j in no_children] == [["compile"], ["compile"]]
+    assert [j["tasks"] for j in no_children] == [["compile", "first_look"], ["compile"]]
     assert [j["workloads"] for j in no_children] == [["forward"], ["train"]]
 
 

@@ -233,7 +233,7 @@ def _canned_benchmark(compile_s: dict) -> Benchmark:
     return Benchmark("cpu", "cpu", "default", t, None, dict(compile_s), 10, {}, {}, {}, "worth it")
 
 
-def _run_canned(monkeypatch, max_seconds: float, compile_s: dict) -> tuple[list[dict], list]:
+def _run_canned(monkeypatch, max_seconds: float, compile_s: dict, opt_in: tuple = ()) -> tuple[list[dict], list]:
     """A measure job with canned benchmark figures (no compile): its events, and the output code
     the fallback ops were read from."""
     from compile_lens.worker import jobs
@@ -259,7 +259,7 @@ def _run_canned(monkeypatch, max_seconds: float, compile_s: dict) -> tuple[list[
     sent: list[dict] = []
     spec = TargetSpec("Plain", "module", def_line("Plain"), inputs=InputRecipe("directive", "(torch.randn(8, 16),)"))
     job = {"id": 7, "path": MODELS, "root": ROOT, "targets": [as_dict(spec)], "trace": False,
-           "recompiles": False, "benchmark": True, "max_seconds": max_seconds}
+           "recompiles": False, "benchmark": True, "max_seconds": max_seconds, "opt_in": list(opt_in)}
     jobs.run_job(job, sent.append)
     return sent, swept
 
@@ -272,7 +272,7 @@ def test_each_part_is_its_own_event_and_a_failing_one_loses_nothing_else(monkeyp
         raise RuntimeError("export exploded")
 
     monkeypatch.setattr(dep, "check_export", broken_export)
-    sent, swept = _run_canned(monkeypatch, 600.0, {"cold": 9.0, "warm": 1.0})
+    sent, swept = _run_canned(monkeypatch, 600.0, {"cold": 9.0, "warm": 1.0}, opt_in=("batch_sweep",))
     parts = [m for m in sent if m["event"] == "target" and m.get("part")]
     assert [m["part"] for m in parts] == ["forward", "memory", "lines", "export", "fallback_ops", "batch_sweep"]
     first = parts[0]["result"]
@@ -290,15 +290,17 @@ def test_each_part_is_its_own_event_and_a_failing_one_loses_nothing_else(monkeyp
 
 
 def test_parts_that_would_not_fit_the_budget_are_named_not_run(monkeypatch):
-    """A 15 s budget, an 8 s warm and a 12 s cold compile: no room for the batch sweep (a compile of
-    its own and its timing) nor strict export (two traces); non-strict export (about a warm compile)
-    and the fallback ops (free: read from the output code) still run."""
+    """A 15 s budget, an 8 s warm and a 12 s cold compile: no room for strict export (two traces);
+    non-strict export (about a warm compile) and the fallback ops (free: read from the output code)
+    still run. The batch sweep (a compile of its own and its timing) runs only when asked for."""
     exported: list[bool] = []
     monkeypatch.setattr(dep, "check_export", lambda *a, strict, **k: exported.append(strict) or {"ok": True})
     sent, swept = _run_canned(monkeypatch, 15.0, {"cold": 12.0, "warm": 8.0, "cold_forward": 12.0, "warm_forward": 8.0})
     last = [m for m in sent if m["event"] == "target"][-1]["result"]
-    assert last["parts"]["batch_sweep"] == {"status": "not-run", "why": "15 s budget", "seconds": None}
-    assert last["unmeasured"]["batch sweep"] == "not run: 15 s budget" and swept == []
+    from compile_lens.worker import jobs
+
+    assert last["parts"]["batch_sweep"] == {"status": "not-run", "why": jobs.NOT_ASKED, "seconds": None}
+    assert last["unmeasured"]["batch sweep"] == f"not run: {jobs.NOT_ASKED}" and swept == []
     assert exported == [False] and last["parts"]["export"]["status"] == "done"
     assert last["parts"]["fallback_ops"]["status"] == "done" and last["fallback_ops"]
     assert dep.estimate_s("batch_sweep", {"cold_forward": 12.0}, 15.0) == 12.0 + dep.report_budget(15.0)

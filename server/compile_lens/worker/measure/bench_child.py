@@ -11,6 +11,10 @@ With `gated` set the child builds the model, then waits for "go" on its stdin be
   cache dir this is the cold compile. Before it, the import of Dynamo and Inductor is timed on
   its own (`import_s`, part of the first figure): the parent adds it to the warm compile it
   measures in its own process, where those modules are already loaded.
+- "first_look": after "compile" (the forward's child): the forward's first paired timing rounds, eager
+  and just-compiled, as torch's own check of a model times them in a fresh process
+  (`workload_timing.first_look`): the figure the user waits for, sent before the parent's warm compile.
+  A failure here is `{"why": …}` under "first_look", never the cold compile's.
 - "memory_eager" / "memory_compiled": the allocator peak of one call of the first workload
   (`worker/measure/memory.py`: profiler memory events on CPU, `max_memory_allocated` on CUDA). The parent
   measures memory itself; these tasks remain for checking the method in a clean process.
@@ -61,6 +65,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         for task in job["tasks"]:
             if task == "compile":
                 compiled = _compile(job, result, where, make_compiled, compiled)
+            elif task == "first_look" and compiled is not None:
+                where["stage"] = "timing the forward"
+                result["first_look"] = _first_look(job, eager, compiled)
             elif task == "memory_eager":
                 where["stage"] = "measuring eager peak memory"
                 memory["eager"] = mem.peak_of(eager.run(workloads[0]), eager.zero_grad, device)
@@ -78,6 +85,16 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it
         result["error"] = asdict(_problem(exc, job, where["stage"]))
     return result
+
+
+def _first_look(job: dict[str, Any], eager: Any, compiled: Any) -> dict[str, Any]:
+    from .workload_timing import first_look
+
+    try:
+        eager.use(False)
+        return first_look(eager, compiled, job["device"], float(job.get("max_seconds") or 60.0))
+    except Exception as exc:  # noqa: BLE001 - the parent then times the forward itself
+        return {"why": f"{type(exc).__name__}: {str(exc).strip()[:200]}"}
 
 
 def _go() -> bool:

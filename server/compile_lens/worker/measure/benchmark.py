@@ -85,7 +85,7 @@ from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, cache_counts
 from .guard_cost import supported as guards_supported
 from .isolated import isolated
 from .snapshot import Figures
-from .timing import Contention, busier
+from .timing import Contention, Paired, busier
 from .verdict import break_even
 from .warm_remote import for_measurement
 from .workload import (
@@ -97,7 +97,7 @@ from .workload import (
     train_step_problem,
     uses_cudagraphs,
 )
-from .workload_timing import Refine, later_parts_s, time_workload
+from .workload_timing import Refine, later_parts_s, looked, time_workload
 from .workload_timing import user_forward as _user_forward  # noqa: F401 - read here by the guard-cost test
 
 # `on_part(part, benchmark, status, why)`: a part of the measurement (`protocol.PARTS`) has landed:
@@ -311,9 +311,18 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
         compiled: dict[str, Model] = {}
         for i, wl in enumerate(order):
             if wl == "forward":  # the forward failing fails the measurement: nothing to show without it
-                compiled[wl], refine = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
+                # the headline: the figure the cold child timed right after its compile, sent before
+                # this process's warm compile and accuracy check, which follow in a second send
+                first = looked(figures, colds.get(wl))
+                if first is not None:
+                    job.phases["to_forward"] = time.perf_counter() - job.started
+                    figures.accuracy_pending = True
+                    publish("forward")
+                    figures.accuracy_pending = False
+                compiled[wl], refine = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention,
+                                                 None if first is None else (first, colds.cold[wl].first_look["s"]))
                 figures.graphs[wl] = provenance.take()  # its compile's provenance, for its line costs
-                job.phases["to_forward"] = time.perf_counter() - job.started
+                job.phases.setdefault("to_forward", time.perf_counter() - job.started)
                 if output_code is not None:  # the caller's: the fallback ops are read from it
                     output_code[:] = figures.output_code
                 restore()
@@ -325,7 +334,9 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
             # a later workload fails alone (its child timed out or crashed, its compile raised): the
             # forward's figures stand, and break-even falls back to the forward
             with isolated("train step", figures.unmeasured) as part:
-                compiled[wl], _ = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
+                compiled[wl], more = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
+                if more is not None:  # its first look did not settle it: the rest of its share now
+                    more()
                 figures.graphs[wl] = provenance.take()
             restore()
             why = part.why.split(":", 1)[1].strip() if part.why else None
@@ -358,14 +369,16 @@ def _label(wl: str) -> str:
 
 
 def _workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, colds: ColdChildren,
-              figures: Figures, contention: Contention) -> tuple[Model, Refine]:
+              figures: Figures, contention: Contention,
+              first_look: Optional[tuple[Paired, float]] = None) -> tuple[Model, Refine]:
     cold = colds.get(wl)
     with inductor_cache(cold.cache_dir):
-        return _measure_workload(job, eager, compiled_obj, wl, i, cold, figures, contention)
+        return _measure_workload(job, eager, compiled_obj, wl, i, cold, figures, contention, first_look)
 
 
 def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, cold: Cold,
-                      figures: Figures, contention: Contention) -> tuple[Model, Refine]:
+                      figures: Figures, contention: Contention,
+                      first_look: Optional[tuple[Paired, float]] = None) -> tuple[Model, Refine]:
     """In this process, one workload: the warm compile (Dynamo reset and Inductor's in-memory
     caches cleared, the on-disk cache its cold child filled kept), accuracy and paired timing.
     Dynamo is reset between workloads, so each is timed with only its own graphs cached (a second
@@ -374,7 +387,7 @@ def _measure_workload(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: i
     after its figures are sent."""
     compiled, watch = _warm_compile(job, eager, compiled_obj, wl, cold, figures)
     more = time_workload(job, eager, compiled, wl, i, cold.limit, figures, contention,
-                         reserve=later_parts_s(job, cold, len(eager.workloads)))
+                         reserve=later_parts_s(job, cold, len(eager.workloads)), first_look=first_look)
     figures.busy_seen = busier(figures.busy_seen, contention.report())
     what = f"recompiled while timing the {_label(wl)} (the timing includes compiling)"
     watch.unexpected(figures.timed, what)

@@ -33,14 +33,19 @@ class Cold:
     fx_keys: list[dict[str, Any]]  # its FX-graph cache lookups (`cache_keys`): why a later compile missed
     cache_dir: str  # the cache it filled: the warm compile of this workload reads it
     compile_time: Any = None  # its frames (`compile_frames`: a CompileTime)
+    # the forward's: its first look, timed in that fresh process right after the compile
+    # (`workload_timing.first_look`: {"pairs", "busy", "unmeasured", "s"} or {"why"}); None for others
+    first_look: Optional[dict[str, Any]] = None
 
 
 def child_job(path: str, root: str, spec: dict[str, Any], device: str, mode: str, step_begin: bool,
-              wl: str) -> dict[str, Any]:
-    """What a workload's cold child is asked (`bench_child`)."""
+              wl: str, max_seconds: float) -> dict[str, Any]:
+    """What a workload's cold child is asked (`bench_child`): the forward's also takes the first look
+    at its timing (`workload_timing.first_look`), on the measurement's budget (`max_seconds`)."""
     label = "forward" if wl == "forward" else "train step"
     return {"path": os.path.abspath(path), "root": os.path.abspath(root), "spec": spec, "device": device,
-            "mode": mode, "workloads": [wl], "step_begin": step_begin, "tasks": ["compile"],
+            "mode": mode, "workloads": [wl], "step_begin": step_begin,
+            "tasks": ["compile", "first_look"] if wl == "forward" else ["compile"], "max_seconds": max_seconds,
             "what": f"the {label}'s cold compile (fresh process)"}
 
 
@@ -113,7 +118,8 @@ class ColdChildren:
 
     def _child_job(self, wl: str) -> dict[str, Any]:
         job = self.job
-        return child_job(job.path, job.root, asdict(job.target.spec), job.device, job.mode, job.step_begin, wl)
+        return child_job(job.path, job.root, asdict(job.target.spec), job.device, job.mode, job.step_begin, wl,
+                         job.max_seconds)
 
     def _cache_dir(self, wl: str) -> str:
         cache_dir = os.path.join(self.job.cache_dir, wl)
@@ -125,8 +131,9 @@ class ColdChildren:
             return self.cold[wl]
         job = self.job
         label = "forward" if wl == "forward" else "train step"
-        job.stage(f"compiling the {label} with a cold cache (fresh process)",
-                  f"compiling {job.name} {label} with Inductor (cold cache, fresh process)…")
+        then = " and timing it" if "first_look" in self._child_job(wl)["tasks"] else ""
+        job.stage(f"compiling the {label} with a cold cache (fresh process){then}",
+                  f"compiling {job.name} {label} with Inductor (cold cache, fresh process){then}…")
         t_wait = time.perf_counter()
         if wl in self.gated:
             child = self.gated.pop(wl)
@@ -143,7 +150,7 @@ class ColdChildren:
         job.notes.extend(n for n in found.get("notes", []) if n not in job.notes)
         self.cold[wl] = Cold(wl, cold_s, float(found.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds),
                              self._child_job(wl), found.get("fx_keys") or [], self._cache_dir(wl),
-                             compile_frames.read(found))
+                             compile_frames.read(found), found.get("first_look"))
         return self.cold[wl]
 
     def stop(self) -> None:

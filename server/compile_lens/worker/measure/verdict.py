@@ -122,7 +122,7 @@ def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
 
 
 def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optional[float],
-            calls: Optional[int], breaks: int, accuracy_ok: bool,
+            calls: Optional[int], breaks: int, accuracy_ok: Optional[bool],
             contention: Optional[dict[str, Any]] = None) -> str:
     t, what = (train, "train step") if train is not None else (forward, "forward")
     extras = []
@@ -130,8 +130,10 @@ def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optio
         extras.append(f"{breaks} graph breaks")
     elif breaks:
         extras.append(f"{breaks} graph break{'s' if breaks > 1 else ''}")
-    if not accuracy_ok:
+    if accuracy_ok is False:
         extras.append("outputs differ beyond tolerance — check accuracy first")
+    elif accuracy_ok is None:  # the first look, sent before the outputs were compared
+        extras.append("accuracy not checked yet")
     tail = ("; " + "; ".join(extras)) if extras else ""
     if _timed_in_rounds(t) and not t.conclusive:
         return f"inconclusive ({what} on {device}): {inconclusive_why(t, contention or {})}{tail}"
@@ -150,7 +152,7 @@ def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optio
     if calls is not None and calls > PAYBACK_REALISTIC:
         return (f"only for long runs: {what} {said} on {device}{cold}, "
                 f"pays back after {calls:,} calls{tail}")
-    if breaks > FEW_BREAKS or not accuracy_ok:
+    if breaks > FEW_BREAKS or accuracy_ok is not True:
         return f"faster but check first: {what} {said} on {device}{cold}{tail}"
     payback = f", pays back after {calls:,} calls" if calls is not None else ""
     return f"worth it: {what} {said} on {device}{cold}{payback}{tail}"

@@ -6,12 +6,18 @@ forward's, then — only when that figure is not settled (conclusive and precise
 difference: `timing.settled`) — more rounds on the rest of its share, after the forward was sent
 (`Refine`). The first look is as honest as any figure: the same busy rule per round, the same
 bootstrap interval, at least `MIN_ROUNDS` pairs; a noisy one says "inconclusive" and is refined.
+
+The first look is taken by the forward's cold child (`first_look`, in `bench_child`) right after its
+cold compile, as torch's own check of a model is: a fresh process that compiled it times it, so the
+first figure does not wait for the parent's warm compile and accuracy check. Where the child could
+not (its rounds recompiled, a torch without the guard block's parts), the parent takes it as before.
 `job`, `eager`, `figures` are `benchmark`'s `_Job`, `_Eager` and `snapshot.Figures`.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Any, Callable, Optional
 
 import torch
@@ -48,18 +54,70 @@ def user_forward(model: Model) -> tbench.Timer:
     return timer(stmt, {"f": model.call, "args": model.args, "torch": torch})
 
 
+def first_look_max_s(max_seconds: float) -> float:
+    """How long the first look may go on to reach its minimum rounds (a slow call, a busy machine):
+    the forward's least share of the budget, or `OVERRUN` × `FIRST_LOOK_S` when that is more."""
+    return max(MIN_TIMING_FRACTION * max_seconds / 2, OVERRUN * FIRST_LOOK_S)
+
+
+def first_look(eager: Model, compiled: Model, device: str, max_seconds: float) -> dict[str, Any]:
+    """In the forward's cold child, right after its compile: the first look's rounds (`Paired`, as a
+    dict), the busy reading over them, what was not measurable, and its seconds — or `{"why": …}`
+    when they cannot stand (they compiled again: the parent then times the forward itself)."""
+    from .dynamo_watch import DynamoWatch
+
+    timers = {side: user_forward(m) for side, m in (("eager", eager), ("compiled", compiled))}
+    unmeasured: dict[str, str] = {}
+    watch = DynamoWatch()
+    for _ in range(2):  # calls 2 and 3 must not compile again (the parent's warm-up, here)
+        compiled.forward()
+    extra = guard_block(timers["compiled"], unmeasured)
+    watch.expect()
+    settle(min(0.1 * FIRST_LOOK_S, 5.0))  # our compile workers quiet before the span's reading starts
+    contention = Contention(device)
+    contention.start(gpu=True)
+    t0 = time.perf_counter()
+    pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=FIRST_LOOK_S, watch=Contention(device),
+                          extra=extra, max_s=first_look_max_s(max_seconds))
+    seconds = time.perf_counter() - t0
+    compiled_again: list[str] = []
+    watch.unexpected(compiled_again, "compiled while timing")
+    if compiled_again:
+        return {"why": compiled_again[0]}
+    return {"pairs": asdict(pairs), "busy": contention.report(), "unmeasured": unmeasured, "s": seconds}
+
+
 def later_parts_s(job: Any, cold: Cold, workloads: int) -> float:
     """The later parts' time from this workload's cold compile (`LINES_PER_COLD`, `estimates.estimate_s`;
     a warm compile ≈ 1/5 of a cold one in BENCHMARKS.md's runs)."""
     seen = {"cold": cold.compile_s, "warm": cold.compile_s and cold.compile_s / 5}
-    return (LINES_PER_COLD * (cold.compile_s or 0.0) * workloads + estimate_s("export", seen, job.max_seconds)
-            + estimate_s("batch_sweep", seen, job.max_seconds))
+    sweep = estimate_s("batch_sweep", seen, job.max_seconds) if "batch_sweep" in job.opt_in else 0.0  # asked only
+    return LINES_PER_COLD * (cold.compile_s or 0.0) * workloads + estimate_s("export", seen, job.max_seconds) + sweep
+
+
+def looked(figures: Any, cold: Cold) -> Optional[Paired]:
+    """The forward's first look as its cold child took it (`first_look`), set as the forward's timing
+    in `figures`; None when the child took none (the parent times it: `time_workload`)."""
+    found = cold.first_look
+    if not found or "pairs" not in found:
+        return None
+    pairs = Paired(**found["pairs"])
+    figures.timings["forward"] = timing_of(pairs)
+    for part, why in (found.get("unmeasured") or {}).items():
+        figures.unmeasured.setdefault(part, why)
+    record_guard_cost(pairs, figures.timings["forward"], figures.unmeasured)
+    figures.busy_seen = busier(figures.busy_seen, found.get("busy") or {})
+    return pairs
 
 
 def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit: float,
-                  figures: Any, contention: Contention, reserve: float = 0.0) -> Refine:
-    """Eager and compiled in paired rounds, on this workload's share of what is left of the budget
-    (the forward: its first look; the rest of its share is what the returned `Refine` spends)."""
+                  figures: Any, contention: Contention, reserve: float = 0.0,
+                  first_look: Optional[tuple[Paired, float]] = None) -> Refine:
+    """Eager and compiled in paired rounds, on this workload's share of what is left of the budget:
+    a first look, and the rest of its share — spent by the returned `Refine` only when the first look
+    did not settle the figure (the forward's after it was sent, the train step's at once).
+    `first_look`: the forward's rounds its cold child took, and their seconds (`looked`): the
+    first look is not taken again, only refined."""
     label = "forward" if wl == "forward" else "train step"
     workloads, max_seconds = eager.workloads, job.max_seconds  # as many as `order`
     # what the later parts should take stays out of the timing's share (`later_parts_s`)
@@ -75,39 +133,51 @@ def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit:
         timers = {side: user_forward(m) for side, m in sides.items()}
     else:
         timers = {side: timer("fn()", {"fn": m.run(wl)}) for side, m in sides.items()}
-    first = min(budget, FIRST_LOOK_S) if wl == "forward" else budget
-    job.stage(f"timing the {label}", f"timing {label} (eager and compiled in paired rounds)…", limit_s=limit)
-    settle(min(0.1 * first, 5.0))  # our compile workers quiet before the span's reading starts
-    contention.start(gpu=True)
-    t_timing = time.perf_counter()
+    first = min(budget, FIRST_LOOK_S)  # the train step's too: once settled, its rest is not spent
 
     def on_round(n: int, p: Any) -> None:
         if n % 4 == 0:
             job.progress(f"timing {label}: {n} paired rounds…", limit_s=limit)
 
-    # the forward's guard cost: a third block in the same rounds, guards skipped (`guard_cost`)
-    extra = guard_block(timers["compiled"], figures.unmeasured) if wl == "forward" else None
-
-    def rounds(budget_s: float, resume: Optional[Paired] = None, max_s: Optional[float] = None) -> Paired:
+    def rounds(budget_s: float, extra: Any, resume: Optional[Paired] = None, max_s: Optional[float] = None) -> Paired:
+        if resume is not None:  # a block the first look had and this process cannot time: left out from here
+            for name in [n for n in resume.extra if not extra or n not in extra]:
+                resume.dropped.setdefault(name, "not measurable: not timed beside the later rounds")
+                del resume.extra[name]
         pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=budget_s, on_round=on_round,
                               watch=Contention(job.device), extra=extra, resume=resume, max_s=max_s)
         figures.timings[wl] = timing_of(pairs)
-        if extra:
+        if extra or pairs.dropped:
             record_guard_cost(pairs, figures.timings[wl], figures.unmeasured)
         return pairs
 
-    # the first look goes on to its minimum rounds within the whole share (a slow call, a busy machine)
-    pairs = rounds(first, max_s=max(budget, OVERRUN * first))
-    job.add_phase("timing", t_timing)
-    rest = budget - (time.perf_counter() - t_timing)
-    if first >= budget or settled(figures.timings[wl]) or rest < 1.0:
-        return None
+    def guards() -> Any:  # the forward's guard cost: a third block in the same rounds, guards skipped (`guard_cost`)
+        return guard_block(timers["compiled"], figures.unmeasured) if wl == "forward" else None
+
+    if first_look is not None:
+        (pairs, spent), extra = first_look, None
+        rest = budget - spent
+        if settled(figures.timings[wl]) or rest < 1.0:
+            return None
+    else:
+        job.stage(f"timing the {label}", f"timing {label} (eager and compiled in paired rounds)…", limit_s=limit)
+        settle(min(0.1 * first, 5.0))  # our compile workers quiet before the span's reading starts
+        contention.start(gpu=True)
+        t_timing = time.perf_counter()
+        extra = guards()
+        # the first look goes on to its minimum rounds within the whole share (a slow call, a busy machine)
+        pairs = rounds(first, extra, max_s=max(budget, OVERRUN * first))
+        job.add_phase("timing", t_timing)
+        rest = budget - (time.perf_counter() - t_timing)
+        if first >= budget or settled(figures.timings[wl]) or rest < 1.0:
+            return None
 
     def refine() -> None:
         job.stage(f"timing the {label}", f"timing {label}: more paired rounds…", limit_s=limit)
         t_more = time.perf_counter()
+        more_extra = extra if extra is not None or not pairs.extra else guards()
         contention.start(gpu=True)
-        rounds(rest, resume=pairs)
+        rounds(rest, more_extra, resume=pairs)
         job.add_phase("timing", t_more)
         figures.busy_seen = busier(figures.busy_seen, contention.report())
 
