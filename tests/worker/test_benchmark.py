@@ -162,7 +162,7 @@ def test_the_forward_has_its_lines_and_the_cold_compile_its_frames(measured):
 @pytest.mark.slow
 def test_guard_latency_and_warm_cache_come_from_torch_metrics(measured):
     b, _, _, _ = measured
-    assert "hits" in b.warm_cache and b.notes and not [n for n in b.notes if "cache" in n and "missed" in n]
+    assert "hits" in b.warm_cache and not [n for n in b.notes if "cache" in n and "missed" in n]
     # torch 2.13 records both; a torch that does not leaves them None (and says nothing)
     assert b.guard_latency_us is not None and 0 < b.guard_latency_us < b.forward.compiled_ms * 1e3 * 10
     assert b.warm_cache is not None

@@ -319,6 +319,10 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
                     figures.accuracy_pending = True
                     publish("forward")
                     figures.accuracy_pending = False
+                    # the next child's imports beside the warm compile here (no timing rounds: the
+                    # child took the first look), not on the way to its own timed compile
+                    for later in order[1:]:
+                        colds.prestart(later)
                 compiled[wl], refine = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention,
                                                  None if first is None else (first, colds.cold[wl].first_look["s"]))
                 figures.graphs[wl] = provenance.take()  # its compile's provenance, for its line costs
@@ -328,7 +332,8 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
                 restore()
                 publish("forward")
                 if refine is not None:  # its first look was not settled: more rounds, sent with the next part
-                    with isolated("forward's more rounds", figures.unmeasured):  # failing, the first look stands
+                    # failing, the first look stands; a child still importing waits, stopped
+                    with isolated("forward's more rounds", figures.unmeasured), colds.paused():
                         refine()
                 continue
             # a later workload fails alone (its child timed out or crashed, its compile raised): the

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from . import compile_frames
 from .cold_compile import CACHE_PREFIX, Child, cold_limit, phase_limit, run_child, spare_cpus
@@ -115,6 +115,25 @@ class ColdChildren:
                     continue
                 self.beside[wl] = Child(self._child_job(wl), cache_dir=self._cache_dir(wl),
                                         timeout=cold_limit(job.max_seconds), cpus=self.spare)
+
+    def prestart(self, wl: str) -> None:
+        """Start workload `wl`'s child now, gated (its imports and the model's build, seconds of one
+        core, then it waits idle): called once the forward's child is done, so that they run beside
+        this process's warm compile instead of before the train step's timed compile. `paused()`
+        stops it while timing rounds run here."""
+        if wl in self.cold or wl in self.beside or wl in self.gated:
+            return
+        with contextlib.suppress(OSError):  # no process to spare: `get` starts it when it is needed
+            self.gated[wl] = Child(self._child_job(wl), cache_dir=self._cache_dir(wl),
+                                   timeout=cold_limit(self.job.max_seconds), gated=True)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The gated children stopped for the block (timing rounds here: not beside their imports)."""
+        with contextlib.ExitStack() as stack:
+            for child in self.gated.values():
+                stack.enter_context(child.paused())
+            yield
 
     def _child_job(self, wl: str) -> dict[str, Any]:
         job = self.job
