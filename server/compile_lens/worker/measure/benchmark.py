@@ -42,12 +42,13 @@ Where each figure comes from:
 the ones it warns about ("accuracy:" is a difference beyond tolerance; "accuracy not compared:" a
 model that draws random numbers, whose figures stay unset).
 
-The order is what the user waits for: the forward (its cold child — started as the job arrived, its
-imports beside the worker's, `cold_children.Early` — warm compile, accuracy, a first look of timing
-rounds: `workload_timing`), sent at once (`on_part`, a `snapshot` of the figures so far), then more
-forward rounds only when that figure is not settled; then the train step (its own cold
-child: each workload's cold compile is a fresh process's first), peak memory, the line costs (when
-the budget has room for their compiles), each sent as it lands. A train step that fails fails alone.
+The order is what the user waits for: the forward — its cold child (started as the job arrived, its
+imports beside the worker's, `cold_children.Early`) compiles it and takes the first look at its
+timing right after (`workload_timing.first_look`), sent at once (`on_part`, a `snapshot` of the
+figures so far, "accuracy not checked yet"); then this process's warm compile and accuracy check,
+sent again; more forward rounds only when the figure is not settled —; then the train step (its own
+cold child, started when the forward's was done: each workload's cold compile is a fresh process's
+first), peak memory, the line costs, each sent as it lands. A train step that fails fails alone.
 
 This module runs the phases in order; the parts: `devices`, `workload` (forward, training step),
 `cold_children` (one fresh process per workload, beside the parent on spare cores), `cold_compile`
