@@ -150,7 +150,8 @@ t0 = time.perf_counter()
 model = getattr(m, name)().to(device).eval()
 spec = {{"MLPStack": lambda: (torch.randn(m.MLP_BATCH, m.MLP_WIDTH),),
         "GPT": lambda: (torch.randint(0, m.GPT_VOCAB, (m.GPT_BATCH, m.GPT_SEQ)),),
-        "ConvNet": lambda: (torch.randn(m.CONV_BATCH, 3, m.CONV_SIDE, m.CONV_SIDE),)}}[name]
+        "ConvNet": lambda: (torch.randn(m.CONV_BATCH, 3, m.CONV_SIDE, m.CONV_SIDE),),
+        "TinyGPT2": lambda: (torch.randint(0, 1000, (4, 32)),)}}[name]
 x = tuple(t.to(device) for t in spec())
 cuda = device.startswith("cuda")
 def sync():

@@ -152,6 +152,73 @@ def test_child_prints_do_not_reach_the_result_file(tmp_path):
     assert set(result) == {"compile_s", "memory", "notes"}
 
 
+@pytest.mark.slow
+def test_the_forward_child_takes_the_first_look_right_after_its_compile(tmp_path):
+    """The forward's cold child times eager against just-compiled as torch's own check would: paired
+    rounds with the busy reading, and calls 2 and 3 compile nothing again (a Dynamo reset or other
+    Inductor settings there compiled the whole model again before the rounds)."""
+    from compile_lens.worker.measure.cold_children import child_job as forward_job
+    from compile_lens.worker.measure.timing import MIN_ROUNDS, Paired, timing_of
+
+    job = forward_job(MODELS, ROOT, asdict(spec("Tiny", TINY_INPUTS)), DEVICE, "default", False, "forward", 30.0)
+    assert job["tasks"] == ["compile", "first_look"]
+    found = cold_compile.run_child(job, cache_dir=str(tmp_path), timeout=300)
+    look = found["first_look"]
+    assert look.get("why") is None and look["warmup_compiles"] == 0, look
+    pairs = Paired(**look["pairs"])
+    assert len(pairs.eager) == len(pairs.compiled) == len(pairs.quiet) >= MIN_ROUNDS
+    assert timing_of(pairs).speedup > 0 and 0 < look["s"] and "busy" in look["busy"]
+    # the compile's own figures were read before the rounds added to torch's counters
+    assert found["compile_s"]["forward"] > 0 and found["compile_time"]["frames"]
+
+
+def test_the_first_look_is_the_childs_only_when_it_took_one():
+    """A child that could not take the first look (its rounds compiled again) leaves the forward's
+    timing to this process; one that did gives its rounds as the forward's figure."""
+    from compile_lens.worker.measure.cold_children import Cold
+    from compile_lens.worker.measure.snapshot import Figures
+    from compile_lens.worker.measure.workload_timing import looked
+
+    figures = Figures(memory={})
+    cold = Cold("forward", 1.0, 0.5, 60.0, {}, [], "", None, {"why": "compiled again while timing"})
+    assert looked(figures, cold) is None and "forward" not in figures.timings
+    rounds = {"eager": [2e-3] * 8, "compiled": [1e-3] * 8, "quiet": [True] * 8, "extra": {}, "dropped": {}}
+    cold.first_look = {"pairs": rounds, "busy": {"busy": False, "cpus": 2}, "unmeasured": {}, "s": 1.5}
+    pairs = looked(figures, cold)
+    assert pairs is not None and len(pairs.eager) == 8
+    assert figures.timings["forward"].speedup == pytest.approx(2.0) and figures.timings["forward"].rounds == 8
+    assert figures.busy_seen == {"busy": False, "cpus": 2}
+
+
+def test_a_gated_child_takes_no_cpu_while_paused(tmp_path):
+    """The train step's child, started beside the warm compile, is stopped while timing rounds run:
+    its imports take no CPU then, and go on after."""
+    import psutil
+
+    from compile_lens.worker.measure.cold_children import child_job as cold_job
+
+    job = cold_job(MODELS, ROOT, asdict(spec("Tiny", TINY_INPUTS)), DEVICE, "default", False, "train", 30.0)
+    child = cold_compile.Child(job, cache_dir=str(tmp_path), timeout=60, gated=True)
+    proc = psutil.Process(child.proc.pid)
+
+    def cpu() -> float:
+        return sum(proc.cpu_times()[:2])
+
+    try:
+        time.sleep(0.3)  # importing torch: seconds of CPU
+        with child.paused():
+            before = cpu()
+            time.sleep(1.0)
+            assert proc.status() == psutil.STATUS_STOPPED
+            assert cpu() - before < 0.05
+        after = cpu()
+        time.sleep(0.5)
+        assert proc.status() != psutil.STATUS_STOPPED and cpu() > after  # its imports go on
+    finally:
+        child.stop()
+    assert child.proc.poll() is not None
+
+
 def test_child_reports_errors_as_problems(tmp_path):
     with pytest.raises(TargetError) as info:
         cold_compile.run_child(child_job("Hungry", ["memory_eager"]), cache_dir=str(tmp_path), timeout=120)

@@ -62,29 +62,31 @@ def first_look_max_s(max_seconds: float) -> float:
 
 def first_look(eager: Model, compiled: Model, device: str, max_seconds: float) -> dict[str, Any]:
     """In the forward's cold child, right after its compile: the first look's rounds (`Paired`, as a
-    dict), the busy reading over them, what was not measurable, and its seconds — or `{"why": …}`
-    when they cannot stand (they compiled again: the parent then times the forward itself)."""
-    from .dynamo_watch import DynamoWatch
+    dict), the busy reading over them, what was not measurable, its seconds, and the frames calls 2
+    and 3 compiled again (`warmup_compiles`: none, unless the user's code recompiles) — or
+    `{"why": …}` when the rounds cannot stand (they compiled: the parent then times the forward)."""
+    from .dynamo_watch import _frame_compiles, _metrics
 
     timers = {side: user_forward(m) for side, m in (("eager", eager), ("compiled", compiled))}
     unmeasured: dict[str, str] = {}
-    watch = DynamoWatch()
-    for _ in range(2):  # calls 2 and 3 must not compile again (the parent's warm-up, here)
+    # compiles counted from torch's metrics, as `DynamoWatch` does, without its Dynamo reset: that
+    # would throw away the compile just made, and the next call would compile again
+    seen = len(_metrics())
+    for _ in range(2):  # calls 2 and 3 (the parent's warm-up, here)
         compiled.forward()
+    warmup = len(_frame_compiles(_metrics()[seen:]))
     extra = guard_block(timers["compiled"], unmeasured)
-    watch.expect()
-    settle(min(0.1 * FIRST_LOOK_S, 5.0))  # our compile workers quiet before the span's reading starts
+    seen = len(_metrics())
     contention = Contention(device)
     contention.start(gpu=True)
     t0 = time.perf_counter()
     pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=FIRST_LOOK_S, watch=Contention(device),
                           extra=extra, max_s=first_look_max_s(max_seconds))
     seconds = time.perf_counter() - t0
-    compiled_again: list[str] = []
-    watch.unexpected(compiled_again, "compiled while timing")
-    if compiled_again:
-        return {"why": compiled_again[0]}
-    return {"pairs": asdict(pairs), "busy": contention.report(), "unmeasured": unmeasured, "s": seconds}
+    if _frame_compiles(_metrics()[seen:]):
+        return {"why": "compiled again while timing", "warmup_compiles": warmup}
+    return {"pairs": asdict(pairs), "busy": contention.report(), "unmeasured": unmeasured, "s": seconds,
+            "warmup_compiles": warmup}
 
 
 def later_parts_s(job: Any, cold: Cold, workloads: int) -> float:
