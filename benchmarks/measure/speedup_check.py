@@ -35,7 +35,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 REPO = Path(__file__).resolve().parents[2]
 try:
@@ -274,7 +274,7 @@ def check(args: argparse.Namespace) -> int:
             f"{ind['speedup']:.3f}", f"{r['ratio']:.3f}", "yes" if r["agree"] else "**no**",
             f"{t['eager_ms']:.4f} / {t['compiled_ms']:.4f}", f"{ind['eager_ms']:.4f} / {ind['compiled_ms']:.4f}",
             f"{ind['quiet_pairs']}/{ind['pairs']}" + (" **busy**" if ind["busy"] else ""),
-            f"{b['compile_s']['cold']:.1f}", f"{b['compile_s']['warm']:.1f}",
+            _s(b["compile_s"].get("cold")), _s(b["compile_s"].get("warm")),  # the first look: no warm compile yet
             f"{(b.get('phases_s') or {}).get('timing', 0):.1f}", f"{r['wall_s']:.1f}",
             f"{r['wall_s'] / r['inherent_s']:.2f}" if r["inherent_s"] else "-",
             f"{r['load'][0]:.1f} / {r['load'][1]:.1f}",
@@ -285,6 +285,10 @@ def check(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 1 if bad else 0
+
+
+def _s(seconds: Optional[float]) -> str:
+    return "–" if seconds is None else f"{seconds:.1f}"
 
 
 def _machine() -> str:
@@ -333,7 +337,7 @@ def table(args: argparse.Namespace) -> int:
             row["target"], _ms(f["eager_ms"]), _ms(f["compiled_ms"]), f"{f['speedup']:.2f}",
             _ms(t.get("eager_ms")), _ms(t.get("compiled_ms")),
             f"{t['speedup']:.2f}" if t else "-",
-            f"{b['compile_s']['cold']:.1f}", f"{b['compile_s']['warm']:.1f}",
+            _s(b["compile_s"].get("cold")), _s(b["compile_s"].get("warm")),  # the first look: no warm compile yet
             str(b["break_even_calls"] if b["break_even_calls"] is not None else "never"),
             _mib(b["peak_memory_bytes"].get("eager")), _mib(b["peak_memory_bytes"].get("compiled")),
             f"{b['max_abs_error']['output']:.1e}" if b["max_abs_error"]["output"] is not None else "-",

@@ -29,6 +29,11 @@ def test_the_launch_bound_line_points_to_the_lever_and_says_what_it_measured():
     result = TargetResult("Net", "module", 10, benchmark=b, levers=[lever])
     assert "  " + said in lc.top_lines_text(b, "/ws", levers=result.levers)
     assert any("GPU idle 64% → 8% of the call" in x for x in cards.line_cost_lines(b, result.levers))
+    # the costly line's own hover says it too, once its target's lever ran (not "measure the lever")
+    line, owner = lc.line_at({"Net": b}, PATH, t.lines[0].line)
+    assert lc.measured_by({"Net": b}, owner) == "Net"
+    assert "⚠ " + said in lc.hover_markdown(line, owner, levers=result.levers)
+    assert "check --levers" in lc.hover_markdown(line, owner)
     text = cli_output.render_text([FileReport(PATH, [result])], cwd="/ws")
     assert "GPU idle 64% → 8% of the call" in text
     html = report_html.render_report([FileReport(PATH, [result])], title="t", torch_version="2.13", device="cuda",

@@ -116,8 +116,9 @@ def is_train_step(t: Timing) -> bool:
     return any(k.backward for ln in t.lines for k in ln.kernels) or any("SGD step" in why for why in t.unattributed_why)
 
 
-def hover_markdown(line: LineCost, t: Timing, label: Optional[str] = None) -> str:
-    """The hover on a costly line: eager vs compiled, share, kernels, the lines fused with it."""
+def hover_markdown(line: LineCost, t: Timing, label: Optional[str] = None, levers: Iterable[Lever] = ()) -> str:
+    """The hover on a costly line: eager vs compiled, share, kernels, the lines fused with it; a
+    launch-bound call's lever, with what it measured where its target's `levers` has it."""
     label = label or ("train step (forward + backward)" if is_train_step(t) else "forward")
     if t.lines_caveat:
         rows = [f"**Compile Lens · this line's {label} cost:** {share(line, t):.0%} of the profiled time",
@@ -134,7 +135,7 @@ def hover_markdown(line: LineCost, t: Timing, label: Optional[str] = None) -> st
                                                for r in line.fused_with))
     if line.fallback:
         rows.append("Falls back: Inductor did not lower an op on this line; it runs the aten op eagerly.")
-    bound = launch_bound(t, label)
+    bound = launch_bound(t, label, levers)
     if bound:
         rows.append("⚠ " + bound)
     return "\n\n".join(rows)
@@ -231,3 +232,8 @@ def costly_in_file(benchmarks: Any, path: str, minimum: float = HINT_SHARE) -> l
 def line_at(benchmarks: Any, path: str, line: int) -> Optional[tuple[LineCost, Timing]]:
     """The measured line at `path:line`, when it is a costly one."""
     return next((found for found in costly_in_file(benchmarks, path) if found[0].line == line), None)
+
+
+def measured_by(benchmarks: Any, t: Timing) -> Optional[str]:
+    """The target (`{name: Benchmark}`) whose forward or train step `t` is."""
+    return next((name for name, b in benchmarks.items() if t is b.forward or t is b.train_step), None)

@@ -60,7 +60,10 @@ def _line_hover(ls: CompileLensServer, state: Any, line: int) -> Optional[lsp.Ho
     if not ls.is_current(state):
         return None
     found = line_costs.line_at(state.benchmarks, state.path, line)
-    parts = [line_costs.hover_markdown(*found)] if found is not None else []
+    parts = []
+    if found is not None:  # its target's levers: what the CUDA-graphs lever measured, where it ran
+        owner = state.traced.get(line_costs.measured_by(state.benchmarks, found[1]) or "")
+        parts.append(line_costs.hover_markdown(*found, levers=owner.levers if owner is not None else ()))
     if found is not None and kernels.link(ls, state.uri, line):
         parts.append(kernels.link(ls, state.uri, line))
     parts += specialised_here(list(state.traced.values()), state.path, line)

@@ -310,6 +310,7 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
                     compiled_obj.load_state_dict(start_state)
 
         compiled: dict[str, Model] = {}
+        profiled: list[str] = []  # workloads whose line costs were read before the next one's compile
         for i, wl in enumerate(order):
             if wl == "forward":  # the forward failing fails the measurement: nothing to show without it
                 # the headline: the figure the cold child timed right after its compile, sent before
@@ -336,6 +337,10 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
                     # failing, the first look stands; a child still importing waits, stopped
                     with isolated("forward's more rounds", figures.unmeasured), colds.paused():
                         refine()
+                if len(order) > 1 and wl in figures.timings:  # its lines now, while its compile is loaded
+                    with colds.paused():
+                        lines_part.profile(job, eager, compiled[wl], wl, colds.cold[wl], figures)
+                    profiled.append(wl)
                 continue
             # a later workload fails alone (its child timed out or crashed, its compile raised): the
             # forward's figures stand, and break-even falls back to the forward
@@ -361,7 +366,7 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
         job.add_phase("memory", t_mem)
         mem_why = figures.unmeasured.get("peak memory")
         publish("memory", "failed" if mem_why else "done", mem_why)
-        lines_part.measure(job, eager, compiled, order, colds, figures, restore, publish)
+        lines_part.measure(job, eager, compiled, order, colds, figures, restore, publish, tuple(profiled))
         if figures.errors["exceeds"] and eager.is_module:  # where the difference starts: one more compile
             with isolated("accuracy drift", figures.unmeasured):
                 figures.drift = drift.after_accuracy(job, eager, compiled_obj, colds.cold[driver].limit)
