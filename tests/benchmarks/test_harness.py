@@ -76,6 +76,23 @@ def test_the_markdown_blocks_are_rewritten_and_the_prose_kept(tmp_path):
     assert text.startswith("# Prose\nhand-written") and text.endswith("<!-- benchmarks:unit-end trivial_sum -->\n\nthe sums' prose\n")
 
 
+def test_a_ledger_of_one_run_keeps_the_other_units_figures(tmp_path):
+    """A fresh ledger (one unit run) rewrites that unit's row and block only: another unit's row and
+    block, measured earlier and not in this ledger, stay as the file has them."""
+    assert main(["trivial_sum", "--out", str(tmp_path)]) == 0
+    md = tmp_path / "B.md"
+    other = "| other_unit | yes | 3.0 | cpu | 0.5 | {\"x\": 1} |"
+    md.write_text(f"{BEGIN}\n- cpu: 2 cores, torch 2.13.0+cpu, commit abc1234\n\n| unit | ok | seconds | device | load (1 min) "
+                  f"| figures |\n|---|---|---|---|---|---|\n{other}\n| trivial_sum | **no** | 1 | cpu | 9 | {{}} |\n{END}\n"
+                  f"{unit_block('other_unit', 'its figures from last week')}\n{unit_block('trivial_sum', 'old figures')}\n")
+    write_markdown(tmp_path / "ledger.jsonl", md)
+    text = md.read_text()
+    assert other in text and "its figures from last week" in text and "commit abc1234" in text
+    assert "| trivial_sum | yes |" in text and "| trivial_sum | **no** |" not in text and "old figures" not in text
+    summary = text.split(BEGIN)[1].split(END)[0]
+    assert summary.index("| other_unit |") < summary.index("| trivial_sum |")  # by name
+
+
 BENCH = REPO / "benchmarks"
 CONCERNS = sorted(p for p in BENCH.iterdir() if (p / "__init__.py").is_file())
 
