@@ -10,7 +10,8 @@ bootstrap interval, at least `MIN_ROUNDS` pairs; a noisy one says "inconclusive"
 The first look is taken by the forward's cold child (`first_look`, in `bench_child`) right after its
 cold compile, as torch's own check of a model is: a fresh process that compiled it times it, so the
 first figure does not wait for the parent's warm compile and accuracy check. Where the child could
-not (its rounds recompiled, a torch without the guard block's parts), the parent takes it as before.
+not (its rounds compiled again, or the look raised), the parent takes it as before. The train step
+gets a first look too: the rest of its share is spent only when that did not settle its figure.
 `job`, `eager`, `figures` are `benchmark`'s `_Job`, `_Eager` and `snapshot.Figures`.
 """
 
@@ -55,9 +56,11 @@ def user_forward(model: Model) -> tbench.Timer:
 
 
 def first_look_max_s(max_seconds: float) -> float:
-    """How long the first look may go on to reach its minimum rounds (a slow call, a busy machine):
-    the forward's least share of the budget, or `OVERRUN` × `FIRST_LOOK_S` when that is more."""
-    return max(MIN_TIMING_FRACTION * max_seconds / 2, OVERRUN * FIRST_LOOK_S)
+    """How long the child's first look may go on to reach its minimum rounds (a slow call, a busy
+    machine): about the forward's share of the budget (a quarter: two workloads, the later parts'
+    reserve), or `OVERRUN` × `FIRST_LOOK_S` when that is more. Past it, a figure of fewer rounds is
+    sent, wider and said so, and the worker refines it."""
+    return max(max_seconds / 4, OVERRUN * FIRST_LOOK_S)
 
 
 def first_look(eager: Model, compiled: Model, device: str, max_seconds: float) -> dict[str, Any]:
