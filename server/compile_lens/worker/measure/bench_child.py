@@ -63,8 +63,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         compiled: Any = None
         memory: dict[str, Any] = {"eager": None, "compiled": None,
                                   "method": mem.method(device, workloads[0])}
-        # the compiles' settings held for every task after them: Dynamo guards on Inductor's
-        # config, so a call outside them compiled the whole model again (1 s of a GPT's first look)
+        # the compiles' settings held for every task after them (never closed: the process ends):
+        # a compile after them (a recompile, a guard variant) then reads the cache entries they
+        # wrote — the provenance level is part of the FX-graph cache key — instead of missing them
         held = contextlib.ExitStack()
         for task in job["tasks"]:
             if task == "compile":
