@@ -318,9 +318,7 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
                 first = looked(figures, colds.get(wl))
                 if first is not None:
                     job.phases["to_forward"] = time.perf_counter() - job.started
-                    figures.accuracy_pending = True
-                    publish("forward")
-                    figures.accuracy_pending = False
+                    publish("forward")  # "accuracy not checked yet": no warm compile yet (`snapshot`)
                     # the next child's imports beside the warm compile here (no timing rounds: the
                     # child took the first look), not on the way to its own timed compile
                     for later in order[1:]:

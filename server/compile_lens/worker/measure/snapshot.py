@@ -45,7 +45,6 @@ class Figures:
     drift: Optional[AccuracyDrift] = None  # where a difference beyond tolerance starts (`drift`)
     output_code: list[str] = field(default_factory=list)  # the warm forward compile's (`compile_frames.output_code`)
     graphs: dict[str, Any] = field(default_factory=dict)  # per workload: its timed compile's provenance (`line_costs`)
-    accuracy_pending: bool = False  # the forward's first look, sent before its accuracy was compared
 
 
 def _frames(colds: dict[str, Any]) -> Optional[CompileTime]:
@@ -106,7 +105,9 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
     # "peak memory not measurable: …": a word of its own, never "accuracy:" (a difference found)
     notes.extend(f"{part} {why}" for part, why in figures.unmeasured.items())
     errors, device, served = figures.errors, job.device, figures.served
-    accuracy_ok = None if figures.accuracy_pending else not errors["exceeds"]
+    # not compared yet: the forward's first look, sent before this process's warm compile (which
+    # compares the outputs right after it sets `warm_s`)
+    accuracy_ok = None if "forward" not in figures.warm_s else not errors["exceeds"]
     return Benchmark(
         device=device,
         device_name=device_name(device),
