@@ -34,6 +34,7 @@ RECOMPILE_VALUE = "CL211"
 RECOMPILE_LIMIT = "CL212"
 RECOMPILE_STATE = "CL213"
 ACCURACY = "CL301"
+GPU_TIME = "CL401"  # an imported profile's GPU time on a line
 
 # TorchDynamo's codes that Compile Lens knows by id.
 GRAPH_BREAK = "graph-break"  # a break torch gives no registry id for
@@ -75,6 +76,7 @@ _TABLE = [
     Code(RECOMPILE_LIMIT, "error", "Hits the recompile limit: later calls run eagerly"),
     Code(RECOMPILE_STATE, "information", "Recompiles once per mode switch"),
     Code(ACCURACY, "warning", "Compiled outputs differ from eager"),
+    Code(GPU_TIME, "information", "GPU time on this line, from an imported profile"),
     Code(GRAPH_BREAK, "warning", "Graph break (no registry id)"),
     Code(LOOP_BREAK, "warning", "Graph break in a loop: the whole function runs eagerly"),
 ]

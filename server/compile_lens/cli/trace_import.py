@@ -18,7 +18,9 @@ from ..render import sarif_limits
 from ..render.cli_output import display_path, exit_code, render_json, render_text
 from ..render.sarif import render_sarif
 from ..trace_import import kernel_lines
+from ..render.profile_text import profiles_text
 from ..trace_import.paths import parse_maps
+from ..trace_import.profiles import import_profiles, is_profile, profiles_json
 from ..trace_import.report import (
     SOURCE,
     Imported,
@@ -98,7 +100,11 @@ def import_sarif(imported: Imported, root: str) -> dict[str, Any]:
 def add_import_parser(subparsers: Any) -> argparse.ArgumentParser:
     imp = subparsers.add_parser("import", help="read torch's structured trace (TORCH_TRACE) of a run made anywhere",
                                 description=__doc__.split("\n\n")[0] if __doc__ else None)
-    imp.add_argument("trace", help="a TORCH_TRACE folder (dedicated_log_torch_trace_*.log, one per rank) or one log")
+    imp.add_argument("trace", help="a TORCH_TRACE folder (dedicated_log_torch_trace_*.log, one per rank) or one log; "
+                                   "or a PyTorch profiler trace (*.json, *.json.gz, *.pt.trace.json) or a folder of them, one per rank")
+    imp.add_argument("--provenance", metavar="TRACE", help="with a profiler trace: the same run's TORCH_TRACE folder or log, "
+                                                          "whose Inductor provenance puts each kernel on its lines "
+                                                          "(default: the logs beside the profile)")
     imp.add_argument("--root", metavar="DIR", default=".", help="the workspace the run's paths are mapped onto (default: .)")
     imp.add_argument("--map", action="append", default=[], metavar="REMOTE_PREFIX=LOCAL_PREFIX", dest="maps",
                      help="the run's REMOTE_PREFIX is LOCAL_PREFIX here; repeatable (else: the longest path "
@@ -109,10 +115,37 @@ def add_import_parser(subparsers: Any) -> argparse.ArgumentParser:
     return imp
 
 
+def run_profile_import(args: argparse.Namespace, root: str) -> int:
+    """A PyTorch profiler trace (or a folder of them): each rank's GPU figures, its kernels on the lines."""
+    try:
+        imported = import_profiles(args.trace, root, parse_maps(args.maps), args.provenance)
+    except (ValueError, NotATrace, OSError) as exc:
+        print(f"compile-lens import: {exc}", file=sys.stderr)
+        return 2
+    finish(imported.reports)
+    doc = profiles_json(imported)
+    if args.format == "text":
+        text = profiles_text(doc, lambda p: display_path(p, root))
+        if imported.reports:  # the lines as findings, as `check` prints them
+            text += "\n" + render_text(imported.reports, cwd=root)
+    elif args.format == "json":
+        text = json.dumps(doc, indent=2)
+    else:
+        text = json.dumps(import_sarif(imported, root), indent=2)  # type: ignore[arg-type]
+    if not write_output(args.output, text):
+        return 2
+    return exit_code(imported.reports)
+
+
 def run_import(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.root):  # also checked with --map and -o before (`preflight`)
         say(f"--root {args.root} is not a folder")
         return 2
+    if args.provenance and not os.path.exists(args.provenance):
+        say(f"--provenance {args.provenance}: no such file or folder")
+        return 2
+    if is_profile(args.trace):  # detected by content: a Kineto trace, or a folder holding one
+        return run_profile_import(args, os.path.abspath(args.root))
     try:
         maps = parse_maps(args.maps)
         imported = import_trace(args.trace, os.path.abspath(args.root), maps)
