@@ -22,7 +22,8 @@ PREFIX_RE = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} [\d:.]+\s+\d+ [^\]]*\] "
 
 # The record kinds torch 2.13 writes (`trace_structured(name, …)` calls in its source); `fold`
 # reads the first group, the rest are known and not needed here.
-READ_KINDS = {"str", "dynamo_start", "artifact", "compilation_metrics", "bwd_compilation_metrics"}
+READ_KINDS = {"str", "dynamo_start", "artifact", "compilation_metrics", "bwd_compilation_metrics",
+              "inductor_output_code", "graph_dump"}  # the last two: the kernels' sources
 KNOWN_KINDS = READ_KINDS | {
     "aot_backward_graph", "aot_forward_graph", "aot_inference_graph", "aot_joint_graph", "chromium_event",
     "compiled_autograd_graph", "create_symbol", "create_unbacked_symbol", "describe_source", "describe_storage",
