@@ -32,7 +32,7 @@ KNOWN_KINDS = READ_KINDS | {
     "inductor_output_code", "inductor_post_grad_graph", "link", "mismatched_fake_kernel", "missing_fake_kernel",
     "optimize_ddp_split_child", "optimize_ddp_split_graph", "propagate_real_tensors",
     "propagate_real_tensors_provenance", "symbolic_shape_specialization", "export", "exported_program",
-    "inductor_input_graph", "aot_autograd_backward_compilation_metrics",
+    "inductor_input_graph", "aot_autograd_backward_compilation_metrics", "compilation_metrics_runtime",
 }
 # what a record carries beside its kind (torch's `reserved_names`, and the payload's hash)
 CONTEXT_KEYS = {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "severity",
