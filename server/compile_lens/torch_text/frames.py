@@ -76,6 +76,18 @@ def is_user_file(path: str, root: Optional[str] = None, *, libraries: bool = Fal
     return under(path, root) if root is not None else os.path.exists(real(path))
 
 
+def is_recorded_library_file(path: str) -> bool:
+    """A path a run recorded (on another machine: not looked up here) that is no one's user code:
+    synthetic, the standard library, an installed package, or a file of a `torch/` package folder
+    outside site-packages (a Buck/PEX link tree or a source checkout: `…/aot#link-tree/torch/nn/
+    modules/linear.py`, which a workspace file named `linear.py` is not)."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    if not parts or path.startswith("<"):
+        return True
+    return (any(p in _ENVIRONMENT_DIRS for p in parts) or "/lib/python" in path.replace("\\", "/")
+            or "torch" in parts[:-1])
+
+
 def frame_name(name: str) -> str:
     """A resumed frame's synthetic name as the user wrote it: torch_dynamo_resume_in_forward_at_14 -> forward."""
     match = _RESUME.match(name)

@@ -13,7 +13,13 @@ inductor_compile_time_s); `artifact` `fx_graph_cache_hit|miss`, `aotautograd_cac
 with provenance tracking on (`INDUCTOR_PROVENANCE=1`), `artifact`
 `inductor_provenance_tracking_node_mappings` then `..._kernel_stack_traces` per compiled graph
 (`torch_text.kernel_provenance`): each kernel and the user stack traces of the nodes it came from.
-A compile id's second graph is its backward (AOTAutograd compiles the forward, then the backward).
+An older torch writes `inductor_triton_kernel_to_post_grad_nodes` and `inductor_post_to_pre_grad_nodes`
+instead, and the pre-grad graph (`artifact` `before_pre_grad_graph`, FX's `# File: …:LINE` above
+each node: `torch_text.fx_graph_text`). Each graph's `inductor_output_code` (or AOTInductor's
+`graph_dump` `inductor_aot_wrapper_code`) comes before its provenance: its kernels' sources
+(`torch_text.output_code`). A compile id's second graph is its backward (AOTAutograd compiles the
+forward, then the backward). An AOTInductor compile (`torch.export`, no Dynamo frame) has no
+compile id: its kernels belong to the user's call that compiled it (the records' `stack`).
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ import re
 from dataclasses import dataclass, field
 from typing import IO, Optional
 
-from ..torch_text import kernel_provenance
-from ..torch_text.frames import frame_name  # pure: no torch (the worker's naming rule, shared)
+from ..torch_text import fx_graph_text, kernel_provenance
+from ..torch_text.frames import frame_name, is_recorded_library_file
+from ..torch_text.output_code import kernel_sources
 from .reader import ReadStats, Record, is_int, read_records, torch_version_of
 
 BREAK_AT_RE = re.compile(r"Graph break in user code at (.+):(\d+)\s*$", re.M)
@@ -74,6 +81,7 @@ class SeenKernel:
     compile_id: str
     backward: bool  # the compile's backward graph: the gradient of the lines it names
     stacks: list[list[tuple[str, int]]]  # per FX node: (path, line), outermost first
+    source: Optional[str] = None  # a generated kernel's source, from the graph's output code
 
 
 @dataclass
@@ -94,6 +102,23 @@ class CompiledFunction:
 
 
 @dataclass
+class _Graph:
+    """One compiled graph's provenance records, held until the graph's last one (no payload kept
+    beyond its kernels' sources and the maps)."""
+
+    frame: Optional[int]
+    stack: object = None  # the records' `stack` (an AOTInductor compile's only pointer to its caller)
+    sources: dict[str, str] = field(default_factory=dict)
+    maps: object = None  # `inductor_provenance_tracking_node_mappings`
+    kernel_to_post: object = None  # `inductor_triton_kernel_to_post_grad_nodes`
+    history: object = None  # `inductor_post_to_pre_grad_nodes`
+    post_ops: dict[str, str] = field(default_factory=dict)  # the post-grad graph's nodes' ops
+
+    def has_kernels(self) -> bool:
+        return self.kernel_to_post is not None or isinstance(self.maps, dict) and "cppCodeToPost" in self.maps
+
+
+@dataclass
 class RankTrace:
     """What one log (one process, one rank) recorded."""
 
@@ -107,6 +132,9 @@ class RankTrace:
 
 class WrongShape(ValueError):
     """A record of a known kind whose fields are not what torch writes there: skipped, counted."""
+
+
+ERRORS = (WrongShape, TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError)
 
 
 def _line(value: object) -> int:
@@ -218,7 +246,10 @@ class _Folder:
         self.by_frame: dict[int, CompiledFunction] = {}
         self.by_name: dict[tuple[str, str], CompiledFunction] = {}
         self.pending_reasons: dict[str, list[str]] = {}
-        self.node_maps: dict[Optional[str], object] = {}  # a graph's node mappings, until its stack traces come
+        self.graphs: dict[Optional[str], _Graph] = {}  # per compile id, the graph whose provenance is coming
+        self.pre_grad: dict[Optional[str], dict[str, tuple[str, int]]] = {}  # per compile id: pre-grad node -> line
+        self.pre_grad_id: dict[Optional[str], Optional[int]] = {}  # per compile id: the pre-grad graph's id
+        self.callers: dict[tuple[str, int], CompiledFunction] = {}  # AOTInductor compiles, by the user's call
         self.graphs_of: dict[str, int] = {}  # provenance graphs seen per compile id: the second is the backward
         self.stale: set[str] = set()  # kernel keys earlier backward graphs listed (`kernel_provenance`: stale entries)
 
@@ -259,7 +290,16 @@ class _Folder:
             self.artifact(str(meta.get("name")), record, frame, cid)
         elif kind == "compilation_metrics" and isinstance(meta, dict):
             self.metrics(meta, frame, cid)
+        elif kind in ("inductor_output_code", "graph_dump") and record.payload:
+            if kind == "graph_dump" and not (isinstance(meta, dict) and meta.get("name") == "inductor_aot_wrapper_code"):
+                return
+            graph = self.graphs.get(cid)
+            if graph is not None and graph.has_kernels():  # the graph before it had no stack traces: the older maps
+                self.finish_graph(cid)
+            self.graph(record).sources = kernel_sources(record.payload)
         elif kind == "bwd_compilation_metrics" and isinstance(meta, dict):
+            if isinstance(meta.get("compile_id"), str):
+                self.finish_graph(meta["compile_id"])
             fn = self._of_compile(meta.get("compile_id"))
             if fn is not None:
                 fn.compile_s += _seconds(meta.get("inductor_compile_time_s"))
@@ -290,19 +330,82 @@ class _Folder:
             if cid and cid not in same.compile_ids:
                 same.compile_ids.append(cid)
         elif name == kernel_provenance.NODE_MAPPINGS:
-            self.node_maps[cid] = json.loads(record.payload or "{}")
-        elif name == kernel_provenance.STACK_TRACES and fn is not None and cid is not None:
-            backward = self.graphs_of.get(cid, 0) > 0
-            self.graphs_of[cid] = self.graphs_of.get(cid, 0) + 1
-            payload, maps = json.loads(record.payload or "{}"), self.node_maps.pop(cid, None)
-            for kname, kind, _, stacks in kernel_provenance.kernels(payload, maps, self.stale if backward else ()):
-                fn.kernels.append(SeenKernel(kname, kind, cid, backward, stacks))
+            self.graph(record).maps = json.loads(record.payload or "{}")
+        elif name == kernel_provenance.KERNEL_TO_POST:
+            self.graph(record).kernel_to_post = json.loads(record.payload or "{}")
+        elif name == kernel_provenance.POST_TO_PRE:
+            self.graph(record).history = json.loads(record.payload or "{}")
+        elif name in kernel_provenance.POST_GRAD_GRAPHS and record.payload:
+            self.graph(record).post_ops = fx_graph_text.node_ops(record.payload)
+        elif name in kernel_provenance.PRE_GRAD_GRAPHS and record.payload:
+            lines = fx_graph_text.node_frames(record.payload)  # before and after the pre-grad passes: both
+            self.pre_grad[cid] = {**lines, **self.pre_grad.get(cid, {})}
+            self.pre_grad_id[cid] = self.pre_grad_id.get(cid) or fx_graph_text.graph_id(record.payload)
+        elif name == kernel_provenance.STACK_TRACES:
+            graph = self.graphs.pop(cid, None) or _Graph(frame)
+            owner = self.owner(frame, graph.stack or record.context.get("stack"))
+            backward = self.graphs_of.get(cid or "", 0) > 0
+            self.graphs_of[cid or ""] = self.graphs_of.get(cid or "", 0) + 1
+            payload = json.loads(record.payload or "{}")
+            for kname, kind, _, stacks in kernel_provenance.kernels(payload, graph.maps, self.stale if backward else ()):
+                if owner is not None:
+                    owner.kernels.append(SeenKernel(kname, kind, cid or "", backward, stacks, graph.sources.get(kname)))
             if backward:
-                self.stale.update(kernel_provenance.keys(payload, maps))
+                self.stale.update(kernel_provenance.keys(payload, graph.maps))
         elif name == "recompile_reasons" and cid is not None:
             self.pending_reasons[cid] = reasons_of(record.payload)
 
+    def graph(self, record: Record) -> _Graph:
+        """The graph of this compile id whose provenance is coming (a new one after the last finished)."""
+        cid = record.compile_id
+        if cid not in self.graphs:
+            self.graphs[cid] = _Graph(record.context.get("frame_id"))
+        graph = self.graphs[cid]
+        graph.stack = graph.stack or record.context.get("stack")
+        return graph
+
+    def owner(self, frame: Optional[int], stack: object) -> Optional[CompiledFunction]:
+        """The compiled function a graph's kernels belong to: its Dynamo frame's, else (AOTInductor:
+        no frame) the innermost call of the records' stack in the user's code, as a function of its own."""
+        if frame is not None:
+            return self.by_frame.get(frame)
+        calls = [f for f in stack if isinstance(f, dict)] if isinstance(stack, list) else []
+        for call in reversed(calls):
+            name, line, file = call.get("name"), call.get("line"), call.get("filename")
+            path = self.strings.get(file) if is_int(file) else file if isinstance(file, str) else None
+            if path and isinstance(name, str) and is_int(line) and not is_recorded_library_file(path):
+                key = (path, _line(line))
+                if key not in self.callers:
+                    self.callers[key] = CompiledFunction(frame_name(name), path, key[1])
+                    self.trace.functions.append(self.callers[key])
+                return self.callers[key]
+        return None
+
+    def finish_graph(self, cid: Optional[str]) -> None:
+        """A graph whose provenance is the older maps (no stack traces came): its kernels, on the
+        pre-grad graph's lines."""
+        graph = self.graphs.pop(cid, None)
+        if graph is None or not graph.has_kernels():
+            return
+        try:
+            self._older_kernels(cid, graph)
+        except ERRORS:  # maps of a shape torch does not write: the graph's kernels are left out
+            pass
+
+    def _older_kernels(self, cid: Optional[str], graph: _Graph) -> None:
+        owner = self.owner(graph.frame, graph.stack)
+        backward = self.graphs_of.get(cid or "", 0) > 0
+        self.graphs_of[cid or ""] = self.graphs_of.get(cid or "", 0) + 1
+        maps = graph.maps if isinstance(graph.maps, dict) else {}
+        kernel_to_post = graph.kernel_to_post if graph.kernel_to_post is not None else maps.get("cppCodeToPost")
+        post_pre = kernel_provenance.post_to_pre(maps, graph.history, self.pre_grad_id.get(cid))
+        for kname, kind, _, stacks in kernel_provenance.older_kernels(kernel_to_post, post_pre, self.pre_grad.get(cid, {}),
+                                                                        graph.post_ops):
+            if owner is not None:
+                owner.kernels.append(SeenKernel(kname, kind, cid or "", backward, stacks, graph.sources.get(kname)))
+
     def metrics(self, meta: dict, frame: Optional[int], cid: Optional[str]) -> None:
+        self.finish_graph(cid)  # a forward's provenance comes before its compile's metrics
         cid = _text(meta.get("compile_id") or cid or "?")
         seconds = _seconds(meta.get("entire_frame_compile_time_s"))  # checked before anything is kept
         first_line = _line(meta.get("co_firstlineno"))
@@ -335,9 +438,10 @@ def fold(stream: IO[str], file: str) -> RankTrace:
     for record in read_records(stream, trace.stats):
         try:
             folder.add(record)
-        except (WrongShape, TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError,
-                RecursionError):  # a field of a shape torch does not write: the record is skipped, counted
+        except ERRORS:  # a field of a shape torch does not write: the record is skipped, counted
             trace.stats.skip_wrong_shape(record.line)
+    for cid in list(folder.graphs):  # graphs the log ends on (an AOTInductor compile has no metrics of its own)
+        folder.finish_graph(cid)
     for cid, reasons in folder.pending_reasons.items():  # a recompile whose compile the log does not finish
         fn = folder._of_compile(cid)
         if fn is not None:

@@ -2,11 +2,13 @@
 (`fold.SeenKernel`, when the run had `INDUCTOR_PROVENANCE=1`) say each line became. A trace has no
 profile, so there are no times: each line names its kernels (generated — fused with which lines —,
 extern, fallback; a backward kernel says so) as `check`'s line costs do, with `eager_us` and
-`compiled_us` null.
+`compiled_us` null, and a generated kernel's source when the log has the graph's output code.
 
 Which line: per FX node a kernel came from, the innermost frame of its stack trace that maps onto a
 workspace file (`paths`); an extern or fallback kernel is one op, at the first line its nodes name
-(as `worker/measure/line_costs` gives it).
+(as `worker/measure/line_costs` gives it). A frame in torch's own files is never the line
+(`paths`: they map onto no workspace file): a node whose only frame is torch's (AOTInductor's
+pre-grad graph names `torch/nn/modules/linear.py` for a module call) gives its kernel no line.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def _lines(kernel_stacks: list[list[tuple[str, int]]], paths: PathMap) -> list[t
 
 def lines_of(fn: CompiledFunction, paths: PathMap) -> list[dict[str, Any]]:
     """`[{"path", "line", "eager_us": None, "compiled_us": None, "kernels": [{"name", "kind", "us": None,
-    "lines", "backward", "compile_id"}], "fused_with": [{"path", "line"}], "fallback"}]`, by path and line."""
+    "lines", "backward", "compile_id", "source"}], "fused_with": [{"path", "line"}], "fallback"}]`, by path and line."""
     found: dict[tuple[str, int], dict[str, Any]] = {}
     for k in fn.kernels:
         lines = _lines(k.stacks, paths)
@@ -41,7 +43,7 @@ def lines_of(fn: CompiledFunction, paths: PathMap) -> list[dict[str, Any]]:
             entry = found.setdefault(where, {"path": where[0], "line": where[1], "eager_us": None, "compiled_us": None,
                                              "kernels": [], "fused_with": [], "fallback": False})
             named = {"name": k.name, "kind": k.kind, "us": None, "lines": len(lines), "backward": k.backward,
-                     "compile_id": k.compile_id}
+                     "compile_id": k.compile_id, "source": k.source}
             if not any(all(n[f] == named[f] for f in ("name", "kind", "backward", "compile_id")) for n in entry["kernels"]):
                 entry["kernels"].append(named)  # one graph may name a kernel under two handles
             if k.kind == "generated":

@@ -4,8 +4,8 @@ A path that exists under the workspace is itself. Otherwise `--map REMOTE_PREFIX
 (longest prefix first) rewrites it, and what that finds is used. Otherwise the longest path suffix
 (whole components) that exactly one workspace file shares is the file: `/mnt/job/repo/model/net.py`
 → `model/net.py` when that is the only workspace file ending so. A tie stays unmapped, and so does
-a file of an installed package or the standard library (torch's own frames): a workspace file of
-the same name is not it. What is not mapped keeps its original path and is listed.
+a file of an installed package, the standard library or a `torch/` package folder (torch's own
+frames: `frames.is_recorded_library_file`): a workspace file of the same name is not it. What is not mapped keeps its original path and is listed.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..config import python_files
-
-ENVIRONMENT_PARTS = ("site-packages", "dist-packages")
+from ..torch_text.frames import is_recorded_library_file
 
 
 def parse_maps(specs: list[str]) -> list[tuple[str, str]]:
@@ -74,8 +73,8 @@ class PathMap:
         if not parts or remote.startswith("<"):
             self.unmapped[remote] = "not a file"
             return None
-        if any(p in ENVIRONMENT_PARTS for p in parts) or "/lib/python" in remote.replace("\\", "/"):
-            self.unmapped[remote] = "an installed package or the standard library (not the workspace's code)"
+        if is_recorded_library_file(remote):
+            self.unmapped[remote] = "torch's own, an installed package or the standard library (not the workspace's code)"
             return None
         root = os.path.realpath(self.root)
         if os.path.isabs(remote) and os.path.isfile(remote) and os.path.realpath(remote).startswith(root + os.sep):

@@ -22,7 +22,8 @@ PREFIX_RE = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} [\d:.]+\s+\d+ [^\]]*\] "
 
 # The record kinds torch 2.13 writes (`trace_structured(name, …)` calls in its source); `fold`
 # reads the first group, the rest are known and not needed here.
-READ_KINDS = {"str", "dynamo_start", "artifact", "compilation_metrics", "bwd_compilation_metrics"}
+READ_KINDS = {"str", "dynamo_start", "artifact", "compilation_metrics", "bwd_compilation_metrics",
+              "inductor_output_code", "graph_dump"}  # the last two: the kernels' sources
 KNOWN_KINDS = READ_KINDS | {
     "aot_backward_graph", "aot_forward_graph", "aot_inference_graph", "aot_joint_graph", "chromium_event",
     "compiled_autograd_graph", "create_symbol", "create_unbacked_symbol", "describe_source", "describe_storage",
@@ -31,7 +32,7 @@ KNOWN_KINDS = READ_KINDS | {
     "inductor_output_code", "inductor_post_grad_graph", "link", "mismatched_fake_kernel", "missing_fake_kernel",
     "optimize_ddp_split_child", "optimize_ddp_split_graph", "propagate_real_tensors",
     "propagate_real_tensors_provenance", "symbolic_shape_specialization", "export", "exported_program",
-    "inductor_input_graph", "aot_autograd_backward_compilation_metrics",
+    "inductor_input_graph", "aot_autograd_backward_compilation_metrics", "compilation_metrics_runtime",
 }
 # what a record carries beside its kind (torch's `reserved_names`, and the payload's hash)
 CONTEXT_KEYS = {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "severity",
