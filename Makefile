@@ -7,10 +7,11 @@ NPM_STAMP := node_modules/.package-lock.json
 
 # Set-up: a venv with the project (editable), the test tools and torch pinned to the CPU build on
 # this disk; requirements-dev.txt doubles as the constraints file so pip never picks a newer torch.
-$(STAMP): pyproject.toml requirements-dev.txt
+$(STAMP): pyproject.toml requirements-dev.txt requirements-reference.txt
 	python3 -m venv .venv
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt -c requirements-dev.txt
+	$(PY) -m pip install -q --no-deps -r requirements-reference.txt
 	$(PY) -m pip install -q -e . -c requirements-dev.txt
 	touch $(STAMP)
 

@@ -13,6 +13,8 @@ export interface ImportAnswer {
   unmapped?: { path: string; why: string }[];
   unmapped_findings?: number;
   notes?: string[];
+  kind?: 'profile';
+  summary?: string[]; // a profile's figures in words, as `compile-lens import` prints them
 }
 
 export const SHOW_OUTPUT = 'Show Output';
@@ -26,7 +28,9 @@ export function importSummary(answer: ImportAnswer): string {
   const shown = answer.diagnostics ?? 0;
   const files = answer.files?.length ?? 0;
   const logs = answer.ranks?.length ?? 0;
-  const parts = [`imported torch trace (${plural(logs, 'log')}): ${plural(shown, 'finding')} in ${plural(files, 'file')}`];
+  const what = answer.kind === 'profile' ? `profile (${plural(logs, 'rank')})` : `torch trace (${plural(logs, 'log')})`;
+  const found = answer.kind === 'profile' ? plural(shown, 'line') + ' with GPU time' : plural(shown, 'finding');
+  const parts = [`imported ${what}: ${found} in ${plural(files, 'file')}`];
   const hidden = answer.unmapped_findings ?? 0;
   if (hidden) {
     parts.push(`${plural(hidden, 'finding')} in files not mapped onto the workspace (listed in the output)`);
@@ -52,6 +56,9 @@ export function logImport(answer: ImportAnswer, log?: vscode.LogOutputChannel): 
     return;
   }
   log.info(importSummary(answer).replace(/^Compile Lens: /, ''));
+  for (const line of answer.summary ?? []) {
+    log.info(line);
+  }
   for (const text of answer.divergence ?? []) {
     log.error(`error: ${text}`);
   }

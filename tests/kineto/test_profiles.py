@@ -60,11 +60,11 @@ def hta(tmp_path_factory) -> dict[str, dict]:
         rank = int(breakdown["rank"][0])
         frame = analysis.t.get_trace(rank)
         names = analysis.t.symbol_table.get_sym_table()
-        cats = frame["cat"].map(lambda i: names[i])
+        cats = frame["cat"].map(names.__getitem__)
         out[name] = {
             "idle": float(breakdown["idle_time(us)"][0] / breakdown["kernel_time(us)"][0]),
             "kernels": int(((frame["stream"] != -1) & cats.isin(DEVICE_CATS)).sum()),
-            "graph_launches": int(frame["name"].map(lambda i: names[i] == "cudaGraphLaunch").sum()),
+            "graph_launches": int((frame["name"].map(names.__getitem__) == "cudaGraphLaunch").sum()),
             "rank": rank,
         }
     return out
@@ -130,13 +130,13 @@ def test_a_trace_cut_short_keeps_what_was_read(tmp_path):
 
 
 def test_streaming_memory_does_not_grow_with_the_trace(tmp_path):
-    """A 30 MB trace (a real one's events, repeated) streamed: the reader holds about one chunk."""
+    """A 20 MB trace (a real one's events, repeated) streamed: the reader holds about one chunk (1 M characters)."""
     with gzip.open(KINETO / "multi_rank/rank-0.json.gz", "rt") as f:
         doc = json.load(f)
-    doc["traceEvents"] = doc["traceEvents"] * 30
+    doc["traceEvents"] = doc["traceEvents"] * 10
     path = tmp_path / "big.json"
     path.write_text(json.dumps(doc, indent=1))
-    assert path.stat().st_size > 25e6
+    assert path.stat().st_size > 20e6
     trace = TraceFile(str(path))
     tracemalloc.start()
     n = sum(1 for _ in trace.events())
@@ -192,3 +192,61 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 def test_read_profiles_orders_ranks_from_the_trace():
     profiles = read_profiles(str(KINETO / "multi_rank"))
     assert [p.rank for p in profiles] == [0, 1]
+
+
+# --- a profile of this CPU, its kernels on lines through the same run's provenance ---------------
+
+RUN = '''import torch, torch.nn as nn
+torch._inductor.config.cpp.enable_kernel_profile = True  # each C++ kernel a profiler range: graph_0_cpp_fused_…
+torch._inductor.config.trace.provenance_tracking_level = 1
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 32)
+        self.b = nn.Linear(32, 8)
+
+    def forward(self, x):
+        h = self.a(x)
+        h = torch.relu(h) * 2
+        print("a graph break")
+        return torch.sigmoid(self.b(h)) + 1
+
+
+model = torch.compile(Head())
+x = torch.randn(4, 16)
+model(x)
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_stack=True) as prof:
+    for _ in range(3):
+        model(x)
+prof.export_chrome_trace(OUT)
+'''
+
+
+@pytest.mark.slow
+def test_a_cpu_profile_puts_inductor_kernels_on_lines_through_the_runs_provenance(tmp_path):
+    """A compiled model that breaks the graph, profiled here with TORCH_TRACE on: `import` of the folder
+    (profile + log) puts each C++ kernel's CPU time on the lines the provenance names."""
+    job, ws = tmp_path / "job", tmp_path / "ws"
+    job.mkdir()
+    ws.mkdir()
+    (job / "trace").mkdir()
+    source = RUN.replace("OUT", repr(str(job / "trace" / "host.pt.trace.json")))
+    (job / "head.py").write_text(source)
+    (ws / "head.py").write_text(source)
+    subprocess.run([sys.executable, "head.py"], cwd=job, check=True, capture_output=True, timeout=300,
+                   env={**os.environ, "TORCH_TRACE": str(job / "trace"), "OMP_NUM_THREADS": "1"})
+    done = run_cli(str(job / "trace"), "--root", str(ws), "--format", "json", cwd=ws)
+    assert done.returncode == 0, done.stderr
+    (rank,) = json.loads(done.stdout)["ranks"]
+    assert rank["clock"] == "cpu" and rank["gpu_idle_note"] == "no GPU activity in this trace"
+    lines = source.splitlines()
+    relu = next(i for i, text in enumerate(lines, 1) if "torch.relu(h) * 2" in text)
+    sigmoid = next(i for i, text in enumerate(lines, 1) if "torch.sigmoid" in text)
+    found = {e["line"]: e for e in rank["lines"]}
+    assert set(found) == {relu, sigmoid}
+    assert all(e["from"] == "provenance" and e["us"] > 0 and e["kernels"][0].startswith("cpp_fused") for e in found.values())
+    assert abs(sum(e["share"] for e in found.values()) - 1.0) < 0.01
+    text = run_cli(str(job / "trace"), "--root", str(ws), cwd=ws).stdout
+    assert f"head.py:{relu}: CPU" in text and "CL401" in text

@@ -16,9 +16,9 @@ from .. import __version__
 from ..ranks import parting_json
 from ..render import sarif_limits
 from ..render.cli_output import display_path, exit_code, render_json, render_text
+from ..render.profile_text import profiles_text
 from ..render.sarif import render_sarif
 from ..trace_import import kernel_lines
-from ..render.profile_text import profiles_text
 from ..trace_import.paths import parse_maps
 from ..trace_import.profiles import import_profiles, is_profile, profiles_json
 from ..trace_import.report import (

@@ -31,7 +31,9 @@ COMPUTE, MEMORY, COMMUNICATION = 0, 1, 2
 OP, ANNOTATION, PYTHON = 0, 1, 2  # host ranges: a CPU op, a `record_function` range, a Python function
 KINDS = ("compute", "memory", "communication")
 STEP_RE = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
-CALL_PREFIX = "compile_lens.call:"  # the live measurement's own ranges: one per profiled call
+CALL_PREFIX = "compile_lens.call:"
+# Inductor's C++ kernels as a CPU profile names them with `cpp.enable_kernel_profile` on: `graph_0_cpp_fused_relu_0`
+CPU_KERNEL_RE = re.compile(r"^(?:graph_\d+_)?(cpp_fused_\w+)$")  # the live measurement's own ranges: one per profiled call
 
 
 def kind_of(cat: str, name: str) -> int:
@@ -80,6 +82,7 @@ class Folded:
     h_end: array = field(default_factory=lambda: array("d"))
     h_name: array = field(default_factory=lambda: array("l"))
     h_cat: array = field(default_factory=lambda: array("b"))  # OP, ANNOTATION or PYTHON
+    cpu_kernel_us: dict[str, float] = field(default_factory=dict)  # Inductor's C++ kernels: their CPU time by name
     steps: list[Step] = field(default_factory=list)
     calls: list[Step] = field(default_factory=list)
     with_stack: bool = False
@@ -169,6 +172,9 @@ def fold(path: str) -> Folded:
             out.h_end.append(ts + max(0.0, dur))
             out.h_name.append(intern(name))
             kind = PYTHON if cat == "python_function" else OP if cat == "cpu_op" else ANNOTATION
+            cpu_kernel = CPU_KERNEL_RE.match(name) if kind == OP else None
+            if cpu_kernel:
+                out.cpu_kernel_us[cpu_kernel.group(1)] = out.cpu_kernel_us.get(cpu_kernel.group(1), 0.0) + max(0.0, dur)
             out.h_cat.append(kind)
             out.with_stack = out.with_stack or kind == PYTHON
     out.meta, out.truncated, out.bytes_read = trace.meta, trace.truncated, trace.bytes_read

@@ -83,7 +83,8 @@ class RankProfile:
     cudagraph_launches: int
     cudagraph_kernels: int
     top_kernels: list[KernelRow]
-    kernel_us: dict[str, float]  # every kernel name's GPU time (provenance puts them on lines)
+    kernel_us: dict[str, float]  # every kernel name's time (provenance puts them on lines)
+    clock: str  # "gpu"; "cpu" for a CPU-only profile whose Inductor C++ kernels are named (`cpp.enable_kernel_profile`)
     frames: list[tuple[Frame, float, list[str]]]  # every user frame: GPU µs and its kernels' names
     with_stack: bool
     truncated: bool
@@ -281,7 +282,7 @@ def summarise(f: Folded) -> RankProfile:
         span_us=whole.span_us, gpu_idle_share=idle, idle_note=note, steps=_per_step(f, steps, launch_ts),
         calls=calls, launch_bound=bound, launch_why=why, cudagraph_launches=graph_launches,
         cudagraph_kernels=graph_kernels, top_kernels=top,
-        kernel_us={f.names[k]: t for k, t in us.items()}, frames=user_frames,  # type: ignore[arg-type]
+        kernel_us={f.names[k]: t for k, t in us.items()} or dict(f.cpu_kernel_us), clock="gpu" if n else "cpu", frames=user_frames,  # type: ignore[arg-type]
         with_stack=f.with_stack, truncated=f.truncated, scope=scope)
 
 

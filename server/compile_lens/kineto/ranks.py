@@ -41,7 +41,7 @@ def profile_json(r: RankProfile, lines: Optional[list[dict[str, Any]]] = None) -
     """One rank as `compile-lens import --format json` gives it (`lines`: the kernels' GPU time on the
     workspace's lines, when the caller mapped the frames or the provenance onto it)."""
     return {
-        "rank": r.rank, "file": r.path, "device": r.device, "events": r.events, "kernels": r.kernels,
+        "rank": r.rank, "file": r.path, "device": r.device, "clock": r.clock, "events": r.events, "kernels": r.kernels,
         "gpu_idle_share": _round(r.gpu_idle_share), "gpu_idle_note": r.idle_note,
         "busy_us": {k: round(r.busy_us[k], 1) for k in KINDS}, "span_us": round(r.span_us, 1),
         "scope": r.scope,

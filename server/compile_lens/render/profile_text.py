@@ -25,13 +25,13 @@ def _short(name: str, width: int = 72) -> str:
 
 
 def rank_text(r: dict[str, Any], display: Any) -> list[str]:
-    who = f"rank {r['rank']}" if r["rank"] is not None else os.path.basename(r["file"])
-    head = f"{who}: {r['device'] or 'no GPU named'}, {os.path.basename(r['file'])}"
-    out = [head]
+    name = os.path.basename(r["file"])
+    who = f"rank {r['rank']}: {r['device'] or 'no GPU named'}, {name}" if r["rank"] is not None else f"{name}: {r['device'] or 'no GPU named'}"
+    out = [who]
     if r["gpu_idle_share"] is None:
         out.append(f"  {r['gpu_idle_note'] or 'no GPU idle share'}")
         if not r["kernels"]:
-            return out
+            return out + _lines(r, display)
     else:
         bound = ("launch-bound" if r["launch_bound"] else "not launch-bound")
         out.append(f"  GPU idle {r['gpu_idle_share']:.0%} of {duration(ms=r['span_us'] / 1000, style=SHORT)}: {bound} — "
@@ -52,9 +52,14 @@ def rank_text(r: dict[str, Any], display: Any) -> list[str]:
                                            if s["gpu_idle_share"] is not None))
     elif shares:
         out.append(f"  {len(r['steps'])} steps, idle {min(shares):.0%}–{max(shares):.0%} each")
+    return out + _lines(r, display)
+
+
+def _lines(r: dict[str, Any], display: Any) -> list[str]:
+    out = []
     for e in r["lines"][:LINES_SHOWN]:
         where = f" (in {e['function']})" if e["from"] == "stack" else ""
-        out.append(f"  {display(e['path'])}:{e['line']}: GPU {_us(e['us'])} ({e['share']:.0%}){where}: "
+        out.append(f"  {display(e['path'])}:{e['line']}: {e['clock'].upper()} {_us(e['us'])} ({e['share']:.0%}){where}: "
                    + ", ".join(_short(k, 48) for k in e["kernels"][:3]))
     if len(r["lines"]) > LINES_SHOWN:
         out.append(f"  … {len(r['lines']) - LINES_SHOWN} more lines (--format json lists them all)")

@@ -72,12 +72,13 @@ def _kernel_lines(logs: list[str], paths: PathMap) -> dict[str, list[tuple[str, 
 
 
 def _lines(r: RankProfile, paths: PathMap, by_kernel: dict[str, list[tuple[str, int]]]) -> list[dict[str, Any]]:
-    busy = sum(r.busy_us.values()) or 1.0
+    busy = sum(r.busy_us.values()) if r.clock == "gpu" else sum(r.kernel_us.values())
+    busy = busy or 1.0
     out: dict[tuple[str, int], dict[str, Any]] = {}
 
     def give(where: tuple[str, int], us: float, kernel: str, source: str, function: Optional[str]) -> None:
         entry = out.setdefault(where, {"path": where[0], "line": where[1], "function": function, "us": 0.0,
-                                       "share": 0.0, "kernels": [], "from": source})
+                                       "share": 0.0, "kernels": [], "from": source, "clock": r.clock})
         entry["us"] += us
         if kernel not in entry["kernels"]:
             entry["kernels"].append(kernel)
@@ -109,10 +110,12 @@ def _who(r: RankProfile, many: bool) -> str:
 
 
 def line_text(entry: dict[str, Any], who: str) -> str:
-    """`GPU 12.3 ms on rank 0 (18% of its busy time): triton_poi_fused_mul_1, …`."""
+    """`GPU 12.3 ms on rank 0 (18% of its busy time): triton_poi_fused_mul_1, …`; `CPU 1.2 ms … (18% of its
+    kernels' time)` for a CPU profile's Inductor kernels."""
     where = f" (in {entry['function']}, whose def line this is)" if entry["from"] == "stack" else ""
     kernels = ", ".join(entry["kernels"][:3]) + (f" and {len(entry['kernels']) - 3} more" if len(entry["kernels"]) > 3 else "")
-    return f"GPU {duration(ms=entry['us'] / 1000, style=FINE)} on {who} ({entry['share']:.0%} of its busy time){where}: {kernels}"
+    clock, of = ("GPU", "its busy time") if entry.get("clock", "gpu") == "gpu" else ("CPU", "its Inductor kernels' time")
+    return f"{clock} {duration(ms=entry['us'] / 1000, style=FINE)} on {who} ({entry['share']:.0%} of {of}){where}: {kernels}"
 
 
 def import_profiles(path: str, root: str, maps: Optional[list[tuple[str, str]]] = None,

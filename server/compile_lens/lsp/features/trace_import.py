@@ -14,6 +14,8 @@ from typing import Any
 
 from ...ranks import parting_json
 from ...render.lsp import uri_of
+from ...render.profile_text import profiles_text
+from ...trace_import.profiles import import_profiles, is_profile, profiles_json
 from ...trace_import.report import NotATrace, divergence_text, import_trace, ranks_json
 from ..state import CompileLensServer
 from .diagnostics import republish
@@ -27,6 +29,8 @@ CLEAR = "compileLens.clearImportedTrace"
 async def import_command(ls: CompileLensServer, path: str) -> dict[str, Any]:
     if not path:
         return {"imported": False, "reason": "give a TORCH_TRACE folder or one dedicated_log_torch_trace_*.log"}
+    if await asyncio.to_thread(is_profile, path):
+        return await _import_profile(ls, path)
     try:
         imported = await asyncio.to_thread(import_trace, path, ls.root)
     except NotATrace as exc:
@@ -50,6 +54,29 @@ async def import_command(ls: CompileLensServer, path: str) -> dict[str, Any]:
             "unmapped": [{"path": p, "why": why} for p, why in sorted(imported.unmapped.items())],
             "unmapped_findings": unmapped_findings,
             "notes": imported.notes}
+
+
+async def _import_profile(ls: CompileLensServer, path: str) -> dict[str, Any]:
+    """A profiler trace: each line's GPU time as a CL401 finding (`trace_import.profiles`), the ranks' figures in the answer."""
+    try:
+        imported = await asyncio.to_thread(import_profiles, path, ls.root)
+    except (NotATrace, OSError) as exc:
+        return {"imported": False, "reason": str(exc)}
+    shown: dict[str, list] = {}
+    for report in imported.reports:
+        if report.path not in imported.unmapped:
+            shown.setdefault(uri_of(report.path), []).extend(report.findings)
+    touched = set(ls.imported) | set(shown)
+    ls.imported = shown
+    for uri in touched:
+        republish(ls, uri)
+    doc = profiles_json(imported)
+    log.info("imported profile %s: %d ranks, %d lines in %d files", path, len(doc["ranks"]),
+             sum(map(len, shown.values())), len(shown))
+    return {"imported": True, "kind": "profile", "files": sorted(shown), "diagnostics": sum(len(v) for v in shown.values()),
+            "ranks": doc["ranks"], "rank_divergence": [], "divergence": [], "unmapped": doc["unmapped"],
+            "unmapped_findings": 0, "notes": doc["notes"],
+            "summary": profiles_text(doc, lambda p: p).splitlines()}
 
 
 def clear(ls: CompileLensServer) -> dict[str, Any]:
