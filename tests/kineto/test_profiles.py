@@ -23,11 +23,13 @@ import warnings
 from pathlib import Path
 
 import pytest
+from lsprotocol import types as lsp
 
 from compile_lens.kineto.fold import fold
 from compile_lens.kineto.profile import summarise
 from compile_lens.kineto.ranks import read_profiles
 from compile_lens.kineto.stream import TraceFile
+from lsp_support import open_file, start_server, stop_server, wait_for
 from paths import DATA
 
 KINETO = DATA / "kineto"
@@ -224,11 +226,11 @@ prof.export_chrome_trace(OUT)
 '''
 
 
-@pytest.mark.slow
-def test_a_cpu_profile_puts_inductor_kernels_on_lines_through_the_runs_provenance(tmp_path):
-    """A compiled model that breaks the graph, profiled here with TORCH_TRACE on: `import` of the folder
-    (profile + log) puts each C++ kernel's CPU time on the lines the provenance names."""
-    job, ws = tmp_path / "job", tmp_path / "ws"
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory) -> tuple[Path, Path, str]:
+    """A compiled model that breaks the graph, profiled here with TORCH_TRACE on: (trace folder, workspace, source)."""
+    tmp = tmp_path_factory.mktemp("cpu_run")
+    job, ws = tmp / "job", tmp / "ws"
     job.mkdir()
     ws.mkdir()
     (job / "trace").mkdir()
@@ -237,6 +239,13 @@ def test_a_cpu_profile_puts_inductor_kernels_on_lines_through_the_runs_provenanc
     (ws / "head.py").write_text(source)
     subprocess.run([sys.executable, "head.py"], cwd=job, check=True, capture_output=True, timeout=300,
                    env={**os.environ, "TORCH_TRACE": str(job / "trace"), "OMP_NUM_THREADS": "1"})
+    return job, ws, source
+
+
+@pytest.mark.slow
+def test_a_cpu_profile_puts_inductor_kernels_on_lines_through_the_runs_provenance(cpu_run):
+    """`import` of the folder (profile + log) puts each C++ kernel's CPU time on the lines the provenance names."""
+    job, ws, source = cpu_run
     done = run_cli(str(job / "trace"), "--root", str(ws), "--format", "json", cwd=ws)
     assert done.returncode == 0, done.stderr
     (rank,) = json.loads(done.stdout)["ranks"]
@@ -250,3 +259,25 @@ def test_a_cpu_profile_puts_inductor_kernels_on_lines_through_the_runs_provenanc
     assert abs(sum(e["share"] for e in found.values()) - 1.0) < 0.01
     text = run_cli(str(job / "trace"), "--root", str(ws), cwd=ws).stdout
     assert f"head.py:{relu}: CPU" in text and "CL401" in text
+
+
+@pytest.mark.slow
+async def test_the_editor_imports_a_profile_and_shows_its_lines(cpu_run):
+    job, ws, source = cpu_run
+    client = await start_server(ws, trusted=False)  # reading a profile runs no code
+    try:
+        uri = open_file(client, ws / "head.py")
+        await wait_for(client, uri, lambda _: True)
+        answer = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+            "compileLens.importTrace", [str(job / "trace")]))
+        assert answer["imported"] is True and answer["kind"] == "profile" and answer["diagnostics"] == 2
+        assert any("no GPU activity" in line for line in answer["summary"])
+        shown = [d for d in client.diagnostics[uri] if d.code == "CL401"]
+        assert len(shown) == 2 and all(d.message.startswith("CPU ") for d in shown)
+        gpu = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+            "compileLens.importTrace", [str(KINETO / "multi_rank")]))
+        assert gpu["imported"] is True and [r["rank"] for r in gpu["ranks"]] == [0, 1]
+        assert any("GPU idle 54%" in line for line in gpu["summary"])
+        assert [d for d in client.diagnostics[uri] if d.code == "CL401"] == []  # the new import replaced the last
+    finally:
+        await stop_server(client)
