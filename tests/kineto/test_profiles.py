@@ -26,7 +26,7 @@ import pytest
 from lsprotocol import types as lsp
 
 from compile_lens.kineto.fold import fold
-from compile_lens.kineto.profile import summarise
+from compile_lens.kineto.profile import calls_idle_share, summarise
 from compile_lens.kineto.ranks import read_profiles
 from compile_lens.kineto.stream import TraceFile
 from lsp_support import open_file, start_server, stop_server, wait_for
@@ -68,6 +68,7 @@ def hta(tmp_path_factory) -> dict[str, dict]:
             "kernels": int(((frame["stream"] != -1) & cats.isin(DEVICE_CATS)).sum()),
             "graph_launches": int((frame["name"].map(names.__getitem__) == "cudaGraphLaunch").sum()),
             "rank": rank,
+            "busy": float(breakdown["kernel_time(us)"][0] - breakdown["idle_time(us)"][0]),
         }
     return out
 
@@ -80,6 +81,15 @@ def test_idle_share_kernels_and_graph_launches_agree_with_hta(name, hta):
     assert abs(profile.gpu_idle_share - ref["idle"]) <= 0.02, (profile.gpu_idle_share, ref["idle"])
     assert profile.kernels == ref["kernels"]
     assert profile.cudagraph_launches == ref["graph_launches"]
+
+
+@pytest.mark.parametrize("name", ["multi_rank/rank-0.json.gz", "multi_rank/rank-1.json.gz"])
+def test_the_per_step_busy_time_the_live_share_uses_adds_up_to_htas(name, hta):
+    """The live measurement's calls are steps (`calls_idle_share`): their busy time, step by step, is HTA's."""
+    profile = summarise(fold(str(KINETO / name)))
+    assert sum(s.union_us for s in profile.steps[:-1]) == pytest.approx(hta[name]["busy"], rel=0.01)
+    share = calls_idle_share(profile.steps)
+    assert share is not None and 0 <= share <= 1
 
 
 def test_the_a100_triton_run_is_read_whole():

@@ -104,38 +104,33 @@ def test_cuda_capture_reads_the_device_clock():
     assert found.idle_share is not None and 0 <= found.idle_share < 1
 
 
-def test_the_cuda_graphs_lever_reads_the_idle_share_the_line_costs_give():
-    """The lever's figure (`line_windows.gpu_idle_share`, from the events alone) is the line costs'
-    `forward.gpu_idle_share` on the same capture: one computation, read before and after."""
-    record, found = replay("forward")
-    if not record["device"].startswith("cuda"):
-        pytest.skip(f"a {record['device']} capture (a rehearsal): the GPU idle share is a GPU's")
-    share = windows.gpu_idle_share(SimpleNamespace(events=lambda: events(record)))
-    assert share is not None and share == pytest.approx(found.idle_share, abs=1e-9)
+def test_the_gpu_idle_share_of_a_real_gpu_capture_is_read_by_the_import_reader():
+    """The GPU check's Kineto traces of the measured calls (`compile_lens.call:<i>` ranges), read by the
+    reader `compile-lens import` uses: the figure the line costs and the CUDA-graphs lever show."""
+    from compile_lens.kineto.fold import fold
+    from compile_lens.kineto.profile import calls_idle_share, summarise
+
+    traces = sorted(DATA.glob("*-forward-*.pt.trace.json.gz"))
+    if not traces:
+        pytest.skip(f"no GPU Kineto capture in {DATA}: run scripts/gpu-check on a GPU box and commit its cuda/ folder")
+    for path in traces:
+        profile = summarise(fold(str(path)))
+        if profile.clock != "gpu":
+            continue  # a rehearsal's CPU capture
+        assert profile.calls, f"{path.name}: no compile_lens.call ranges"
+        share = calls_idle_share(profile.calls)
+        assert share is not None and 0 <= share < 1, (path.name, share)
 
 
-def test_the_idle_share_reads_the_same_from_a_capture_as_from_the_profile():
-    """A real CPU profile (no device activity: the GPU idled the whole of each call, 1.0), written as
-    the GPU check writes its captures (`benchmarks.gpu.capture.dump_events`) and read back by this
-    replay: the same share, so a CUDA capture replays as its live profile read."""
-    import sys
-
+def test_the_live_idle_share_is_read_from_the_exported_trace():
+    """A real CPU profile of the measured calls, exported and read back by the import's reader: no device
+    activity in any call (the GPU idled the whole of each, 1.0); no call ranges, no share."""
     import torch
-
-    from paths import REPO
-
-    sys.path.insert(0, str(REPO))
-    from benchmarks.gpu.capture import dump_events
 
     model, x = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()), torch.randn(8, 16)
     prof = windows.profile(lambda: model(x), 6, "cpu")
-    live = windows.gpu_idle_share(prof)
-    record = {"events": dump_events(list(prof.events()))}
-    replayed = windows.gpu_idle_share(SimpleNamespace(events=lambda: events(record)))
-    assert live == replayed == 1.0
-    found = windows.calls(prof, "cuda")
-    assert 3 <= found.n < 6 and found.busy_us == 0.0 and found.wall_us > 0  # the quieter half of 6 calls, each its window
-    assert windows.gpu_idle_share(prof, timed_us=found.wall_us / 2) == 1.0  # the timed call, not the window, is the call
+    assert windows.gpu_idle_share(prof) == 1.0
+    assert windows.gpu_idle_share(prof, timed_us=5.0) == 1.0  # the timed call, not the range, is the call
     with torch.profiler.profile() as bare:  # no `compile_lens.call:` ranges: no call to share
         model(x)
     assert windows.gpu_idle_share(bare) is None

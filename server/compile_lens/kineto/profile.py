@@ -63,6 +63,7 @@ class StepFigures:
     span_us: float  # first activity start → last activity end
     gpu_idle_share: Optional[float]
     kernels: int
+    union_us: float = 0.0  # the time any activity ran (busy, all kinds together)
 
 
 @dataclass
@@ -188,7 +189,7 @@ def _figures(f: Folded, rows: list[int], step: Step) -> StepFigures:
         busy[KINDS[kind]] = merged_busy(ivs)[0]
     union, span = merged_busy(everything)
     return StepFigures(step.name, step.number, step.end - step.start, busy, span,
-                       (span - union) / span if span > 0 else None, len(rows))
+                       (span - union) / span if span > 0 else None, len(rows), union)
 
 
 def _per_step(f: Folded, steps: list[Step], launch_ts: list[float]) -> list[StepFigures]:
@@ -303,3 +304,20 @@ def _launch_bound(f: Folded, idle: Optional[float], durations: list[float], op_g
         gaps = f"the GPU sat idle {idle:.0%} of its span between kernels"
         return bool(why), [gaps, *why] if why else [gaps + " (waits or host work, not launches: no short kernels or slow ops)"]
     return False, [f"the GPU was busy {1 - idle:.0%} of its span", *why]
+
+
+def calls_idle_share(calls: list[StepFigures], timed_us: Optional[float] = None) -> Optional[float]:
+    """The live measurement's figure (`Timing.gpu_idle_share`, the CUDA-graphs lever's before/after): over
+    the quieter half of the profiled calls (each call's host range at or below the median: a call the OS
+    preempted is not steady state), the GPU idle within a call — the timed call (unprofiled: the profiler
+    slows launches, not kernels; else the range) less the time any activity ran — over busy + idle. A
+    call with no device activity (a CPU profile) idled the GPU throughout: 1.0. None without calls."""
+    if not calls:
+        return None
+    walls = sorted(c.host_us for c in calls)
+    median = walls[(len(walls) - 1) // 2]
+    kept = [c for c in calls if c.host_us <= median]
+    busy = sum(c.union_us for c in kept) / len(kept)
+    call = timed_us if timed_us else sum(c.host_us for c in kept) / len(kept)
+    idle = max(0.0, call - busy)
+    return idle / (busy + idle) if busy + idle > 0 else None

@@ -253,6 +253,8 @@ def _profiled(call: Callable[[], Any], graphs: list[provenance.Graph], root: str
         prof = _profile(call, calls_to_profile(ms), device)
     found = _attribute(windows.calls(prof, device), graphs, _Places(root), device, ms * 1e3 if ms else None)
     found.graphs = graphs
+    if windows.cuda(device):  # the shown share: read from the exported trace by the reader `import` uses
+        found.idle_share = windows.gpu_idle_share(prof, ms * 1e3 if ms else None)
     return found
 
 

@@ -15,20 +15,27 @@
   and reasons then add up to busy + idle: the profile's total on CUDA (`device_parts`).
 - **Quiet calls:** the mean over the quieter half of the calls (each call's total at or below the
   median): a call the OS preempted is not steady state, as the timing's medians say.
-- **GPU idle share:** the GPU idle within the call over busy + idle (`idle_share`), the figure the
-  line costs give (`Timing.gpu_idle_share`) and the CUDA-graphs lever reads before and after
-  (`gpu_idle_share`: a profile's events alone, so a capture read back reads the same).
+- **GPU idle share:** read by the one profiler-trace reader (`compile_lens.kineto`), from the profile
+  exported as the Kineto trace a user's own profile is (`gpu_idle_share`): the line costs' figure
+  (`Timing.gpu_idle_share`) and the CUDA-graphs lever's before and after are what `compile-lens import`
+  reads from a run recorded anywhere, and the real GPU traces the tests read test this arithmetic.
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
+import os
+import tempfile
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import torch
+
+from ...kineto.fold import fold
+from ...kineto.profile import RankProfile, calls_idle_share, summarise
 
 CALL = "compile_lens.call:"  # one range per profiled call
 WHY_KERNELS_NO_LINE = "kernels without a line"
@@ -145,15 +152,32 @@ def idle_share(total_us: float, parts: dict[str, float]) -> Optional[float]:
     return parts[WHY_GPU_IDLE] / total_us if total_us > 0 else None
 
 
+def export(prof: Any, folder: Optional[str] = None) -> str:
+    """The profile as the Kineto trace (`export_chrome_trace`) a user's own profile is: into `folder`
+    when given (kept for Perfetto or TensorBoard), else a temporary file the caller removes."""
+    fd, path = tempfile.mkstemp(prefix="compile-lens-calls-", suffix=".pt.trace.json", dir=folder)
+    os.close(fd)
+    prof.export_chrome_trace(path)
+    return path
+
+
+_READ: weakref.WeakKeyDictionary[Any, RankProfile] = weakref.WeakKeyDictionary()
+
+
+def read_back(prof: Any) -> RankProfile:
+    """The profile as the import's reader reads its exported trace (once: torch exports a profile only once)."""
+    found = _READ.get(prof)
+    if found is None:
+        path = export(prof)
+        try:
+            found = _READ[prof] = summarise(fold(path))
+        finally:
+            os.unlink(path)
+    return found
+
+
 def gpu_idle_share(prof: Any, timed_us: Optional[float] = None) -> Optional[float]:
-    """The share of a profiled call the GPU sat idle, as the line costs compute it: the device-busy
-    time in each call's window (at least what its ops' kernels took), the timed call (else the
-    window) less it, over busy + idle, for the quieter half of the calls (`calls`, `device_parts`,
-    `idle_share`). Pure over `prof.events()` (a profile from `profile`, or a capture's events read
-    back); None where it has no call ranges. No device activity in the windows (a CPU profile):
-    the GPU idled the whole call, 1.0."""
-    found = calls(prof, "cuda")
-    if not found.events:
-        return None
-    named = sum(self_us(e, "cuda") for e in found.events) / found.n  # what the ops' own kernels took
-    return idle_share(*device_parts(found, named, timed_us))
+    """The share of a profiled call the GPU sat idle (`kineto.profile.calls_idle_share` over the
+    profile's `compile_lens.call:<i>` ranges, read back from its exported trace by the reader
+    `compile-lens import` uses); None where it has no call ranges, 1.0 for a CPU profile."""
+    return calls_idle_share(read_back(prof).calls, timed_us)
