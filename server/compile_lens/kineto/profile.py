@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import re
 import statistics
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
@@ -122,25 +123,50 @@ def merged_busy(intervals: list[tuple[float, float]]) -> tuple[float, float]:
     return busy, last - first
 
 
+def _ascending(values: array) -> bool:
+    return all(values[i] <= values[i + 1] for i in range(len(values) - 1))
+
+
+def _by_start(f: Folded, hosts: array) -> array:
+    """A thread's host ranges by start, a parent before the child that starts with it (two stable sorts,
+    float keys: a tuple key per range would be the largest thing the reader ever holds)."""
+    if _ascending(array("d", (f.h_ts[h] for h in hosts))):  # Kineto writes a thread's CPU ops in order
+        pairs = [(f.h_ts[h], -f.h_end[h]) for h in hosts[:2]]
+        if len(hosts) < 2 or pairs[0] <= pairs[1]:
+            return hosts
+    order = sorted(hosts, key=lambda h: -f.h_end[h])
+    order.sort(key=f.h_ts.__getitem__)
+    return array("l", order)
+
+
 class _Launches:
-    """Launches sorted by correlation id, each with its innermost CPU op and user frame (by index)."""
+    """Launches by correlation id, each with its innermost CPU op and user frame (host range indices),
+    in typed arrays: this is the reader's largest state after the fold's own."""
 
     def __init__(self, f: Folded) -> None:
-        order = sorted(range(len(f.l_corr)), key=f.l_corr.__getitem__)
-        self.corr = [f.l_corr[i] for i in order]
-        self.ts = [f.l_ts[i] for i in order]
-        self.op: list[int] = [-1] * len(order)  # host range index: the innermost CPU op, else `record_function` range
-        self.frame: list[int] = [-1] * len(order)  # host range index of a Python function
-        by_tid: dict[int, list[int]] = defaultdict(list)
-        for j, i in enumerate(order):
-            by_tid[f.l_tid[i]].append(j)
-        hosts: dict[int, list[int]] = defaultdict(list)
+        n = len(f.l_corr)
+        if _ascending(f.l_corr):  # launches are written in time order, and ids grow with time
+            self.corr, self.ts = f.l_corr, f.l_ts
+            tids = f.l_tid
+        else:
+            order = sorted(range(n), key=f.l_corr.__getitem__)
+            self.corr = array("q", (f.l_corr[i] for i in order))
+            self.ts = array("d", (f.l_ts[i] for i in order))
+            tids = array("q", (f.l_tid[i] for i in order))
+            del order
+        self.op = array("l", [-1]) * n  # the innermost CPU op, else `record_function` range
+        self.frame = array("l", [-1]) * n  # the innermost Python function outside libraries
+        by_tid: dict[int, array] = {}
+        for j in range(n):
+            by_tid.setdefault(tids[j], array("l")).append(j)
+        hosts: dict[int, array] = {}
         for h in range(len(f.h_ts)):
-            hosts[f.h_tid[h]].append(h)
+            hosts.setdefault(f.h_tid[h], array("l")).append(h)
         user: dict[int, bool] = {}
         for tid, launches in by_tid.items():
-            launches.sort(key=self.ts.__getitem__)
-            ranges = sorted(hosts.get(tid, ()), key=lambda h: (f.h_ts[h], -f.h_end[h]))
+            if not _ascending(array("d", (self.ts[j] for j in launches))):
+                launches = array("l", sorted(launches, key=self.ts.__getitem__))
+            ranges = _by_start(f, hosts.pop(tid, array("l")))
             stack: list[int] = []
             k = 0
             for j in launches:
@@ -192,7 +218,7 @@ def _figures(f: Folded, rows: list[int], step: Step) -> StepFigures:
                        (span - union) / span if span > 0 else None, len(rows), union)
 
 
-def _per_step(f: Folded, steps: list[Step], launch_ts: list[float]) -> list[StepFigures]:
+def _per_step(f: Folded, steps: list[Step], launch_ts: array) -> list[StepFigures]:
     """Each step's activities: those launched inside its host range (an activity with no launch: by its start)."""
     if not steps:
         return []
@@ -219,8 +245,8 @@ def _unique(steps: list[Step]) -> list[Step]:
 def summarise(f: Folded) -> RankProfile:
     launches = _Launches(f)
     n = len(f.d_start)
-    launch_of = [launches.find(f.d_corr[i]) if f.d_corr[i] >= 0 else -1 for i in range(n)]
-    launch_ts = [launches.ts[j] if j >= 0 else -1.0 for j in launch_of]
+    launch_of = array("l", (launches.find(f.d_corr[i]) if f.d_corr[i] >= 0 else -1 for i in range(n)))
+    launch_ts = array("d", (launches.ts[j] if j >= 0 else -1.0 for j in launch_of))
     steps = _unique(f.steps)
     scope = None
     rows = list(range(n))
