@@ -160,10 +160,12 @@ def capture_model(out: Path, device: str, key: str, dry: bool) -> dict[str, Any]
               (torch.randint(0, m.GPT_VOCAB, (m.GPT_BATCH, m.GPT_SEQ), device=device),))
     n_prof, n_time = (3, 5) if dry else (20, 50)
     found: dict[str, Any] = {}
-    for workload in WORKLOADS:
-        for dtype, spec in dtypes(dry).items():
+    # fp32's two first: a child cut at its limit has written those (each trace as soon as it is taken);
+    # one cache folder for the model's compiles (Triton's kernels may be shared; FX graphs are not cached)
+    own = tempfile.mkdtemp(prefix="compile-lens-capture-", dir=os.environ.get("COMPILE_LENS_CAPTURE_TMP"))
+    for dtype, spec in dtypes(dry).items():
+        for workload in WORKLOADS:
             name = trace_name(key, workload, dtype)
-            own = tempfile.mkdtemp(prefix="compile-lens-capture-")
             try:
                 with precision.applied(SimpleNamespace(precision=spec, precision_source="gpu-check"), device) as prec:
                     compiled_mod, eager_mod = copy.deepcopy(base), copy.deepcopy(base)
@@ -175,9 +177,10 @@ def capture_model(out: Path, device: str, key: str, dry: bool) -> dict[str, Any]
                         call()
                         compile_s = time.perf_counter() - t0
                         graphs = caught.graphs
-                    with inductor_cache(own), provenance.kernel_ranges(graphs):
-                        prof = profile(call, n_prof, device)
-                        compiled_ms = median_ms(call, n_time, device)
+                    with inductor_cache(own):
+                        with provenance.kernel_ranges(graphs):
+                            prof = profile(call, n_prof, device)
+                        compiled_ms = median_ms(call, n_time, device)  # without the profile's kernel ranges
                     eager_ms = median_ms(Model(eager_mod, eager_mod, inputs, False).run(workload), n_time, device)
                 plain = out / name[:-3]
                 prof.export_chrome_trace(str(plain))
@@ -187,16 +190,21 @@ def capture_model(out: Path, device: str, key: str, dry: bool) -> dict[str, Any]
                                "compile_s": round(compile_s, 2), "eager_ms": round(eager_ms, 4),
                                "compiled_ms": round(compiled_ms, 4), "speedup": round(eager_ms / compiled_ms, 3),
                                "timed_calls": n_time, "profiled_calls": n_prof}
-            finally:
-                shutil.rmtree(own, ignore_errors=True)
+            except Exception as exc:  # noqa: BLE001 - one capture's failure is said; the model's others still run
+                print(f"capture {name}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                found["error:" + name] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+                print(json.dumps({"error:" + name: found["error:" + name]}), flush=True)
+                continue
             print(json.dumps({name: found[name]}), flush=True)
+    shutil.rmtree(own, ignore_errors=True)
     return found
 
 
 def _child(out: Path, device: str, key: str, dry: bool, limit: float) -> tuple[dict[str, Any], str]:
     """A process per model with its own TORCH_TRACE folder; its captures and the log's file name ('' if none)."""
-    logs = Path(tempfile.mkdtemp(prefix="compile-lens-torch-trace-"))
-    env = {**os.environ, "TORCH_TRACE": str(logs), "COMPILE_LENS_BENCH_DEVICE": device,
+    scratch = Path(tempfile.mkdtemp(prefix="compile-lens-capture-"))  # removed even when the child is killed
+    logs = scratch / "torch_trace"
+    env = {**os.environ, "TORCH_TRACE": str(logs), "COMPILE_LENS_BENCH_DEVICE": device, "COMPILE_LENS_CAPTURE_TMP": str(scratch),
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "server"), str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     args = [sys.executable, "-m", "benchmarks.gpu.capture", str(out), "--device", device, "--model", key] + (["--dry"] if dry else [])
     try:
@@ -217,7 +225,7 @@ def _child(out: Path, device: str, key: str, dry: bool, limit: float) -> tuple[d
             for f in files:
                 with open(f, "rb") as src:
                     shutil.copyfileobj(src, g)
-    shutil.rmtree(logs, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
     if rc != 0:
         got["error:" + key] = {"rc": rc, "stderr": stderr.strip().splitlines()[-3:]}
     return got, log_name
