@@ -76,7 +76,8 @@ BENCH_DEVICE ?= cpu
 bench: setup
 	PYTHONPATH=server $(PY) -m benchmarks $(BENCH) --device $(BENCH_DEVICE) $(BENCH_FLAGS) --markdown
 
-# On a GPU box: the harness's GPU subset within 8 minutes (scripts/gpu-check; docs/remote.md).
+# On a GPU box: capture, the device's tests, the busy rule, max-autotune: 5 minutes with the wheels'
+# install, to fit a 15-minute lent slot twice (scripts/gpu-check [OUT] [UNIT...]; docs/remote.md).
 gpu-check:
 	scripts/gpu-check
 

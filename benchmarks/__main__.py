@@ -51,8 +51,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{u.name}: {u.goal} (against {u.against})")
         return 2 if unknown else 0
     chosen = [units[n] for n in args.names] if args.names else \
-        sorted((u for u in units.values() if u.gpu), key=lambda u: u.gpu) if args.gpu else \
+        [u for u in units.values() if u.gpu] if args.gpu else \
         [u for u in units.values() if args.device in u.devices and not u.name.startswith("trivial_")]
+    if args.gpu:  # the check's order whatever order they were named in: what only a GPU gives first
+        chosen.sort(key=lambda u: u.gpu or 99)
+        print("plan: " + ", ".join(f"{u.name} {u.timeout_s:.0f} s" for u in chosen)
+              + f"; limits {sum(u.timeout_s for u in chosen):.0f} s"
+              + (f", budget {args.budget:.0f} s" if args.budget else ""), file=sys.stderr, flush=True)
     out.mkdir(parents=True, exist_ok=True)
     base = {"machine": machine(args.device), "commit": commit(), "device": args.device, "dry": args.dry,
             "quick": args.quick and not args.dry}

@@ -1,20 +1,27 @@
-"""On a real NVIDIA GPU: does the busy-GPU wait see what NVML sees? (this repository's CI machine
-has no GPU, so `tests/test_gpu_busy.py` plays NVML with a readings file; this checks the real one).
+"""On a real GPU box: the busy rule's verdict, and does the busy-GPU wait see what NVML sees?
+
+First the measurement's busy rule (`busy_rule.Contention`, the CUDA rule) over a couple of quiet
+seconds on this box, as a timing would read it: an idle box must read not busy, also where
+/proc/<pid>/schedstat is missing (gVisor: the lent H200). Then NVML (this repository's CI machine has
+no GPU, so `tests/test_gpu_busy.py` plays NVML with a readings file; this checks the real one):
 
 Starts a process that keeps GPU 0 busy with matmuls, as a training run would, then reads NVML
 through `compile_lens.gpu.readers.NvmlReader` and prints the readings and the decision twice: with
 the load counted as another process (expected: busy, named `python busy_check.py --load`),
-and as our own tree (expected: free). Exit 0 when both come out as expected, 1 otherwise, 0 with a
-note when there is no NVML (`pip install nvidia-ml-py`) or no GPU.
+and as our own tree (expected: free). Exit 0 when all come out as expected, 1 otherwise; without NVML
+(`pip install nvidia-ml-py`) or a GPU that part is said and skipped. The last line is JSON.
 
-    .venv/bin/python -m benchmarks.gpu.busy_check          # run by scripts/gpu-check
+    .venv/bin/python -m benchmarks.gpu.busy_check [--device cuda] [--limit S]   # run by scripts/gpu-check
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 
 def load(seconds: float) -> None:
@@ -27,20 +34,50 @@ def load(seconds: float) -> None:
         torch.cuda.synchronize()
 
 
+def verdict(device: str, seconds: float = 2.0) -> dict[str, Any]:
+    """The busy rule's report of `seconds` on this box (the CUDA rule on a GPU box; on the CPU
+    rehearsal too: what matters is the no-schedstat branch's words)."""
+    from compile_lens.worker.measure import busy_rule
+
+    watch = busy_rule.Contention("cuda" if device.startswith("cuda") or device == "cpu" else device)
+    time.sleep(seconds)
+    report = watch.report()
+    report["schedstat"] = busy_rule.thread_run_delay_s() is not None
+    return report
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--limit", type=float, default=60.0, help="seconds for the whole check")
+    args = parser.parse_args()
+    started = time.monotonic()
+    rule = verdict(args.device)
+    print(f"gpu-busy-check: the busy rule on this box, idle: {json.dumps(rule)}")
+    # on the CPU rehearsal this shared box may well be busy: only the reading is checked there
+    rule_ok = not rule["busy"] if args.device.startswith("cuda") else "busy" in rule
+    nvml = nvml_check(args.limit - (time.monotonic() - started)) if args.device.startswith("cuda") else None
+    print(json.dumps({"busy": rule["busy"], "why": rule.get("why", []), "schedstat": rule["schedstat"],
+                      "load_average": rule.get("load_average"), "other_cpu_percent": rule.get("other_cpu_percent"),
+                      "cpus": rule["cpus"], "unknown": rule.get("unknown", []), "nvml": nvml}))
+    return 0 if rule_ok and nvml in (None, "ok", "absent") else 1
+
+
+def nvml_check(limit: float) -> str:
+    """"ok", "absent" (no NVML) or "UNEXPECTED": NVML's view of a matmul load, within `limit` seconds."""
     from compile_lens.gpu.busy import decide, measured_device
     from compile_lens.gpu.readers import NvmlReader, open_reader, own_pids
 
     reader = open_reader()
     if not isinstance(reader, NvmlReader):
         print("gpu-busy-check: no NVML here (install nvidia-ml-py, and an NVIDIA driver); nothing to check")
-        return 0
+        return "absent"
     device = measured_device(None)
     idle = reader.read()
     print(f"gpu-busy-check: idle readings: {idle}")
     child = subprocess.Popen([sys.executable, __file__, "--load"])
     try:
-        deadline, readings = time.monotonic() + 60, []
+        deadline, readings = time.monotonic() + max(3.0, limit - 3.0), []
         while time.monotonic() < deadline:  # until the load holds a context and NVML's sample saw it
             time.sleep(1.0)
             readings = reader.read()
@@ -55,7 +92,7 @@ def main() -> int:
         ok = (as_other is not None and any(p.pid == child.pid and "busy_check.py" in p.label
                                            for p in as_other.others) and as_ours is None)
         print(f"gpu-busy-check: {'ok' if ok else 'UNEXPECTED'}")
-        return 0 if ok else 1
+        return "ok" if ok else "UNEXPECTED"
     finally:
         child.kill()
         child.wait()
@@ -63,6 +100,6 @@ def main() -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--load"]:
-        load(90)
+        load(60)  # killed once read
     else:
         sys.exit(main())

@@ -25,7 +25,7 @@ def _models(ctx: Context) -> tuple[str, ...]:
 
 @unit("speedup_truth", "the tool's forward speedup within 10% of an independent timing, per shared model",
       "a fresh process's eager vs torch.compile forward (torch.utils.benchmark; alternating pairs)",
-      gpu=1, timeout_s=210)
+      timeout_s=210)
 def speedup_truth(ctx: Context) -> dict[str, Any]:
     # one child per model, each given its share of what is left: a slow model costs its own figure only
     figures: dict[str, Any] = {}
@@ -56,7 +56,7 @@ _RATIO = re.compile(r"== (.+?): eager .*|compiled lines / timed compiled call = 
 
 
 @unit("line_costs", "compiled lines' time within 10% of the compiled call timed apart (forward and train step)",
-      "the compiled call timed on its own (torch.utils.benchmark)", gpu=3, timeout_s=150)
+      "the compiled call timed on its own (torch.utils.benchmark)", timeout_s=150)
 def line_costs_truth(ctx: Context) -> dict[str, Any]:
     args = [sys.executable, str(MODELS.parent / "line_costs_models.py"), "--device", ctx.device, "--models", "shared",
             "--train"]
@@ -144,7 +144,7 @@ def _paired(ctx: Context, name: str) -> dict[str, Any]:
 
 @unit("time_to_first_figure", "compile-lens check's first forward figure within 1.5× torch's own cold compile + "
       "timing of the same model, the whole measurement within 3× (issue 43 item 4)",
-      "a fresh process: torch.compile + first call + alternating timing pairs", gpu=7, timeout_s=420)
+      "a fresh process: torch.compile + first call + alternating timing pairs", timeout_s=420)
 def time_to_first_figure(ctx: Context) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for name in _models(ctx)[:1] if ctx.dry else FIRST_FIGURE_MODELS:
@@ -164,7 +164,7 @@ def time_to_first_figure(ctx: Context) -> dict[str, Any]:
 
 
 @unit("cold_compile", "the tool's cold compile within 25% of torch's own first compiled call",
-      "a fresh process's first torch.compile(model) call", gpu=8, timeout_s=420)
+      "a fresh process's first torch.compile(model) call", timeout_s=420)
 def cold_compile(ctx: Context) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for name in _models(ctx)[:1] if ctx.dry else FIRST_FIGURE_MODELS:

@@ -57,11 +57,24 @@ def test_an_unknown_unit_is_a_usage_error(tmp_path):
     assert main(["no_such_unit", "--out", str(tmp_path)]) == 2
 
 
-def test_the_gpu_subset_runs_the_speedup_truth_first():
+def test_the_gpu_check_runs_what_only_a_gpu_gives_first_within_five_minutes():
+    from benchmarks.gpu import INSTALL_S
+
     load_units()
-    order = [u.name for u in sorted((u for u in UNITS.values() if u.gpu), key=lambda u: u.gpu)]
-    assert order[:3] == ["speedup_truth", "cuda_capture", "line_costs"]
-    assert len({u.gpu for u in UNITS.values() if u.gpu}) == len(order)  # no two share a place
+    chosen = sorted((u for u in UNITS.values() if u.gpu), key=lambda u: u.gpu)
+    assert [u.name for u in chosen] == ["gpu_capture", "gpu_tests", "gpu_busy", "gpu_autotune"]
+    assert len({u.gpu for u in chosen}) == len(chosen)  # no two share a place
+    assert INSTALL_S + sum(u.timeout_s for u in chosen) <= 300  # a 15-minute device slot, run twice with room
+
+
+def test_the_gpu_tests_outcomes_are_read_as_each_test_ends():
+    from benchmarks.gpu import outcomes
+
+    text = ("tests/a.py::test_x PASSED                  [ 33%]\n"
+            "tests/a.py::test_y[cuda-1] FAILED          [ 66%]\n"
+            "tests/b.py::test_z SKIPPED (no GPU)        [100%]\nPASSED tests/a.py::test_x\n")
+    assert outcomes(text) == {"tests/a.py::test_x": "PASSED", "tests/a.py::test_y[cuda-1]": "FAILED",
+                              "tests/b.py::test_z": "SKIPPED"}
 
 
 def test_the_markdown_blocks_are_rewritten_and_the_prose_kept(tmp_path):

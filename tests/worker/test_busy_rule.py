@@ -156,14 +156,46 @@ def test_the_cuda_rule_decides_from_real_readings(burn_py, monkeypatch):
     assert on_cuda is (sched > busy_rule.SCHED_SHARE * wall)  # a sleeping thread barely waits: quiet
     assert not on_cuda, seen
     assert on_cpu is (use.others + use.ours > busy_threshold(CPUS, CPUS))
-    # no schedstat: the CPU rule in its place
+    # no schedstat: busy only when others and ours left no core for the launching thread
     fallback, _ = busy_rule.decide("cuda", cpus=CPUS, threads=CPUS, cpu=use, wall_s=wall, gpu=None, sched_delay_s=None)
-    assert fallback is on_cpu
+    assert fallback is (use.others + use.ours > busy_rule.no_schedstat_threshold(CPUS))
     # the oversubscribed thread's real wait: busy on CUDA, said as the launching thread's wait
     waited, wall = _oversubscribed_wait(burn_py)
     busy, words = busy_rule.decide("cuda", cpus=CPUS, threads=CPUS, cpu=CpuUse(0.0, 0.0), wall_s=wall,
                                    gpu=None, sched_delay_s=waited)
     assert busy and words[0].startswith("our launching thread waited for a core"), words
+
+
+def test_without_schedstat_an_idle_gpu_box_is_quiet_and_oversubscribed_cores_are_busy(burn_py, tmp_path, monkeypatch):
+    """A box without /proc/<pid>/schedstat (gVisor, as on the lent H200): the rule reads a proc folder
+    that lacks it (the `proc` seam; its loadavg is the real one) and judges the CUDA rounds from the
+    CPU times. This box's real readings counted as a 16-core GPU box's (at most 2 of 16 cores taken)
+    read quiet, as the CPU rule did not (it called half a core of anyone's use busy); more burners
+    than cores read busy."""
+    monkeypatch.delenv("COMPILE_LENS_GPU_READINGS", raising=False)
+    monkeypatch.setattr(busy_rule, "_READER", None)
+    (tmp_path / "loadavg").symlink_to("/proc/loadavg")
+    assert busy_rule.thread_run_delay_s(proc=str(tmp_path)) is None
+    watch = busy_rule.Contention("cuda", proc=str(tmp_path), cpus=16)
+    time.sleep(0.5)
+    idle = watch.report()
+    assert "launch_wait_percent" not in idle and any("schedstat" in u for u in idle["unknown"]), idle
+    assert idle["busy"] is False, idle
+    burners = [_child(burn_py, 4 * BURN_S) for _ in range(CPUS + 2)]
+    try:
+        time.sleep(0.3)
+        watch = busy_rule.Contention("cuda", proc=str(tmp_path))
+        time.sleep(BURN_S)
+        loaded = watch.report()
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert loaded["busy"] is True and "no core was left for our launching thread" in loaded["why"][0], loaded
+    # no CPU times at all: the load average against the cores
+    assert busy_rule.no_schedstat_words(None, None, 16, 0.4, [], "during timing") == []
+    assert busy_rule.no_schedstat_words(None, None, 2, 5.0, [], "during timing") == [
+        "the load average was 5.0 on 2 CPUs during timing"]
 
 
 def test_another_process_on_the_gpu_is_named_and_ours_is_not(tmp_path, monkeypatch):

@@ -9,7 +9,12 @@ trial's, per device (`decide`, pure), read by `Contention`.
   busy-GPU wait uses: `gpu/readers.py`), or when our launching thread waited for a core for more
   than `SCHED_SHARE` of the round (its run-queue delay, `/proc/self/task/TID/schedstat`). What
   cannot be read is said (`contention.unknown`), and the rule falls back to what it can read: no
-  schedstat (not Linux), the CPU rule takes its place; no NVML, GPU use by others is unknown.
+  NVML, GPU use by others is unknown; no schedstat (not Linux, or gVisor, as on a lent H200 box),
+  busy when others' CPU and our own other processes' together took more than all cores but the
+  launching thread's (`no_schedstat_threshold`: then it must have waited for one), or, where no CPU
+  times can be read either, when the 1-minute load average passes the core count. Not the CPU
+  rule: with torch's threads on every core it calls half a core of anyone's use busy, so on an
+  idle 16-core GPU box every figure read "busy".
 
 Before the rounds, `settle` waits for Inductor's compile pool to be ready and for our own
 processes to go quiet (the pool starts at the first compile, one worker per core).
@@ -27,8 +32,9 @@ import torch
 
 from ...gpu.busy import measured_device
 from ...gpu.readers import Reader, open_reader_why, own_pids
-from ...processes import CpuUse, OthersCPU, cpu_busy_words, top_words
+from ...processes import BUSY_MARGIN, CpuUse, OthersCPU, cpu_busy_words, top_words
 
+PROC = "/proc"  # where schedstat and loadavg are read (a test points it at a folder without them)
 SCHED_SHARE = 0.10  # the launching thread off a core this share of the round: the round is busy
 SETTLE_MAX_S = 5.0  # at most this long waiting for our own processes to go quiet before timing
 SETTLE_PERCENT = 20.0  # our own processes under this share of one CPU: quiet
@@ -36,15 +42,45 @@ SETTLE_WINDOW_S = 0.1
 SETTLE_WINDOWS = 2
 
 
-def thread_run_delay_s(tid: Optional[int] = None) -> Optional[float]:
+def thread_run_delay_s(tid: Optional[int] = None, proc: str = PROC) -> Optional[float]:
     """Seconds the thread `tid` (default: the calling one) has waited on a run queue for a core,
     since it started (the second field of /proc/self/task/TID/schedstat); None: not readable."""
     tid = threading.get_native_id() if tid is None else tid
     try:
-        with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as f:
+        with open(f"{proc}/self/task/{tid}/schedstat", encoding="ascii") as f:
             return int(f.read().split()[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
+
+
+def load_average(proc: str = PROC) -> Optional[float]:
+    """The 1-minute load average (/proc/loadavg's first field); None: not readable."""
+    try:
+        with open(f"{proc}/loadavg", encoding="ascii") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def no_schedstat_threshold(cpus: int) -> float:
+    """Without schedstat, on CUDA: others' and ours together (% of one CPU) above all cores but the
+    one our launching thread needs (half a core on a one-core box) must have taken it from us."""
+    return 100.0 * max(cpus - 1, BUSY_MARGIN)
+
+
+def no_schedstat_words(others: Optional[float], ours: Optional[float], cpus: int, load: Optional[float],
+                       top: list[dict[str, Any]], during: str) -> list[str]:
+    """The CUDA rule's CPU half where the launching thread's wait cannot be read: []: not busy."""
+    if others is not None or ours is not None:
+        used = (others or 0.0) + (ours or 0.0)
+        if used <= no_schedstat_threshold(cpus):
+            return []
+        named = top_words(top, ours=False) or top_words(top, ours=True)
+        return [f"processes beside us used {used:.0f}% CPU {during} ({cpus} CPUs: no core was left for "
+                "our launching thread)" + (f": {named}" if named else "")]
+    if load is not None and load > cpus:  # no CPU times at all: a minute's average is all there is
+        return [f"the load average was {load:.1f} on {cpus} CPUs {during}"]
+    return []
 
 
 _READER: Optional[tuple[Optional[Reader], str]] = None
@@ -84,8 +120,9 @@ def gpu_other_processes() -> Optional[int]:
 
 def decide(device: str, *, cpus: int, threads: int, cpu: Optional[CpuUse], wall_s: float,
            gpu: Optional[list[dict[str, Any]]], sched_delay_s: Optional[float],
-           during: str = "during timing") -> tuple[bool, list[str]]:
-    """(busy, the reasons in words) of one round or span, from what was read (None: not read)."""
+           during: str = "during timing", load: Optional[float] = None) -> tuple[bool, list[str]]:
+    """(busy, the reasons in words) of one round or span, from what was read (None: not read);
+    `load`: the load average, read only where schedstat is not."""
     others = cpu.others if cpu else None
     ours = cpu.ours if cpu else None
     top = cpu.top if cpu else []
@@ -102,17 +139,18 @@ def decide(device: str, *, cpus: int, threads: int, cpu: Optional[CpuUse], wall_
             named = top_words(top, ours=False) or top_words(top, ours=True)
             words.append(f"our launching thread waited for a core {share:.0%} of the time {during}"
                          + (f" ({named})" if named else ""))
-    elif sched_delay_s is None:  # no schedstat: the CPU rule in its place
-        words += cpu_busy_words(others, ours, cpus, threads, top, during)
+    elif sched_delay_s is None:  # no schedstat: what the CPU times (or the load average) can say
+        words += no_schedstat_words(None if cpu is None else others, None if cpu is None else ours, cpus, load,
+                                    top, during)
     return bool(words), words
 
 
 class Contention:
     """What ran beside us since `start()`, judged by the device's rule (see the module)."""
 
-    def __init__(self, device: str = "cpu"):
-        self.device = device
-        self.cpus = os.cpu_count() or 1
+    def __init__(self, device: str = "cpu", proc: str = PROC, cpus: Optional[int] = None):
+        self.device, self.proc = device, proc
+        self.cpus = cpus or os.cpu_count() or 1
         self._cpu = OthersCPU()
         self._tid = threading.get_native_id()  # the thread that launches the timed work
         self.start(gpu=True)
@@ -122,7 +160,7 @@ class Contention:
         else a round's start (cheap)."""
         self._cpu.start(full=gpu)
         self._t0 = time.perf_counter()
-        self._sched0 = thread_run_delay_s(self._tid)
+        self._sched0 = thread_run_delay_s(self._tid, self.proc)
         self._gpu0 = gpu_others() if self.device.startswith("cuda") else (None, "")
 
     def other_cpu_percent(self) -> Optional[float]:
@@ -138,7 +176,7 @@ class Contention:
             found["other_cpu_percent"] = round(cpu.others, 1)
             found["own_cpu_percent"] = round(cpu.ours, 1)
         sched = None
-        if self._sched0 is not None and (now := thread_run_delay_s(self._tid)) is not None:
+        if self._sched0 is not None and (now := thread_run_delay_s(self._tid, self.proc)) is not None:
             sched = max(0.0, now - self._sched0)
             found["launch_wait_percent"] = round(100.0 * sched / max(wall, 1e-9), 1)
         unknown = []
@@ -150,10 +188,15 @@ class Contention:
             found["gpu_other_processes"] = None if gpu is None else len(gpu)
             if gpu is None:
                 unknown.append(f"other processes on the GPU ({why or self._gpu0[1]})")
-            if sched is None:
-                unknown.append("our launching thread's wait for a core (no /proc schedstat): the CPU rule instead")
+        load = None
+        if self.device.startswith("cuda") and sched is None:
+            load = load_average(self.proc)
+            if load is not None:
+                found["load_average"] = load
+            unknown.append("our launching thread's wait for a core (no /proc schedstat): busy only when "
+                           "others' CPU left no core for it")
         busy, words = decide(self.device, cpus=self.cpus, threads=threads, cpu=cpu, wall_s=wall, gpu=gpu,
-                             sched_delay_s=sched)
+                             sched_delay_s=sched, load=load)
         found["busy"] = busy
         if busy:
             found["why"] = words
