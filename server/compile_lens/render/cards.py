@@ -334,7 +334,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
             lines.append(left_out_line(result.left_out))
         measure = phase_states(result)[2]
         if measure.status == "not-run" and measure.error is None and not measuring:
-            lines.append("\nNot measured yet: use the **▶ Measure torch.compile speedup** lens above the target.")
+            lines.append("\nNot measured yet: use the **▶ Measure** lens above the target.")
         lines += _part_lines(result, None, parts, waiting)
         if trial:
             lines.append(trial)
