@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import ast
 import os
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Optional
 
 from .call_sites import compile_call_sites
 from .deps import workspace_imports
@@ -95,7 +96,10 @@ def measure_order(discovery: Discovery) -> MeasureOrder:
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages", ".tox",
               ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", ".compile-lens"}
 MAX_FILES = 2000  # a monorepo is not walked whole on every save: the first files found are read
-_read: dict[tuple[str, int, int, frozenset[str]], tuple[list[str], set[str]]] = {}  # by file, mtime, size, names
+LIST_TTL_S = 2.0  # `check` of a folder asks once per file: the workspace is listed once per this long
+_listed: dict[str, tuple[float, list[tuple[str, int, int]]]] = {}  # root -> (when, [(file, mtime, size)])
+# (file, mtime, size) -> (workspace files it imports, its tree), or None: it calls no `compile`
+_read: dict[tuple[str, int, int], Optional[tuple[list[str], ast.Module]]] = {}
 
 
 def compiled_in_importers(path: str, root: str, names: set[str]) -> dict[str, str]:
@@ -105,52 +109,57 @@ def compiled_in_importers(path: str, root: str, names: set[str]) -> dict[str, st
     found: dict[str, str] = {}
     if not names or not root or not os.path.isdir(root):
         return found
-    for other in _python_files(root):
-        if other == real:
+    for key in _python_files(root):
+        if key[0] == real:
             continue
-        try:
-            stat = os.stat(other)
-        except OSError:
-            continue
-        key = (other, stat.st_mtime_ns, stat.st_size, frozenset(names))
         if key not in _read:
             if len(_read) > 4 * MAX_FILES:
                 _read.clear()
-            _read[key] = _importer(other, root, names)
-        imports, compiled = _read[key]
-        if real in imports:
-            for name in sorted(compiled):
-                found.setdefault(name, os.path.relpath(other, root))
+            _read[key] = _importer(key[0], root)
+        read = _read[key]
+        if read is None or real not in read[0]:
+            continue
+        for site in compile_call_sites(read[1], names):
+            found.setdefault(site.target, os.path.relpath(key[0], root))
     return found
 
 
-def _importer(path: str, root: str, names: set[str]) -> tuple[list[str], set[str]]:
-    """(workspace files `path` imports, which of `names` it compiles at a call site)."""
+def _importer(path: str, root: str) -> Optional[tuple[list[str], ast.Module]]:
+    """(workspace files `path` imports, its tree), or None when it compiles nothing."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError):
-        return [], set()
-    if "compile" not in text or not any(n in text for n in names):
-        return [], set()  # most files: no parse
+        return None
+    if "compile" not in text:
+        return None  # most files: no parse
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return [], set()
-    compiled = {s.target for s in compile_call_sites(tree, names)}
-    return (workspace_imports(path, text, root) if compiled else []), compiled
+        return None
+    return workspace_imports(path, text, root), tree
 
 
-def _python_files(root: str) -> Iterator[str]:
-    count = 0
-    for folder, dirs, files in os.walk(root):
+def _python_files(root: str) -> list[tuple[str, int, int]]:
+    now = time.monotonic()
+    listed = _listed.get(root)
+    if listed is not None and now - listed[0] < LIST_TTL_S:
+        return listed[1]
+    files: list[tuple[str, int, int]] = []
+    for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(files):
-            if name.endswith(".py"):
-                count += 1
-                if count > MAX_FILES:
-                    return
-                yield os.path.realpath(os.path.join(folder, name))
+        for name in sorted(names):
+            if name.endswith(".py") and len(files) < MAX_FILES:
+                full = os.path.realpath(os.path.join(folder, name))
+                try:
+                    stat = os.stat(full)
+                except OSError:
+                    continue
+                files.append((full, stat.st_mtime_ns, stat.st_size))
+        if len(files) >= MAX_FILES:
+            break
+    _listed[root] = (now, files)
+    return files
 
 
 def note_importers(discovery: Discovery, path: str, root: str) -> None:
