@@ -11,6 +11,7 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from ...discovery import measure_order
+from ...protocol import phase_of
 from ...render import cards, parts
 from ...render.lsp import to_range
 from ..gpu_gate import MEASURE_ANYWAY
@@ -54,8 +55,12 @@ def code_lenses(ls: CompileLensServer, uri: str) -> list[lsp.CodeLens]:
 def _covers(ls: CompileLensServer, state: DocState, name: str) -> bool:
     """`name` traced fine and is measured (on save, or now, or already): its line costs cover what it builds."""
     result = state.traced.get(name)
-    measured = ls.settings.benchmark_on_save or name in state.measuring or name in state.benchmarks
-    return result is not None and result.status == "ok" and measured
+    if result is None or result.status != "ok":
+        return False
+    ended = phase_of(result, "measure")
+    if ended is not None and ended.status != "done" and name not in state.measuring:
+        return False  # its measurement failed: no line costs stand for the inner target's lines
+    return ls.settings.benchmark_on_save or name in state.measuring or name in state.benchmarks
 
 
 def register(server: CompileLensServer) -> None:
