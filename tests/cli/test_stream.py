@@ -94,3 +94,25 @@ def test_stream_from_the_cache_says_every_part_then_the_same_document(streamed):
 def test_stream_refuses_an_output_file(tmp_path):
     done = _check(tmp_path, tmp_path / "cache", "--stream", "-o", str(tmp_path / "out.json"))
     assert done.returncode == 2 and "--stream" in done.stderr and not done.stdout
+
+
+def _first_lines(root, cache, path):
+    """`check PATH --stream` (graph breaks only: the order shows in the trace, no Inductor compile):
+    the targets in the order their trace landed."""
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "COMPILE_LENS_CACHE_DIR": str(cache), "PYTHONPATH": str(SERVER)}
+    done = subprocess.run([sys.executable, "-m", "compile_lens.cli", "check", path, "--stream", "--no-benchmark",
+                           "--no-recompiles", "-q"], cwd=root, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr
+    *parts, _ = [json.loads(line) for line in done.stdout.splitlines()]
+    return [p["target"] for p in parts if p["part"] == "trace"]
+
+
+def test_stream_runs_the_outer_target_first_then_a_compiled_inner_one_before_it(tmp_path):
+    """`discovery/order.py` through the real CLI: `Outer` builds `Inner` (defined above it) and runs
+    first; once a workspace file compiles `Inner`, `Inner` does (a fresh cache each: no hit hides the order)."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    shutil.copy(FIXTURES / "measure_order" / "nested.py", root / "nested.py")
+    assert _first_lines(root, tmp_path / "cache1", "nested.py") == ["Outer", "Inner"]
+    shutil.copy(FIXTURES / "measure_order" / "compile_inner.py", root / "compile_inner.py")
+    assert _first_lines(root, tmp_path / "cache2", "nested.py") == ["Inner", "Outer"]

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional, Union
 
 from .. import __version__
 from ..config import find_root
-from ..discovery import Discovery, dependency_fingerprint, discover
+from ..discovery import Discovery, dependency_fingerprint, discover, note_importers
 from ..discovery.inputs import resolve_inputs
 from ..interpreters import Interpreter, is_own
 from ..jobs.analysis import analyze_file, safe_lint
@@ -163,6 +163,8 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
             picked = _picked(targets, path, discovery.targets)
             if picked is not None and not picked:
                 continue  # --target: not in this file
+            if not static_only:  # the model a workspace file compiles runs first (`discovery.order`)
+                note_importers(discovery, path, file_root)
             reports.append(report)
             chosen = [t for t in discovery.targets if picked is None or t.name in picked]
             lints, statics = _static_findings(source, path, chosen, discovery, picked)

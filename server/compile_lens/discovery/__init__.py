@@ -3,11 +3,13 @@
 `targets` finds them, `directives` reads what the user wrote, `inference` guesses inputs from the
 source (`values` · `layers` · `follow` · `shapes`), `inputs` settles precedence (directive >
 pyproject > recorded > guess), `deps` fingerprints a file and its imports, `call_sites` reads
-`torch.compile(...)` calls. The entry points are re-exported here.
+`torch.compile(...)` calls, `order` the order targets run in (the compiled model first). The entry points are re-exported here.
 """
 
 from .call_sites import compile_call_sites
 from .deps import dependency_fingerprint, fingerprint
+from .order import MeasureOrder, measure_order, note_importers
 from .targets import Discovery, discover
 
-__all__ = ["Discovery", "compile_call_sites", "dependency_fingerprint", "discover", "fingerprint"]
+__all__ = ["Discovery", "MeasureOrder", "compile_call_sites", "dependency_fingerprint", "discover", "fingerprint",
+           "measure_order", "note_importers"]

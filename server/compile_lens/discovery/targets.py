@@ -24,6 +24,7 @@ from .directives import (
     _stray_directives,
 )
 from .inference import _module_target
+from .order import built_inside
 from .values import _module_constants
 
 
@@ -33,6 +34,9 @@ class Discovery:
     errors: list[DirectiveError] = field(default_factory=list)
     fingerprint: str = ""
     call_sites: list[CallSite] = field(default_factory=list)  # `torch.compile(...)` of each target
+    contains: dict[str, list[str]] = field(default_factory=dict)  # class -> targets its __init__ builds (`order`)
+    # targets a workspace file importing this one compiles -> that file (`order.note_importers`)
+    compiled_elsewhere: dict[str, str] = field(default_factory=dict)
 
 
 def discover(source: str, tree: Optional[ast.Module] = None, code_fingerprint: str = "") -> Optional[Discovery]:
@@ -86,6 +90,7 @@ def discover(source: str, tree: Optional[ast.Module] = None, code_fingerprint: s
     # `model = torch.compile(Net(), dynamic=True)`: the module is compiled with those options
     by_name = {t.name: t for t in found.targets}
     found.call_sites = [site for site in all_sites if site.target in by_name]
+    found.contains = built_inside(tree, set(by_name))
     for site in found.call_sites:
         if by_name[site.target].kind == "module" and site.options:
             by_name[site.target].compile_options = {**site.options, **by_name[site.target].compile_options}

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Optional
 
-from ..discovery import Discovery
+from ..discovery import Discovery, measure_order
 from ..protocol import (
     LEVERS,
     PHASES,
@@ -125,6 +125,9 @@ async def analyze_file(
     (and say why); every other target's phases are sent again to the replacement worker."""
     run = FileRun(path, discovery.fingerprint)
     specs: list[TargetSpec] = [t for t in discovery.targets if t.inputs is not None and (only is None or t.name in only)]
+    # the compiled model first, then the outer targets (`discovery.order`): the same in the CLI and the editor
+    rank = {name: i for i, name in enumerate(measure_order(discovery).names)}
+    specs.sort(key=lambda t: rank.get(t.name, len(rank)))
     wanted = _requested(trace, trace if recompiles is None else recompiles, benchmark, levers)
     limits = limits_of(settings)
 

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from ..config import ProjectConfig, load_project_config
-from ..discovery import Discovery, dependency_fingerprint, discover
+from ..discovery import Discovery, dependency_fingerprint, discover, note_importers
 from ..discovery.inputs import resolve_inputs
 from ..discovery.precision import choose_for as choose_precision
 from ..discovery.statements import StatementParser, Superseded
@@ -180,7 +180,9 @@ def read_saved(ls: CompileLensServer, state: DocState) -> Optional[Saved]:
     found = discover_targets(ls, state.path, source)
     if found is None:
         return None
-    deps_fp, deps = dependency_fingerprint(state.path, source, ls.root_for(state.path))
+    root = ls.root_for(state.path)
+    deps_fp, deps = dependency_fingerprint(state.path, source, root)
+    note_importers(found, state.path, root)  # the model a workspace file compiles runs first (`discovery.order`)
     return Saved(source, found, deps_fp, deps, os.path.realpath(state.path), saved_version(ls, state, source))
 
 

@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Optional
 from lsprotocol import types as lsp
 
 from .. import timeline
+from ..discovery import measure_order
 from ..jobs.analysis import analyze_file
 from ..jobs.cache import (
     TargetKeys,
@@ -196,7 +197,11 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
         ls.emit("swept", state.uri)  # recompile warnings from the cache
         if not sweep:
             announce(ls, state, saved, "swept", ok=True)  # every sweep came from the cache
-    measure = {n for n in ok if n not in state.benchmarks} if ls.settings.benchmark_on_save else set()
+    # an inner target whose lines the measurement of a traced outer one covers (`discovery.order`)
+    # waits for a click on its "Measure" lens; the rest run compiled model first (`analyze_file`)
+    within = measure_order(saved.discovery).within
+    measure = {n for n in ok if n not in state.benchmarks and within.get(n) not in ok} \
+        if ls.settings.benchmark_on_save else set()
     asked = state.pending_measure & ok  # "Measure" clicked before the trace was done
     state.measuring -= state.pending_measure
     state.pending_measure = set()
