@@ -21,6 +21,20 @@ def import_log(ctx: Context) -> dict[str, Any]:
     return {"ok": ok, **f}
 
 
+@unit("import_profile", "`compile-lens import` of a profiler trace: at most half HTA's time and memory on the same "
+      "file (the V100 trace, 216k events; and 500 MB grown from it), the same idle share within 0.02",
+      "Holistic Trace Analysis (`get_temporal_breakdown`) on the same files, each in a fresh process",
+      timeout_s=1200, devices=("cpu",))
+def import_profile(ctx: Context) -> dict[str, Any]:
+    f = module_figures(ctx, "cli.import_profile", "--mb", "60" if ctx.dry else "200" if ctx.quick else "500")
+    if f.get("ok") is False:
+        return f
+    rows = [v for v in f.values() if isinstance(v, dict)]
+    ok = all(r["hta_s"] and r["ours_s"] <= r["hta_s"] / 2 and r["ours_rss_mb"] <= r["hta_rss_mb"] / 2
+             and abs(r["idle"] - r["hta_idle"]) <= 0.02 for r in rows)
+    return {"ok": ok, **f}
+
+
 @unit("bad_input", "0 crashes (an escaped exception or an internal error) over every entry point's bad inputs; exit "
       "codes 0/1/2 only", "the inputs' own kinds: a real TORCH_TRACE mutated as the fuzz test mutates it",
       timeout_s=900, devices=("cpu",))

@@ -84,7 +84,7 @@ def run(code: str, path: Path, *args: str, timeout: float = 1800) -> dict:
     done = subprocess.run([sys.executable, "-c", code, str(path), *args], capture_output=True, text=True,
                           timeout=timeout, env={"PYTHONPATH": str(ROOT / "server"), "PATH": "/usr/bin:/bin"})
     if done.returncode != 0:
-        return {"error": (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1][:200]}
+        return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1][:200]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable
@@ -80,45 +79,6 @@ def profile(call: Callable[[], Any], n: int, device: str) -> Any:
                     torch.cuda.synchronize()
     return prof
 
-
-# The old capture format's event dump: no longer written; kept while tests/worker/test_cuda_replay.py
-# (being rewritten to read the Kineto traces, by another hand) still imports it.
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def event_record(evt: Any) -> dict[str, Any]:
-    """Every plain attribute (properties included: self/total times) of a FunctionEvent."""
-    out: dict[str, Any] = {}
-    for name in dir(evt):
-        if name.startswith("_") or "cuda" in name or name in ("cpu_children", "cpu_parent", "kernels", "time_range"):
-            continue
-        try:
-            value = getattr(evt, name)
-        except Exception:  # noqa: BLE001 - a property that does not apply to this event
-            continue
-        if isinstance(value, _SCALARS):
-            out[name] = value
-        elif type(value).__name__ == "DeviceType":
-            out[name] = str(value).rsplit(".", 1)[-1]
-    out["time_range"] = [evt.time_range.start, evt.time_range.end]
-    return out
-
-
-def dump_events(events: list[Any]) -> list[dict[str, Any]]:
-    with warnings.catch_warnings():  # deprecated aliases (metadata_json, ...) warn when read
-        warnings.simplefilter("ignore")
-        return _dump(events)
-
-
-def _dump(events: list[Any]) -> list[dict[str, Any]]:
-    index = {id(e): i for i, e in enumerate(events)}
-    rows = []
-    for e in events:
-        rec = event_record(e)
-        rec["cpu_parent"] = index.get(id(e.cpu_parent)) if e.cpu_parent is not None else None
-        rec["cpu_children"] = [index[id(c)] for c in e.cpu_children if id(c) in index]
-        rows.append(rec)
-    return rows
 
 
 def median_ms(call: Callable[[], Any], n: int, device: str) -> float:

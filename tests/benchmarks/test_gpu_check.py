@@ -56,3 +56,8 @@ def test_the_cpu_rehearsal_writes_the_capture_and_the_summary(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "ledger.jsonl").read_text().splitlines()]
     assert [r["unit"] for r in rows] == ["gpu_capture", "gpu_busy"] and all(r["dry"] for r in rows)
     assert "busy" in rows[1]["figures"] and "schedstat" in rows[1]["figures"]
+    # the replay reads the rehearsal's capture as it will read a GPU's (tests/data/cuda): no test of it rots
+    replay = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                             str(REPO / "tests" / "worker" / "test_cuda_replay.py")], capture_output=True, text=True,
+                            env={**os.environ, "COMPILE_LENS_REPLAY_DIR": str(cuda)}, cwd=REPO, timeout=240)
+    assert replay.returncode == 0 and "skipped" not in replay.stdout, replay.stdout[-2000:]

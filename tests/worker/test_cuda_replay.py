@@ -1,9 +1,11 @@
-"""Replay a real GPU's captures on the CPU: the compiled forward's and train step's profiler events
-and provenance maps that `scripts/gpu-check` brought back (`benchmarks/gpu/capture.py`, committed under
-tests/data/cuda/), run through the line-cost attribution as if the profile had been taken here.
+"""Replay a real GPU's captures on the CPU: the Kineto traces of the measured calls (forward and train
+step, fp32 and bf16 autocast, two models) and each model's TORCH_TRACE log with provenance, which
+`scripts/gpu-check` brings back (`benchmarks/gpu/capture.py`; commit its cuda/ folder as
+tests/data/cuda/), read by the reader `compile-lens import` and the live measurement share
+(`compile_lens.kineto`): the arithmetic the live GPU figures use, on a real GPU's profile.
 
 Skips, saying so, where no GPU check has brought them back yet. COMPILE_LENS_REPLAY_DIR points the
-replay at another capture (a CPU rehearsal's: `python -m benchmarks.gpu.capture DIR --device cpu`).
+replay at another capture (a CPU rehearsal's: `python -m benchmarks.gpu.capture DIR --device cpu --dry`).
 """
 
 from __future__ import annotations
@@ -11,97 +13,17 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
-from compile_lens.worker.measure import line_costs, provenance
 from compile_lens.worker.measure import line_windows as windows
-from compile_lens.worker.measure.line_tags import Places
+from paths import REPO
 
 DATA = Path(os.environ.get("COMPILE_LENS_REPLAY_DIR") or Path(__file__).resolve().parents[1] / "data" / "cuda")
-FORMAT = 1
-
-
-def _capture(workload: str) -> dict[str, Any]:
-    path = DATA / f"{workload}.json.gz"
-    if not path.exists():
-        pytest.skip(f"no GPU capture at {path}: run scripts/gpu-check on a GPU box and commit its cuda/ folder as tests/data/cuda/")
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        record = json.load(f)
-    assert record["format"] == FORMAT, f"capture format {record['format']}, this replay reads {FORMAT}"
-    return record
-
-
-class _Event(SimpleNamespace):
-    """A FunctionEvent as the capture kept it: its plain attributes, its range, its tree."""
-
-
-def events(record: dict[str, Any]) -> list[_Event]:
-    """The thin adapter: the capture's rows back into objects with FunctionEvent's attributes."""
-    from torch.autograd import DeviceType
-
-    rows = record["events"]
-    out = []
-    for row in rows:
-        attrs = {k: v for k, v in row.items() if k not in ("cpu_parent", "cpu_children", "time_range")}
-        for key in ("device_type",):
-            if isinstance(attrs.get(key), str):
-                attrs[key] = getattr(DeviceType, attrs[key])
-        start, end = row["time_range"]
-        out.append(_Event(**attrs, time_range=SimpleNamespace(start=start, end=end, elapsed_us=lambda s=start, e=end: e - s)))
-    for evt, row in zip(out, rows):
-        evt.cpu_parent = out[row["cpu_parent"]] if row["cpu_parent"] is not None else None
-        evt.cpu_children = [out[i] for i in row["cpu_children"]]
-    return out
-
-
-def graphs(record: dict[str, Any]) -> list[provenance.Graph]:
-    out = []
-    for g in record["graphs"]:
-        kernels = [provenance.Kernel(k["name"], k["kind"], k["order"], [[tuple(f) for f in s] for s in k["stacks"]])
-                   for k in g["kernels"]]
-        out.append(provenance.Graph(**{**g, "kernels": kernels}))
-    return out
-
-
-def replay(workload: str) -> tuple[dict[str, Any], Any]:
-    record = _capture(workload)
-    prof = SimpleNamespace(events=lambda: events(record))
-    found = line_costs._attribute(windows.calls(prof, record["device"]), graphs(record),
-                                  Places(record["root"]), record["device"])
-    return record, found
-
-
-@pytest.mark.parametrize("workload", ["forward", "train"])
-def test_lines_and_unattributed_make_the_profile_total(workload):
-    record, found = replay(workload)
-    assert found.per_line, f"no line took any kernel time in the {workload} capture"
-    lines = sum(found.per_line.values())
-    loose = sum(found.loose.values())
-    assert lines + loose == pytest.approx(found.total, rel=0.02), (lines, found.loose, found.total)
-
-
-def test_every_line_is_in_the_model_file():
-    record, found = replay("forward")
-    files = {Path(path).name for path, _ in found.per_line}
-    assert "speedup_models.py" in files, files
-
-
-def test_train_step_lines_show_backward_kernels():
-    record, found = replay("train")
-    backward = [s for shares in found.kernels.values() for s in shares.values() if s.backward]
-    assert backward, "the train step's capture gave no line a backward kernel"
-
-
-def test_cuda_capture_reads_the_device_clock():
-    record, found = replay("forward")
-    if not record["device"].startswith("cuda"):
-        pytest.skip(f"a {record['device']} capture (a rehearsal): the device clock is a GPU's")
-    assert found.busy_us is not None and found.busy_us > 0
-    assert found.idle_share is not None and 0 <= found.idle_share < 1
 
 
 def test_the_gpu_idle_share_of_a_real_gpu_capture_is_read_by_the_import_reader():
@@ -115,11 +37,12 @@ def test_the_gpu_idle_share_of_a_real_gpu_capture_is_read_by_the_import_reader()
         pytest.skip(f"no GPU Kineto capture in {DATA}: run scripts/gpu-check on a GPU box and commit its cuda/ folder")
     for path in traces:
         profile = summarise(fold(str(path)))
-        if profile.clock != "gpu":
-            continue  # a rehearsal's CPU capture
         assert profile.calls, f"{path.name}: no compile_lens.call ranges"
         share = calls_idle_share(profile.calls)
-        assert share is not None and 0 <= share < 1, (path.name, share)
+        if profile.clock == "gpu":
+            assert share is not None and 0 <= share < 1, (path.name, share)
+        else:  # a rehearsal's CPU capture: no device activity, the GPU idled each whole call
+            assert share == 1.0 and profile.kernel_us, path.name
 
 
 def test_the_live_idle_share_is_read_from_the_exported_trace():
@@ -134,3 +57,24 @@ def test_the_live_idle_share_is_read_from_the_exported_trace():
     with torch.profiler.profile() as bare:  # no `compile_lens.call:` ranges: no call to share
         model(x)
     assert windows.gpu_idle_share(bare) is None
+
+
+def test_a_gpu_capture_puts_its_triton_kernels_on_the_models_lines(tmp_path):
+    """The GPU check's profile of a compiled forward with the same run's provenance beside it: `import`
+    puts each generated kernel's GPU time on the lines of benchmarks/models/speedup_models.py."""
+    traces = sorted(DATA.glob("mlp-forward-fp32.pt.trace.json.gz"))
+    log = DATA / "mlp.torch_trace.log.gz"
+    if not traces or not log.exists():
+        pytest.skip(f"no GPU capture with its provenance in {DATA}: run scripts/gpu-check on a GPU box")
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(traces[0], run / traces[0].name)
+    with gzip.open(log, "rb") as src, open(run / "dedicated_log_torch_trace_mlp.log", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    done = subprocess.run([sys.executable, "-m", "compile_lens.cli", "import", str(run), "--root",
+                           str(REPO / "benchmarks" / "models"), "--format", "json"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    (rank,) = json.loads(done.stdout)["ranks"]
+    assert rank["lines"], "no kernel put on a line of the model"
+    assert all(e["path"].endswith("speedup_models.py") and e["from"] == "provenance" for e in rank["lines"])

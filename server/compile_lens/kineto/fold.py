@@ -32,8 +32,9 @@ OP, ANNOTATION, PYTHON = 0, 1, 2  # host ranges: a CPU op, a `record_function` r
 KINDS = ("compute", "memory", "communication")
 STEP_RE = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
 CALL_PREFIX = "compile_lens.call:"
-# Inductor's C++ kernels as a CPU profile names them with `cpp.enable_kernel_profile` on: `graph_0_cpp_fused_relu_0`
-CPU_KERNEL_RE = re.compile(r"^(?:graph_\d+_)?(cpp_fused_\w+)$")  # the live measurement's own ranges: one per profiled call
+# Inductor's C++ kernels as a CPU profile names them: `graph_0_cpp_fused_relu_0` (`cpp.enable_kernel_profile`),
+# `compile_lens.kernel:0:cpp_fused_relu_0` (the live measurement's own ranges, `provenance.kernel_ranges`)
+CPU_KERNEL_RE = re.compile(r"^(?:graph_\d+_|compile_lens\.kernel:\d+:)?(cpp_fused_\w+)$")  # the live measurement's own ranges: one per profiled call
 
 
 def kind_of(cat: str, name: str) -> int:
@@ -172,7 +173,7 @@ def fold(path: str) -> Folded:
             out.h_end.append(ts + max(0.0, dur))
             out.h_name.append(intern(name))
             kind = PYTHON if cat == "python_function" else OP if cat == "cpu_op" else ANNOTATION
-            cpu_kernel = CPU_KERNEL_RE.match(name) if kind == OP else None
+            cpu_kernel = CPU_KERNEL_RE.match(name) if kind != PYTHON else None
             if cpu_kernel:
                 out.cpu_kernel_us[cpu_kernel.group(1)] = out.cpu_kernel_us.get(cpu_kernel.group(1), 0.0) + max(0.0, dur)
             out.h_cat.append(kind)
