@@ -30,6 +30,9 @@ from .measured import (  # noqa: F401 - re-exported: the measurement's records, 
 SCHEMA = 1
 
 
+# `check --profile-dir DIR`: the workers keep the profiles of the measured calls there (`line_windows`)
+PROFILE_DIR_ENV = "COMPILE_LENS_PROFILE_DIR"
+
 @dataclass
 class InputRecipe:
     """How to build a target and call it: Python expressions evaluated in the module's namespace."""

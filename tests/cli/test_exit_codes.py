@@ -113,6 +113,7 @@ BAD_FILES = [
     (["record", "-o", UNDER_A_FILE, "--", "python", "t.py"], "cannot write -o"),
     (["trial", "--json", UNDER_A_FILE, "--", "python", "t.py"], "cannot write --json"),
     (["check", "model.py", "--trace-dir", "a-file"], "--trace-dir"),
+    (["check", "model.py", "--profile-dir", "a-file"], "--profile-dir"),
     (["check", "model.py", "--root", "nowhere"], "--root nowhere is not a folder"),
     (["report", "model.py", "--root", "nowhere"], "--root nowhere is not a folder"),
     (["import", "trace.log", "--root", "nowhere"], "--root nowhere is not a folder"),

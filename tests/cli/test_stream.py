@@ -116,3 +116,28 @@ def test_stream_runs_the_outer_target_first_then_a_compiled_inner_one_before_it(
     assert _first_lines(root, tmp_path / "cache1", "nested.py") == ["Outer", "Inner"]
     shutil.copy(FIXTURES / "measure_order" / "compile_inner.py", root / "compile_inner.py")
     assert _first_lines(root, tmp_path / "cache2", "nested.py") == ["Inner", "Outer"]
+
+
+@pytest.mark.slow
+def test_profile_dir_keeps_the_measured_calls_profiles_for_the_import(tmp_path):
+    """`check --profile-dir D --trace-dir D` on a model that breaks the graph: the profiles of the measured
+    calls are kept as PyTorch profiler traces, and `compile-lens import D` (the same reader the live GPU
+    idle share comes from) puts the compiled kernels' time on the model's lines through the run's provenance."""
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURES / "stream", root)
+    kept = tmp_path / "profiles"
+    done = _check(root, tmp_path / "cache", "--no-recompiles", "--profile-dir", str(kept), "--trace-dir", str(kept))
+    assert done.returncode == 1, done.stderr
+    names = sorted(p.name for p in kept.glob("*.pt.trace.json"))
+    assert {"-".join(n.split("-")[1:3]) for n in names} == {
+        "forward-eager", "forward-compiled", "train-eager", "train-compiled"}, names
+    assert f"{len(names)} profiles in {kept}" in done.stderr
+    imported = subprocess.run([sys.executable, "-m", "compile_lens.cli", "import", str(kept), "--root", str(root),
+                               "--format", "json"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(SERVER)})
+    assert imported.returncode == 0, imported.stderr
+    ranks = json.loads(imported.stdout)["ranks"]
+    compiled = [r for r in ranks if "-compiled-" in r["file"]]
+    assert compiled and all(r["clock"] == "cpu" and r["gpu_idle_share"] is None for r in ranks)
+    lines = [e for r in compiled for e in r["lines"]]
+    assert lines and all(e["path"].endswith("broken.py") and e["from"] == "provenance" and e["us"] > 0 for e in lines)

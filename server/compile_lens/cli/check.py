@@ -35,7 +35,7 @@ from ..jobs.cache import (
     torch_version,
 )
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
-from ..protocol import FileReport, Finding, Problem, TargetResult, TargetSpec
+from ..protocol import PROFILE_DIR_ENV, FileReport, Finding, Problem, TargetResult, TargetSpec
 from ..remote_cache import in_use as remote_cache_in_use
 from ..render import assembly, sarif_limits
 from ..render.cli_output import exit_code, render_json, render_text
@@ -274,6 +274,14 @@ def _trace_written(trace_dir: str) -> None:
         say(f"torch trace: {path}  (open with `tlparse {path}`)")
 
 
+def _profiles_written(folder: str) -> None:
+    kept = sorted(n for n in os.listdir(folder) if n.endswith(".pt.trace.json"))
+    if not kept:
+        say(f"no profile written to {folder} (nothing was measured: --no-benchmark, a cached result, or no target ran)")
+    else:
+        say(f"{len(kept)} profiles in {folder} (open in Perfetto or TensorBoard, or `compile-lens import {folder}`)")
+
+
 def _syntax_error(source: str, path: str) -> list[Finding]:
     try:
         compile(source, path, "exec")
@@ -326,6 +334,9 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
     chk.add_argument("--stream", action="store_true", help=STREAM_HELP)
     chk.add_argument("--trace-dir", metavar="DIR",
                      help="also write torch's structured trace of this analysis here (as TORCH_TRACE does), for tlparse")
+    chk.add_argument("--profile-dir", metavar="DIR",
+                     help="keep the profiles of the measured calls here (PyTorch profiler traces, one per target, "
+                          "workload and side): open them in Perfetto or TensorBoard, or read them with `compile-lens import`")
     chk.set_defaults(run=run_check)
     return chk
 
@@ -392,8 +403,11 @@ def run_check(args: argparse.Namespace) -> int:
     files, root, settings, other = inputs.files, inputs.root, inputs.settings, inputs.other
     picks = [TargetPick.parse(t) for t in args.targets] if args.targets else None
     # a trace is of a run that happens now: results from the cache would write none
-    cache = open_cache(args.no_cache or bool(args.trace_dir))
+    cache = open_cache(args.no_cache or bool(args.trace_dir) or bool(args.profile_dir))
     trace_dir = os.path.abspath(args.trace_dir) if args.trace_dir else None  # the worker runs elsewhere
+    if args.profile_dir:  # the workers this run starts inherit it (`line_windows.PROFILE_DIR`)
+        os.makedirs(args.profile_dir, exist_ok=True)
+        os.environ[PROFILE_DIR_ENV] = os.path.abspath(args.profile_dir)
     if args.levers and args.no_benchmark:  # a lever is measured against the measurement's own figures
         print("compile-lens: --levers needs the measurement: drop --no-benchmark", file=sys.stderr)
         return 2
@@ -415,6 +429,8 @@ def run_check(args: argparse.Namespace) -> int:
             return 2
     if trace_dir and not args.quiet:
         _trace_written(trace_dir)
+    if args.profile_dir and not args.quiet:
+        _profiles_written(os.path.abspath(args.profile_dir))
     finish(reports)
     hidden = 0
     if args.write_baseline:

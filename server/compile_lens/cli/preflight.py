@@ -73,6 +73,9 @@ def preflight(args: argparse.Namespace) -> Optional[str]:
     trace_dir = getattr(args, "trace_dir", None)
     if trace_dir and (why := writable_folder(trace_dir)):
         return f"cannot write the trace to --trace-dir {trace_dir}: {why}"
+    profile_dir = getattr(args, "profile_dir", None)
+    if profile_dir and (why := writable_folder(profile_dir)):
+        return f"cannot write the profiles to --profile-dir {profile_dir}: {why}"
     maps = getattr(args, "maps", None)
     if maps:
         try:

@@ -161,7 +161,9 @@ def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[fl
     """{(path, line): us per call}, the profile's total per call, and {reason: us} for ops no line took.
     A backward op (a train step) goes to the line whose forward op made its autograd node. `ms`:
     the timed call (CUDA: the GPU idle within it is a reason of its own)."""
-    found = windows.calls(_profile(call, calls_to_profile(ms), device, tags=_Places(root)), device)
+    prof = _profile(call, calls_to_profile(ms), device, tags=_Places(root))
+    windows.keep(prof, "eager")
+    found = windows.calls(prof, device)
     events, n = found.events, found.n
     per_line: dict[tuple[str, int], float] = defaultdict(float)
     loose: dict[str, float] = defaultdict(float)
@@ -255,6 +257,7 @@ def _profiled(call: Callable[[], Any], graphs: list[provenance.Graph], root: str
     found.graphs = graphs
     if windows.cuda(device):  # the shown share: read from the exported trace by the reader `import` uses
         found.idle_share = windows.gpu_idle_share(prof, ms * 1e3 if ms else None)
+    windows.keep(prof, "compiled")
     return found
 
 
@@ -476,8 +479,9 @@ def after_timing(job: Any, eager: Any, compiled: Any, workload: str, timing: Any
             fn = torch.compile(obj, **compile_kwargs(job.target, job.mode))
             return Model(fn, obj if eager.is_module else None, eager.args, job.step_begin).run(workload)
 
-    found = measure(eager.model.run(workload), source, root=job.root, device=job.device,
-                    eager_ms=timing.eager_ms, compiled_ms=timing.compiled_ms)
+    with windows.labelled(f"{job.name}-{workload}"):
+        found = measure(eager.model.run(workload), source, root=job.root, device=job.device,
+                        eager_ms=timing.eager_ms, compiled_ms=timing.compiled_ms)
     found.into(timing)
     job.phases["line_costs"] = job.phases.get("line_costs", 0.0) + time.perf_counter() - t0
 

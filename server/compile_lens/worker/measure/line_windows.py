@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import contextvars
 import os
 import tempfile
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 
 from ...kineto.fold import fold
 from ...kineto.profile import RankProfile, calls_idle_share, summarise
+from ...protocol import PROFILE_DIR_ENV
 
 CALL = "compile_lens.call:"  # one range per profiled call
 WHY_KERNELS_NO_LINE = "kernels without a line"
@@ -152,10 +154,25 @@ def idle_share(total_us: float, parts: dict[str, float]) -> Optional[float]:
     return parts[WHY_GPU_IDLE] / total_us if total_us > 0 else None
 
 
-def export(prof: Any, folder: Optional[str] = None) -> str:
+PROFILE_DIR = PROFILE_DIR_ENV  # `check --profile-dir DIR`: the profiles are kept there
+_LABEL: contextvars.ContextVar[str] = contextvars.ContextVar("compile_lens_profile", default="calls")
+
+
+@contextlib.contextmanager
+def labelled(label: str) -> Iterator[None]:
+    """Name the profiles taken inside (a kept file is `<label>-<side>-….pt.trace.json`: the target and workload)."""
+    token = _LABEL.set(label)
+    try:
+        yield
+    finally:
+        _LABEL.reset(token)
+
+
+def export(prof: Any, side: str, folder: Optional[str] = None) -> str:
     """The profile as the Kineto trace (`export_chrome_trace`) a user's own profile is: into `folder`
-    when given (kept for Perfetto or TensorBoard), else a temporary file the caller removes."""
-    fd, path = tempfile.mkstemp(prefix="compile-lens-calls-", suffix=".pt.trace.json", dir=folder)
+    when given (kept for Perfetto, TensorBoard or `compile-lens import`), else a temporary file."""
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{_LABEL.get()}-{side}-")
+    fd, path = tempfile.mkstemp(prefix=name, suffix=".pt.trace.json", dir=folder)
     os.close(fd)
     prof.export_chrome_trace(path)
     return path
@@ -164,16 +181,25 @@ def export(prof: Any, folder: Optional[str] = None) -> str:
 _READ: weakref.WeakKeyDictionary[Any, RankProfile] = weakref.WeakKeyDictionary()
 
 
-def read_back(prof: Any) -> RankProfile:
-    """The profile as the import's reader reads its exported trace (once: torch exports a profile only once)."""
+def read_back(prof: Any, side: str = "compiled") -> RankProfile:
+    """The profile as the import's reader reads its exported trace (once: torch exports a profile only
+    once); the file kept in `check --profile-dir`'s folder, else removed."""
     found = _READ.get(prof)
     if found is None:
-        path = export(prof)
+        kept = os.environ.get(PROFILE_DIR) or None
+        path = export(prof, side, kept)
         try:
             found = _READ[prof] = summarise(fold(path))
         finally:
-            os.unlink(path)
+            if kept is None:
+                os.unlink(path)
     return found
+
+
+def keep(prof: Any, side: str) -> None:
+    """Under `check --profile-dir`: write the profile there (a profile the reader already read is there)."""
+    if os.environ.get(PROFILE_DIR) and prof not in _READ:
+        read_back(prof, side)
 
 
 def gpu_idle_share(prof: Any, timed_us: Optional[float] = None) -> Optional[float]:
