@@ -128,7 +128,9 @@ def calls_to_profile(ms: Optional[float]) -> int:
 
 
 def _profile(call: Callable[[], Any], n: int, device: str, tags: Optional[_Places] = None) -> Any:
-    return windows.profile(call, n, device, _LineTags(tags) if tags is not None else None)
+    prof = windows.profile(call, n, device, _LineTags(tags) if tags is not None else None)
+    windows.keep(prof, "eager" if tags is not None else "compiled")  # `check --profile-dir`
+    return prof
 
 
 _self_us, _total_us, _nearest = windows.self_us, windows.total_us, windows.nearest
@@ -161,9 +163,7 @@ def eager_lines(call: Callable[[], Any], root: str, device: str, ms: Optional[fl
     """{(path, line): us per call}, the profile's total per call, and {reason: us} for ops no line took.
     A backward op (a train step) goes to the line whose forward op made its autograd node. `ms`:
     the timed call (CUDA: the GPU idle within it is a reason of its own)."""
-    prof = _profile(call, calls_to_profile(ms), device, tags=_Places(root))
-    windows.keep(prof, "eager")
-    found = windows.calls(prof, device)
+    found = windows.calls(_profile(call, calls_to_profile(ms), device, tags=_Places(root)), device)
     events, n = found.events, found.n
     per_line: dict[tuple[str, int], float] = defaultdict(float)
     loose: dict[str, float] = defaultdict(float)
@@ -257,7 +257,6 @@ def _profiled(call: Callable[[], Any], graphs: list[provenance.Graph], root: str
     found.graphs = graphs
     if windows.cuda(device):  # the shown share: read from the exported trace by the reader `import` uses
         found.idle_share = windows.gpu_idle_share(prof, ms * 1e3 if ms else None)
-    windows.keep(prof, "compiled")
     return found
 
 
