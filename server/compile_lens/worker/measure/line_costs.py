@@ -478,10 +478,9 @@ def after_timing(job: Any, eager: Any, compiled: Any, workload: str, timing: Any
             fn = torch.compile(obj, **compile_kwargs(job.target, job.mode))
             return Model(fn, obj if eager.is_module else None, eager.args, job.step_begin).run(workload)
 
-    with windows.labelled(f"{job.name}-{workload}"):
-        found = measure(eager.model.run(workload), source, root=job.root, device=job.device,
-                        eager_ms=timing.eager_ms, compiled_ms=timing.compiled_ms)
-    found.into(timing)
+    with windows.labelled(f"{job.name}-{workload}"):  # the kept profiles' names (`check --profile-dir`)
+        measure(eager.model.run(workload), source, root=job.root, device=job.device, eager_ms=timing.eager_ms,
+                compiled_ms=timing.compiled_ms).into(timing)
     job.phases["line_costs"] = job.phases.get("line_costs", 0.0) + time.perf_counter() - t0
 
 
