@@ -269,48 +269,60 @@ def summarise(f: Folded) -> RankProfile:
     elif graph_launches:
         note = f"{graph_launches} CUDA-graph launches; their {graph_kernels} kernels recorded are counted"
 
-    # kernels by name, with the op that launched them and the user frames above that op
-    us: Counter = Counter()
-    count: Counter = Counter()
-    ops: dict[int, Counter] = defaultdict(Counter)
-    frames: dict[int, Counter] = defaultdict(Counter)
-    op_gpu: Counter = Counter()  # host range index -> GPU µs it launched
-    frame_us: Counter = Counter()  # host (Python function) name id -> GPU µs
-    frame_kernels: dict[int, Counter] = defaultdict(Counter)
-    durations = []
-    for i in rows:
-        name, d = f.d_name[i], f.d_dur[i]
-        us[name] += d
-        count[name] += 1
-        if f.d_kind[i] == COMPUTE:
-            durations.append(d)
-        j = launch_of[i]
-        if j >= 0:
-            if launches.op[j] >= 0:
-                ops[name][f.h_name[launches.op[j]]] += d
-                op_gpu[launches.op[j]] += d
-            if launches.frame[j] >= 0:
-                fid = f.h_name[launches.frame[j]]
-                frames[name][fid] += d
-                frame_us[fid] += d
-                frame_kernels[fid][name] += d
-    busy_total = sum(whole.busy_us.values()) or 1.0
-    top = []
-    for name, t in us.most_common(TOP):
-        op = ops[name].most_common(1)[0][0] if ops[name] else None
-        top.append(KernelRow(f.names[name], t, count[name], t / busy_total, f.names[op] if op is not None else None,
-                             [(frame_of(f.names[fid]), s) for fid, s in frames[name].most_common(3)]))  # type: ignore[misc]
-    user_frames = [(frame_of(f.names[fid]), s, [f.names[k] for k, _ in frame_kernels[fid].most_common(3)])
-                   for fid, s in frame_us.most_common()]
-    bound, why = _launch_bound(f, idle, durations, op_gpu)
+    kernels = _Kernels(f, rows, launches, launch_of, sum(whole.busy_us.values()) or 1.0)
+    bound, why = _launch_bound(f, idle, kernels.durations, kernels.op_gpu)
     calls = _per_step(f, f.calls, launch_ts)
     return RankProfile(
         path=f.path, rank=f.rank, device=f.device_name(), events=f.events, kernels=len(rows), busy_us=whole.busy_us,
         span_us=whole.span_us, gpu_idle_share=idle, idle_note=note, steps=_per_step(f, steps, launch_ts),
         calls=calls, launch_bound=bound, launch_why=why, cudagraph_launches=graph_launches,
-        cudagraph_kernels=graph_kernels, top_kernels=top,
-        kernel_us={f.names[k]: t for k, t in us.items()} or dict(f.cpu_kernel_us), clock="gpu" if n else "cpu", frames=user_frames,  # type: ignore[arg-type]
-        with_stack=f.with_stack, truncated=f.truncated, scope=scope)
+        cudagraph_kernels=graph_kernels, top_kernels=kernels.top,
+        kernel_us={f.names[k]: t for k, t in kernels.us.items()} or dict(f.cpu_kernel_us), clock="gpu" if n else "cpu",
+        frames=kernels.user_frames, with_stack=f.with_stack, truncated=f.truncated, scope=scope)
+
+
+class _Kernels:
+    """The activities in scope by kernel name: GPU time and count, the CPU op that launched each most,
+    the user frames above that op; per CPU op (host range) the GPU time it launched; compute durations."""
+
+    def __init__(self, f: Folded, rows: list[int], launches: _Launches, launch_of: array, busy: float) -> None:
+        self.us: Counter = Counter()
+        count: Counter = Counter()
+        ops: dict[int, Counter] = defaultdict(Counter)
+        frames: dict[int, Counter] = defaultdict(Counter)
+        self.op_gpu: Counter = Counter()  # host range index -> GPU µs it launched
+        frame_us: Counter = Counter()  # Python function name id -> GPU µs
+        frame_kernels: dict[int, Counter] = defaultdict(Counter)
+        self.durations: list[float] = []
+        for i in rows:
+            name, d = f.d_name[i], f.d_dur[i]
+            self.us[name] += d
+            count[name] += 1
+            if f.d_kind[i] == COMPUTE:
+                self.durations.append(d)
+            j = launch_of[i]
+            if j < 0:
+                continue
+            if launches.op[j] >= 0:
+                ops[name][f.h_name[launches.op[j]]] += d
+                self.op_gpu[launches.op[j]] += d
+            if launches.frame[j] >= 0:
+                fid = f.h_name[launches.frame[j]]
+                frames[name][fid] += d
+                frame_us[fid] += d
+                frame_kernels[fid][name] += d
+        self.top = [KernelRow(f.names[name], t, count[name], t / busy,
+                              f.names[ops[name].most_common(1)[0][0]] if ops[name] else None,
+                              [(_user(f, fid), s) for fid, s in frames[name].most_common(3)])
+                    for name, t in self.us.most_common(TOP)]
+        self.user_frames = [(_user(f, fid), s, [f.names[k] for k, _ in frame_kernels[fid].most_common(3)])
+                            for fid, s in frame_us.most_common()]
+
+
+def _user(f: Folded, name_id: int) -> Frame:
+    frame = frame_of(f.names[name_id])
+    assert frame is not None  # only user frames are kept (`_Launches`)
+    return frame
 
 
 def _launch_bound(f: Folded, idle: Optional[float], durations: list[float], op_gpu: Counter) -> tuple[Optional[bool], list[str]]:
