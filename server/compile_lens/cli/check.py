@@ -403,7 +403,8 @@ def run_check(args: argparse.Namespace) -> int:
     files, root, settings, other = inputs.files, inputs.root, inputs.settings, inputs.other
     picks = [TargetPick.parse(t) for t in args.targets] if args.targets else None
     # a trace is of a run that happens now: results from the cache would write none
-    cache = open_cache(args.no_cache or bool(args.trace_dir) or bool(args.profile_dir))
+    # kept profiles are of a measurement made now: results are written to the cache, never read from it
+    cache = open_cache(args.no_cache or bool(args.trace_dir), read=not args.profile_dir)
     trace_dir = os.path.abspath(args.trace_dir) if args.trace_dir else None  # the worker runs elsewhere
     if args.profile_dir:  # the workers this run starts inherit it (`line_windows.PROFILE_DIR`)
         os.makedirs(args.profile_dir, exist_ok=True)

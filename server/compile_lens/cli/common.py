@@ -126,9 +126,10 @@ def program(args: argparse.Namespace, example: str) -> Optional[list[str]]:
     return found
 
 
-def open_cache(no_cache: bool) -> Optional[ResultCache]:
-    """The result cache the editor uses too (one folder rule: `jobs.cache.cache_dir`)."""
-    return None if no_cache else ResultCache(cache_dir())
+def open_cache(no_cache: bool, read: bool = True) -> Optional[ResultCache]:
+    """The result cache the editor uses too (one folder rule: `jobs.cache.cache_dir`); `read=False`:
+    written, never read (a run whose side files — the kept profiles — only a fresh measurement makes)."""
+    return None if no_cache else ResultCache(cache_dir(), read=read)
 
 
 def lines_of(path: str, cache: dict[str, list[str]]) -> list[str]:

@@ -152,9 +152,10 @@ def torch_version(python: Optional[str] = None) -> Optional[str]:
 
 
 class ResultCache:
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, read: bool = True):
         self.path = os.path.join(directory, "results.sqlite")
         self._db: Optional[sqlite3.Connection] = None
+        self.read = read  # False: every result is computed afresh, and written (`check --profile-dir`)
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
@@ -190,6 +191,8 @@ class ResultCache:
 
     def get(self, key: str) -> Optional[tuple[Any, Optional[str], float]]:
         """(value, the source it was computed from, when) or None."""
+        if not self.read:
+            return None
         try:
             row = self._connect().execute("SELECT value, source, created FROM results WHERE key=?", (key,)).fetchone()
             return (json.loads(row[0]), row[1], row[2]) if row else None
