@@ -15,6 +15,7 @@ import gzip
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -284,6 +285,10 @@ async def test_the_editor_imports_a_profile_and_shows_its_lines(cpu_run):
         assert any("no GPU activity" in line for line in answer["summary"])
         shown = [d for d in client.diagnostics[uri] if d.code == "CL401"]
         assert len(shown) == 2 and all(d.message.startswith("CPU ") for d in shown)
+        hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(
+            text_document=lsp.TextDocumentIdentifier(uri), range=lsp.Range(lsp.Position(0, 0), lsp.Position(40, 0))))
+        assert sorted(h.position.line for h in hints) == sorted(d.range.start.line for d in shown)
+        assert all(re.fullmatch(r" CPU [\d.]+ (µs|ms) \(\d+%\)", h.label) for h in hints), [h.label for h in hints]
         gpu = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
             "compileLens.importTrace", [str(KINETO / "multi_rank")]))
         assert gpu["imported"] is True and [r["rank"] for r in gpu["ranks"]] == [0, 1]

@@ -1,18 +1,36 @@
 """`textDocument/inlayHint`: a measured target's speedup after each `torch.compile(...)` call of it,
 each costly line's eager → compiled time at its end (`render.line_costs`; setting `lineCosts.inlayHints`),
-and where the CUDA-graphs lever found torch skipping a graph, "CUDA graphs skipped: <why>" on the line
-torch traced it to (`render.levers_text.cudagraph_skips_in`)."""
+where the CUDA-graphs lever found torch skipping a graph, "CUDA graphs skipped: <why>" on the line
+torch traced it to (`render.levers_text.cudagraph_skips_in`), and an imported profile's GPU time at the
+end of each line it put time on (the CL401 findings of `compileLens.importTrace`), as line costs show."""
 
 from __future__ import annotations
 
 from lsprotocol import types as lsp
 
+from ...codes import GPU_TIME
 from ...render import cards, line_costs, parts
 from ...render.levers_text import cudagraph_skips_in
+from ...trace_import.profiles import hint_label
 from ..state import CompileLensServer
 
 
 def inlay_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp.InlayHint]:
+    return _measured_hints(ls, uri, rng) + _imported_hints(ls, uri, rng)
+
+
+def _imported_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp.InlayHint]:
+    """`GPU 12.3 ms (18%)` where an imported profile put kernel time (`trace_import.profiles`)."""
+    found = [f for f in ls.imported.get(uri, []) if f.code == GPU_TIME and rng.start.line <= f.line - 1 <= rng.end.line]
+    if not found or not ls.settings.line_hints:
+        return []
+    lines = ls.workspace.get_text_document(uri).lines
+    return [lsp.InlayHint(position=lsp.Position(f.line - 1, len(lines[f.line - 1].rstrip("\r\n"))),
+                          label=" " + hint_label(f), kind=lsp.InlayHintKind.Type, padding_left=True, tooltip=f.message)
+            for f in found if f.line - 1 < len(lines)]
+
+
+def _measured_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp.InlayHint]:
     state = ls.docs.get(uri)
     if state is None or not ls.is_current(state) or not state.benchmarks:
         return []

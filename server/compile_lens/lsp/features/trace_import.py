@@ -70,6 +70,7 @@ async def _import_profile(ls: CompileLensServer, path: str) -> dict[str, Any]:
     ls.imported = shown
     for uri in touched:
         republish(ls, uri)
+    ls.refresh_views()  # the lines' inlay hints
     doc = profiles_json(imported)
     log.info("imported profile %s: %d ranks, %d lines in %d files", path, len(doc["ranks"]),
              sum(map(len, shown.values())), len(shown))
@@ -83,6 +84,7 @@ def clear(ls: CompileLensServer) -> dict[str, Any]:
     touched, ls.imported = set(ls.imported), {}
     for uri in touched:
         republish(ls, uri)
+    ls.refresh_views()
     return {"cleared": len(touched)}
 
 
