@@ -17,7 +17,7 @@ import anyio
 import psutil
 import pytest
 
-from paths import REPO
+from paths import DATA, REPO
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK (requirements-dev.txt) is not installed")
 from mcp.client.session import ClientSession  # noqa: E402
@@ -141,6 +141,12 @@ async def test_check_fixes_apply_fix_and_import_on_a_real_break(ws, tmp_path):
     cli = _cli(ws, "import", str(trace), "--root", str(ws), "--format", "json")
     assert imported == json.loads(cli.stdout)
     assert imported["ranks"]
+    # a PyTorch profiler trace of two ranks of a real A100 run: the same tool, told apart by content
+    profile = str(DATA / "kineto" / "multi_rank")
+    async with session(ws) as client:
+        ranks = (await client.call_tool("import", {"trace": profile, "root": str(ws)})).structured_content
+    assert ranks == json.loads(_cli(ws, "import", profile, "--root", str(ws), "--format", "json").stdout)
+    assert ranks["kind"] == "profile" and [r["rank"] for r in ranks["ranks"]] == [0, 1]
 
 
 async def test_a_cancelled_trial_stops_the_program(ws):

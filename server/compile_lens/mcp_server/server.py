@@ -132,8 +132,10 @@ def build(trust: Trust) -> MCPServer:
 
     @server.tool(name="import", description=(
         "Reads torch's structured trace of a run made anywhere (a TORCH_TRACE folder or one log) onto the "
-        "workspace's lines: graph breaks, recompiles, compile time and cache counts per rank. Runs no code."))
-    def import_tool(trace: Annotated[str, Field(description="a TORCH_TRACE folder or one log file")],
+        "workspace's lines: graph breaks, recompiles, compile time and cache counts per rank. Or a PyTorch "
+        "profiler trace (Kineto JSON, a file or a folder of per-rank files): per rank the GPU idle share, "
+        "launch-bound with why, CUDA graphs, the costliest kernels and their time on the lines. Runs no code."))
+    def import_tool(trace: Annotated[str, Field(description="a TORCH_TRACE folder or log, or a profiler trace or folder")],
                     root: Annotated[Optional[str], Field(
                         description="the workspace the run's paths map onto (default: the server's folder)")] = None,
                     maps: Annotated[Optional[list[str]], Field(

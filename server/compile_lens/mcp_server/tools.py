@@ -33,6 +33,7 @@ from ..render import keys
 from ..render.assembly import in_workspace
 from ..render.lsp import to_diagnostic, to_range, uri_of
 from ..trace_import.paths import parse_maps
+from ..trace_import.profiles import import_profiles, is_profile, profiles_json
 from ..trace_import.report import NotATrace, import_trace
 from .trust import Trust
 
@@ -290,12 +291,17 @@ def _end_tree(pid: int) -> None:
 
 
 def import_(trace: str, root: str, maps: Sequence[str] = ()) -> dict[str, Any]:
-    """`compile-lens import TRACE --format json`: torch's structured trace on the workspace's lines."""
+    """`compile-lens import TRACE --format json`: torch's structured trace, or a PyTorch profiler trace
+    (each rank's GPU figures, the kernels' time on the lines), on the workspace's lines."""
     if not os.path.isdir(root):
         raise ToolProblem(f"root {root} is not a folder")
     try:
+        if is_profile(trace):
+            profiled = import_profiles(trace, os.path.abspath(root), parse_maps(list(maps)))
+            finish(profiled.reports)
+            return profiles_json(profiled)
         imported = import_trace(trace, os.path.abspath(root), parse_maps(list(maps)))
-    except (ValueError, NotATrace) as exc:
+    except (ValueError, NotATrace, OSError) as exc:
         raise ToolProblem(str(exc)) from None
     finish(imported.reports)
     return import_json(imported)
