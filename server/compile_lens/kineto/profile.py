@@ -352,10 +352,15 @@ def calls_idle_share(calls: list[StepFigures], timed_us: Optional[float] = None)
     call with no device activity (a CPU profile) idled the GPU throughout: 1.0. None without calls."""
     if not calls:
         return None
+    wall, busy = calls_busy(calls)
+    idle = max(0.0, (timed_us or wall) - busy)
+    return idle / (busy + idle) if busy + idle > 0 else None
+
+
+def calls_busy(calls: list[StepFigures]) -> tuple[float, float]:
+    """Over the quieter half of the calls (each call's host range at or below the median), the mean
+    range and the mean time any device activity ran in a call: the live line costs' device clock."""
     walls = sorted(c.host_us for c in calls)
     median = walls[(len(walls) - 1) // 2]
     kept = [c for c in calls if c.host_us <= median]
-    busy = sum(c.union_us for c in kept) / len(kept)
-    call = timed_us if timed_us else sum(c.host_us for c in kept) / len(kept)
-    idle = max(0.0, call - busy)
-    return idle / (busy + idle) if busy + idle > 0 else None
+    return sum(c.host_us for c in kept) / len(kept), sum(c.union_us for c in kept) / len(kept)

@@ -9,10 +9,12 @@
 - **CPU:** an event's time is its self CPU time; a call's total is their sum.
 - **CUDA:** an event's time is the device time of the kernels it launched (the profiler correlates
   each kernel with the op or range open when it was launched: `self_device_time_total`). A
-  call's device-busy time is the sum of the device activities (kernels, copies) in its window;
-  what no op took of it is "kernels without a line"; the GPU idle within the call is the timed
-  call (unprofiled: the profiler slows the launches, not the kernels) less that busy time. Lines
-  and reasons then add up to busy + idle: the profile's total on CUDA (`device_parts`).
+  call's device-busy time is the time any device activity (kernel, copy, set) launched in its
+  window ran, and its window's length, read back from the profile's exported trace by the reader
+  `compile-lens import` runs (`kineto.profile.calls_busy`, held to HTA on real GPU traces); what no
+  op took of it is "kernels without a line"; the GPU idle within the call is the timed call
+  (unprofiled: the profiler slows the launches, not the kernels) less that busy time. Lines and
+  reasons then add up to busy + idle: the profile's total on CUDA (`device_parts`).
 - **Quiet calls:** the mean over the quieter half of the calls (each call's total at or below the
   median): a call the OS preempted is not steady state, as the timing's medians say.
 - **GPU idle share:** read by the one profiler-trace reader (`compile_lens.kineto`), from the profile
@@ -36,7 +38,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 
 from ...kineto.fold import fold
-from ...kineto.profile import RankProfile, calls_idle_share, summarise
+from ...kineto.profile import RankProfile, calls_busy, calls_idle_share, summarise
 from ...protocol import PROFILE_DIR_ENV
 
 CALL = "compile_lens.call:"  # one range per profiled call
@@ -115,15 +117,10 @@ def calls(prof: Any, device: str) -> Calls:
         return i if i >= 0 and at <= ranges[i].time_range.end else None
 
     host: dict[int, list[Any]] = defaultdict(list)
-    busy: dict[int, float] = defaultdict(float)
     for evt in events:
         i = window(evt)
-        if i is None:
-            continue
-        if _host(evt):
+        if i is not None and _host(evt):  # a device activity's time is the reader's (`calls_busy`)
             host[i].append(evt)
-        else:  # a device activity: a kernel, a copy, a memset
-            busy[i] += max(0.0, evt.time_range.end - evt.time_range.start)
 
     def wall(i: int) -> float:
         return ranges[i].time_range.end - ranges[i].time_range.start
@@ -135,7 +132,10 @@ def calls(prof: Any, device: str) -> Calls:
     median = totals[(len(totals) - 1) // 2][0]
     kept = [i for t, i in totals if t <= median]
     n = len(kept)
-    return Calls([e for i in kept for e in host[i]], n, sum(wall(i) for i in kept) / n, sum(busy[i] for i in kept) / n)
+    if cuda(device):  # the device clock as `compile-lens import` reads it: the same quieter half, by range
+        wall_us, busy_us = calls_busy(read_back(prof).calls)
+        return Calls([e for i in kept for e in host[i]], n, wall_us, busy_us)
+    return Calls([e for i in kept for e in host[i]], n, sum(wall(i) for i in kept) / n, 0.0)
 
 
 def device_parts(found: Calls, named_us: float, timed_us: Optional[float]) -> tuple[float, dict[str, float]]:
