@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 from typing import Optional
 
 from ..settings import opt_in_parts
@@ -25,7 +26,11 @@ def writable_file(path: str) -> Optional[str]:
     if os.path.isdir(full):
         return "it is a folder"
     if os.path.exists(full):
-        return None if os.access(full, os.W_OK) else "it is not writable"
+        try:  # opened, not asked (`os.access` says yes to root on a read-only mount or in /sys)
+            with open(full, "a"):
+                return None
+        except OSError as exc:
+            return f"it is not writable ({exc.strerror})"
     return _creatable(os.path.dirname(full))
 
 
@@ -34,8 +39,17 @@ def writable_folder(path: str) -> Optional[str]:
     if os.path.exists(full):
         if not os.path.isdir(full):
             return "it is a file, not a folder"
-        return None if os.access(full, os.W_OK) else "it is not writable"
+        return _probe(full)
     return _creatable(os.path.dirname(full))
+
+
+def _probe(folder: str) -> Optional[str]:
+    """A file made in `folder` and removed: what root, a read-only mount or /sys really allow."""
+    try:
+        tempfile.NamedTemporaryFile(dir=folder, prefix=".compile-lens-probe-").close()
+    except OSError as exc:
+        return f"{folder} is not writable ({exc.strerror})"
+    return None
 
 
 def _creatable(folder: str) -> Optional[str]:
@@ -48,9 +62,7 @@ def _creatable(folder: str) -> Optional[str]:
         probe = parent
     if not os.path.isdir(probe):
         return f"{probe} is a file, not a folder"
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return f"{probe} is not writable"
-    return None
+    return _probe(probe)
 
 
 def preflight(args: argparse.Namespace) -> Optional[str]:
