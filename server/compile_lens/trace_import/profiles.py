@@ -145,6 +145,9 @@ def import_profiles(path: str, root: str, maps: Optional[list[tuple[str, str]]] 
             report = reports.setdefault(entry["path"], FileReport(entry["path"]))
             report.findings.append(Finding(entry["path"], entry["line"], 0, entry["line"], 0, "information", GPU_TIME,
                                            line_text(entry, who), data={"us": entry["us"], "share": entry["share"], "rank": r.rank}))
+    if logs and not provenance:  # nothing dropped unsaid: the logs' own findings are another import's
+        notes.append(f"the TORCH_TRACE logs beside the profile ({len(logs)}) were read for their provenance only: "
+                     f"`compile-lens import {logs[0]}` shows their graph breaks and recompiles")
     if ranks and not any(lines.values()) and any(r.kernels for r in ranks):
         notes.append("no kernel placed on a workspace line: record with `with_stack=True`, or put the run's "
                      f"TORCH_TRACE log ({LOG_PREFIX}*.log, with Inductor provenance on) beside the profile")
