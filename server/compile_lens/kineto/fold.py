@@ -3,8 +3,9 @@
 Kept per event, in typed arrays (`array`, a few bytes an event, never a dict per event): the device
 activities (kernels, copies, sets: start, duration, correlation id, name, kind), the launches (the
 runtime/driver calls that carry a correlation id: thread, start), and the host ranges a launch can
-sit in (CPU ops and, with `with_stack=True`, Python functions: thread, start, end, name). Names are
-interned. Everything is resolved once the file is read (`profile.summarise`).
+sit in (CPU ops and, with `with_stack=True`, the Python functions of the user's own files — most of a
+stack trace's frames are libraries', and only the user's can name a line: thread, start, end, name).
+Names are interned. Everything is resolved once the file is read (`profile.summarise`).
 
 What counts as what, as HTA counts it (the independent reference the tests hold this to):
 communication is a kernel named `nccl…Kernel` (rccl's too); memory is a copy or a set (`Memcpy…`,
@@ -31,10 +32,30 @@ COMPUTE, MEMORY, COMMUNICATION = 0, 1, 2
 OP, ANNOTATION, PYTHON = 0, 1, 2  # host ranges: a CPU op, a `record_function` range, a Python function
 KINDS = ("compute", "memory", "communication")
 STEP_RE = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
-CALL_PREFIX = "compile_lens.call:"
+CALL_PREFIX = "compile_lens.call:"  # the live measurement's own ranges: one per profiled call
 # Inductor's C++ kernels as a CPU profile names them: `graph_0_cpp_fused_relu_0` (`cpp.enable_kernel_profile`),
 # `compile_lens.kernel:0:cpp_fused_relu_0` (the live measurement's own ranges, `provenance.kernel_ranges`)
-CPU_KERNEL_RE = re.compile(r"^(?:graph_\d+_|compile_lens\.kernel:\d+:)?(cpp_fused_\w+)$")  # the live measurement's own ranges: one per profiled call
+CPU_KERNEL_RE = re.compile(r"^(?:graph_\d+_|compile_lens\.kernel:\d+:)?(cpp_fused_\w+)$")
+PY_FRAME_RE = re.compile(r"^(?P<path>.+?)\((?P<line>\d+)\): (?P<func>.+)$")
+LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3", "torch/", "<frozen ", "<string>")
+
+
+@dataclass
+class Frame:
+    path: str  # as the run wrote it (`PathMap` maps it onto a workspace)
+    line: int  # the function's `def` line
+    function: str
+
+
+def frame_of(name: str) -> Optional[Frame]:
+    """A Python function event's frame, None for a library's, a built-in or a name not of that form."""
+    m = PY_FRAME_RE.match(name)
+    if m is None:
+        return None
+    path = m.group("path").replace("\\", "/")
+    if any(part in path for part in LIBRARY_PARTS) or path.startswith("<"):
+        return None
+    return Frame(path, int(m.group("line")), m.group("func"))
 
 
 def kind_of(cat: str, name: str) -> int:
@@ -120,6 +141,7 @@ def fold(path: str) -> Folded:
     trace = TraceFile(path)
     out = Folded(path)
     ids: dict[str, int] = {}
+    user_names: dict[int, bool] = {}  # Python function name id -> a user frame (`frame_of`)
 
     def intern(name: str) -> int:
         i = ids.get(name)
@@ -173,11 +195,17 @@ def fold(path: str) -> Folded:
             out.h_end.append(ts + max(0.0, dur))
             out.h_name.append(intern(name))
             kind = PYTHON if cat == "python_function" else OP if cat == "cpu_op" else ANNOTATION
+            if kind == PYTHON:  # a with_stack trace's frames are mostly libraries': only the user's are kept
+                nid = intern(name)
+                if nid not in user_names:
+                    user_names[nid] = frame_of(name) is not None
+                out.with_stack = True
+                if not user_names[nid]:
+                    continue
             cpu_kernel = CPU_KERNEL_RE.match(name) if kind != PYTHON else None
             if cpu_kernel:
                 out.cpu_kernel_us[cpu_kernel.group(1)] = out.cpu_kernel_us.get(cpu_kernel.group(1), 0.0) + max(0.0, dur)
             out.h_cat.append(kind)
-            out.with_stack = out.with_stack or kind == PYTHON
     out.meta, out.truncated, out.bytes_read = trace.meta, trace.truncated, trace.bytes_read
     out.steps.sort(key=lambda s: s.start)
     out.calls.sort(key=lambda s: s.start)

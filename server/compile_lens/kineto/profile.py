@@ -22,27 +22,17 @@
 from __future__ import annotations
 
 import bisect
-import re
 import statistics
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .fold import COMPUTE, KINDS, OP, PYTHON, Folded, Step
+from .fold import COMPUTE, KINDS, OP, PYTHON, Folded, Frame, Step, frame_of
 
 LAUNCH_BOUND = 0.30  # GPU idle this share of its span: launches and host work, not kernels, set the pace
 SHORT_KERNEL_US = 10.0  # a median kernel this short is of the order of its launch (~5 µs)
 TOP = 10
-PY_FRAME_RE = re.compile(r"^(?P<path>.+?)\((?P<line>\d+)\): (?P<func>.+)$")
-LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3", "torch/", "<frozen ", "<string>")
-
-
-@dataclass
-class Frame:
-    path: str  # as the run wrote it (`PathMap` maps it onto a workspace)
-    line: int  # the function's `def` line
-    function: str
 
 
 @dataclass
@@ -91,17 +81,6 @@ class RankProfile:
     with_stack: bool
     truncated: bool
     scope: Optional[str]  # what part of the trace the rank's figures cover, when not all of it
-
-
-def frame_of(name: str) -> Optional[Frame]:
-    """A Python function event's frame, None for a library's, a built-in or a name not of that form."""
-    m = PY_FRAME_RE.match(name)
-    if m is None:
-        return None
-    path = m.group("path").replace("\\", "/")
-    if any(part in path for part in LIBRARY_PARTS) or path.startswith("<"):
-        return None
-    return Frame(path, int(m.group("line")), m.group("func"))
 
 
 def merged_busy(intervals: list[tuple[float, float]]) -> tuple[float, float]:
