@@ -124,29 +124,22 @@ def super_init(call: ast.Call, owner: ast.ClassDef) -> Optional[tuple[Optional[a
 _parsed: dict[tuple[str, int, int], Optional[ast.Module]] = {}  # (file, mtime, size) -> its tree
 
 
-def imported_classes(tree: ast.Module, path: str, root: str, local: set[str]) -> dict[str, tuple[ast.ClassDef, ast.Module]]:
-    """Classes this file's classes derive from that a workspace file it imports defines:
-    name -> (the class, that file's tree). One level of files: enough for a base and its own
-    bases of the same file."""
+def imported_names(tree: ast.Module, path: str, root: str, local: set[str]) -> dict[str, tuple[str, ast.Module]]:
+    """When a class of this file derives from a class it imports (`from .base import Base`): each
+    name imported from a workspace file, as local name -> (its name there, that file's tree), for
+    the base and the values its arguments name (`WIDTH`). Nothing when no base is imported."""
     if not path:
         return {}
     wanted = {b.id for node in tree.body if isinstance(node, ast.ClassDef)
               for b in node.bases if isinstance(b, ast.Name) and b.id not in local}
-    found: dict[str, tuple[ast.ClassDef, ast.Module]] = {}
+    found: dict[str, tuple[str, ast.Module]] = {}
     for node in tree.body:
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        names = {(a.asname or a.name): a.name for a in node.names if (a.asname or a.name) in wanted}
-        if not names:
+        if not isinstance(node, ast.ImportFrom) or not wanted & {a.asname or a.name for a in node.names}:
             continue
         other = _workspace_file(node, path, root)
         theirs = _parse(other) if other else None
-        if theirs is None:
-            continue
-        defined = {n.name: n for n in theirs.body if isinstance(n, ast.ClassDef)}
-        for local_name, name in names.items():
-            if name in defined:
-                found[local_name] = (defined[name], theirs)
+        if theirs is not None:
+            found.update({(a.asname or a.name): (a.name, theirs) for a in node.names if a.name != "*"})
     return found
 
 

@@ -14,7 +14,7 @@ from typing import Optional
 
 from ..lints.facts import dotted_name
 from ..protocol import InputRecipe, TargetSpec
-from .bases import HOMES, IMPORTS, import_names, imported_classes
+from .bases import HOMES, IMPORTS, import_names, imported_names
 from .call_sites import CallSite, _literal_keywords, compile_call_sites
 from .deps import fingerprint
 from .directives import (
@@ -108,19 +108,26 @@ def _with_imported_bases(tree: ast.Module, path: str, root: str) -> dict[str, ob
     constants[IMPORTS] = import_names(tree)
     classes: dict[str, ast.ClassDef] = constants[CLASSES]  # type: ignore[assignment]
     homes: dict[str, dict[str, object]] = {}
-    for name, (cls, theirs) in imported_classes(tree, path, root, set(classes)).items():
-        their_constants = _module_constants(theirs)
-        their_constants[IMPORTS] = import_names(theirs)
+    read: dict[int, dict[str, object]] = {}  # each imported file's constants, computed once
+    for local_name, (name, theirs) in imported_names(tree, path, root, set(classes)).items():
+        if id(theirs) not in read:
+            read[id(theirs)] = _module_constants(theirs)
+            read[id(theirs)][IMPORTS] = import_names(theirs)
+        their_constants = read[id(theirs)]
+        their_classes: dict[str, ast.ClassDef] = their_constants[CLASSES]  # type: ignore[assignment]
+        if name not in their_classes:
+            if name in their_constants and local_name not in constants:  # `WIDTH = 16` there
+                constants[local_name] = their_constants[name]
+            continue
         their_env = {k: v for k, v in their_constants.items() if not k.startswith("<")}
         their_env[_ASSIGNED], their_env[IMPORTS] = their_constants[_ASSIGNED], their_constants[IMPORTS]
-        their_classes: dict[str, ast.ClassDef] = their_constants[CLASSES]  # type: ignore[assignment]
         # the class and the bases it has in its own file (`class Base(Core)` there)
-        todo = [(name, cls)]
+        todo = [(local_name, their_classes[name])]
         while todo:
-            local_name, node = todo.pop()
-            if local_name in classes:
+            key, node = todo.pop()
+            if key in classes:
                 continue
-            classes[local_name], homes[local_name] = node, their_env
+            classes[key], homes[key] = node, their_env
             todo += [(b.id, their_classes[b.id]) for b in node.bases if isinstance(b, ast.Name) and b.id in their_classes]
     constants[HOMES] = homes
     return constants
