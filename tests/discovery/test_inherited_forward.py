@@ -209,7 +209,9 @@ def test_another_librarys_forward_says_why_it_is_not_guessed():
 
 
 def test_a_torch_layer_subclass_is_traced_by_the_cli(tmp_path):
-    """Through `compile-lens check --no-benchmark` (a real worker, a Dynamo trace, no Inductor)."""
+    """Through `compile-lens check --no-benchmark` (a real worker, a Dynamo trace, no Inductor):
+    MyConv with the inputs read from its source; Stem, whose arguments only its directive's `init=`
+    gives, with inputs the worker reads from the built layer."""
     (tmp_path / ".git").mkdir()
     path = tmp_path / "conv.py"
     path.write_text(textwrap.dedent("""
@@ -218,13 +220,21 @@ def test_a_torch_layer_subclass_is_traced_by_the_cli(tmp_path):
         class MyConv(nn.Conv1d):
             def __init__(self):
                 super().__init__(4, 8, 3)
+
+        # compile-lens: init=Stem(3, 8, 3)
+        class Stem(nn.Conv2d):
+            pass
     """))
     run = subprocess.run([sys.executable, "-m", "compile_lens.cli", "check", str(path), "--no-benchmark",
                           "--no-recompiles", "--no-cache", "--format", "json", "-q"],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     [entry] = json.loads(run.stdout)["files"]
-    [target] = entry["targets"]
-    assert (target["name"], target["status"], target["error"]) == ("MyConv", "ok", None), run.stderr
-    assert (target["inputs"]["source"], target["inputs"]["text"]) == ("inferred", "(torch.randn(8, 4, 32),)")
-    assert target["phases"]["trace"]["status"] == "done" and target["graph_count"] == 1
+    targets = {t["name"]: t for t in entry["targets"]}
+    expected = {"MyConv": "(torch.randn(8, 4, 32),)", "Stem": "(torch.randn(2, 3, 32, 32),)"}
+    for name, text in expected.items():
+        target = targets[name]
+        assert (target["status"], target["error"]) == ("ok", None), run.stdout + run.stderr
+        assert (target["inputs"]["source"], target["inputs"]["text"]) == ("inferred", text)
+        assert target["phases"]["trace"]["status"] == "done" and target["graph_count"] == 1
+    assert targets["Stem"]["inputs"]["origin"] == "from the Conv2d it is (3 channels)"
     assert not [d for d in entry["diagnostics"] if d["code"] == "CL001"]

@@ -99,8 +99,8 @@ def library_base(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> Optiona
         for base in node.bases:
             if isinstance(base, ast.Name) and base.id in classes:
                 queue.append(classes[base.id])
-            elif (dotted_name(base) or "").split(".")[-1] not in ("Module", "object", "ABC", "Generic"):
-                return node, base
+            elif not (dotted_name(base) or "").split(".")[-1].endswith(("Module", "object", "ABC", "Generic", "Mixin")):
+                return node, base  # (a mixin adds methods, rarely `forward`: the next base is looked at)
     return None
 
 

@@ -275,13 +275,14 @@ class Class:
         if cls is None or not isinstance(ref.node, ast.Call):
             return None
         init, forward = inherited(cls, "__init__", self.classes), inherited(cls, "forward", self.classes)
+        layer = layer_base(cls, self.classes, self.constants) if forward is None else None
+        if forward is None and layer is None:
+            return None
         bound = _bind_call(init, ref.node.args, ref.node.keywords, ref.env) if init is not None else {}
         env = _class_env(init, home(self.constants, cls), bound)
         built = Class(cls, init, forward, env, self.classes, self.constants, self.depth + 1)
-        if init is None and forward is None:  # `class Conv1d(nn.Conv1d)`, built as the layer is
-            base = layer_base(cls, self.classes, self.constants)
-            if base is not None:
-                built.itself = Ref(ast.Call(func=base, args=ref.node.args, keywords=ref.node.keywords), ref.env, built)
+        if init is None and layer is not None:  # `class Conv1d(nn.Conv1d)`: built as the layer is
+            built.itself = Ref(ast.Call(func=layer, args=ref.node.args, keywords=ref.node.keywords), ref.env, built)
         return built if forward is not None or built.itself is not None else None
 
 
