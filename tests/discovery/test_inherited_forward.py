@@ -90,20 +90,34 @@ def test_a_whisper_style_conv1d_is_built_as_the_file_calls_it():
             def _conv_forward(self, x: Tensor, weight: Tensor, bias) -> Tensor:
                 return super()._conv_forward(x, weight.to(x.dtype), None if bias is None else bias.to(x.dtype))
 
+        class LayerNorm(nn.LayerNorm):
+            def forward(self, x: Tensor) -> Tensor:
+                return super().forward(x.float()).type(x.dtype)
+
+        class Linear(nn.Linear):
+            def forward(self, x: Tensor) -> Tensor:
+                return F.linear(x, self.weight.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype))
+
         class AudioEncoder(nn.Module):
             def __init__(self, n_mels: int = 80, n_state: int = 384):
                 super().__init__()
                 self.conv1 = Conv1d(n_mels, n_state, kernel_size=3, padding=1)
                 self.conv2 = Conv1d(n_state, n_state, kernel_size=3, stride=2, padding=1)
+                self.ln_post = LayerNorm(n_state)
+                self.proj = Linear(n_state, 2 * n_state)
 
             def forward(self, x: Tensor):
                 x = F.gelu(self.conv1(x))
-                return F.gelu(self.conv2(x))
+                x = F.gelu(self.conv2(x)).permute(0, 2, 1)
+                return self.proj(self.ln_post(x))
     """
     specs = _targets(source)
     assert _guess(specs["Conv1d"]) == ("(torch.randn(8, 80, 32),)", "Conv1d(80, 384, kernel_size=3, padding=1)")
-    # and a module that calls it reaches it as the nn.Conv1d it is
+    # a module that calls it reaches it as the nn.Conv1d it is
     assert _guess(specs["AudioEncoder"]) == ("(torch.randn(8, 80, 32),)", None)
+    # its own forward calls the layer's (`super().forward`), or tells nothing (`F.linear`): the layer's input
+    assert _guess(specs["LayerNorm"]) == ("(torch.randn(8, 16, 384),)", "LayerNorm(384)")
+    assert _guess(specs["Linear"]) == ("(torch.randn(8, 384),)", "Linear(384, 768)")
     # no call site: its constructor's arguments are asked for, by name
     alone = _targets(source.split("class AudioEncoder")[0])["Conv1d"]
     assert alone.inputs is None

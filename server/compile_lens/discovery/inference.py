@@ -46,7 +46,8 @@ def _module_target(cls: ast.ClassDef, constants: dict[str, object]) -> TargetSpe
     init, forward = inherited(cls, "__init__", classes), inherited(cls, "forward", classes)
     fix = f"add `# compile-lens: inputs=(...)` above `class {cls.name}`"
     module_env = _module_env(constants)
-    layer = layer_base(cls, classes, module_env) if forward is None else None
+    # a torch.nn layer base: its `forward` when the class has none, its constructor when it has no `__init__`
+    layer = layer_base(cls, classes, module_env) if forward is None or init is None else None
     if forward is None and layer is None:
         base = inherited_from(cls, classes, module_env)
         spec.problem = (f"`{cls.name}` inherits `forward` from `{base}`: its inputs cannot be read statically; {fix}"
@@ -69,7 +70,14 @@ def _module_target(cls: ast.ClassDef, constants: dict[str, object]) -> TargetSpe
     if init is None and layer is not None:
         keywords = [ast.keyword(arg=p, value=ast.Name(id=p, ctx=ast.Load())) for p in bound]
         ctx.itself = Ref(ast.Call(func=layer, args=[], keywords=keywords), ctx.env, ctx)
-    text, why = _guess_inputs(ctx) if forward is not None else _layer_inputs(ctx, inherited_from(cls, classes, module_env))
+    text, why = _guess_inputs(ctx) if forward is not None else (None, "")
+    if text is None and ctx.itself is not None and (forward is None or len(_required_params(forward)) == 1):
+        # its own `forward` told nothing (whisper's `F.linear(x, self.weight.to(x.dtype))`): it
+        # still takes the input of the layer it is
+        text, layer_why = _layer_inputs(ctx, inherited_from(cls, classes, module_env))
+        why = why or layer_why
+    elif forward is None:
+        text, why = _layer_inputs(ctx, inherited_from(cls, classes, module_env))
     if text is None:
         spec.problem = f"cannot guess inputs for `{cls.name}` ({why}): {fix}"
         return spec

@@ -271,11 +271,13 @@ class Class:
 
     def sub(self, ref: Ref) -> Optional[Class]:
         """The module of this file that `ref` builds (`Block(config)`), with its arguments bound."""
-        cls = self.classes.get(layer_kind(ref.node))
-        if cls is None or not isinstance(ref.node, ast.Call):
+        if not isinstance(ref.node, ast.Call) or not isinstance(ref.node.func, ast.Name):
+            return None  # `nn.Linear(...)` is torch's, even beside a `class Linear(nn.Linear)` of this file
+        cls = self.classes.get(ref.node.func.id)
+        if cls is None:
             return None
         init, forward = inherited(cls, "__init__", self.classes), inherited(cls, "forward", self.classes)
-        layer = layer_base(cls, self.classes, self.constants) if forward is None else None
+        layer = layer_base(cls, self.classes, self.constants) if forward is None or init is None else None
         if forward is None and layer is None:
             return None
         bound = _bind_call(init, ref.node.args, ref.node.keywords, ref.env) if init is not None else {}
