@@ -98,6 +98,14 @@ def test_a_whisper_style_conv1d_is_built_as_the_file_calls_it():
             def forward(self, x: Tensor) -> Tensor:
                 return F.linear(x, self.weight.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype))
 
+        class Projector(nn.Module):
+            def __init__(self, width: int = 6):
+                super().__init__()
+                self.proj = Linear(width, 2 * width)
+
+            def forward(self, x):
+                return self.proj(x)
+
         class AudioEncoder(nn.Module):
             def __init__(self, n_mels: int = 80, n_state: int = 384):
                 super().__init__()
@@ -117,7 +125,8 @@ def test_a_whisper_style_conv1d_is_built_as_the_file_calls_it():
     assert _guess(specs["AudioEncoder"]) == ("(torch.randn(8, 80, 32),)", None)
     # its own forward calls the layer's (`super().forward`), or tells nothing (`F.linear`): the layer's input
     assert _guess(specs["LayerNorm"]) == ("(torch.randn(8, 16, 384),)", "LayerNorm(384)")
-    assert _guess(specs["Linear"]) == ("(torch.randn(8, 384),)", "Linear(384, 768)")
+    assert _guess(specs["Linear"]) == ("(torch.randn(8, 6),)", "Linear(6, 12)")  # its first call in the file
+    assert _guess(specs["Projector"]) == ("(torch.randn(8, 6),)", None)
     # no call site: its constructor's arguments are asked for, by name
     alone = _targets(source.split("class AudioEncoder")[0])["Conv1d"]
     assert alone.inputs is None

@@ -175,6 +175,9 @@ class _Follow:
             inner = _Follow(sub, {name}, self.depth + 1)
             inner.rank = self.rank
             found = inner.body(sub.forward.body)
+            if found is None and not inner.blocked and sub.itself is not None:
+                # a torch.nn layer subclass whose own forward tells nothing (`F.linear(x, ...)`): its layer's input
+                return self.reach(sub.expand(sub.itself), position, site, sub)
             if found is None and not inner.blocked:
                 found = norm_use(sub, position, site, inner.rank)
             if found is None and not inner.blocked:
