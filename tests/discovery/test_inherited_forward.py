@@ -184,9 +184,13 @@ def test_a_base_from_an_imported_workspace_file(tmp_path):
     """))
     source = """
         from torch import nn
-        from .base import WIDTH, Base, Conv
+        from .base import WIDTH, Conv
+        from .base import Base as Parent
 
-        class Child(Base):
+        class Base:  # this file's own Base: the imported one is `Parent` here
+            pass
+
+        class Child(Parent):
             def __init__(self, width=WIDTH):
                 super().__init__(width)
 

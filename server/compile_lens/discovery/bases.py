@@ -14,7 +14,7 @@ from typing import Optional
 
 from ..lints.facts import dotted_name
 
-HOMES = "<homes>"  # imported class name -> the constants of the file that defines it (not a Python name)
+HOMES = "<homes>"  # imported class -> the constants of the file that defines it (not a Python name)
 IMPORTS = "<imports>"  # local name -> what the file's imports make it (`import_names`)
 
 # torch.nn layers whose forward the guess can shape, with their constructors' positional

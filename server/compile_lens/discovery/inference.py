@@ -149,7 +149,7 @@ def _call_site_init(name: str, params: list[str], required: list[str],
     needed = set(required)
     for other in classes.values():
         other_init, other_forward = inherited(other, "__init__", classes), inherited(other, "forward", classes)
-        if other is classes.get(name) or other.name in homes or other_init is None or other_forward is None:
+        if other is classes.get(name) or other in homes or other_init is None or other_forward is None:
             continue  # (a class of another file calls it with that file's names)
         bound: dict = {}
         if _required_params(other_init):

@@ -39,8 +39,8 @@ for _dims in ("1d", "2d", "3d"):
 
 def home(constants: dict[str, object], cls: ast.ClassDef) -> dict[str, object]:
     """The module-level names `cls` sees: those of the workspace file that defines it."""
-    homes: dict[str, dict[str, object]] = constants.get(HOMES, {})  # type: ignore[assignment]
-    return homes.get(cls.name, constants)
+    homes: dict[ast.ClassDef, dict[str, object]] = constants.get(HOMES, {})  # type: ignore[assignment]
+    return homes.get(cls, constants)
 
 
 def _class_env(init: Optional[ast.FunctionDef], constants: dict[str, object], bound: dict[str, object]) -> dict[str, object]:

@@ -107,7 +107,7 @@ def _with_imported_bases(tree: ast.Module, path: str, root: str) -> dict[str, ob
     constants = _module_constants(tree)
     constants[IMPORTS] = import_names(tree)
     classes: dict[str, ast.ClassDef] = constants[CLASSES]  # type: ignore[assignment]
-    homes: dict[str, dict[str, object]] = {}
+    homes: dict[ast.ClassDef, dict[str, object]] = {}  # by the class itself: an alias may rename it
     read: dict[int, dict[str, object]] = {}  # each imported file's constants, computed once
     for local_name, (name, theirs) in imported_names(tree, path, root, set(classes)).items():
         if id(theirs) not in read:
@@ -127,7 +127,7 @@ def _with_imported_bases(tree: ast.Module, path: str, root: str) -> dict[str, ob
             key, node = todo.pop()
             if key in classes:
                 continue
-            classes[key], homes[key] = node, their_env
+            classes[key], homes[node] = node, their_env
             todo += [(b.id, their_classes[b.id]) for b in node.bases if isinstance(b, ast.Name) and b.id in their_classes]
     constants[HOMES] = homes
     return constants
