@@ -110,10 +110,13 @@ def test_a_class_the_source_cannot_size_is_guessed_after_import():
             def __init__(self):
                 super().__init__(nn.Linear(4, 4))
     """)
-    for spec in specs.values():
-        assert spec.problem is None
-        assert spec.inputs is not None and spec.inputs.after_import and spec.inputs.text == ""
-        assert "defines no `forward` here" in spec.inputs.note  # what the worker says if no library tells
+    imported = specs["Imported"]  # no path given: the base's file is not read
+    assert imported.problem is None
+    assert imported.inputs is not None and imported.inputs.after_import and imported.inputs.text == ""
+    # what the worker says if no library tells
+    assert imported.inputs.note.startswith("`Imported` inherits `forward` from `.blocks.Block`: its inputs cannot be read")
+    # nn.Sequential's forward is its first layer's: read from the source (tests/discovery/test_inherited_forward.py)
+    assert (specs["Seq"].inputs.text, specs["Seq"].inputs.after_import) == ("(torch.randn(8, 4),)", False)
 
 
 def test_a_plain_function_with_a_directive_is_a_target():
@@ -279,8 +282,8 @@ async def test_hover_says_where_a_guess_came_from_and_what_was_left_out(ws):
             await asyncio.sleep(0.2)
         raise AssertionError(f"no hover on {name}")
 
-    mlp = await card("MLP")  # nn.Sequential subclass, sized after import from its first Linear
-    assert "inputs: `(torch.randn(2, 12),)`" in mlp and "**guessed** from its first layer (Linear)" in mlp
+    mlp = await card("MLP")  # nn.Sequential subclass: its forward is its first Linear's, read from the source
+    assert "inputs: `(torch.randn(8, 12),)`" in mlp and "**guessed** from the first layer" in mlp
     detr = await card("DetrEncoderLayer")
     assert "called without `attention_mask` (optional)" in detr
     assert "traced path may differ" in detr

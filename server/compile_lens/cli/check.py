@@ -151,13 +151,13 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, quiet:
                 report.error = Problem("read", f"cannot read the file: {exc}", path)
                 reports.append(report)
                 continue
-            discovery = discover(source)
+            file_root = os.path.abspath(root) if root else find_root(path)
+            discovery = discover(source, path=path, root=file_root)
             if discovery is None:
                 if targets is None:
                     report.findings += _syntax_error(source, path)
                     reports.append(report)
                 continue
-            file_root = os.path.abspath(root) if root else find_root(path)
             discovery.targets = resolve_inputs(path, file_root, discovery.targets, source=source,
                                                precision=settings.precision)
             picked = _picked(targets, path, discovery.targets)

@@ -1,7 +1,7 @@
 """Source → targets, each with the recipe to call it. Pure `ast`: no torch, no user code.
 
 `targets` finds them, `directives` reads what the user wrote, `inference` guesses inputs from the
-source (`values` · `layers` · `follow` · `shapes`), `inputs` settles precedence (directive >
+source (`values` · `layers` · `bases`: what a class inherits · `follow` · `shapes`), `inputs` settles precedence (directive >
 pyproject > recorded > guess), `deps` fingerprints a file and its imports, `call_sites` reads
 `torch.compile(...)` calls, `order` the order targets run in (the compiled model first). The entry points are re-exported here.
 """

@@ -18,7 +18,7 @@ from .layers import (
     layer_kind,
     self_attr,
 )
-from .values import _value
+from .values import _value, inherited
 
 
 @dataclass
@@ -124,8 +124,30 @@ class _Follow:
             found = inner.body(method.body)
             self.blocked, self.blocker = inner.blocked, inner.blocker
             return found
+        if isinstance(f, ast.Attribute) and f.attr == "forward" and _is_super(f.value):
+            return self.inherited_forward(call, position)
         target = owner.resolve(f, self.loops)
         return self.reach(target, position, call, owner)
+
+    def inherited_forward(self, call: ast.Call, position: object) -> Optional[_Use]:
+        """`super().forward(x)`: the base's `forward` (a workspace class's, followed with this
+        module's layers, which its `__init__` built too), or the torch.nn layer this module is."""
+        owner = self.owner
+        if owner.itself is not None:
+            return self.reach(owner.expand(owner.itself), position, call, owner)
+        bases = [owner.classes[b.id] for b in owner.cls.bases if isinstance(b, ast.Name) and b.id in owner.classes]
+        method = next((m for m in (inherited(b, "forward", owner.classes) for b in bases) if m is not None), None)
+        if method is None or method is owner.forward or self.depth >= _MAX_DEPTH:
+            return None
+        params = [a.arg for a in method.args.posonlyargs + method.args.args][1:]
+        name = params[position] if isinstance(position, int) and position < len(params) else position
+        if not isinstance(name, str):
+            return None
+        inner = _Follow(owner, {name}, self.depth + 1)
+        inner.rank = self.rank
+        found = inner.body(method.body)
+        self.blocked, self.blocker = inner.blocked, inner.blocker
+        return found
 
     def reach(self, target: object, position: object, site: ast.Call, owner: Class) -> Optional[_Use]:
         """The parameter is passed to `target` (a layer, a container, a module of this file)."""
@@ -141,7 +163,10 @@ class _Follow:
         if kind in _SHAPELESS:
             return None
         sub = owner.sub(target) if kind in owner.classes and owner.depth < _MAX_DEPTH else None
+        if sub is not None and sub.forward is None:  # a subclass of a torch.nn layer: reached as that layer
+            return self.reach(sub.expand(sub.itself), position, site, sub) if sub.itself is not None else None
         if sub is not None:
+            assert sub.forward is not None
             params = [a.arg for a in sub.forward.args.posonlyargs + sub.forward.args.args][1:]
             name = params[position] if isinstance(position, int) and position < len(params) else position
             if not isinstance(name, str):
@@ -150,6 +175,9 @@ class _Follow:
             inner = _Follow(sub, {name}, self.depth + 1)
             inner.rank = self.rank
             found = inner.body(sub.forward.body)
+            if found is None and not inner.blocked and sub.itself is not None:
+                # a torch.nn layer subclass whose own forward tells nothing (`F.linear(x, ...)`): its layer's input
+                return self.reach(sub.expand(sub.itself), position, site, sub)
             if found is None and not inner.blocked:
                 found = norm_use(sub, position, site, inner.rank)
             if found is None and not inner.blocked:
@@ -162,6 +190,10 @@ class _Follow:
         self.blocked = f"`{ast.unparse(target.node.func)}(...)`, whose input Compile Lens cannot size"
         self.blocker = target
         return None
+
+
+def _is_super(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
 
 
 def _enumerated(node: ast.expr) -> ast.expr:

@@ -12,8 +12,9 @@ import ast
 from typing import Optional
 
 from ..protocol import InputRecipe, TargetSpec
+from .bases import HOMES, IMPORTS, TORCH_LAYERS
 from .follow import _Follow, norm_use
-from .layers import Class, Ref, _class_env, layer_kind
+from .layers import Class, Ref, _class_env, home, inherited_from, layer_base, layer_kind
 from .shapes import (
     _INTEGER_ANNOTATIONS,
     _JAXTYPING_FLOATS,
@@ -44,26 +45,76 @@ def _module_target(cls: ast.ClassDef, constants: dict[str, object]) -> TargetSpe
     classes: dict[str, ast.ClassDef] = constants.get(CLASSES, {})  # type: ignore[assignment]
     init, forward = inherited(cls, "__init__", classes), inherited(cls, "forward", classes)
     fix = f"add `# compile-lens: inputs=(...)` above `class {cls.name}`"
-    if forward is None:
-        spec.problem = f"`{cls.name}` defines no `forward` here: {fix}"
+    module_env = _module_env(constants)
+    # a torch.nn layer base: its `forward` when the class has none, its constructor when it has no `__init__`
+    layer = layer_base(cls, classes, module_env) if forward is None or init is None else None
+    if forward is None and layer is None:
+        base = inherited_from(cls, classes, module_env)
+        spec.problem = (f"`{cls.name}` inherits `forward` from `{base}`: its inputs cannot be read statically; {fix}"
+                        if base else f"`{cls.name}` defines no `forward` here: {fix}")
         return spec
-    needed = _required_params(init) if init else []
-    init_text, bound = _default_config_init(cls.name, init, constants) if needed else (None, {})
+    if init is not None:
+        params, needed = [a.arg for a in init.args.posonlyargs + init.args.args][1:], _required_params(init)
+    else:  # built as its torch.nn layer base is (`class Conv1d(nn.Conv1d)` of whisper)
+        names, count = TORCH_LAYERS.get(layer_kind(layer), ((), 0)) if layer is not None else ((), 0)
+        params, needed = list(names), list(names[:count])
+    init_text, bound = _default_config_init(cls.name, init, constants) if needed and init else (None, {})
     if needed and init_text is None:
-        init_text, bound = _call_site_init(cls.name, init, constants)
+        init_text, bound = _call_site_init(cls.name, params, needed, constants)
     if needed and init_text is None:
         spec.problem = (f"`{cls.name}()` needs constructor arguments ({', '.join(needed)}): add "
                         f"`# compile-lens: init={cls.name}(...) inputs=(...)` above it")
         return spec
-    module_env = {k: v for k, v in constants.items() if not k.startswith("<")}
-    module_env[_ASSIGNED] = constants.get(_ASSIGNED, {})
-    ctx = Class(cls, init, forward, _class_env(init, module_env, bound), classes, module_env, 0)
-    text, why = _guess_inputs(ctx)
+    owner = next((c for c in [cls, *classes.values()] if init is not None and init in c.body), cls)
+    ctx = Class(cls, init, forward, _class_env(init, home(module_env, owner), bound), classes, module_env, 0)
+    if init is None and layer is not None:
+        keywords = [ast.keyword(arg=p, value=ast.Name(id=p, ctx=ast.Load())) for p in bound]
+        ctx.itself = Ref(ast.Call(func=layer, args=[], keywords=keywords), ctx.env, ctx)
+    text, why = _guess_inputs(ctx) if forward is not None else (None, "")
+    if text is None and ctx.itself is not None and (forward is None or len(_required_params(forward)) == 1):
+        # its own `forward` told nothing (whisper's `F.linear(x, self.weight.to(x.dtype))`): it
+        # still takes the input of the layer it is
+        text, layer_why = _layer_inputs(ctx, inherited_from(cls, classes, module_env))
+        why = why or layer_why
+    elif forward is None:
+        text, why = _layer_inputs(ctx, inherited_from(cls, classes, module_env))
     if text is None:
         spec.problem = f"cannot guess inputs for `{cls.name}` ({why}): {fix}"
         return spec
     spec.inputs = InputRecipe("inferred", text, init_text)
     return spec
+
+
+def _module_env(constants: dict[str, object]) -> dict[str, object]:
+    """The module-level names a class sees, with what discovery keeps beside them (not Python names)."""
+    env = {k: v for k, v in constants.items() if not k.startswith("<")}
+    for key in (_ASSIGNED, IMPORTS, HOMES):
+        env[key] = constants.get(key, {})
+    return env
+
+
+# torch.nn layers whose `forward` needs more than one tensor: how many, in order
+_LAYER_INPUTS = {"MultiheadAttention": 3, "TransformerDecoderLayer": 2, "Bilinear": 2}
+
+
+def _layer_inputs(ctx: Class, base: str) -> tuple[Optional[str], str]:
+    """Inputs for a module whose `forward` is a torch.nn layer's (`ctx.itself`, the layer as its
+    `super().__init__(...)` or its own call builds it), shaped as for that layer first in a model."""
+    if ctx.itself is None:
+        return None, f"it inherits `forward` from `{base}`, built with arguments the source does not tell"
+    site = ast.Call(func=ast.Name(id="self", ctx=ast.Load()), args=[ast.Name(id="input", ctx=ast.Load())], keywords=[])
+    texts = []
+    for position in range(_LAYER_INPUTS.get(layer_kind(ctx.itself.node), 1)):
+        follow = _Follow(ctx, set(), 0)
+        use = follow.reach(ctx.expand(ctx.itself), position, site, ctx)
+        if use is None:
+            return None, (f"its `{base}` input first reaches {follow.blocked}" if follow.blocked
+                          else f"its `{base}` input reaches no layer whose input size is known")
+        text, why = _tensor_for(use)
+        if text is None:
+            return None, why
+        texts.append(text)
+    return "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")", ""
 
 
 def _default_config_init(name: str, init: ast.FunctionDef, env: dict[str, object]) -> tuple[Optional[str], dict]:
@@ -86,19 +137,20 @@ def _default_config_init(name: str, init: ast.FunctionDef, env: dict[str, object
     return f"{name}({', '.join(parts)})", bound
 
 
-def _call_site_init(name: str, init: ast.FunctionDef, constants: dict[str, object]) -> tuple[Optional[str], dict]:
+def _call_site_init(name: str, params: list[str], required: list[str],
+                    constants: dict[str, object]) -> tuple[Optional[str], dict]:
     """`LayerNorm(768, bias=True)`: the first call of the class in another module's `__init__` in
     this file (`LayerNorm(config.n_embd, bias=config.bias)` in `Block`), its arguments computed
-    there (that module built with its defaults or its default config) and written as literals."""
+    there (that module built with its defaults or its default config) and written as literals.
+    `params`: its constructor's positional parameters, `required` those without a default."""
     classes: dict[str, ast.ClassDef] = constants.get(CLASSES, {})  # type: ignore[assignment]
-    module_env = {k: v for k, v in constants.items() if not k.startswith("<")}
-    module_env[_ASSIGNED] = constants.get(_ASSIGNED, {})
-    params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
-    needed = set(_required_params(init))
+    homes: dict = constants.get(HOMES, {})  # type: ignore[assignment]
+    module_env = _module_env(constants)
+    needed = set(required)
     for other in classes.values():
         other_init, other_forward = inherited(other, "__init__", classes), inherited(other, "forward", classes)
-        if other is classes.get(name) or other_init is None or other_forward is None:
-            continue
+        if other is classes.get(name) or other in homes or other_init is None or other_forward is None:
+            continue  # (a class of another file calls it with that file's names)
         bound: dict = {}
         if _required_params(other_init):
             text, bound = _default_config_init(other.name, other_init, constants)

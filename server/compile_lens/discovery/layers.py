@@ -6,6 +6,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from .bases import HOMES, IMPORTS, library_base, qualified, super_init, torch_layer
 from .values import _UNKNOWN, CLASSES, _Obj, _param_defaults, _value, inherited
 
 _MAX_DEPTH = 6  # nested modules and helper methods followed
@@ -36,6 +37,12 @@ for _dims in ("1d", "2d", "3d"):
         SIZE_ARG[_norm + _dims] = (0, "num_features")
 
 
+def home(constants: dict[str, object], cls: ast.ClassDef) -> dict[str, object]:
+    """The module-level names `cls` sees: those of the workspace file that defines it."""
+    homes: dict[ast.ClassDef, dict[str, object]] = constants.get(HOMES, {})  # type: ignore[assignment]
+    return homes.get(cls, constants)
+
+
 def _class_env(init: Optional[ast.FunctionDef], constants: dict[str, object], bound: dict[str, object]) -> dict[str, object]:
     env = {k: v for k, v in constants.items() if k != CLASSES}  # _ASSIGNED stays: not a Python name
     if init is not None:
@@ -62,14 +69,20 @@ class Ref:
 class Class:
     """One module class: the values and layers its __init__ sets up, and its helper methods."""
 
-    def __init__(self, cls: ast.ClassDef, init: Optional[ast.FunctionDef], forward: ast.FunctionDef,
+    def __init__(self, cls: ast.ClassDef, init: Optional[ast.FunctionDef], forward: Optional[ast.FunctionDef],
                  env: dict[str, object], classes: dict[str, ast.ClassDef], constants: dict[str, object], depth: int):
         self.cls, self.forward, self.env, self.depth = cls, forward, env, depth
         self.classes, self.constants = classes, constants  # the file's classes and module-level values
         self.layers: dict[str, Ref] = {}
         self.locals: dict[str, Ref] = {}
+        # the torch.nn layer this module is, as `super().__init__(4, 8, 3)` builds it (`class
+        # MyConv(nn.Conv1d)`): an inherited `forward` is that layer's
+        self.itself: Optional[Ref] = None
         self.methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+        self._running = cls  # whose `__init__` runs: `super()` there means its base
+        self._inits = 0  # base `__init__`s run through `super()`: a cycle of bases ends
         if init is not None:
+            self._running = next((c for c in [cls, *classes.values()] if init in c.body), cls)
             self._run(init.body, env)
 
     @property
@@ -142,7 +155,10 @@ class Class:
 
     def _statement_call(self, call: ast.Call, env: dict[str, object]) -> None:
         f = call.func
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr in ("append", "extend") and call.args:
+        called = super_init(call, self._running)
+        if called is not None:
+            self._super_init(called[0], called[1], call.keywords, env)
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr in ("append", "extend") and call.args:
             self._append(f.value.id, call.args[0], env, extend=f.attr == "extend")
         elif isinstance(f, ast.Attribute) and _is_self(f.value) and f.attr in ("add_module", "register_module") and len(call.args) == 2:
             name = _value(call.args[0], env)
@@ -152,6 +168,34 @@ class Class:
             name = _value(call.args[1], env)
             if isinstance(name, str):
                 self._assign(ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=name, ctx=ast.Store()), call.args[2], env)
+
+    def _super_init(self, base: Optional[ast.expr], args: list[ast.expr], keywords: list[ast.keyword],
+                    env: dict[str, object]) -> None:
+        """`super().__init__(16)`: a workspace base's `__init__` runs with those arguments (the
+        `nn.Linear(d, d)` it builds is this module's); a torch.nn layer base is what this module is."""
+        if base is None:
+            return
+        base_cls = self.classes.get(base.id) if isinstance(base, ast.Name) else None
+        if base_cls is None:
+            if torch_layer(_qualified(base, home(self.constants, self._running))):
+                self.itself = Ref(ast.Call(func=base, args=args, keywords=keywords), dict(env), self)
+            return
+        init = inherited(base_cls, "__init__", self.classes)
+        if init is None:  # the workspace base takes its own base's constructor
+            past = layer_base(base_cls, self.classes, self.constants)
+            if past is not None:
+                self.itself = Ref(ast.Call(func=past, args=args, keywords=keywords), dict(env), self)
+            return
+        if self._inits >= _MAX_DEPTH:
+            return
+        self._inits += 1
+        bound = _bind_call(init, args, keywords, env)
+        owner = next((c for c in [base_cls, *self.classes.values()] if init in c.body), base_cls)
+        base_env = _class_env(init, home(self.constants, owner), bound)
+        base_env["self"] = self.me  # one object: what the base sets is this module's
+        running, self._running = self._running, owner
+        self._run(init.body, base_env)
+        self._running = running
 
     # -- from an expression in forward to the module it names --
 
@@ -227,25 +271,54 @@ class Class:
 
     def sub(self, ref: Ref) -> Optional[Class]:
         """The module of this file that `ref` builds (`Block(config)`), with its arguments bound."""
-        cls = self.classes.get(layer_kind(ref.node))
-        if cls is None or not isinstance(ref.node, ast.Call):
+        if not isinstance(ref.node, ast.Call) or not isinstance(ref.node.func, ast.Name):
+            return None  # `nn.Linear(...)` is torch's, even beside a `class Linear(nn.Linear)` of this file
+        cls = self.classes.get(ref.node.func.id)
+        if cls is None:
             return None
         init, forward = inherited(cls, "__init__", self.classes), inherited(cls, "forward", self.classes)
-        if forward is None:
+        layer = layer_base(cls, self.classes, self.constants) if forward is None or init is None else None
+        if forward is None and layer is None:
             return None
-        bound: dict[str, object] = {}
-        if init is not None:
-            params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
-            for name, arg in zip(params, ref.node.args):
-                if isinstance(arg, ast.Starred):
-                    break
-                bound[name] = _value(arg, ref.env)
-            for kw in ref.node.keywords:
-                if kw.arg:
-                    bound[kw.arg] = _value(kw.value, ref.env)
-            bound = {k: v for k, v in bound.items() if v is not _UNKNOWN}
-        env = _class_env(init, self.constants, bound)
-        return Class(cls, init, forward, env, self.classes, self.constants, self.depth + 1)
+        bound = _bind_call(init, ref.node.args, ref.node.keywords, ref.env) if init is not None else {}
+        env = _class_env(init, home(self.constants, cls), bound)
+        built = Class(cls, init, forward, env, self.classes, self.constants, self.depth + 1)
+        if init is None and layer is not None:  # `class Conv1d(nn.Conv1d)`: built as the layer is
+            built.itself = Ref(ast.Call(func=layer, args=ref.node.args, keywords=ref.node.keywords), ref.env, built)
+        return built if forward is not None or built.itself is not None else None
+
+
+def _bind_call(fn: ast.FunctionDef, args: list[ast.expr], keywords: list[ast.keyword],
+               env: dict[str, object]) -> dict[str, object]:
+    """The values the source tells of `fn`'s parameters in a call to it (`self` aside)."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args][1:]
+    bound: dict[str, object] = {}
+    for name, arg in zip(params, args):
+        if isinstance(arg, ast.Starred):
+            break
+        bound[name] = _value(arg, env)
+    for kw in keywords:
+        if kw.arg:
+            bound[kw.arg] = _value(kw.value, env)
+    return {k: v for k, v in bound.items() if v is not _UNKNOWN}
+
+
+def _qualified(base: ast.expr, constants: dict[str, object]) -> str:
+    """The base as the file's imports name it (`nn.Conv1d` -> torch.nn.Conv1d)."""
+    imports: dict[str, str] = constants.get(IMPORTS, {})  # type: ignore[assignment]
+    return qualified(base, imports)
+
+
+def inherited_from(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], constants: dict[str, object]) -> str:
+    """The library class `cls` inherits `forward` from, qualified (`torch.nn.Conv1d`), or ""."""
+    found = library_base(cls, classes)
+    return _qualified(found[1], home(constants, found[0])) if found is not None else ""
+
+
+def layer_base(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], constants: dict[str, object]) -> Optional[ast.expr]:
+    """The torch.nn layer base (`nn.Conv1d`) whose `forward` `cls` inherits, when the guess can shape it."""
+    found = library_base(cls, classes)
+    return found[1] if found is not None and torch_layer(_qualified(found[1], home(constants, found[0]))) else None
 
 
 def _is_self(node: ast.expr) -> bool:

@@ -14,6 +14,7 @@ from typing import Optional
 
 from ..lints.facts import dotted_name
 from ..protocol import InputRecipe, TargetSpec
+from .bases import HOMES, IMPORTS, import_names, imported_names
 from .call_sites import CallSite, _literal_keywords, compile_call_sites
 from .deps import fingerprint
 from .directives import (
@@ -25,7 +26,7 @@ from .directives import (
 )
 from .inference import _module_target
 from .order import built_inside
-from .values import _module_constants
+from .values import _ASSIGNED, CLASSES, _module_constants
 
 
 @dataclass
@@ -39,9 +40,11 @@ class Discovery:
     compiled_elsewhere: dict[str, str] = field(default_factory=dict)
 
 
-def discover(source: str, tree: Optional[ast.Module] = None, code_fingerprint: str = "") -> Optional[Discovery]:
+def discover(source: str, tree: Optional[ast.Module] = None, code_fingerprint: str = "", *,
+             path: str = "", root: str = "") -> Optional[Discovery]:
     """Targets of one file, or None when it does not parse (mid-typing). `tree` and its
-    `code_fingerprint`: already parsed (statement by statement, off the event loop)."""
+    `code_fingerprint`: already parsed (statement by statement, off the event loop). `path` and
+    `root`: where the file is, to read the workspace files its classes' bases come from."""
     if tree is None:
         try:
             tree = ast.parse(source)
@@ -50,7 +53,7 @@ def discover(source: str, tree: Optional[ast.Module] = None, code_fingerprint: s
     lines = source.splitlines()
     found = Discovery(fingerprint=code_fingerprint or fingerprint(tree))
     module_classes, maybe_modules = _module_classes(tree)
-    constants = _module_constants(tree)
+    constants = _with_imported_bases(tree, path, root)
     # `compiled = torch.compile(fn)`: a plain function compiled at a call site is a target too.
     # One walk for every candidate (functions and classes), filtered below.
     functions = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -95,6 +98,39 @@ def discover(source: str, tree: Optional[ast.Module] = None, code_fingerprint: s
         if by_name[site.target].kind == "module" and site.options:
             by_name[site.target].compile_options = {**site.options, **by_name[site.target].compile_options}
     return found
+
+
+def _with_imported_bases(tree: ast.Module, path: str, root: str) -> dict[str, object]:
+    """The file's module-level values and classes (`values._module_constants`), with the classes
+    its classes derive from that workspace files it imports define (`class Child(Base)`, `from
+    .base import Base`), each seeing its own file's names."""
+    constants = _module_constants(tree)
+    constants[IMPORTS] = import_names(tree)
+    classes: dict[str, ast.ClassDef] = constants[CLASSES]  # type: ignore[assignment]
+    homes: dict[ast.ClassDef, dict[str, object]] = {}  # by the class itself: an alias may rename it
+    read: dict[int, dict[str, object]] = {}  # each imported file's constants, computed once
+    for local_name, (name, theirs) in imported_names(tree, path, root, set(classes)).items():
+        if id(theirs) not in read:
+            read[id(theirs)] = _module_constants(theirs)
+            read[id(theirs)][IMPORTS] = import_names(theirs)
+        their_constants = read[id(theirs)]
+        their_classes: dict[str, ast.ClassDef] = their_constants[CLASSES]  # type: ignore[assignment]
+        if name not in their_classes:
+            if name in their_constants and local_name not in constants:  # `WIDTH = 16` there
+                constants[local_name] = their_constants[name]
+            continue
+        their_env = {k: v for k, v in their_constants.items() if not k.startswith("<")}
+        their_env[_ASSIGNED], their_env[IMPORTS] = their_constants[_ASSIGNED], their_constants[IMPORTS]
+        # the class and the bases it has in its own file (`class Base(Core)` there)
+        todo = [(local_name, their_classes[name])]
+        while todo:
+            key, node = todo.pop()
+            if key in classes:
+                continue
+            classes[key], homes[node] = node, their_env
+            todo += [(b.id, their_classes[b.id]) for b in node.bases if isinstance(b, ast.Name) and b.id in their_classes]
+    constants[HOMES] = homes
+    return constants
 
 
 # Bases that are surely not modules: a class with only these is no target. Any other base the
@@ -189,9 +225,10 @@ def _name_columns(spec: TargetSpec, node: ast.AST, lines: list[str]) -> None:
 
 def _library_may_tell(spec: TargetSpec) -> bool:
     """The guess stopped at something only known after import: a layer that is not torch.nn's (a
-    library model), or a `forward` inherited from a base of another file; and it builds with no
-    arguments."""
+    library model), or a `forward` inherited from a library class or a base the source cannot
+    read; and it builds with no arguments."""
     problem = spec.problem or ""
     if "whose input no layer of it sizes" in problem:
         return False  # a module of this file that sizes nothing: no library to ask
-    return "constructor arguments" not in problem and ("first reaches" in problem or "no `forward` here" in problem)
+    return "constructor arguments" not in problem and any(
+        why in problem for why in ("first reaches", "no `forward` here", ": its inputs cannot be read statically"))

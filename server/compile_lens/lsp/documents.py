@@ -123,10 +123,11 @@ def discover_targets(ls: CompileLensServer, path: str, source: str, parsed=None,
     """Targets of a file, each with its inputs from the best source: a directive, pyproject.toml,
     a recorded run (`compile-lens record`), or the guess from its first layer. `parsed`: (tree,
     fingerprint) from a `StatementParser`; `sources`: `_input_sources` read on the event loop."""
-    found = discover(source, *parsed) if parsed else discover(source)
+    config, recorded, root_of = sources or _input_sources(ls)
+    root = root_of(path)
+    # path and root: a class's base from another workspace file is read there
+    found = discover(source, *parsed, path=path, root=root) if parsed else discover(source, path=path, root=root)
     if found is not None:
-        config, recorded, root_of = sources or _input_sources(ls)
-        root = root_of(path)
         found.targets = resolve_inputs(path, root, found.targets, source=source,
                                        config=config(path), recorded=recorded(root), precision=ls.settings.precision)
     return found

@@ -6,7 +6,8 @@ Runs in the worker after import, on a built model whose inputs the source alone 
 - timm: `pretrained_cfg["input_size"]` (older timm: `default_cfg`);
 - torchvision-style classifiers: the first convolution's `in_channels` at 224×224, the size
   torchvision documents for its classification weights;
-- an `nn.Sequential` subclass: the first layer's size (a Linear's `in_features`, an Embedding's vocab).
+- an `nn.Sequential` subclass: the first layer's size (a Linear's `in_features`, an Embedding's vocab);
+- a subclass of a torch.nn layer (`class Stem(nn.Conv2d)`): that layer's input size.
 A wrapper whose `forward` hands its argument to one of these (its first such child) gets the same
 inputs. Each guess carries where it came from ("from GPT2Config"), shown to the user as a guess.
 Nothing here imports a library: classes are recognised by name and module, so a model from a
@@ -41,7 +42,9 @@ def guess_inputs(model: Any, forward: Any) -> Optional[Guess]:
     # its backbone's, whose timm config says the real image size)
     for describe in (_published, _from_layers):
         for candidate in [model, *_children(model)]:
-            found = describe(candidate)
+            # a torch.nn layer is read only as the model itself (`class Stem(nn.Conv2d)` built by
+            # its directive's `init=`): a wrapper's children register in any order, not call order
+            found = describe(candidate) or (_torch_layer(candidate) if describe is _from_layers and candidate is model else None)
             if found is None:
                 continue
             tensors, main, origin = found
@@ -162,6 +165,25 @@ def _sequential(model: Any) -> Optional[tuple[dict[str, str], str, str]]:
     if isinstance(first, torch.nn.Embedding):
         return {"x": f"torch.randint(0, {first.num_embeddings}, ({BATCH}, {SEQ}))"}, "x", "from its first layer (Embedding)"
     return None
+
+
+_SPATIAL = {1: "32", 2: "32, 32", 3: "8, 16, 16"}  # as discovery shapes a first convolution's input
+
+
+def _torch_layer(model: Any) -> Optional[tuple[dict[str, str], str, str]]:
+    """A subclass of a torch.nn layer (its `forward` the layer's), sized by its own attributes."""
+    name = type(model).__name__
+    if isinstance(model, torch.nn.Linear):
+        text, what = f"torch.randn({BATCH}, {model.in_features})", f"{model.in_features} features"
+    elif isinstance(model, torch.nn.modules.conv._ConvNd) and len(model.kernel_size) in _SPATIAL:
+        text = f"torch.randn({BATCH}, {model.in_channels}, {_SPATIAL[len(model.kernel_size)]})"
+        what = f"{model.in_channels} channels"
+    elif isinstance(model, torch.nn.Embedding):
+        text, what = f"torch.randint(0, {model.num_embeddings}, ({BATCH}, {SEQ}))", f"{model.num_embeddings} rows"
+    else:
+        return None
+    base = next(c.__name__ for c in type(model).__mro__ if c.__module__.startswith("torch.nn"))
+    return {"x": text, "input": text}, "input", f"from the {base} it is ({what})" if base != name else f"from its size ({what})"
 
 
 def _like(value: torch.Tensor) -> str:
