@@ -1,0 +1,200 @@
+"""Dynamo's tracing time per source line, read while the cold compile runs (`bench_child`).
+
+Mechanism: Dynamo's own `trace_source` log. Each time one of its translators starts a new source
+line (`InstructionTranslatorBase.starts_line`) it logs a record whose one argument is a `LazyString`
+bound to that translator: its file, its current line and its `parent` chain (the calls being
+inlined, each parent at the line that called) are read off the translator, nothing is formatted.
+Two debug records of `torch._dynamo.symbolic_convert` close an interval: `DONE INLINING` (a call
+returns to its caller's line) and `… triggered compile` (the frame's tracing ended; what follows is
+its graph's compile — AOTAutograd and Inductor, not split by line — guards and bytecode).
+
+The time from one record to the next is charged to the line traced then (`self_s`) and to every
+line on its inlining stack (`s`): an inlined call counts toward the line that called it and toward
+its own. A line's `traced` counts Dynamo's entries into it: a line entered again at or before the
+instruction it was last entered at is a loop's next pass (an unrolled loop over 4 blocks traces
+the block's lines 4×); a statement spread over lines, which flips between them going forward, is
+one entry.
+
+The records are taken by logger *filters* that return False: nothing is formatted, printed or
+propagated (torch's own handlers and the user's logging config see nothing they did not before);
+records at a level the logger passed before are let through. Cost: one log record per line
+entered (a few µs), measured in BENCHMARKS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import weakref
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from ...protocol import CompileLine, LineRef
+
+SOURCE_LOG = "torch._dynamo.symbolic_convert.__trace_source"  # the trace_source artifact's logger
+CONVERT_LOG = "torch._dynamo.symbolic_convert"  # `DONE INLINING`, `… triggered compile`
+
+
+@dataclass
+class Traced:
+    """What the records added up to: per compile id, the seconds of each inlining stack (outermost
+    line first) and each line's entries; `traced_s` the compile id's tracing seconds."""
+
+    stacks: dict[tuple[str, tuple[tuple[str, int], ...]], float] = field(default_factory=lambda: defaultdict(float))
+    entries: dict[tuple[str, str, int], int] = field(default_factory=lambda: defaultdict(int))
+    traced_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    note: Optional[str] = None  # why nothing was recorded (a torch without these records)
+
+
+class _Clock:
+    """The filters' state: the translator being traced since when, and what each interval was charged to."""
+
+    def __init__(self, out: Traced) -> None:
+        self.out = out
+        self.tx: Any = None  # the innermost translator tracing now; None: no line is being traced
+        self.since = 0.0
+        self.root: Any = None  # the frame's own translator, and its compile id
+        self.cid = ""
+        self.last_ip: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # translator -> {line: ip}
+
+    def charge(self, now: float) -> None:
+        tx = self.tx
+        if tx is None:
+            return
+        chain = []
+        while tx is not None:
+            chain.append((tx.f_code.co_filename, tx.lineno))
+            tx = getattr(tx, "parent", None)
+        dt = now - self.since
+        self.out.stacks[(self.cid, tuple(reversed(chain)))] += dt
+        self.out.traced_s[self.cid] += dt
+
+    def line(self, record: logging.LogRecord) -> bool:
+        now = time.perf_counter()
+        lazy = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        tx = getattr(getattr(lazy, "func", None), "__self__", None)  # LazyString(tx.get_log_starts_line_log_str)
+        if tx is None or not hasattr(tx, "f_code"):
+            return False
+        root = tx
+        while getattr(root, "parent", None) is not None:
+            root = root.parent
+        if root is not self.root:  # a new frame (or a restarted analysis): nothing carried over
+            self.tx, self.root, self.cid = None, root, _compile_id()
+        self.charge(now)
+        self.tx, self.since = tx, now
+        ip = tx.instruction_pointer or 0
+        seen = self.last_ip.setdefault(tx, {})
+        if tx.lineno not in seen or ip <= seen[tx.lineno]:
+            self.out.entries[(self.cid, tx.f_code.co_filename, tx.lineno)] += 1
+        seen[tx.lineno] = ip
+        return False
+
+    def convert(self, record: logging.LogRecord) -> None:
+        msg = record.msg if isinstance(record.msg, str) else ""
+        if msg.startswith("DONE INLINING") and self.tx is not None:
+            now = time.perf_counter()
+            self.charge(now)
+            code = record.args[0] if isinstance(record.args, tuple) and record.args else None
+            tx = self.tx
+            while tx is not None and tx.f_code is not code:
+                tx = getattr(tx, "parent", None)
+            self.tx, self.since = (getattr(tx, "parent", None) if tx is not None else self.tx), now
+        elif msg.endswith("triggered compile"):  # the graph's compile follows: not a line's
+            self.charge(time.perf_counter())
+            self.tx = self.root = None
+
+
+def _compile_id() -> str:
+    try:
+        from torch._guards import CompileContext
+
+        cid = CompileContext.current_compile_id()
+    except Exception:  # noqa: BLE001 - private API: the frame is then unnamed
+        return ""
+    return str(cid) if cid is not None else ""
+
+
+class _Take(logging.Filter):
+    """Takes the records below `passed` (the level the logger let through before) for `take`."""
+
+    def __init__(self, take: Any, passed: int) -> None:
+        super().__init__()
+        self.take, self.passed = take, passed
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < self.passed:
+            try:
+                self.take(record)
+            except Exception:  # noqa: BLE001 - a record torch shaped otherwise: never break the compile
+                pass
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def recorded() -> Iterator[Traced]:
+    """Dynamo's tracing per line while inside (`Traced`, filled as the compiles run). The loggers'
+    levels and filters are restored after; the artifact loggers under `symbolic_convert` that
+    inherited its level keep the one they had (`trace_bytecode` on would format every instruction)."""
+    out = Traced()
+    manager = logging.Logger.manager
+    if SOURCE_LOG not in manager.loggerDict:  # this torch logs no trace_source records
+        out.note = "not on this torch (no trace_source log)"
+        yield out
+        return
+    clock = _Clock(out)
+    source, convert = logging.getLogger(SOURCE_LOG), logging.getLogger(CONVERT_LOG)
+    children = [lg for name, lg in list(manager.loggerDict.items())
+                if name.startswith(CONVERT_LOG + ".") and isinstance(lg, logging.Logger) and lg.level == logging.NOTSET]
+    saved = [(lg, lg.level) for lg in (source, convert, *children)]
+    filters = [(source, _Take(clock.line, source.getEffectiveLevel())),
+               (convert, _Take(clock.convert, convert.getEffectiveLevel()))]
+    for lg in children:
+        lg.setLevel(lg.getEffectiveLevel())
+    for lg, flt in filters:
+        lg.addFilter(flt)
+        lg.setLevel(logging.DEBUG)
+    try:
+        yield out
+    finally:
+        for lg, flt in filters:
+            lg.removeFilter(flt)
+        for lg, level in saved:
+            lg.setLevel(level)
+        clock.tx = clock.root = None
+
+
+def lines(out: Traced, keep: Any) -> list[CompileLine]:
+    """The lines of `out` in files `keep(path)` accepts (the workspace's and libraries', not torch's
+    own), costliest first. A line's `s` counts its stack's seconds once however often it recurs in it;
+    `top`: the outermost kept line of its stacks (the compiled frame's own code); `via`: for an inner
+    line, the outermost kept line it was reached from (most seconds)."""
+    s: dict[tuple[str, str, int], float] = defaultdict(float)
+    own: dict[tuple[str, str, int], float] = defaultdict(float)
+    top: set[tuple[str, str, int]] = set()
+    via: dict[tuple[str, str, int], dict[tuple[str, int], float]] = defaultdict(lambda: defaultdict(float))
+    for (cid, chain), dt in out.stacks.items():
+        kept = [(cid, p, ln) for p, ln in chain if keep(p)]
+        if not kept:
+            continue
+        top.add(kept[0])
+        if keep(chain[-1][0]):
+            own[kept[-1]] += dt
+        for key in dict.fromkeys(kept):
+            s[key] += dt
+            if key != kept[0]:
+                via[key][kept[0][1:]] += dt
+    found = [CompileLine(cid, path, line, round(sec, 4), round(own.get((cid, path, line), 0.0), 4),
+                         out.entries.get((cid, path, line), 0), (cid, path, line) in top,
+                         _most(via.get((cid, path, line))))
+             for (cid, path, line), sec in s.items()]
+    return sorted(found, key=lambda c: (-c.s, c.compile_id, c.path, c.line))
+
+
+def _most(seconds: Optional[dict[tuple[str, int], float]]) -> Optional[LineRef]:
+    if not seconds:
+        return None
+    path, line = max(seconds.items(), key=lambda kv: kv[1])[0]
+    return LineRef(path, line)
