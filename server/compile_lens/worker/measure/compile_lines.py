@@ -49,61 +49,69 @@ class Traced:
 
 
 class _Clock:
-    """The filters' state: the translator being traced since when, and what each interval was charged to."""
+    """The filters' state: the inlining stack being traced (outermost line first) since when."""
 
     def __init__(self, out: Traced) -> None:
         self.out = out
-        self.tx: Any = None  # the innermost translator tracing now; None: no line is being traced
+        self.chain: Optional[tuple[tuple[str, int], ...]] = None  # None: no line is being traced
+        self.tx: Any = None  # the innermost translator of `chain`
         self.since = 0.0
         self.root: Any = None  # the frame's own translator, and its compile id
         self.cid = ""
         self.last_ip: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # translator -> {line: ip}
 
     def charge(self, now: float) -> None:
-        tx = self.tx
-        if tx is None:
-            return
-        chain = []
-        while tx is not None:
-            chain.append((tx.f_code.co_filename, tx.lineno))
-            tx = getattr(tx, "parent", None)
-        dt = now - self.since
-        self.out.stacks[(self.cid, tuple(reversed(chain)))] += dt
-        self.out.traced_s[self.cid] += dt
+        if self.chain is not None:
+            dt = now - self.since
+            self.out.stacks[(self.cid, self.chain)] += dt
+            self.out.traced_s[self.cid] += dt
 
-    def line(self, record: logging.LogRecord) -> bool:
+    def at(self, tx: Any, now: float) -> None:
+        """From now on the stack ends in `tx` at its current line (read now: a parent stays on the
+        line that called until the call returns)."""
+        chain = []
+        inner = tx
+        while inner is not None:
+            chain.append((inner.f_code.co_filename, inner.lineno))
+            inner = getattr(inner, "parent", None)
+        self.tx, self.chain, self.since = tx, tuple(reversed(chain)), now
+
+    def line(self, record: logging.LogRecord) -> None:
         now = time.perf_counter()
         lazy = record.args[0] if isinstance(record.args, tuple) and record.args else None
         tx = getattr(getattr(lazy, "func", None), "__self__", None)  # LazyString(tx.get_log_starts_line_log_str)
         if tx is None or not hasattr(tx, "f_code"):
-            return False
+            raise ValueError("a trace_source record without its translator")
         root = tx
         while getattr(root, "parent", None) is not None:
             root = root.parent
         if root is not self.root:  # a new frame (or a restarted analysis): nothing carried over
-            self.tx, self.root, self.cid = None, root, _compile_id()
+            self.chain, self.root, self.cid = None, root, _compile_id()
         self.charge(now)
-        self.tx, self.since = tx, now
+        self.at(tx, now)
         ip = tx.instruction_pointer or 0
         seen = self.last_ip.setdefault(tx, {})
         if tx.lineno not in seen or ip <= seen[tx.lineno]:
             self.out.entries[(self.cid, tx.f_code.co_filename, tx.lineno)] += 1
         seen[tx.lineno] = ip
-        return False
 
     def convert(self, record: logging.LogRecord) -> None:
         msg = record.msg if isinstance(record.msg, str) else ""
-        if msg.startswith("DONE INLINING") and self.tx is not None:
+        if msg.startswith("DONE INLINING") and self.chain is not None:
             now = time.perf_counter()
             self.charge(now)
             code = record.args[0] if isinstance(record.args, tuple) and record.args else None
-            tx = self.tx
-            while tx is not None and tx.f_code is not code:
-                tx = getattr(tx, "parent", None)
-            self.tx, self.since = (getattr(tx, "parent", None) if tx is not None else self.tx), now
+            done = self.tx
+            while done is not None and done.f_code is not code:
+                done = getattr(done, "parent", None)
+            caller = getattr(done, "parent", None) if done is not None else None
+            if caller is not None:  # back on the caller's line
+                self.at(caller, now)
+            else:
+                self.since = now
         elif msg.endswith("triggered compile"):  # the graph's compile follows: not a line's
             self.charge(time.perf_counter())
-            self.tx = self.root = None
+            self.chain = self.tx = self.root = None
 
 
 def _compile_id() -> str:
@@ -119,16 +127,16 @@ def _compile_id() -> str:
 class _Take(logging.Filter):
     """Takes the records below `passed` (the level the logger let through before) for `take`."""
 
-    def __init__(self, take: Any, passed: int) -> None:
+    def __init__(self, take: Any, passed: int, out: Traced) -> None:
         super().__init__()
-        self.take, self.passed = take, passed
+        self.take, self.passed, self.out = take, passed, out
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < self.passed:
             try:
                 self.take(record)
-            except Exception:  # noqa: BLE001 - a record torch shaped otherwise: never break the compile
-                pass
+            except Exception as exc:  # noqa: BLE001 - a record torch shaped otherwise: never break the compile
+                self.out.note = self.out.note or f"not read on this torch ({type(exc).__name__}: {exc})"[:200]
             return False
         return True
 
@@ -149,8 +157,8 @@ def recorded() -> Iterator[Traced]:
     children = [lg for name, lg in list(manager.loggerDict.items())
                 if name.startswith(CONVERT_LOG + ".") and isinstance(lg, logging.Logger) and lg.level == logging.NOTSET]
     saved = [(lg, lg.level) for lg in (source, convert, *children)]
-    filters = [(source, _Take(clock.line, source.getEffectiveLevel())),
-               (convert, _Take(clock.convert, convert.getEffectiveLevel()))]
+    filters = [(source, _Take(clock.line, source.getEffectiveLevel(), out)),
+               (convert, _Take(clock.convert, convert.getEffectiveLevel(), out))]
     for lg in children:
         lg.setLevel(lg.getEffectiveLevel())
     for lg, flt in filters:
@@ -163,7 +171,7 @@ def recorded() -> Iterator[Traced]:
             lg.removeFilter(flt)
         for lg, level in saved:
             lg.setLevel(level)
-        clock.tx = clock.root = None
+        clock.chain = clock.tx = clock.root = None
 
 
 def lines(out: Traced, keep: Any) -> list[CompileLine]:
