@@ -10,10 +10,9 @@ its graph's compile — AOTAutograd and Inductor, not split by line — guards a
 
 The time from one record to the next is charged to the line traced then (`self_s`) and to every
 line on its inlining stack (`s`): an inlined call counts toward the line that called it and toward
-its own. A line's `traced` counts Dynamo's entries into it: a line entered again at or before the
-instruction it was last entered at is a loop's next pass (an unrolled loop over 4 blocks traces
-the block's lines 4×); a statement spread over lines, which flips between them going forward, is
-one entry.
+its own. A line's `traced` counts Dynamo's entries into it: a line entered again after the translator
+jumped back is a loop's next pass (an unrolled loop over 4 blocks traces the block's lines 4×, its
+header 5×); a statement spread over lines, which flips between them going forward, is one entry.
 
 The records are taken by logger *filters* that return False: nothing is formatted, printed or
 propagated (torch's own handlers and the user's logging config see nothing they did not before);
@@ -58,7 +57,7 @@ class _Clock:
         self.since = 0.0
         self.root: Any = None  # the frame's own translator, and its compile id
         self.cid = ""
-        self.last_ip: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # translator -> {line: ip}
+        self.jumps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # translator -> its entries' state
 
     def charge(self, now: float) -> None:
         if self.chain is not None:
@@ -89,11 +88,18 @@ class _Clock:
             self.chain, self.root, self.cid = None, root, _compile_id()
         self.charge(now)
         self.at(tx, now)
+        # an entry counts when it is the line's first in this translator, or when the translator
+        # jumped back since the line's last one (a loop's next pass)
         ip = tx.instruction_pointer or 0
-        seen = self.last_ip.setdefault(tx, {})
-        if tx.lineno not in seen or ip <= seen[tx.lineno]:
+        state = self.jumps.get(tx)
+        if state is None:
+            state = self.jumps[tx] = [ip, 0, {}]  # [last ip, backward jumps, {line: jumps at its last entry}]
+        if ip < state[0]:
+            state[1] += 1
+        state[0] = ip
+        if state[2].get(tx.lineno) != state[1]:
             self.out.entries[(self.cid, tx.f_code.co_filename, tx.lineno)] += 1
-        seen[tx.lineno] = ip
+            state[2][tx.lineno] = state[1]
 
     def convert(self, record: logging.LogRecord) -> None:
         msg = record.msg if isinstance(record.msg, str) else ""
