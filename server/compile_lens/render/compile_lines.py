@@ -11,7 +11,9 @@ from typing import Any, Optional
 from ..protocol import CompileFrame, CompileLine, CompileTime
 
 TOP = 5  # the CLI lists this many compile lines per target
-HOVER_SHARE = 0.05  # a line gets the compile hover from this share of its frame's cold compile
+# a line gets the compile hover from this share of its frame's tracing (of its cold compile where
+# not measured): on a CPU Inductor's C++ build dwarfs any one line
+HOVER_SHARE = 0.10
 
 
 def seconds(s: float) -> str:
@@ -103,13 +105,14 @@ def top_text(ct: Optional[CompileTime], cwd: Optional[str], n: int = TOP) -> lis
 
 def at(benchmarks: Any, path: str, line: int) -> Optional[tuple[CompileLine, CompileTime]]:
     """The compile line at `path:line` across a file's measured targets (`{name: Benchmark}`), when
-    it took at least HOVER_SHARE of its frame's cold compile: the costliest there."""
+    it took at least HOVER_SHARE of its frame's tracing: the costliest there."""
     best: Optional[tuple[CompileLine, CompileTime]] = None
     for b in benchmarks.values():
         ct = getattr(b, "compile_time", None)
         for c in (ct.lines if ct is not None else ()):
             frame = frame_of(ct, c)
-            if c.line != line or not _same(c.path, path) or frame is None or c.s < HOVER_SHARE * frame.total_s:
+            if c.line != line or not _same(c.path, path) or frame is None or \
+                    c.s < HOVER_SHARE * (frame.traced_s if frame.traced_s is not None else frame.total_s):
                 continue
             if best is None or c.s > best[0].s:
                 best = (c, ct)
