@@ -16,8 +16,9 @@ header 5×); a statement spread over lines, which flips between them going forwa
 
 The records are taken by logger *filters* that return False: nothing is formatted, printed or
 propagated (torch's own handlers and the user's logging config see nothing they did not before);
-records at a level the logger passed before are let through. Cost: one log record per line
-entered (a few µs), measured in BENCHMARKS.
+records at a level the logger passed before are let through. Cost, measured: about 9 µs a record,
+one per line started and per inlined call, 140–860 records for a compile of 4 blocks to a 12-layer
+GPT (1–8 ms: under 1% of Dynamo's part, well under 0.1% of the cold compile).
 """
 
 from __future__ import annotations
