@@ -132,20 +132,19 @@ def _compile_id() -> str:
 
 
 class _Take(logging.Filter):
-    """Takes the records below `passed` (the level the logger let through before) for `take`."""
+    """Gives every record to `take`; lets through only those at `passed` or above (the level the
+    logger let through before)."""
 
     def __init__(self, take: Any, passed: int, out: Traced) -> None:
         super().__init__()
         self.take, self.passed, self.out = take, passed, out
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < self.passed:
-            try:
-                self.take(record)
-            except Exception as exc:  # noqa: BLE001 - a record torch shaped otherwise: never break the compile
-                self.out.note = self.out.note or f"not read on this torch ({type(exc).__name__}: {exc})"[:200]
-            return False
-        return True
+        try:
+            self.take(record)
+        except Exception as exc:  # noqa: BLE001 - a record torch shaped otherwise: never break the compile
+            self.out.note = self.out.note or f"not read on this torch ({type(exc).__name__}: {exc})"[:200]
+        return record.levelno >= self.passed  # what the logger let through before (TORCH_LOGS=+dynamo) still goes
 
 
 @contextlib.contextmanager
