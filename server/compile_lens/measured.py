@@ -93,6 +93,7 @@ class CompileFrame:
     # of "dynamo": the seconds Dynamo spent tracing the frame's bytecode line by line (what its lines'
     # seconds add up to, `CompileLine.top`); the rest is its guards, graph and bytecode. None: not measured
     traced_s: Optional[float] = None
+    guards_s: Optional[float] = None  # of "dynamo": building its guards (Dynamo's own timer); None: not measured
 
 
 @dataclass

@@ -36,12 +36,14 @@ def test_each_line_gets_its_tracing_seconds_and_the_block_is_traced_once_per_pas
     model, x = import_file(BLOCKS, str(Path(BLOCKS).parent)).Stack(depth=4), torch.randn(2, 8, 32)
     dynamo.reset()
     timed = len(compilation_time_metrics.get("bytecode_tracing", []))
+    timed_guards = len(compilation_time_metrics.get("build_guards", []))
     try:  # as bench_child's cold compile takes them, around the first call; AOTAutograd's backend
         # (a real one, seconds cheaper than Inductor's C++ build): Dynamo traces the same either way
         with compile_lines.recorded() as traced, torch.no_grad():
             torch.compile(model, backend="aot_eager")(x)
         ct = compile_frames.collect(traced, str(Path(BLOCKS).parent))
-        tracing = sum(compilation_time_metrics["bytecode_tracing"][timed:])  # Dynamo's own timer
+        tracing = sum(compilation_time_metrics["bytecode_tracing"][timed:])  # Dynamo's own timers
+        guards = sum(compilation_time_metrics["build_guards"][timed_guards:])
     finally:
         dynamo.reset()
     [frame] = ct.frames  # no graph break: one frame
@@ -58,9 +60,11 @@ def test_each_line_gets_its_tracing_seconds_and_the_block_is_traced_once_per_pas
     top = sum(c.s for c in ct.lines if c.top)
     assert top == pytest.approx(tracing, rel=0.10) and top == pytest.approx(frame.traced_s, abs=1e-3)
     assert top < frame.phases_s["dynamo"], (top, frame)
+    assert frame.guards_s == pytest.approx(guards, abs=1e-3) and top + frame.guards_s < frame.phases_s["dynamo"]
     doc = line_costs.compile_time_json(ct)
     assert set(doc["lines"][0]) == {"path", "line", "s", "traced", "self_s", "compile_id", "top", "via"}
-    assert doc["frames"][0]["traced_s"] == frame.traced_s and doc["lines_note"] is None
+    assert doc["frames"][0]["traced_s"] == frame.traced_s and doc["frames"][0]["guards_s"] == frame.guards_s
+    assert doc["lines_note"] is None
     assert {(d["path"], d["line"]) for d in doc["lines"]} >= {(BLOCKS, n) for n in [loop, loop + 1, returned, *block]}
 
 

@@ -44,6 +44,7 @@ def collect(traced: Optional[Traced] = None, root: Optional[str] = None) -> Comp
     except ImportError as exc:
         return CompileTime(note=f"not on this torch ({exc})")
     frames: dict[str, CompileFrame] = {}
+    guarded: list[str] = []  # the frame compiles that built guards, in order (none failed)
     for m in get_compilation_metrics():
         cid = str(getattr(m, "compile_id", None) or "")
         total = _us(m, "dynamo_cumulative_compile_time_us") or getattr(m, "entire_frame_compile_time_s", None)
@@ -56,13 +57,25 @@ def collect(traced: Optional[Traced] = None, root: Optional[str] = None) -> Comp
                 continue  # a backward whose forward is not in the window
             frame = frames[cid] = CompileFrame(cid, m.co_name, getattr(m, "co_filename", "") or "",
                                                int(getattr(m, "co_firstlineno", 0) or 0), 0.0, {})
+        if getattr(m, "co_name", None) is not None:
+            guarded.append(cid if not getattr(m, "fail_type", None) else "")
         frame.total_s = round(frame.total_s + float(total), 4)
         for k, v in phases.items():
             frame.phases_s[k] = round(frame.phases_s.get(k, 0.0) + v, 4)
     found = CompileTime(frames=list(frames.values()))
     if traced is not None:
         _with_lines(found, traced, root or ".")
+        _with_guards(frames, guarded, traced.guards_s)
     return found
+
+
+def _with_guards(frames: dict[str, CompileFrame], guarded: list[str], timed: Optional[list[float]]) -> None:
+    """Each frame's guard building, from Dynamo's own timer: one duration per frame compile, in
+    order; given only when they pair off one to one (a compile that failed built none: then none)."""
+    if timed is None or "" in guarded or len(timed) != len(guarded) or len(set(guarded)) != len(guarded):
+        return
+    for cid, seconds in zip(guarded, timed):
+        frames[cid].guards_s = round(seconds, 4)
 
 
 def _with_lines(found: CompileTime, traced: Traced, root: str) -> None:

@@ -46,6 +46,8 @@ class Traced:
     entries: dict[tuple[str, str, int], int] = field(default_factory=lambda: defaultdict(int))
     traced_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     note: Optional[str] = None  # why nothing was recorded (a torch without these records)
+    # Dynamo's own `build_guards` timer, one per frame compiled inside, in compile order (None: no timer)
+    guards_s: Optional[list[float]] = None
 
 
 class _Clock:
@@ -170,6 +172,8 @@ def recorded() -> Iterator[Traced]:
     for lg, flt in filters:
         lg.addFilter(flt)
         lg.setLevel(logging.DEBUG)
+    timed = _guard_timer()
+    before = len(timed) if timed is not None else 0
     try:
         yield out
     finally:
@@ -178,6 +182,19 @@ def recorded() -> Iterator[Traced]:
         for lg, level in saved:
             lg.setLevel(level)
         clock.chain = clock.tx = clock.root = None
+        timed = _guard_timer()
+        if timed is not None:
+            out.guards_s = [float(x) for x in timed[before:]]
+
+
+def _guard_timer() -> Optional[list[Any]]:
+    """Dynamo's `build_guards` durations so far (`dynamo_timed`'s per-name lists); None without them."""
+    try:
+        from torch._dynamo.utils import compilation_time_metrics
+    except ImportError:
+        return None
+    found = compilation_time_metrics.get("build_guards", [])
+    return list(found) if isinstance(found, list) else None
 
 
 def lines(out: Traced, keep: Any) -> list[CompileLine]:
