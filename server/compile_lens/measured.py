@@ -90,12 +90,35 @@ class CompileFrame:
     line: int  # the frame's first line: the `def`, or the line a resumed frame starts at
     total_s: float
     phases_s: dict[str, float] = field(default_factory=dict)  # "dynamo", "aot_autograd", "inductor", "codegen_build", "autotune"
+    # of "dynamo": the seconds Dynamo spent tracing the frame's bytecode line by line (what its lines'
+    # seconds add up to, `CompileLine.top`); the rest is its guards, graph and bytecode. None: not measured
+    traced_s: Optional[float] = None
+    guards_s: Optional[float] = None  # of "dynamo": building its guards (Dynamo's own timer); None: not measured
+
+
+@dataclass
+class CompileLine:
+    """One source line's share of a frame's Dynamo tracing (`worker/measure/compile_lines.py`).
+    AOTAutograd and Inductor compile a frame's graph as a whole: their time is the frame's, not a line's."""
+
+    compile_id: str  # the frame it was traced in (`CompileFrame.compile_id`)
+    path: str
+    line: int
+    s: float  # tracing seconds while on this line, the calls inlined from it included
+    self_s: float  # of which on this line itself (the calls it made not included)
+    traced: int  # how many times Dynamo traced it: a block's line under a loop over 4 blocks, 4
+    # a line of the compiled frame's own code (the outermost on its stack, not reached through a
+    # call): the top lines' `s` add up to the frame's `traced_s`
+    top: bool = True
+    via: Optional[LineRef] = None  # an inner line: the frame's own line it was reached from (the loop's)
 
 
 @dataclass
 class CompileTime:
     frames: list[CompileFrame] = field(default_factory=list)  # in compile order
     note: Optional[str] = None  # not measured: why
+    lines: list[CompileLine] = field(default_factory=list)  # Dynamo's tracing by line, costliest first
+    lines_note: Optional[str] = None  # the lines not measured: why
 
 
 @dataclass

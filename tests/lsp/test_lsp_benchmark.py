@@ -211,6 +211,9 @@ async def test_the_costly_line_has_its_hint_and_hover_and_a_setting_hides_the_hi
     assert "this line's forward cost" in value and "100% of the profiled time" in value, value
     assert "`extern_kernels.addmm` (extern kernel" in value and "Kernels:" in value, value
     assert "Show the kernels behind this line" not in value  # a link only for a client that opens it itself
+    # its share of the cold compile: Dynamo traced the frame's one line once; the graph's compile is not split
+    assert re.search(r"\*\*Compile Lens · compile:\*\* \d+\.\d+ s of \d+\.\d+ s — traced 1×", value), value
+    assert "for this graph, not split by line" in value, value
     # the code behind the line (the extension's read-only document): its kernels, the generated one's C++
     shown = await client.workspace_execute_command_async(lsp.ExecuteCommandParams("compileLens.kernelsAt", [uri, line + 1]))
     assert "the kernels this line became" in shown["text"] and "extern_kernels.addmm" in shown["text"], shown

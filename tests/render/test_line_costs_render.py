@@ -92,7 +92,8 @@ def test_json_has_the_documented_shape():
     assert doc["forward"]["unattributed_us"] == 34.0
     assert doc["compile_time"]["frames"][0] == {"compile_id": "0/0", "function": "forward", "path": PATH, "line": 14,
                                                 "total_s": 6.2, "phases_s": {"dynamo": 0.5, "aot_autograd": 0.7,
-                                                                             "inductor": 0.4, "codegen_build": 4.6}}
+                                                                             "inductor": 0.4, "codegen_build": 4.6},
+                                                "traced_s": None, "guards_s": None}
 
 
 def test_report_has_a_row_with_bars_per_line_and_a_frame_table():

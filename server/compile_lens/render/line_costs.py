@@ -8,6 +8,7 @@ import os
 from typing import Any, Iterable, Optional
 
 from ..protocol import Benchmark, CompileTime, Lever, LineCost, Timing
+from . import compile_lines
 
 HINT_SHARE = 0.03  # a line gets an inlay hint only above this share of its side's time: a file is not painted
 TOP_LINES = 5  # the CLI text shows this many costliest lines
@@ -171,6 +172,7 @@ def top_lines_text(b: Benchmark, cwd: Optional[str], n: int = TOP_LINES, levers:
         frames = sorted(ct.frames, key=lambda f: -f.total_s)
         out.append("  cold compile by frame: " + ", ".join(
             f"{f.compile_id} {f.function} ({_where(f.path, f.line, cwd)}) {f.total_s:.1f} s" for f in frames[:3]))
+    out.extend(compile_lines.top_text(ct, cwd))  # Dynamo's part of it, line by line
     return out
 
 
@@ -205,8 +207,11 @@ def compile_time_json(ct: Optional[CompileTime]) -> Optional[dict[str, Any]]:
     if ct is None:
         return None
     return {"frames": [{"compile_id": f.compile_id, "function": f.function, "path": f.path, "line": f.line,
-                        "total_s": _num(f.total_s), "phases_s": dict(f.phases_s)} for f in ct.frames],
-            "note": ct.note}
+                        "total_s": _num(f.total_s), "phases_s": dict(f.phases_s), "traced_s": _num(f.traced_s),
+                        "guards_s": _num(f.guards_s)}
+                       for f in ct.frames],
+            "note": ct.note,
+            "lines": compile_lines.lines_json(ct), "lines_note": ct.lines_note}  # Dynamo's tracing by line
 
 
 def _same(a: str, b: str) -> bool:

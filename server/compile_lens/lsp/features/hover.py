@@ -10,7 +10,7 @@ from typing import Any, Optional
 from lsprotocol import types as lsp
 
 from ...protocol import TargetResult
-from ...render import cards, line_costs, parts
+from ...render import cards, compile_lines, line_costs, parts
 from ...render.levers_text import specialised_here
 from ..state import SHOW_REPORT, CompileLensServer
 from ..trial_feed import hover_line
@@ -55,8 +55,9 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
 
 
 def _line_hover(ls: CompileLensServer, state: Any, line: int) -> Optional[lsp.Hover]:
-    """A costly line's kernels, fused lines, eager vs compiled and share (`render.line_costs`), and a
-    line the dynamic lever found specialising a dimension (`render.levers_text.specialised_here`)."""
+    """A costly line's kernels, fused lines, eager vs compiled and share (`render.line_costs`), its share
+    of the cold compile (`render.compile_lines`), and a line the dynamic lever found specialising a
+    dimension (`render.levers_text.specialised_here`)."""
     if not ls.is_current(state):
         return None
     found = line_costs.line_at(state.benchmarks, state.path, line)
@@ -66,6 +67,9 @@ def _line_hover(ls: CompileLensServer, state: Any, line: int) -> Optional[lsp.Ho
         parts.append(line_costs.hover_markdown(*found, levers=owner.levers if owner is not None else ()))
     if found is not None and kernels.link(ls, state.uri, line):
         parts.append(kernels.link(ls, state.uri, line))
+    compiled = compile_lines.at(state.benchmarks, state.path, line)  # its share of the cold compile
+    if compiled is not None:
+        parts.append(compile_lines.hover_markdown(*compiled))
     parts += specialised_here(list(state.traced.values()), state.path, line)
     if not parts:
         return None

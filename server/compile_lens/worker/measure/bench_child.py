@@ -49,7 +49,6 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     from ...remote_cache import remote_counts
     from ..loader import TargetError
     from . import benchmark as bench
-    from . import compile_frames
     from . import memory as mem
     from .dynamo_watch import _metrics
 
@@ -73,7 +72,6 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 # what the compile did, read before any later task adds to torch's counters
                 result["cache"] = bench.cache_counts()
                 result["remote_cache"] = remote_counts(_metrics(), device)
-                result["compile_time"] = asdict(compile_frames.collect())  # the cold compile per frame
             elif task == "first_look" and compiled is not None:
                 where["stage"] = "timing the forward"
                 result["first_look"] = _first_look(job, eager, compiled)
@@ -164,11 +162,14 @@ def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
     result["import_s"] = time.perf_counter() - t0
     import torch._inductor.config as inductor_config
 
+    from . import compile_frames
+    from .compile_lines import recorded
     from .provenance import timed_patch
     # what these compiles looked up in the FX-graph cache: why a later compile missed (`cache_keys`)
     # the timed compiles' settings (provenance tracking: `provenance.timed_patch`), so the warm compile hits this one's entries
     held.enter_context(inductor_config.patch(timed_patch()))
-    with cache_keys.recorded() as result["fx_keys"]:
+    # Dynamo's tracing per line (`compile_lines`: its own trace_source records, a few ms a compile)
+    with cache_keys.recorded() as result["fx_keys"], recorded() as traced:
         for wl in workloads:
             where["stage"] = f"compiling the {'train step' if wl == 'train' else 'forward'}"
             sync()
@@ -178,6 +179,8 @@ def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
             compiled.run(wl)()
             sync()
             result["compile_s"][wl] = time.perf_counter() - t0 + (result["import_s"] if wl == workloads[0] else 0.0)
+    # the cold compile per frame (torch's compilation metrics), Dynamo's part of it per line
+    result["compile_time"] = asdict(compile_frames.collect(traced, job.get("root")))
     return compiled
 
 

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from ...protocol import CompileFrame, CompileTime
+
+if TYPE_CHECKING:
+    from .compile_lines import Traced
 
 
 def _us(m: Any, name: str) -> Optional[float]:
@@ -32,13 +35,16 @@ def _us(m: Any, name: str) -> Optional[float]:
     return float(v) / 1e6 if isinstance(v, (int, float)) else None
 
 
-def collect() -> CompileTime:
-    """The compile ids this process compiled so far (torch keeps the last 64)."""
+def collect(traced: Optional[Traced] = None, root: Optional[str] = None) -> CompileTime:
+    """The compile ids this process compiled so far (torch keeps the last 64); with `traced` (what
+    `compile_lines.recorded` saw of them), each frame's tracing seconds and the lines in the
+    workspace (`root`) and libraries they went to."""
     try:
         from torch._dynamo.utils import get_compilation_metrics
     except ImportError as exc:
         return CompileTime(note=f"not on this torch ({exc})")
     frames: dict[str, CompileFrame] = {}
+    guarded: list[str] = []  # the frame compiles that built guards, in order (none failed)
     for m in get_compilation_metrics():
         cid = str(getattr(m, "compile_id", None) or "")
         total = _us(m, "dynamo_cumulative_compile_time_us") or getattr(m, "entire_frame_compile_time_s", None)
@@ -51,10 +57,43 @@ def collect() -> CompileTime:
                 continue  # a backward whose forward is not in the window
             frame = frames[cid] = CompileFrame(cid, m.co_name, getattr(m, "co_filename", "") or "",
                                                int(getattr(m, "co_firstlineno", 0) or 0), 0.0, {})
+        if getattr(m, "co_name", None) is not None:
+            guarded.append(cid if not getattr(m, "fail_type", None) else "")
         frame.total_s = round(frame.total_s + float(total), 4)
         for k, v in phases.items():
             frame.phases_s[k] = round(frame.phases_s.get(k, 0.0) + v, 4)
-    return CompileTime(frames=list(frames.values()))
+    found = CompileTime(frames=list(frames.values()))
+    if traced is not None:
+        _with_lines(found, traced, root or ".")
+        _with_guards(frames, guarded, traced.guards_s)
+    return found
+
+
+def _with_guards(frames: dict[str, CompileFrame], guarded: list[str], timed: Optional[list[float]]) -> None:
+    """Each frame's guard building, from Dynamo's own timer: one duration per frame compile, in
+    order; given only when they pair off one to one (a compile that failed built none: then none)."""
+    if timed is None or "" in guarded or len(timed) != len(guarded) or len(set(guarded)) != len(guarded):
+        return
+    for cid, seconds in zip(guarded, timed):
+        frames[cid].guards_s = round(seconds, 4)
+
+
+def _with_lines(found: CompileTime, traced: Traced, root: str) -> None:
+    """Each frame's tracing seconds, and the lines: those of torch, the standard library and
+    Compile Lens are left out (their seconds stay in the lines that called them)."""
+    from . import compile_lines
+    from .line_tags import Places
+
+    if traced.note:
+        found.lines_note = traced.note
+        return
+    for frame in found.frames:
+        if frame.compile_id in traced.traced_s:
+            frame.traced_s = round(traced.traced_s[frame.compile_id], 4)
+    places = Places(root)
+    found.lines = compile_lines.lines(traced, lambda p: places.kind(p) in ("workspace", "library"))
+    if not found.lines:
+        found.lines_note = "no line of the workspace or a library was traced"
 
 
 def read(child_result: dict[str, Any]) -> Optional[CompileTime]:

@@ -48,12 +48,16 @@ class Figures:
 
 
 def _frames(colds: dict[str, Any]) -> Optional[CompileTime]:
-    """The cold compiles' frames, forward's first: each workload's child compiled only its own."""
+    """The cold compiles' frames, forward's first: each workload's child compiled only its own. The
+    lines are the first child's that has them: the train step's child traces the same forward again
+    (under the same compile ids), its lines would count the same code twice."""
     found = [c.compile_time for c in colds.values() if c.compile_time is not None]
     if not found:
         return None
+    with_lines = next((ct for ct in found if ct.lines), found[0])
     return CompileTime(frames=[f for ct in found for f in ct.frames],
-                       note=next((ct.note for ct in found if ct.note), None))
+                       note=next((ct.note for ct in found if ct.note), None),
+                       lines=list(with_lines.lines), lines_note=with_lines.lines_note)
 
 
 def _warm_cache(figures: Figures, driver_wl: str, served: Optional[WarmRemote]) -> Optional[dict[str, Any]]:
