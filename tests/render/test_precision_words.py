@@ -38,6 +38,8 @@ def test_the_words():
 
 def test_the_hover_the_cli_and_the_report_name_it():
     mlp = _measured(BF16)
+    card = cards.hover_card(mlp, mlp.benchmark, guessed_inputs=False)
+    assert f"**{mlp.benchmark.verdict}** · precision bf16-autocast from the directive" in card  # beside the figures
     machine = next(row for row in cards.detail_lines(mlp, mlp.benchmark, guessed_inputs=False) if "· mode" in row)
     assert "· precision bf16-autocast from the directive: torch.autocast(" in machine
     assert benchmark_summary(mlp.benchmark).endswith("(cpu, bf16-autocast from the directive)")

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Optional
 from ..cost import Bill
 from ..processes import top_words
 from ..protocol import Benchmark, Lever, TargetResult, Timing
-from ..speed_words import direction, short_speed, speed_words
+from ..speed_words import direction, imprecise, short_speed, speed_words
 from ..trial.figures import ShapeRow, TrialRecord
 from .findings import break_count_text, recompile_findings
 from .line_costs import hint_label as line_label
@@ -106,11 +106,11 @@ LENS_COLUMNS = 100  # a lens wider than this is cut by the editor, mid-figure
 
 
 def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
-    """`⚡ torch.compile: forward faster: 1.36–1.49× (median 1.42×) · train step … · compile 14.2 s ·
-    pays back after 870 steps`, `forward slower: 0.84–0.90× (median 0.87×) · …`, or
-    `inconclusive — machine busy …`. `pending`: the parts not measured yet (`render.parts`), while
-    the measurement runs: the figures so far, and `⏳ train step…` instead of a payback not known yet.
-    At most LENS_COLUMNS wide (`fit_lens`)."""
+    """`⚡ torch.compile: train step faster: 1.36–1.49× (median 1.42×) · forward … · compile 14.2 s ·
+    pays back after 870 steps` (the verdict's figure first), `forward slower: 0.84–0.90× (median
+    0.87×) · …`, or `train step inconclusive — machine busy …`. `pending`: the parts not measured
+    yet (`render.parts`), while the measurement runs: the figures so far, and `⏳ train step…`
+    instead of a payback not known yet. At most LENS_COLUMNS wide (`fit_lens`)."""
     main = b.train_step or b.forward
     compile_part = f"compile {duration(b.compile_s.get('cold', b.compile_s.get('cold_forward')))}"
     # the payback is the train step's: until it lands, it is said to come (later parts are the hover's)
@@ -122,29 +122,43 @@ def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
         verdicts = [f"{what} inconclusive — {reason}", f"{what} inconclusive — {reason.split(':')[0]}",
                     f"{what} inconclusive"]
         return fit_lens([verdicts, [compile_part], *([coming] if coming else [])], steps=[0, 0])
-    parts: list[list[str]] = [[_figure(t, what), f"{what} {short_speed(t)}"] if direction(t) else [_figure(t, what)]
-                              for t, what in ((b.forward, "forward"), (b.train_step, "train step")) if t is not None]
-    mine, other = len(parts) - 1, (0 if len(parts) == 2 else None)  # the verdict's figure, the other one
-    if other is not None:
-        parts[other].append("")
+    # the verdict's figure (the train step's, else the forward's) first, the other after it
+    figures = [(main, "train step" if b.train_step is not None else "forward")]
+    if b.train_step is not None:
+        figures.append((b.forward, "forward"))
+    parts = [_wordings(t, what) for t, what in figures]
+    if len(parts) == 2:  # the figure the verdict is not: shortened first (to its median), dropped first
+        parts[1] = [parts[1][0], parts[1][-1], ""] if len(parts[1]) > 1 else [parts[1][0], ""]
     parts.append([compile_part])
     if coming:
         parts.append(coming)
     else:
         parts.append([f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
                       else "never pays back", ""])
-    payback = len(parts) - 1 if not coming else None
-    steps = [i for i in (other, mine, other, payback) if i is not None]
+    other = 1 if len(figures) == 2 else None
+    payback = None if coming else len(parts) - 1
+    steps = [i for i in (other, 0, other, payback, 0) if i is not None]
     return fit_lens(parts, steps)
+
+
+def _wordings(t: Timing, what: str) -> list[str]:
+    """A lens figure's wordings, fullest first: `train step slower: 0.91–0.97× (median 0.94×)`,
+    `train step slower: 0.91–0.97×` (its interval, what makes it conclusive), `train step 0.94× slower`."""
+    full = _figure(t, what)
+    if not direction(t):
+        return [full]
+    return [full, full.split(" (median")[0] + (" (imprecise)" if imprecise(t) else ""), f"{what} {short_speed(t)}"]
 
 
 def fit_lens(parts: list[list[str]], steps: list[int], width: int = LENS_COLUMNS) -> str:
     """`⚡ torch.compile: ` and the parts joined by ` · `; each part is a list of its wordings, the
     first the fullest ("" drops the part). The rule: while the title is wider than `width`, take the
-    next step — part `i` to its next wording. `lens_title`'s steps: the figure the verdict is not
-    (the forward's, beside a train step) loses its interval, then the verdict's own figure, then the
-    other figure goes, then the payback; an inconclusive verdict's reason loses its detail, then
-    goes. The verdict itself stays: a title still too wide is cut at its end with "…"."""
+    next step — part `i` to its next wording. `lens_title`'s steps, least important first: the
+    figure the verdict is not (the forward's, beside a train step) loses its interval; the verdict's
+    own figure loses its median (the interval stays); the other figure goes; the payback goes; the
+    verdict's figure keeps only its median. An inconclusive verdict's reason loses its detail, then
+    goes. The verdict itself stays: a title still too wide is cut at its end with "…".
+    """
     chosen = [0] * len(parts)
 
     def text() -> str:
@@ -384,7 +398,9 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         return "\n".join(lines)
     if waiting:  # the measurement runs still: what is to come, said above the figures so far
         lines.append(f"\n⏳ not measured yet: {', '.join(LABELS[p] for p in waiting)}")
-    lines += ["", f"**{b.verdict}**", "", *TABLE_HEAD, _row("forward", b.forward), _row("train step", b.train_step)]
+    # the figures are named with what they ran in (autocast, TF32), as the report's verdict row
+    shown = f"**{b.verdict}**" + (f" · precision {_md(precision_words(b.precision), 200)}" if b.precision else "")
+    lines += ["", shown, "", *TABLE_HEAD, _row("forward", b.forward), _row("train step", b.train_step)]
     chosen = card_lines(result, b, waiting)
     if chosen:
         lines += ["", *chosen]
@@ -416,7 +432,7 @@ def _decisive_warning(result: TargetResult, b: Benchmark) -> Optional[str]:
     def note(*heads: str) -> Optional[str]:
         return next((n for n in b.notes if n.startswith(heads)), None)
 
-    accuracy = note("accuracy drift:", "accuracy:")
+    accuracy = note("accuracy drift:") or note("accuracy:")  # where it drifts says more than by how much
     if accuracy:
         return f"- ⚠ {_md(accuracy, 200)}"
     if result.graph_breaks:
