@@ -21,6 +21,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from test_line_costs_render import timing as line_timing  # noqa: E402
 from test_report_html import sample_reports  # noqa: E402
+
 from torch_results import load_recorded  # noqa: E402
 
 RECORDED = HERE.parent / "data" / "torch_2_14_1" / "item_scale.json"
