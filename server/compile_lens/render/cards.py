@@ -359,7 +359,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
     """The hover card, read in five seconds: what ran (each phase, while not all did), the verdict, the
     table a team needs to decide, and at most three lines under it (`card_lines`); the rest of a
     measured target's facts (`detail_lines`) are one click away: `report` is the card's last line, the
-    link to them (`details_link`). `trial` (`trial_line`) what a `compile-lens trial` of the user's
+    link to them (`details_line`). `trial` (`trial_line`) what a `compile-lens trial` of the user's
     program measured (shown on a target not measured here; a measured one's is in its details);
     `stalled`: where the worker analysing it now has been quiet (`worker.stall_watch`);
     `parts` (`render.parts.states`): where each part of the measurement stands — those not measured
