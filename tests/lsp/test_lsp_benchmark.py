@@ -131,7 +131,7 @@ async def test_code_lens_shows_the_measured_figures(measured_ws):
         assert way == "slower", title
 
 
-async def test_hover_card_has_the_table_and_verdict(measured_ws):
+async def test_hover_card_has_the_table_the_verdict_and_its_details_a_click_away(measured_ws):
     root, _, client, uri = measured_ws
     line, col = locate(root / "tiny.py", "class Tiny")
     hover = await client.text_document_hover_async(lsp.HoverParams(
@@ -178,10 +178,11 @@ async def test_inlay_hint_after_the_compile_call(measured_ws):
                     hint.label), hint.label
 
 
-async def test_try_levers_runs_the_levers_phase_and_the_hover_lists_what_was_tried(measured_ws):
+async def test_try_levers_runs_the_levers_phase_and_the_details_list_what_was_tried(measured_ws):
     """The "Try levers" lens appears once the target is measured; its command runs the levers phase
     (Tiny has no repeated blocks; the sweep's batch recompiles make the dynamic lever apply), after
-    which the hover lists each lever tried in one line, and the lens says what came of it."""
+    which the card's Details (the report at the target) list each lever tried in one line, and the
+    lens says what came of it."""
     root, _, client, uri = measured_ws
     line, col = locate(root / "tiny.py", "class Tiny")
 
@@ -197,14 +198,15 @@ async def test_try_levers_runs_the_levers_phase_and_the_hover_lists_what_was_tri
     assert answer == {"started": True}
     done = await wait_analyzed(client, uri, "levers", since=mark, timeout=WAIT_S)
     assert done.ok
-    hover = await client.text_document_hover_async(lsp.HoverParams(
-        lsp.TextDocumentIdentifier(uri), lsp.Position(line, col + len("class T"))))
-    tried = hover.contents.value.split("**Levers tried**", 1)[1].strip().splitlines()
+    # the measured card's Details: the report at the target, a line per lever tried
+    page = (await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="compileLens.reportHtml", arguments=[uri, "Tiny"])))["html"]
+    tried = re.findall(r"<li>lever tried: (.*?)</li>", page.split("<section><h2>Details</h2>")[1])
     # the dynamic lever applies (the sweep's batch recompiles); a guard filter (a tiny model's guard
     # share can pass 5%) and the aot_compile artifact (one graph) may be tried beside it
-    row = r"- ((dynamic|static) shapes|guard filter \w+|aot_compile artifact): ((better|worse|no change|inconclusive) — |not measured: )"
+    row = r"((dynamic|static) shapes|guard filter \w+|aot_compile artifact): ((better|worse|no change|inconclusive) — |not measured: )"
     assert tried and all(re.match(row, r) for r in tried), tried
-    assert any(re.match(r"- (dynamic|static) shapes", r) for r in tried), tried
+    assert any(re.match(r"(dynamic|static) shapes", r) for r in tried), tried
     assert (await levers_lens()).startswith("levers: ")
 
 

@@ -130,3 +130,16 @@ def test_fit_lens_takes_its_steps_in_order_and_cuts_only_at_the_end():
     assert cards.fit_lens(parts, steps, width=70) == "⚡ torch.compile: train step slower: 0.91–0.97× · compile 9.8 s"
     assert cards.fit_lens(parts, steps, width=60) == "⚡ torch.compile: train step 0.94× slower · compile 9.8 s"
     assert cards.fit_lens(parts, steps, width=30) == "⚡ torch.compile: train step 0…"  # the verdict's start stays
+
+
+def test_the_levers_tried_are_in_the_details_not_on_the_card():
+    from compile_lens.protocol import LEVERS, Lever, with_phase
+
+    t = records()["slow"]
+    tried = with_phase(dataclasses.replace(t, levers=[Lever("dynamic", "dim 0 of x marked dynamic", "better",
+                                                            "cold compile 9.8 s → 5.1 s")]), LEVERS, "done")
+    assert "- lever tried: dynamic shapes: better — cold compile 9.8 s → 5.1 s" in \
+        cards.detail_lines(tried, tried.benchmark, guessed_inputs=False)
+    assert "lever" not in cards.hover_card(tried, tried.benchmark, guessed_inputs=False)
+    none = with_phase(t, LEVERS, "done")
+    assert cards.detail_lines(none, none.benchmark, guessed_inputs=False)[-1] == "- levers: none applies to this target"

@@ -13,10 +13,11 @@ from typing import Any, Iterable, Optional
 
 from ..cost import Bill
 from ..processes import top_words
-from ..protocol import Benchmark, Lever, TargetResult, Timing
+from ..protocol import LEVERS, Benchmark, Lever, TargetResult, Timing, phase_of
 from ..speed_words import direction, imprecise, short_speed, speed_words
 from ..trial.figures import ShapeRow, TrialRecord
 from .findings import break_count_text, recompile_findings
+from .levers_text import lever_line
 from .line_costs import hint_label as line_label
 from .line_costs import launch_bound, no_finding, us_text
 from .parts import LABELS, MEASURE_PARTS, UNMEASURED_KEYS, PartState
@@ -503,6 +504,9 @@ def detail_lines(result: TargetResult, b: Benchmark, *, guessed_inputs: bool, no
     lines += _part_lines(result, b, parts, waiting)
     for note in b.notes:
         lines.append(f"- ⚠ {note}")
+    if phase_of(result, LEVERS) is not None:  # "Try levers" ran: each lever in one line
+        lines += [f"- lever tried: {_md(lever_line(lever), 300)}" for lever in result.levers] \
+            or ["- levers: none applies to this target"]
     if trial:
         lines.append(trial)
     return lines

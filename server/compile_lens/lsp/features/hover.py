@@ -52,7 +52,7 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
     card = cards.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
                             measuring=name in state.measuring, report=report, trial=trial,
                             stalled=state.stalled.get(name), parts=parts.states(shown, in_flight=live is not None))
-    tried = hover_lines(result)  # the levers phase, when it ran: one line per lever (a measured card: in the report)
+    tried = hover_lines(result)  # the levers phase, when it ran: one line per lever (a measured card: its details)
     if tried and bench is None:
         card += "\n\n" + "\n".join(tried)
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
