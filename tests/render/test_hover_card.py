@@ -140,6 +140,6 @@ def test_the_levers_tried_are_in_the_details_not_on_the_card():
                                                             "cold compile 9.8 s → 5.1 s")]), LEVERS, "done")
     assert "- lever tried: dynamic shapes: better — cold compile 9.8 s → 5.1 s" in \
         cards.detail_lines(tried, tried.benchmark, guessed_inputs=False)
-    assert "lever" not in cards.hover_card(tried, tried.benchmark, guessed_inputs=False)
+    assert "dynamic shapes" not in cards.hover_card(tried, tried.benchmark, guessed_inputs=False)
     none = with_phase(t, LEVERS, "done")
     assert cards.detail_lines(none, none.benchmark, guessed_inputs=False)[-1] == "- levers: none applies to this target"
