@@ -51,7 +51,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     // active file via middleware.ts.
     vscode.commands.registerCommand(RESTART_SERVER, () => srv.restart('command')),
     vscode.commands.registerCommand(SHOW_OUTPUT, () => log.show()),
-    vscode.commands.registerCommand(SHOW_REPORT, (uri?: unknown) => report.show(uri)),
+    vscode.commands.registerCommand(SHOW_REPORT, (uri?: unknown, target?: unknown) => report.show(uri, target)),
     vscode.commands.registerCommand(COMPARE_TORCH, () => compareTorch(() => srv.resolveCommand())),
     vscode.commands.registerCommand(SHOW_CAPTURED_GRAPH, (uri: unknown, target: unknown) => graphs.show(uri, target)),
     vscode.commands.registerCommand(SHOW_KERNELS, (uri: unknown, line: unknown) => graphs.showKernels(uri, line)),

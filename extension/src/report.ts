@@ -97,13 +97,16 @@ export class ReportView implements vscode.Disposable {
     return this.panel;
   }
 
-  async show(arg?: unknown): Promise<void> {
+  /** `target` (a hover card's Details link): the page opens at that target's details. */
+  async show(arg?: unknown, target?: unknown): Promise<void> {
     const uri = reportTarget(arg);
     const panel = this.ensurePanel();
     panel.title = uri ? `Compile Report: ${path.basename(vscode.Uri.parse(uri).fsPath)}` : 'Compile Report';
     let answer: unknown;
     try {
-      answer = await vscode.commands.executeCommand(REPORT_HTML, uri);
+      answer = await (typeof target === 'string' && target
+        ? vscode.commands.executeCommand(REPORT_HTML, uri, target)
+        : vscode.commands.executeCommand(REPORT_HTML, uri));
     } catch (err) {
       this.log?.warn(`report: ${REPORT_HTML} failed: ${String(err)}`);
       panel.webview.html = errorPage(`the server could not build the report (${String(err)}).`);
@@ -152,7 +155,7 @@ export class ReportView implements vscode.Disposable {
 }
 
 /**
- * Hovers from this server are plain Markdown; the card's "Open the compile report" link and a line's
+ * Hovers from this server are plain Markdown; the card's "Open the compile report" (or "Details") link and a line's
  * "Show the kernels behind this line" are `command:` links, which VS Code follows only in a trusted
  * MarkdownString. Trust is granted for those two commands, nothing else.
  */

@@ -53,8 +53,8 @@ describe('report panel', () => {
   beforeEach(() => {
     resetStubs();
     asked.length = 0;
-    stub.registered.set(REPORT_HTML, (uri: unknown) => {
-      asked.push(uri);
+    stub.registered.set(REPORT_HTML, (uri: unknown, ...rest: unknown[]) => {
+      asked.push(rest.length ? [uri, ...rest] : uri);
       return { html: `<html><body>report for ${String(uri)}</body></html>` };
     });
     view = new ReportView();
@@ -82,6 +82,12 @@ describe('report panel', () => {
     await view.show();
     assert.deepEqual(asked, [null]);
     assert.equal(stub.panels[0].title, 'Compile Report');
+  });
+
+  test("a card's Details link: the page of that file, opened at the target", async () => {
+    await view.show('file:///work/project/net.py', 'Net');
+    assert.deepEqual(asked, [['file:///work/project/net.py', 'Net']]);
+    assert.equal(stub.panels[0].title, 'Compile Report: net.py');
   });
 
   test('a click in the page opens the location', async () => {
@@ -120,6 +126,13 @@ describe('hover links to the report', () => {
     assert.ok(hover);
     assert.deepEqual(card.isTrusted, { enabledCommands: [SHOW_REPORT] });
     assert.equal(other.isTrusted, undefined);
+  });
+
+  test("a measured card's Details link, with its arguments, is trusted too", async () => {
+    const args = encodeURIComponent(JSON.stringify(['file:///work/project/net.py', 'Net']));
+    const card = new MarkdownString(`**not worth it**\n\n[Details](command:compileLens.showReport?${args})`);
+    await hoverMiddleware.provideHover({} as never, {} as never, {} as never, async () => new Hover([card]) as never);
+    assert.deepEqual(card.isTrusted, { enabledCommands: [SHOW_REPORT] });
   });
 
   test('the client uses the hover middleware and the command opens the panel', async () => {

@@ -28,8 +28,8 @@ def test_a_batch_variation_says_the_batch_of_all_inputs_changed():
 def test_the_machine_line_says_default_when_no_mode_was_given():
     mlp = sample_reports()[0].targets[0]
     bench = dataclasses.replace(mlp.benchmark, mode="")
-    card = cards.hover_card(mlp, bench, guessed_inputs=False)
-    line = next(row for row in card.splitlines() if "· mode" in row)
+    details = cards.detail_lines(mlp, bench, guessed_inputs=False)  # the machine is a detail, not the card's
+    line = next(row for row in details if "· mode" in row)
     assert line.endswith("mode `default`")
 
 

@@ -39,7 +39,8 @@ def test_the_words():
 def test_the_hover_the_cli_and_the_report_name_it():
     mlp = _measured(BF16)
     card = cards.hover_card(mlp, mlp.benchmark, guessed_inputs=False)
-    machine = next(row for row in card.splitlines() if "· mode" in row)
+    assert f"**{mlp.benchmark.verdict}** · precision bf16-autocast from the directive" in card  # beside the figures
+    machine = next(row for row in cards.detail_lines(mlp, mlp.benchmark, guessed_inputs=False) if "· mode" in row)
     assert "· precision bf16-autocast from the directive: torch.autocast(" in machine
     assert benchmark_summary(mlp.benchmark).endswith("(cpu, bf16-autocast from the directive)")
     page = rh.render_report([FileReport(f"{ROOT}/models/mlp.py", targets=[mlp])], title="t", torch_version="2.13",
@@ -50,5 +51,5 @@ def test_the_hover_the_cli_and_the_report_name_it():
 def test_an_old_result_claims_no_precision():
     mlp = _measured(None)
     card = cards.hover_card(mlp, mlp.benchmark, guessed_inputs=False)
-    assert "precision" not in card
+    assert "precision" not in card and "precision" not in "\n".join(cards.detail_lines(mlp, mlp.benchmark, guessed_inputs=False))
     assert benchmark_summary(mlp.benchmark).endswith("(cpu)")

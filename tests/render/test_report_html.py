@@ -295,7 +295,7 @@ def test_report_command_hides_results_of_older_code():
 
 
 def test_json_and_hover_card_carry_export_and_fallbacks():
-    from compile_lens.render.cards import REPORT_LINK, hover_card
+    from compile_lens.render.cards import REPORT_LINK, detail_lines, hover_card
     from compile_lens.render.cli_output import render_json
 
     reports = sample_reports()
@@ -305,14 +305,15 @@ def test_json_and_hover_card_carry_export_and_fallbacks():
     assert item["fallback_ops"][0] == {"op": "aten.sort", "count": 1, "kind": "fallback"}
     t = reports[1].targets[0]
     card = hover_card(t, t.benchmark, guessed_inputs=False)
-    assert "- torch.export: ✗ fails at `item.py:16`: GuardOnDataDependentSymNode" in card
+    details = "\n".join(detail_lines(t, t.benchmark, guessed_inputs=False))  # a click away from the card
+    assert "- torch.export: ✗ fails at `item.py:16`: GuardOnDataDependentSymNode" in details
     assert ("- ops that fall back to eager: `aten.sort` ×1, `mylib.shifted_sin` ×2 · library calls "
-            "(not generated code): `extern_kernels.mm` ×1") in card
+            "(not generated code): `extern_kernels.mm` ×1") in details
     assert card.endswith(REPORT_LINK)
     mlp = reports[0].targets[0]
-    card = hover_card(mlp, mlp.benchmark, guessed_inputs=False)
-    assert "- torch.export: ✓ exports (strict and non-strict)" in card
-    assert "- ops that fall back to eager: none · library calls" in card
+    details = "\n".join(detail_lines(mlp, mlp.benchmark, guessed_inputs=False))
+    assert "- torch.export: ✓ exports (strict and non-strict)" in details
+    assert "- ops that fall back to eager: none · library calls" in details
     unmeasured = hover_card(reports[1].targets[2], None, guessed_inputs=False)
     assert "torch.export" not in unmeasured and unmeasured.endswith(REPORT_LINK)
 

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from compile_lens.protocol import Benchmark, TargetResult, Timing
-from compile_lens.render.cards import hover_card
+from compile_lens.render.cards import detail_lines
 from compile_lens.render.cli_output import benchmark_json
 from compile_lens.worker.measure import guard_cost as gc
 from compile_lens.worker.measure import timing as tm
@@ -64,9 +64,9 @@ def test_the_hover_and_json_say_it_when_over_five_percent_of_the_call():
     heavy = Timing(1.0, 0.040, 25.0, 0.0, 0.0, guard_us_per_call=8.0, guard_us_ci=[7.0, 9.0], guard_share=0.2)
     light = Timing(1.0, 0.040, 25.0, 0.0, 0.0, guard_us_per_call=1.0, guard_us_ci=[0.5, 1.5], guard_share=0.025)
     result = TargetResult("Net", "module", 3)
-    card = hover_card(result, _bench(heavy), guessed_inputs=False)
+    card = "\n".join(detail_lines(result, _bench(heavy), guessed_inputs=False))  # the card's Details
     assert "⚠ guards: evaluating the guards costs 8.0 µs per call (95% interval 7.0–9.0), 20% of a compiled" in card
-    assert "guards:" not in hover_card(result, _bench(light), guessed_inputs=False)
+    assert "guards:" not in "\n".join(detail_lines(result, _bench(light), guessed_inputs=False))
     doc = benchmark_json(_bench(heavy))
     assert doc["forward"]["guard_us_per_call"] == 8.0 and doc["forward"]["guard_us_ci"] == [7.0, 9.0]
     assert doc["forward"]["guard_share"] == 0.2

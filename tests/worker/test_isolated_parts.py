@@ -176,7 +176,7 @@ def test_each_deployment_question_fails_alone(target, baseline, deployed, fault)
 
 
 def test_the_renderers_say_not_measurable_on_that_figure(baseline):
-    from compile_lens.render.cards import hover_card
+    from compile_lens.render.cards import detail_lines
     from compile_lens.render.cli_output import render_json
     from compile_lens.render.report_html import export_cell, fallback_cell
 
@@ -184,7 +184,7 @@ def test_the_renderers_say_not_measurable_on_that_figure(baseline):
         baseline, unmeasured={"peak memory": "not measurable: RuntimeError: x"},
         notes=[*baseline.notes, "peak memory not measurable: RuntimeError: x"]),
         unmeasured={"torch.export": "not measurable: RuntimeError: y", "batch sweep": "not measurable: z"})
-    card = hover_card(result, result.benchmark, guessed_inputs=False)
+    card = "\n".join(detail_lines(result, result.benchmark, guessed_inputs=False))  # the card's Details
     assert "- torch.export: not measurable: RuntimeError: y" in card and "- batch sweep: not measurable: z" in card
     assert "⚠ peak memory not measurable: RuntimeError: x" in card
     assert export_cell(None, result.unmeasured)[0] == "not measurable"

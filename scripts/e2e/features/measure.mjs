@@ -12,8 +12,9 @@ const HINT = /⚡ (forward|train step)(: inconclusive| \d+\.\d\d× (faster|slowe
 // what a conclusive timing says (speed_words.py): the direction, the interval, the median
 const SPEED_WORDS = /(faster|slower): \d+\.\d\d(–\d+\.\d\d)?×/;
 const VERDICT = /worth it|little gain|no clear gain|only for long runs|faster but check first|inconclusive/;
-// On a busy machine the figure is "inconclusive", with the reason, and no ratio (issue 14)
-const INCONCLUSIVE = /inconclusive — (machine busy: other processes (used \d+% CPU during timing|took our cores)|no measurable difference|the rounds disagreed)/;
+// On a busy machine the figure is "inconclusive", with the reason, and no ratio (issue 14); the
+// reason's detail goes when the lens would pass 100 columns (cards.fit_lens)
+const INCONCLUSIVE = /inconclusive — (machine busy(: other processes (used \d+% CPU during timing|took our cores))?|no measurable difference|the rounds disagreed)/;
 
 async function measureLensShown(wb) {
   await wb.openFile(config.measureFile);
@@ -37,10 +38,15 @@ async function measureLensClicked(wb, state) {
   const text = await wb.waitForCodeLens(/⚡ torch\.compile:[^|⏳]*(?:\||$)/, config.measureTimeout);
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
   const inconclusive = INCONCLUSIVE.test(text);
-  // each figure is a ratio, or says the rounds could not tell it (one of two may be inconclusive)
-  const figures = inconclusive ? [] : ['forward', 'train step'];
+  // each figure is a ratio, or says the rounds could not tell it (one of two may be inconclusive);
+  // the verdict's (the train step's) always, the forward's where 100 columns leave room
+  const title = text.split(' | ')[0]; // the line's lenses, joined: this one is the first
+  if (title.length > 100) {
+    throw new Error(`the measured lens is ${title.length} columns wide: "${title}"`);
+  }
+  const figures = inconclusive ? [] : ['train step', ...(text.includes('forward') ? ['forward'] : [])];
   for (const figure of figures) {
-    if (!new RegExp(`${figure} ${SPEED_WORDS.source}|${figure} inconclusive`).test(text)) {
+    if (!new RegExp(`${figure} ${SPEED_WORDS.source}|${figure} \\d+\\.\\d\\d× (faster|slower)|${figure} inconclusive`).test(text)) {
       throw new Error(`the measured lens has neither "${figure} faster|slower: lo–hi× (median m×)" nor "${figure} inconclusive": "${text}"`);
     }
   }
@@ -113,6 +119,9 @@ async function hoverCardShown(wb, state) {
       throw new Error(`the hover card has no verdict in bold: "${text.slice(0, 300)}"`);
     }
     const said = oneLine(await verdict.innerText());
+    if (!(await hover.locator('a', { hasText: 'Details' }).count())) {
+      throw new Error(`the measured card has no Details link: "${text.slice(0, 300)}"`);
+    }
     await sleep(300); // the hover fades in
     const card = await hover.boundingBox();
     const bottom = Math.max(viewport.height, Math.ceil((card?.y ?? 0) + (card?.height ?? 0) + 24));
@@ -143,18 +152,19 @@ async function compileReportShown(wb, state) {
   const tab = page.locator('.tabs-container .tab', { hasText: 'Compile Report' }).first();
   const deadline = Date.now() + config.measureTimeout;
   let row = '';
-  // The torch.export and fallback answers follow the figures by a few seconds: wait for them in
-  // the hover card, so the report opened below already has them (a webview, once open, keeps the
-  // keyboard from the palette, so re-opening it is not a good way to wait).
+  // The torch.export and fallback answers follow the figures by a few seconds: wait until the hover
+  // card no longer says they are "not measured yet", so the report opened below already has them (a
+  // webview, once open, keeps the keyboard from the palette, so re-opening it is not a good way to wait).
   await wb.openFile(config.measureFile);
   const box = await wb.wordBox('class Tiny(', 'Tiny');
-  const answered = page.locator('.monaco-hover:visible', { hasText: 'torch.export' }).first();
+  const card = page.locator('.monaco-hover:visible', { hasText: 'eager ms' }).first();
   for (let seen = false; !seen;) {
-    if (Date.now() > deadline) throw new Error('the hover card never showed the torch.export answer');
+    if (Date.now() > deadline) throw new Error('the hover card never stopped saying "not measured yet"');
     await page.keyboard.press('Escape');
     await page.mouse.move(box.x + box.width / 2, box.y - 60);
     await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 4 });
-    seen = await answered.waitFor({ state: 'visible', timeout: 4000 }).then(() => true, () => false);
+    seen = await card.waitFor({ state: 'visible', timeout: 4000 }).then(
+      async () => !(await card.innerText()).includes('not measured yet'), () => false);
   }
   await page.keyboard.press('Escape');
   for (;;) {

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import re
 import time
+import urllib.parse
 from typing import Any, Iterable, Optional
 
 from ..cost import Bill
 from ..processes import top_words
-from ..protocol import Benchmark, Lever, TargetResult, Timing
-from ..speed_words import direction, short_speed, speed_words
+from ..protocol import LEVERS, Benchmark, Lever, TargetResult, Timing, phase_of
+from ..speed_words import direction, imprecise, short_speed, speed_words
 from ..trial.figures import ShapeRow, TrialRecord
 from .findings import break_count_text, recompile_findings
+from .levers_text import lever_line
+from .line_costs import hint_label as line_label
 from .line_costs import launch_bound, no_finding, us_text
 from .parts import LABELS, MEASURE_PARTS, UNMEASURED_KEYS, PartState
 from .phases import phase_states
@@ -99,28 +103,76 @@ def contention_line(b: Benchmark) -> str:
     return "; ".join(parts)
 
 
+LENS_COLUMNS = 100  # a lens wider than this is cut by the editor, mid-figure
+
+
 def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
-    """`⚡ torch.compile: forward faster: 1.36–1.49× (median 1.42×) · train step … · compile 14.2 s ·
-    pays back after 870 steps`, `forward slower: 0.84–0.90× (median 0.87×) · …`, or
-    `inconclusive — machine busy …`. `pending`: the parts not measured yet (`render.parts`), while
-    the measurement runs: the figures so far, and `⏳ train step…` instead of a payback not known yet."""
+    """`⚡ torch.compile: train step faster: 1.36–1.49× (median 1.42×) · forward … · compile 14.2 s ·
+    pays back after 870 steps` (the verdict's figure first), `forward slower: 0.84–0.90× (median
+    0.87×) · …`, or `train step inconclusive — machine busy …`. `pending`: the parts not measured
+    yet (`render.parts`), while the measurement runs: the figures so far, and `⏳ train step…`
+    instead of a payback not known yet. At most LENS_COLUMNS wide (`fit_lens`)."""
     main = b.train_step or b.forward
     compile_part = f"compile {duration(b.compile_s.get('cold', b.compile_s.get('cold_forward')))}"
     # the payback is the train step's: until it lands, it is said to come (later parts are the hover's)
-    coming = " · ⏳ train step…" if "train_step" in pending else ""
+    coming = ["⏳ train step…"] if "train_step" in pending else []
     if not main.conclusive:
         what = "train step" if b.train_step is not None else "forward"
-        return f"⚡ torch.compile: {what} inconclusive — {inconclusive_reason(b)} · {compile_part}{coming}"
-    speeds = [_figure(b.forward, "forward")]
+        reason = inconclusive_reason(b)
+        # the reason's detail goes first, then the reason: "inconclusive" is the verdict
+        verdicts = [f"{what} inconclusive — {reason}", f"{what} inconclusive — {reason.split(':')[0]}",
+                    f"{what} inconclusive"]
+        return fit_lens([verdicts, [compile_part], *([coming] if coming else [])], steps=[0, 0])
+    # the verdict's figure (the train step's, else the forward's) first, the other after it
+    figures = [(main, "train step" if b.train_step is not None else "forward")]
     if b.train_step is not None:
-        speeds.append(_figure(b.train_step, "train step"))
-    parts = speeds
-    parts.append(compile_part)
+        figures.append((b.forward, "forward"))
+    parts = [_wordings(t, what) for t, what in figures]
+    if len(parts) == 2:  # the figure the verdict is not: shortened first (to its median), dropped first
+        parts[1] = [parts[1][0], parts[1][-1], ""] if len(parts[1]) > 1 else [parts[1][0], ""]
+    parts.append([compile_part])
     if coming:
-        return "⚡ torch.compile: " + " · ".join(parts) + coming
-    parts.append(f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
-                 else "never pays back")
-    return "⚡ torch.compile: " + " · ".join(parts) + coming
+        parts.append(coming)
+    else:
+        parts.append([f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
+                      else "never pays back", ""])
+    other = 1 if len(figures) == 2 else None
+    payback = None if coming else len(parts) - 1
+    steps = [i for i in (other, 0, other, payback, 0) if i is not None]
+    return fit_lens(parts, steps)
+
+
+def _wordings(t: Timing, what: str) -> list[str]:
+    """A lens figure's wordings, fullest first: `train step slower: 0.91–0.97× (median 0.94×)`,
+    `train step slower: 0.91–0.97×` (its interval, what makes it conclusive), `train step 0.94× slower`."""
+    full = _figure(t, what)
+    if not direction(t):
+        return [full]
+    return [full, full.split(" (median")[0] + (" (imprecise)" if imprecise(t) else ""), f"{what} {short_speed(t)}"]
+
+
+def fit_lens(parts: list[list[str]], steps: list[int], width: int = LENS_COLUMNS) -> str:
+    """`⚡ torch.compile: ` and the parts joined by ` · `; each part is a list of its wordings, the
+    first the fullest ("" drops the part). The rule: while the title is wider than `width`, take the
+    next step — part `i` to its next wording. `lens_title`'s steps, least important first: the
+    figure the verdict is not (the forward's, beside a train step) loses its interval; the verdict's
+    own figure loses its median (the interval stays); the other figure goes; the payback goes; the
+    verdict's figure keeps only its median. An inconclusive verdict's reason loses its detail, then
+    goes. The verdict itself stays: a title still too wide is cut at its end with "…".
+    """
+    chosen = [0] * len(parts)
+
+    def text() -> str:
+        return LENS_PREFIX + " · ".join(p[k] for p, k in zip(parts, chosen) if p[k])
+
+    for i in steps:
+        if len(text()) > width and chosen[i] < len(parts[i]) - 1:
+            chosen[i] += 1
+    title = text()
+    return title if len(title) <= width else title[: width - 1] + "…"
+
+
+LENS_PREFIX = "⚡ torch.compile: "
 
 
 def _figure(t: Timing, what: str) -> str:
@@ -305,9 +357,12 @@ def trial_line(trial: Optional[TrialRecord], bill: Optional[Bill] = None) -> Opt
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
                measuring: bool = False, report: str = REPORT_LINK, trial: Optional[str] = None,
                stalled: Optional[str] = None, parts: Optional[dict[str, PartState]] = None) -> str:
-    """The hover card: what ran (each phase), the table a team needs to decide, and the verdict;
-    `trial` (`trial_line`) what a `compile-lens trial` of the user's program measured; `report` is
-    its last line; `stalled`: where the worker analysing it now has been quiet (`worker.stall_watch`);
+    """The hover card, read in five seconds: what ran (each phase, while not all did), the verdict, the
+    table a team needs to decide, and at most three lines under it (`card_lines`); the rest of a
+    measured target's facts (`detail_lines`) are one click away: `report` is the card's last line, the
+    link to them (`details_line`). `trial` (`trial_line`) what a `compile-lens trial` of the user's
+    program measured (shown on a target not measured here; a measured one's is in its details);
+    `stalled`: where the worker analysing it now has been quiet (`worker.stall_watch`);
     `parts` (`render.parts.states`): where each part of the measurement stands — those not measured
     yet are said so until they land, one that failed says why, the figures before it stand."""
     parts = parts or {}
@@ -317,7 +372,9 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         recompiles = len(recompile_findings(result, ""))  # as many as the editor shows
         lines.append(break_count_text(len(result.graph_breaks), result.graph_count)
                      + (f", {recompiles} recompile warning{'s' if recompiles != 1 else ''}" if recompiles else ""))
-    lines.append(f"\n{phase_line(result, b, measuring)}")
+    states = phase_states(result if b is None else dataclasses.replace(result, benchmark=b))
+    if b is None or not all(state.status == "done" for state in states):  # all ✓: the verdict says it
+        lines.append(f"\n{phase_line(result, b, measuring)}")
     if stalled:
         lines.append(f"\n⏳ no progress now: {stalled}")
     recipe = result.inputs
@@ -340,17 +397,86 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
             lines.append(trial)
         lines += ["", report]
         return "\n".join(lines)
+    if waiting:  # the measurement runs still: what is to come, said above the figures so far
+        lines.append(f"\n⏳ not measured yet: {', '.join(LABELS[p] for p in waiting)}")
+    # the figures are named with what they ran in (autocast, TF32), as the report's verdict row
+    shown = f"**{b.verdict}**" + (f" · precision {_md(precision_words(b.precision), 200)}" if b.precision else "")
+    lines += ["", shown, "", *TABLE_HEAD, _row("forward", b.forward), _row("train step", b.train_step)]
+    chosen = card_lines(result, b, waiting)
+    if chosen:
+        lines += ["", *chosen]
+    lines += ["", report]
+    return "\n".join(lines)
+
+
+def card_lines(result: TargetResult, b: Benchmark, waiting: Iterable[str] = ()) -> list[str]:
+    """The at most three lines the card shows under its table, for a user deciding whether to compile:
+    1. what compiling costs and when it pays back (always);
+    2. the one warning that changes the decision, the most decisive present: a difference in the
+       outputs beyond tolerance (accuracy, where it drifts), then a graph break, then a recompile,
+       then a timing that is inconclusive, with its one-line why; none when none applies;
+    3. the costliest line of the line costs (the verdict's workload's, else the forward's), when measured.
+    Everything else is in `detail_lines`, one click away (the report at this target)."""
+    return [line for line in (_cost_line(b, waiting), _decisive_warning(result, b), _costliest_line(b)) if line]
+
+
+def _cost_line(b: Benchmark, waiting: Iterable[str] = ()) -> str:
+    paid = ("pays back: not known until the train step is measured" if "train_step" in waiting
+            else f"pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
+            else "never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
+            else "pays back: unknown until the timing is conclusive")
+    return f"- compile {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} warm · {paid}"
+
+
+def _decisive_warning(result: TargetResult, b: Benchmark) -> Optional[str]:
+    """`card_lines`' second line: the first of accuracy, graph break, recompile, inconclusive timing."""
+    def note(*heads: str) -> Optional[str]:
+        return next((n for n in b.notes if n.startswith(heads)), None)
+
+    accuracy = note("accuracy drift:") or note("accuracy:")  # where it drifts says more than by how much
+    if accuracy:
+        return f"- ⚠ {_md(accuracy, 200)}"
+    if result.graph_breaks:
+        g = result.graph_breaks[0]
+        more = f" (and {len(result.graph_breaks) - 1} more)" if len(result.graph_breaks) > 1 else ""
+        return (f"- ⚠ graph break{more}: {g.gb_id} {_md(g.gb_type, 120)} at `{os.path.basename(g.path)}:{g.line}`"
+                " — the code after it runs eagerly")
+    broke = note("graph breaks:")
+    if broke:
+        return f"- ⚠ {_md(broke, 200)}"
+    recompiles = recompile_findings(result, "")
+    if recompiles:
+        more = f" (and {len(recompiles) - 1} more)" if len(recompiles) > 1 else ""
+        return f"- ⚠ recompile{more}: {_md(recompiles[0].message, 200)}"
+    recompiled = note("recompiles:")
+    if recompiled:
+        return f"- ⚠ {_md(recompiled, 200)}"
+    if not (b.train_step or b.forward).conclusive:
+        return f"- ⚠ timing inconclusive: {_md(inconclusive_reason(b), 200)}"
+    return None
+
+
+def _costliest_line(b: Benchmark) -> Optional[str]:
+    """`- costliest line (train step): `model.py:17` train 0.81 ms → 0.20 ms · fused ×3`."""
+    for label, t in (("train step", b.train_step), ("forward", b.forward)):
+        if t is not None and t.lines and not t.lines_note:
+            top = t.lines[0]  # costliest first (worker/measure/line_costs.py)
+            return f"- costliest line ({label}): `{os.path.basename(top.path)}:{top.line}` {_md(line_label(top, t))}"
+    return None
+
+
+def detail_lines(result: TargetResult, b: Benchmark, *, guessed_inputs: bool, now: Optional[float] = None,
+                 trial: Optional[str] = None, parts: Optional[dict[str, PartState]] = None) -> list[str]:
+    """Every fact of a measured target the card leaves out (`card_lines`), as markdown bullets: what
+    the report shows under this target's Details; the card's own lines too, so the list stands alone."""
+    parts = parts or {}
+    waiting = [p for p in MEASURE_PARTS if p in parts and parts[p].status == "pending"]
+    recipe = result.inputs
+    guessed = f" — **guessed** {(recipe.origin if recipe else '') or 'from the first layer'}; write them as a directive to be sure"
     memory = (f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled "
               f"{format_bytes(b.peak_memory_bytes.get('compiled'))}"
               f" ({_md(b.peak_memory_bytes.get('method') or 'method unknown', 300)})")
-    lines += [
-        "",
-        f"**{b.verdict}**",
-        "",
-        *TABLE_HEAD,
-        _row("forward", b.forward),
-        _row("train step", b.train_step),
-        "",
+    lines = [
         f"- compile: {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} with warm caches"
         + (f", {remote} on a fresh machine" if (remote := warm_remote_words(b)) else ""),
         ("- pays back: not known until the train step is measured" if "train_step" in waiting
@@ -372,14 +498,18 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
                                 fallback_line(result.fallback_ops, result.report, result.unmeasured)) if line]
     lines += [f"- {_md(part)}: {_md(why, 300)}" for part, why in result.unmeasured.items()
               if part not in (EXPORT_PART, FALLBACK_PART)]
+    costliest = _costliest_line(b)
+    lines += [costliest] if costliest else []
     lines += line_cost_lines(b, result.levers)
     lines += _part_lines(result, b, parts, waiting)
     for note in b.notes:
         lines.append(f"- ⚠ {note}")
+    if phase_of(result, LEVERS) is not None:  # "Try levers" ran: each lever in one line
+        lines += [f"- lever tried: {_md(lever_line(lever), 300)}" for lever in result.levers] \
+            or ["- levers: none applies to this target"]
     if trial:
         lines.append(trial)
-    lines += ["", report]
-    return "\n".join(lines)
+    return lines
 
 
 def _part_lines(result: TargetResult, b: Optional[Benchmark], parts: dict[str, PartState],
@@ -446,6 +576,16 @@ def waiting_lens_title(busy: str) -> str:
 def report_line(client_shows_report: bool, relpath: str) -> str:
     """The hover's last line: a link where the client opens the report itself, else the CLI command."""
     return REPORT_LINK if client_shows_report else report_hint(relpath)
+
+
+def details_line(client_shows_report: bool, relpath: str, uri: str, target: str) -> str:
+    """A measured target's card's last line: `[Details](command:compileLens.showReport?…)`, the report
+    opened at this target's details (`detail_lines`), where the client opens the report itself; else
+    the CLI command whose page has them."""
+    if not client_shows_report:
+        return f"Details: `compile-lens report {relpath}`"
+    # a command link's arguments: a JSON array, percent-encoded (VS Code's command URIs)
+    return f"[Details](command:compileLens.showReport?{urllib.parse.quote(json.dumps([uri, target]))})"
 
 
 def shape_hover_line(rows: list[ShapeRow]) -> Optional[str]:

@@ -39,6 +39,7 @@ from .phases import phase_states
 from .precision import precision_words
 from .remote_cache_words import warm_remote_words
 from .report_charts import breakdown_chart, latency_chart
+from .report_details import details_section, focus_of
 from .report_levers import levers_section
 from .report_lines import lines_section
 from .report_style import SCRIPT, STANDALONE_PALETTE, STYLE, WEBVIEW_PALETTE
@@ -376,13 +377,14 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
                   generated_at: Optional[float] = None, banner: Optional[str] = None,
                   trial: Optional[TrialRecord] = None, trial_bill: Optional[Bill] = None,
                   trial_note: Optional[str] = None, torch_diff: Optional[dict[str, Any]] = None,
-                  bill: Optional[CostInputs] = None) -> str:
+                  bill: Optional[CostInputs] = None, focus: Optional[str] = None) -> str:
     """The whole page. `nonce` (webview only) is the script's CSP nonce; one is made when not given.
     `banner`: a line shown above everything (e.g. results hidden because the file changed).
     `trial`: the workspace's saved `compile-lens trial` (trial.store) and `trial_bill` its bill;
     `trial_note`: why a saved trial is not shown (an older compile-lens's trial.json).
     `torch_diff`: what another torch changes (`torch_diff.compare`, `report --compare-with`).
-    `bill`: the GPU bill's inputs (they price a restart in the levers section)."""
+    `bill`: the GPU bill's inputs (they price a restart in the levers section).
+    `focus`: a target's name: the page opens at its details (a hover card's Details link)."""
     page = _Page(cwd, for_webview)
     head = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">']
     if for_webview:
@@ -394,7 +396,8 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     head.append(f"<style>{WEBVIEW_PALETTE if for_webview else STANDALONE_PALETTE}{STYLE}</style></head>")
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(generated_at or time.time()))
     devices = sorted({t.benchmark.device_name for r in reports for t in r.targets if t.benchmark})
-    body = ["<body>", f"<h1>{_e(title)}</h1>",
+    anchor = focus_of(reports, focus)
+    body = [f'<body data-focus="{_e(anchor)}">' if anchor else "<body>", f"<h1>{_e(title)}</h1>",
             f'<p class="meta">torch {_e(torch_version or "?")} · {_e(device)}'
             + (f" ({_e(', '.join(devices))})" if devices else "") + f" · {_e(when)}</p>",
             _summary(reports)]
@@ -423,7 +426,7 @@ def render_report(reports: list[FileReport], *, title: str, torch_version: Optio
     elif trial_note:
         body.append(old_trial_section(trial_note))
     body += [levers_section(page, reports, bill), _breaks(page, reports), _recompiles(page, reports),
-             _other_findings(page, reports), _notes(reports)]
+             _other_findings(page, reports), _notes(reports), details_section(reports)]
     body.append(f"<footer>Compile Lens {_e(__version__)} · speedups are eager time / compiled time (above 1× is "
                 "faster); the median ratio of paired eager/compiled rounds (torch.utils.benchmark), with its 95% interval, "
                 "shown only when the interval is wholly above or below 1× (imprecise: wider than 20% of the ratio).</footer>")

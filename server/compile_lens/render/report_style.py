@@ -91,6 +91,9 @@ footer { margin-top: 32px; color: var(--muted); font-size: 0.85em; }
 SCRIPT = """
 (function () {
   const vscode = acquireVsCodeApi();
+  // opened from a hover card's Details link: at that target's details
+  const focus = document.body.dataset.focus && document.getElementById(document.body.dataset.focus);
+  if (focus) { focus.scrollIntoView(); }
   document.addEventListener('click', (event) => {
     const link = event.target.closest('[data-path]');
     if (!link) { return; }

@@ -1,5 +1,7 @@
 """`textDocument/hover`: the target's card (`render.cards.hover_card`) on its name or on a
-`torch.compile(...)` call of it: breaks, recompiles, figures, and what was not run."""
+`torch.compile(...)` call of it: breaks, recompiles, figures, and what was not run. A measured
+target's card ends with its Details link: the report (`compileLens.showReport [uri, target]`)
+opened at this target, where the facts the card leaves out are (`render.cards.detail_lines`)."""
 
 from __future__ import annotations
 
@@ -40,16 +42,18 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
     result = (state.traced.get(name) if current else None) or \
         TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs)
     bench = state.benchmarks.get(name) if current else None
-    report = cards.report_line(SHOW_REPORT in ls.client_commands,
-                               os.path.relpath(state.path, ls.root_for(state.path)))
+    relpath, shows_report = os.path.relpath(state.path, ls.root_for(state.path)), SHOW_REPORT in ls.client_commands
+    # a measured card's last line opens its details (the report at this target); else the whole report
+    report = cards.details_line(shows_report, relpath, uri, name) if bench is not None \
+        else cards.report_line(shows_report, relpath)
     trial = hover_line(ls.root_for(state.path), state.path, name, ls.settings)  # `compile-lens trial`'s figures
     live = state.live.get(name) if current else None  # a measurement running now: its parts so far
     shown = live or (dataclasses.replace(result, benchmark=bench) if bench is not None else result)
     card = cards.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
                             measuring=name in state.measuring, report=report, trial=trial,
                             stalled=state.stalled.get(name), parts=parts.states(shown, in_flight=live is not None))
-    tried = hover_lines(result)  # the levers phase, when it ran: one line per lever
-    if tried:
+    tried = hover_lines(result)  # the levers phase, when it ran: one line per lever (a measured card: its details)
+    if tried and bench is None:
         card += "\n\n" + "\n".join(tried)
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=card))
 

@@ -1,4 +1,5 @@
-"""`workspace/executeCommand compileLens.reportHtml [uri | null]`: the compile report of open files.
+"""`workspace/executeCommand compileLens.reportHtml [uri | null, target?]`: the compile report of open
+files; with a target, the page opens at its details (a hover card's Details link).
 
 Answers `{"html": "<!DOCTYPE html>…", "files": N, "targets": N}` for the extension's report webview
 (`for_webview=True`: VS Code theme colours, a strict CSP, locations as "open file at line" links).
@@ -94,9 +95,10 @@ def _restart_bill(ls: CompileLensServer, reports: list[FileReport]) -> Optional[
     return CostInputs.from_settings(bill_settings(reports[0].path, ls.root_for(reports[0].path), ls.settings))
 
 
-def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional[FindingsOf] = None) -> dict[str, Any]:
+def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional[FindingsOf] = None,
+                target: Optional[str] = None) -> dict[str, Any]:
     """The page for `uri`, or for every open document when `uri` is None. `findings_of`: what the
-    diagnostics feature publishes for a document (default)."""
+    diagnostics feature publishes for a document (default). `target`: the page opens at its details."""
     findings_of = findings_of or (lambda state: findings_for(ls, state))
     uris = [uri] if uri else sorted(ls.docs, key=lambda u: ls.docs[u].path)
     reports: list[FileReport] = []
@@ -123,7 +125,7 @@ def report_html(ls: CompileLensServer, uri: Optional[str], findings_of: Optional
     bill = _restart_bill(ls, reports)
     page = render_report(reports, title=title, torch_version=runtime.get("torch") or ls.torch_version,
                          device=device, cwd=ls.root, for_webview=True, banner=banner,
-                         trial=trial, trial_bill=trial_bill, trial_note=trial_note, bill=bill)
+                         trial=trial, trial_bill=trial_bill, trial_note=trial_note, bill=bill, focus=target)
     return {"html": page, "files": len(reports), "targets": sum(len(r.targets) for r in reports)}
 
 
@@ -131,4 +133,5 @@ def register(server: CompileLensServer) -> None:
     @server.command(COMMAND)
     def report_html_command(ls: CompileLensServer, *args: Any) -> dict[str, Any]:
         uri = args[0] if args and isinstance(args[0], str) else None
-        return report_html(ls, uri)
+        target = args[1] if len(args) > 1 and isinstance(args[1], str) else None  # a card's Details link
+        return report_html(ls, uri, target=target)
