@@ -9,7 +9,7 @@ import textwrap
 
 from compile_lens.discovery import discover, measure_order, note_importers
 from compile_lens.protocol import Benchmark, LineCost, Timing
-from compile_lens.render.cards import within_lens_title
+from compile_lens.render.lens_titles import within_lens_title
 from paths import FIXTURES
 
 FILE_ORDER = ["LayerNorm", "CausalSelfAttention", "MLP", "Block", "GPT"]

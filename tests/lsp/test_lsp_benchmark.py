@@ -70,7 +70,7 @@ def inconclusive(title: str) -> bool:
     shows no ratio."""
     if "inconclusive — " not in title:
         return False
-    # the reason's detail goes when the title would pass 100 columns (`cards.fit_lens`)
+    # the reason's detail goes when the title would pass 100 columns (`lens_titles.fit_lens`)
     assert re.search(r"inconclusive — (machine busy(: (other|our own) processes used \d+% CPU during timing)?"
                      r"|no measurable difference|the rounds disagreed)", title), title
     assert not re.search(r"\d\.\d\d×", title), title

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from compile_lens.protocol import AccuracyDrift, FileReport, TargetResult
-from compile_lens.render import cards, report_html
+from compile_lens.render import cards, lens_titles, report_html
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -101,14 +101,14 @@ def test_the_details_link_opens_the_report_at_the_target():
 
 
 def test_the_lens_title_fits_100_columns_and_keeps_the_verdict():
-    titles = {name: cards.lens_title(t.benchmark) for name, t in records().items()}
+    titles = {name: lens_titles.lens_title(t.benchmark) for name, t in records().items()}
     # the longest the records give: both figures with their intervals, and a six-figure payback
     wide = dataclasses.replace(records()["slow"].benchmark, break_even_calls=12_345_678)
-    titles["wide"] = cards.lens_title(wide)
+    titles["wide"] = lens_titles.lens_title(wide)
     assert len("⚡ torch.compile: forward faster: 1.08–1.16× (median 1.12×) · train step slower: 0.91–0.97× "
                "(median 0.94×) · compile 9.8 s · pays back after 12,345,678 steps") > 100
     for name, title in titles.items():
-        assert len(title) <= cards.LENS_COLUMNS, (name, title)
+        assert len(title) <= lens_titles.LENS_COLUMNS, (name, title)
     # the verdict's figure (the train step's) first, with its interval; the forward's shortened, then dropped
     assert titles["slow"] == "⚡ torch.compile: train step slower: 0.91–0.97× · compile 9.8 s · pays back after 222,727 steps"
     assert titles["wide"] == ("⚡ torch.compile: train step slower: 0.91–0.97× · compile 9.8 s "
@@ -117,7 +117,7 @@ def test_the_lens_title_fits_100_columns_and_keeps_the_verdict():
     assert titles["fast with a break"] == ("⚡ torch.compile: forward faster: 1.38–1.47× · compile 11.2 s "
                                            "· pays back after 124,445 steps")
     short = dataclasses.replace(records()["fast with a break"].benchmark, break_even_calls=None)
-    assert cards.lens_title(short) == ("⚡ torch.compile: forward faster: 1.38–1.47× (median 1.43×) · compile 11.2 s "
+    assert lens_titles.lens_title(short) == ("⚡ torch.compile: forward faster: 1.38–1.47× (median 1.43×) · compile 11.2 s "
                                        "· never pays back")  # it fits: nothing shortened
 
 
@@ -126,10 +126,10 @@ def test_fit_lens_takes_its_steps_in_order_and_cuts_only_at_the_end():
              ["forward faster: 1.08–1.16× (median 1.12×)", "forward 1.12× faster", ""], ["compile 9.8 s"],
              ["pays back after 222,727 steps", ""]]
     steps = [1, 0, 1, 3, 0]
-    assert cards.fit_lens(parts, steps, width=200).endswith("(median 1.12×) · compile 9.8 s · pays back after 222,727 steps")
-    assert cards.fit_lens(parts, steps, width=70) == "⚡ torch.compile: train step slower: 0.91–0.97× · compile 9.8 s"
-    assert cards.fit_lens(parts, steps, width=60) == "⚡ torch.compile: train step 0.94× slower · compile 9.8 s"
-    assert cards.fit_lens(parts, steps, width=30) == "⚡ torch.compile: train step 0…"  # the verdict's start stays
+    assert lens_titles.fit_lens(parts, steps, width=200).endswith("(median 1.12×) · compile 9.8 s · pays back after 222,727 steps")
+    assert lens_titles.fit_lens(parts, steps, width=70) == "⚡ torch.compile: train step slower: 0.91–0.97× · compile 9.8 s"
+    assert lens_titles.fit_lens(parts, steps, width=60) == "⚡ torch.compile: train step 0.94× slower · compile 9.8 s"
+    assert lens_titles.fit_lens(parts, steps, width=30) == "⚡ torch.compile: train step 0…"  # the verdict's start stays
 
 
 def test_the_levers_tried_are_in_the_details_not_on_the_card():

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from compile_lens.protocol import FileReport, Problem, TargetResult, with_phase
-from compile_lens.render import cards, parts
+from compile_lens.render import cards, lens_titles, parts
 from compile_lens.render.cli_output import render_json
 from compile_lens.render.stream import PartFeed, headline
 
@@ -93,9 +93,9 @@ def test_the_editor_says_what_is_not_measured_yet_while_the_measurement_runs():
                                                       parts=parts.states(final))
     # only the forward so far (a worker that sends it first): no payback promised before the train step
     forward_only = dataclasses.replace(figures.benchmark, train_step=None, break_even_calls=None)
-    title = cards.code_lens_title(forward_only, False, ("train_step", "memory"))
+    title = lens_titles.code_lens_title(forward_only, False, ("train_step", "memory"))
     assert "forward faster: 1.08–1.16×" in title and title.endswith("⏳ train step…") and "pays back" not in title
-    assert "never pays back" in cards.code_lens_title(forward_only, False)  # the same figures, measured to the end
+    assert "never pays back" in lens_titles.code_lens_title(forward_only, False)  # the same figures, measured to the end
 
 
 def test_the_headline_says_the_forward_speedup_and_its_compiles():

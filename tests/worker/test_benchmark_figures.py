@@ -239,12 +239,13 @@ def _figures(conclusive: bool) -> Benchmark:
 def test_inconclusive_is_shown_as_such_everywhere():
     from compile_lens.protocol import TargetResult
     from compile_lens.render import cards as view
+    from compile_lens.render import lens_titles as titles
     from compile_lens.render.cli_output import benchmark_json, benchmark_summary
     from compile_lens.render.report_html import _speed_cell
 
     b = _figures(conclusive=False)
     result = TargetResult("Net", "module", 3, benchmark=b)
-    shown = {"lens": view.lens_title(b), "hint": view.hint_label(b), "cli": benchmark_summary(b),
+    shown = {"lens": titles.lens_title(b), "hint": titles.hint_label(b), "cli": benchmark_summary(b),
              "hover": view.hover_card(result, b, guessed_inputs=False), "report": _speed_cell(b.forward)}
     for where, text in shown.items():
         assert "inconclusive" in text, where
@@ -259,15 +260,15 @@ def test_inconclusive_is_shown_as_such_everywhere():
     good = _figures(conclusive=True)
     said = "faster: 1.36–1.49× (median 1.42×)"
     # the lens at 100 columns keeps the interval (what makes it conclusive), its median is the first to go
-    assert f"forward {said.split(' (median')[0]} ·" in view.lens_title(good) and said in _speed_cell(good.forward)
+    assert f"forward {said.split(' (median')[0]} ·" in titles.lens_title(good) and said in _speed_cell(good.forward)
     # one figure of two the rounds could not tell: said as such beside the other
     mixed = dataclasses.replace(good, train_step=Timing(1.3, 2.5, 0.52, 0.01, 0.02, [0.5, 0.54], True, 12),
                                 forward=b.forward)
     # the verdict's figure first; the one the rounds could not tell is the first to go at 100 columns
-    assert view.lens_title(mixed).startswith("⚡ torch.compile: train step slower: 0.50–0.54×")
+    assert titles.lens_title(mixed).startswith("⚡ torch.compile: train step slower: 0.50–0.54×")
     assert f"forward {said}" in benchmark_summary(good)
     assert said in view.hover_card(TargetResult("Net", "module", 3), good, guessed_inputs=False)
-    assert view.hint_label(good) == "⚡ forward 1.42× faster"
+    assert titles.hint_label(good) == "⚡ forward 1.42× faster"
 
 
 def test_cli_names_its_own_flag():

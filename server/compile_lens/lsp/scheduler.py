@@ -46,7 +46,7 @@ from ..protocol import Benchmark, Problem, TargetResult, TargetSpec
 from ..protocol import phase_of as phase
 from ..protocol import with_phase as set_phase
 from ..remote_cache import in_use as remote_cache_in_use
-from ..render import cards
+from ..render import lens_titles
 from .documents import read_saved, version_on_disk
 from .state import CompileLensServer, DocState, Saved, same_code
 
@@ -346,7 +346,7 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
         if result.benchmark is not None or measured is not None:  # "measuring…" until the first figures
             state.measuring.discard(result.name)
         spec = next(t for t in saved.discovery.targets if t.name == result.name)
-        log.info("measured %s: %s", result.name, cards.lens_title(result.benchmark) if result.benchmark
+        log.info("measured %s: %s", result.name, lens_titles.lens_title(result.benchmark) if result.benchmark
                  else (result.error.message if result.error else "no figures"))
         if result.benchmark is not None:
             keys = _keys(ls, saved, spec)

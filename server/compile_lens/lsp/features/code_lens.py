@@ -3,7 +3,7 @@ busy (…)", or its figures — an inner target the outer one's measurement cove
 says "Measure" with what that measurement says of its lines; then "Try levers" (`levers`) and the
 captured graphs (`captured_graph`).
 
-Answered from memory (never waits for torch); the text is `render.cards.code_lens_title`.
+Answered from memory (never waits for torch); the text is `render.lens_titles.code_lens_title`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 
 from ...discovery import measure_order
 from ...protocol import phase_of
-from ...render import cards, parts
+from ...render import lens_titles, parts
 from ...render.lsp import to_range
 from ..gpu_gate import MEASURE_ANYWAY
 from ..state import SHOW_OUTPUT, CompileLensServer, DocState
@@ -38,15 +38,15 @@ def code_lenses(ls: CompileLensServer, uri: str) -> list[lsp.CodeLens]:
         if measuring:  # the log, where the client has it; else the server's own command (says "measuring")
             command = SHOW_OUTPUT if SHOW_OUTPUT in ls.client_commands else MEASURE
         live = state.live.get(spec.name) if ls.is_current(state) else None
-        title = cards.code_lens_title(bench, measuring, tuple(parts.pending(live, in_flight=True)) if live else ())
+        title = lens_titles.code_lens_title(bench, measuring, tuple(parts.pending(live, in_flight=True)) if live else ())
         outer = within.get(spec.name)
         if bench is None and not measuring and outer is not None and _covers(ls, state, outer):
             # measured only when asked: what the outer target's measurement says of its lines meanwhile
-            title = cards.within_lens_title(outer, state.benchmarks.get(outer), state.path, spec.line,
+            title = lens_titles.within_lens_title(outer, state.benchmarks.get(outer), state.path, spec.line,
                                             max(spec.end_line, spec.line))
         waiting = ls.gpu_gate.busy.get(uri) if measuring else None
         if waiting is not None:  # queued behind another process's use of the GPU: the lens lets it go
-            title, command = cards.waiting_lens_title(waiting.text), MEASURE_ANYWAY
+            title, command = lens_titles.waiting_lens_title(waiting.text), MEASURE_ANYWAY
         lenses.append(lsp.CodeLens(range=to_range(spec.line, 1, spec.line, 1), command=lsp.Command(
             title=title, command=command, arguments=[uri, spec.name])))
     return lenses + levers_lenses(ls, uri) + graph_lenses(ls, uri)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from ...codes import GPU_TIME
-from ...render import cards, line_costs, parts
+from ...render import lens_titles, line_costs, parts
 from ...render.levers_text import cudagraph_skips_in
 from ...trace_import.profiles import hint_label
 from ..state import CompileLensServer
@@ -42,8 +42,8 @@ def _measured_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp
         live = state.live.get(site.target)  # measuring still: what is to come, not a payback yet
         hints.append(lsp.InlayHint(
             position=lsp.Position(site.end_line - 1, site.end_column - 1),
-            label=" " + cards.hint_label(bench), kind=lsp.InlayHintKind.Type, padding_left=True,
-            tooltip=cards.lens_title(bench, tuple(parts.pending(live, in_flight=True)) if live else ())))
+            label=" " + lens_titles.hint_label(bench), kind=lsp.InlayHintKind.Type, padding_left=True,
+            tooltip=lens_titles.lens_title(bench, tuple(parts.pending(live, in_flight=True)) if live else ())))
     if ls.settings.line_hints:
         hints.extend(_line_hints(ls, uri, state.path, state.benchmarks, rng))
     lines = ls.workspace.get_text_document(uri).lines
