@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
@@ -98,24 +99,27 @@ _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "env", "node_modules", "__pycache_
 MAX_FILES = 2000  # a monorepo is not walked whole on every save: the first files found are read
 LIST_TTL_S = 2.0  # `check` of a folder asks once per file: the workspace is listed once per this long
 _listed: dict[str, tuple[float, list[tuple[str, int, int]]]] = {}  # root -> (when, [(file, mtime, size)])
-# (file, mtime, size) -> (workspace files it imports, its tree), or None: it calls no `compile`
-_read: dict[tuple[str, int, int], Optional[tuple[list[str], ast.Module]]] = {}
+# (file, mtime, size, module name) -> (workspace files it imports, its tree), or None: it calls no
+# `compile`, or never names the module (an importer must: `from model import GPT`, `import model`)
+_read: dict[tuple[str, int, int, str], Optional[tuple[list[str], ast.Module]]] = {}
 
 
 def compiled_in_importers(path: str, root: str, names: set[str]) -> dict[str, str]:
     """Targets of `path` (among `names`) that a workspace file importing it compiles:
     name -> that file, relative to `root`. Plain `ast`, no user code."""
     real = os.path.realpath(path)
+    stem = os.path.splitext(os.path.basename(real))[0]
     found: dict[str, str] = {}
     if not names or not root or not os.path.isdir(root):
         return found
-    for key in _python_files(root):
-        if key[0] == real:
+    for listed in _python_files(root):
+        if listed[0] == real:
             continue
+        key = (*listed, stem)
         if key not in _read:
             if len(_read) > 4 * MAX_FILES:
                 _read.clear()
-            _read[key] = _importer(key[0], root)
+            _read[key] = _importer(listed[0], root, stem)
         read = _read[key]
         if read is None or real not in read[0]:
             continue
@@ -124,20 +128,28 @@ def compiled_in_importers(path: str, root: str, names: set[str]) -> dict[str, st
     return found
 
 
-def _importer(path: str, root: str) -> Optional[tuple[list[str], ast.Module]]:
-    """(workspace files `path` imports, its tree), or None when it compiles nothing."""
+def _importer(path: str, root: str, stem: str) -> Optional[tuple[list[str], ast.Module]]:
+    """(workspace files `path` imports, its tree), or None when it compiles nothing or never names
+    the module `stem` (most files of a large workspace: read, never parsed)."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError):
         return None
-    if "compile" not in text:
+    if "compile" not in text or stem not in text or not _imports_module(text, stem):
         return None  # most files: no parse
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
     return workspace_imports(path, text, root), tree
+
+
+def _imports_module(text: str, stem: str) -> bool:
+    """An import statement that names the module (`from model import`, `from .model import`,
+    `from pkg.model import`, `import model`): the files worth parsing."""
+    pattern = rf"^\s*(?:from\s+[\w.]*\b{re.escape(stem)}\b|import\s+[\w., ]*\b{re.escape(stem)}\b)"
+    return re.search(pattern, text, re.M) is not None
 
 
 def _python_files(root: str) -> list[tuple[str, int, int]]:
