@@ -88,17 +88,12 @@ def _lines(r: RankProfile, paths: PathMap, by_kernel: dict[str, list[tuple[str, 
             lines = by_kernel.get(name) or []
             for where in lines:
                 give(where, us / len(lines), name, "provenance", None)
-    if r.with_stack:
+    if r.with_stack and not out:  # a stack names only a function's `def`: used where provenance placed nothing
         for frame, us, kernels in r.frames:
             local = paths.local(frame.path, listed=False)
-            if local is None:
-                continue
-            where = (local, frame.line)
-            if where in out and out[where]["from"] == "provenance":
-                continue  # provenance names the line inside; a stack only the function's `def`
-            for name in kernels[:1]:
-                give(where, us, name, "stack", frame.function)
-            out[where]["kernels"] = list(dict.fromkeys(out[where]["kernels"] + kernels))
+            if local is not None:
+                for i, name in enumerate(kernels):
+                    give((local, frame.line), us if i == 0 else 0.0, name, "stack", frame.function)
     for entry in out.values():
         entry["share"] = round(entry["us"] / busy, 4)
         entry["us"] = round(entry["us"], 1)
