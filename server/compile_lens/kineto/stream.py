@@ -16,6 +16,7 @@ import json
 from typing import IO, Any, Iterator
 
 CHUNK = 1 << 20  # characters per read; the buffer holds about this much beside one event
+MAX_VALUE = 64 << 20  # no event is this long: broken JSON further on, not a value to read the file into memory for
 _WS = " \t\n\r"
 
 
@@ -102,8 +103,8 @@ class TraceFile:
                     self._pos = end
                     return value
             except json.JSONDecodeError:
-                if self._eof:
-                    raise _Cut("a value cut short") from None
+                if self._eof or len(self._buf) - self._pos > MAX_VALUE:
+                    raise _Cut("a value cut short, or broken JSON") from None
             if not self._more():
                 if self._eof:
                     continue  # decode once more, knowing nothing follows
