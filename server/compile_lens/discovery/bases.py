@@ -13,6 +13,7 @@ import os
 from typing import Optional
 
 from ..lints.facts import dotted_name
+from .values import ancestry
 
 HOMES = "<homes>"  # imported class -> the constants of the file that defines it (not a Python name)
 IMPORTS = "<imports>"  # local name -> what the file's imports make it (`import_names`)
@@ -89,17 +90,10 @@ def library_base(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> Optiona
     also through `class A(B)` with B of the workspace), with the class that names it: where an
     inherited `forward` comes from. None when each base is a workspace class (or `nn.Module`,
     whose `forward` is no one's)."""
-    seen: set[str] = set()
-    queue = [cls]
-    while queue:
-        node = queue.pop(0)
-        if node.name in seen:
-            continue
-        seen.add(node.name)
+    for node in ancestry(cls, classes):
         for base in node.bases:
-            if isinstance(base, ast.Name) and base.id in classes:
-                queue.append(classes[base.id])
-            elif not (dotted_name(base) or "").split(".")[-1].endswith(("Module", "object", "ABC", "Generic", "Mixin")):
+            if not (isinstance(base, ast.Name) and base.id in classes) and \
+                    not (dotted_name(base) or "").split(".")[-1].endswith(("Module", "object", "ABC", "Generic", "Mixin")):
                 return node, base  # (a mixin adds methods, rarely `forward`: the next base is looked at)
     return None
 

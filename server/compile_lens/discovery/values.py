@@ -8,7 +8,7 @@ constructor defaults; anything it cannot tell is `_UNKNOWN`.
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 CLASSES = "<classes>"  # where _module_constants keeps the file's classes (not a Python name)
 _ASSIGNED = "<assigned>"  # and the calls module-level names are bound to (`config = GPT2Config(...)`)
@@ -93,20 +93,21 @@ def _method(cls: ast.ClassDef, name: str) -> Optional[ast.FunctionDef]:
     return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
-def inherited(cls: ast.ClassDef, name: str, classes: dict[str, ast.ClassDef]) -> Optional[ast.FunctionDef]:
-    """`name` defined by the class or by a base class of this file."""
+def ancestry(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> Iterator[ast.ClassDef]:
+    """The class, then its bases among `classes` (the workspace's), breadth first, each once."""
     seen: set[str] = set()
     queue = [cls]
     while queue:
         node = queue.pop(0)
-        if node.name in seen:
-            continue
-        seen.add(node.name)
-        found = _method(node, name)
-        if found is not None:
-            return found
-        queue += [classes[b.id] for b in node.bases if isinstance(b, ast.Name) and b.id in classes]
-    return None
+        if node.name not in seen:
+            seen.add(node.name)
+            yield node
+            queue += [classes[b.id] for b in node.bases if isinstance(b, ast.Name) and b.id in classes]
+
+
+def inherited(cls: ast.ClassDef, name: str, classes: dict[str, ast.ClassDef]) -> Optional[ast.FunctionDef]:
+    """`name` defined by the class or by a base class of this file."""
+    return next((m for m in (_method(node, name) for node in ancestry(cls, classes)) if m is not None), None)
 
 
 def _required_params(fn: ast.FunctionDef) -> list[str]:
