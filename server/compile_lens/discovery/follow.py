@@ -114,16 +114,7 @@ class _Follow:
         if self_attr(f) and f.attr in owner.methods and f.attr not in owner.layers:  # a helper method
             if self.depth >= _MAX_DEPTH:
                 return None
-            method = owner.methods[f.attr]
-            params = [a.arg for a in method.args.posonlyargs + method.args.args][1:]
-            name = params[position] if isinstance(position, int) and position < len(params) else position
-            if not isinstance(name, str):
-                return None
-            inner = _Follow(owner, {name}, self.depth + 1)
-            inner.rank = self.rank
-            found = inner.body(method.body)
-            self.blocked, self.blocker = inner.blocked, inner.blocker
-            return found
+            return self.into(owner.methods[f.attr], position)
         if isinstance(f, ast.Attribute) and f.attr == "forward" and _is_super(f.value):
             return self.inherited_forward(call, position)
         target = owner.resolve(f, self.loops)
@@ -139,11 +130,15 @@ class _Follow:
         method = next((m for m in (inherited(b, "forward", owner.classes) for b in bases) if m is not None), None)
         if method is None or method is owner.forward or self.depth >= _MAX_DEPTH:
             return None
+        return self.into(method, position)
+
+    def into(self, method: ast.FunctionDef, position: object) -> Optional[_Use]:
+        """The parameter, passed at `position` (an index or a keyword), followed into `method`'s body."""
         params = [a.arg for a in method.args.posonlyargs + method.args.args][1:]
         name = params[position] if isinstance(position, int) and position < len(params) else position
         if not isinstance(name, str):
             return None
-        inner = _Follow(owner, {name}, self.depth + 1)
+        inner = _Follow(self.owner, {name}, self.depth + 1)
         inner.rank = self.rank
         found = inner.body(method.body)
         self.blocked, self.blocker = inner.blocked, inner.blocker
