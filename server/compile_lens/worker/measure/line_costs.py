@@ -342,7 +342,6 @@ def _attribute(found: windows.Calls, graphs: list[provenance.Graph], places: _Pl
     if windows.cuda(device):  # busy + idle: the kernels no op took, and the GPU's idle time
         out.total, parts = windows.device_parts(found, out.total, timed_us)
         out.loose.update({k: v for k, v in parts.items() if v > 0})
-        out.idle_share = windows.idle_share(out.total, parts)  # the CUDA-graphs lever reads the same (`gpu_idle_share`)
         out.busy_us = out.total - parts[windows.WHY_GPU_IDLE]
     return out
 

@@ -149,12 +149,6 @@ def device_parts(found: Calls, named_us: float, timed_us: Optional[float]) -> tu
     return busy + idle, {WHY_KERNELS_NO_LINE: busy - named_us, WHY_GPU_IDLE: idle}
 
 
-def idle_share(total_us: float, parts: dict[str, float]) -> Optional[float]:
-    """The GPU idle within the call as a share of it, from `device_parts`' answer; None for an empty call."""
-    return parts[WHY_GPU_IDLE] / total_us if total_us > 0 else None
-
-
-PROFILE_DIR = PROFILE_DIR_ENV  # `check --profile-dir DIR`: the profiles are kept there
 _LABEL: contextvars.ContextVar[str] = contextvars.ContextVar("compile_lens_profile", default="calls")
 
 
@@ -186,7 +180,7 @@ def read_back(prof: Any, side: str = "compiled") -> RankProfile:
     once); the file kept in `check --profile-dir`'s folder, else removed."""
     found = _READ.get(prof)
     if found is None:
-        kept = os.environ.get(PROFILE_DIR) or None
+        kept = os.environ.get(PROFILE_DIR_ENV) or None
         path = export(prof, side, kept)
         try:
             found = _READ[prof] = summarise(fold(path))
@@ -198,7 +192,7 @@ def read_back(prof: Any, side: str = "compiled") -> RankProfile:
 
 def keep(prof: Any, side: str) -> None:
     """Under `check --profile-dir`: write the profile there (a profile the reader already read is there)."""
-    if os.environ.get(PROFILE_DIR) and prof not in _READ:
+    if os.environ.get(PROFILE_DIR_ENV) and prof not in _READ:
         read_back(prof, side)
 
 
