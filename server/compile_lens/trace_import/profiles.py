@@ -49,8 +49,10 @@ def is_profile(path: str) -> bool:
 def _provenance_logs(path: str, given: Optional[str]) -> list[str]:
     if given:
         return trace_logs(given)
-    folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
-    return [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.startswith(LOG_PREFIX) and n.endswith(".log")]
+    try:  # the logs beside the profile, as a TORCH_TRACE folder's are listed
+        return trace_logs(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+    except NotATrace:
+        return []
 
 
 def _kernel_lines(logs: list[str], paths: PathMap) -> dict[str, list[tuple[str, int]]]:
