@@ -109,10 +109,9 @@ def _ascending(values: array) -> bool:
 def _by_start(f: Folded, hosts: array) -> array:
     """A thread's host ranges by start, a parent before the child that starts with it (two stable sorts,
     float keys: a tuple key per range would be the largest thing the reader ever holds)."""
-    if _ascending(array("d", (f.h_ts[h] for h in hosts))):  # Kineto writes a thread's CPU ops in order
-        pairs = [(f.h_ts[h], -f.h_end[h]) for h in hosts[:2]]
-        if len(hosts) < 2 or pairs[0] <= pairs[1]:
-            return hosts
+    if all((f.h_ts[a], -f.h_end[a]) <= (f.h_ts[b], -f.h_end[b])  # Kineto writes a thread's CPU ops in order
+           for a, b in zip(hosts, hosts[1:])):
+        return hosts
     order = sorted(hosts, key=lambda h: -f.h_end[h])
     order.sort(key=f.h_ts.__getitem__)
     return array("l", order)
