@@ -160,8 +160,9 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
 
     def on_target(result: TargetResult) -> None:
         fresh[result.name] = result
-        # stream: show this target's breaks while the next one is traced (then write the cache)
-        if current() and time.monotonic() - state.last_stream_publish > STREAM_PUBLISH_S:
+        # stream: show this target's breaks while the next one is traced (then write the cache); a
+        # target that brings breaks goes out at once, whatever the last publish: that is the squiggle
+        if current() and (result.graph_breaks or time.monotonic() - state.last_stream_publish > STREAM_PUBLISH_S):
             accept(fresh, None)
         write_trace(ls.cache, keys[result.name], result, saved.source)
 

@@ -91,7 +91,7 @@ class DocState:
     saved_version: Optional[int] = None  # the document's version at its last save
     saved_text: Optional[str] = None  # and its text then: the file read later may be newer
     encoded: EncodedDiagnostics = field(default_factory=EncodedDiagnostics)  # as last published
-    timeline: Optional[Timeline] = None  # open/save → first trace publish, when timelines are read (bench)
+    timeline: Optional[Timeline] = None  # open/save → the first trace publish with a break, when timelines are read (bench)
 
 
 def same_code(a: Optional[Saved], b: Optional[Saved]) -> bool:

@@ -322,7 +322,7 @@ def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> Built
         how = fix_hint(spec.inputs, spec.name)
     guessed = spec.inputs.source == "inferred"
     try:
-        make()
+        checked = [make()]
     except Exception as exc:  # noqa: BLE001 - user code: report, never crash
         if guessed and spec.inputs.init:  # a guessed constructor (a default config object)
             raise TargetError(guess_problem(spec, exc)) from None
@@ -339,6 +339,11 @@ def build_target(module: types.ModuleType, spec: TargetSpec, path: str) -> Built
         raise TargetError(Problem(
             "inputs", f"evaluating inputs `{spec.inputs.text}` (from {where_from(spec.inputs)}) failed: "
                       f"{describe(exc)}", path, spec.inputs.line or spec.line, fix_hint(spec.inputs, spec.name))) from None
+    if spec.kind == "module":
+        build = make
+
+        def make() -> Any:  # the instance the check built is the first handed out: a big model is built once
+            return checked.pop() if checked else build()
     return BuiltTarget(spec, make, args, namespace, _left_out(obj, spec, args))
 
 

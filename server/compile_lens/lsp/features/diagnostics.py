@@ -71,7 +71,11 @@ def show_trace(ls: CompileLensServer, uri: str) -> None:
     """New trace results: this file, the helper files its targets broke in, the lenses and hints."""
     state = ls.docs.get(uri)
     if state is not None:
-        timeline, state.timeline = state.timeline, None  # the first trace publish since the open or save
+        # the first trace publish since the open or save that carries a break (a file's targets stream
+        # in one by one: those traced before the first that breaks are part of the way to its squiggle)
+        timeline = state.timeline if any(r.graph_breaks for r in state.traced.values()) else None
+        if timeline is not None:
+            state.timeline = None
         timelines.mark(timeline, "accepted")
         found = traced_findings(ls, state)  # built once: for this file and for the helper files
         publish(ls, uri, found, timeline)
