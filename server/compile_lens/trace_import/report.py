@@ -12,6 +12,7 @@ from typing import Any, Optional
 from ..protocol import FileReport, Finding, Frame, GraphBreak, Recompile, TargetResult
 from ..ranks import RankEvent, RankParting, rank_divergence
 from ..render import findings as fnd
+from ..torch_text import compile_settings
 from . import kernel_lines
 from .fold import CompiledFunction, RankTrace, fold
 from .paths import PathMap
@@ -118,7 +119,39 @@ def _findings(result: TargetResult, fn: CompiledFunction, path: str, who: str) -
                         f, data={**f.data, "origin": [_where(who, seen.compile_ids if seen else [])]}))
     for f in fnd.recompile_findings(result, path):
         found.append(dataclasses.replace(f, data={**f.data, "origin": [f.data.get("variation", "")]}))
-    return found
+    return [_with_settings(f, fn) for f in found]
+
+
+def settings_of(fn: CompiledFunction) -> dict[str, str]:
+    """The function's compiles' settings off torch's defaults, as one set (a later compile's value wins)."""
+    merged: dict[str, str] = {}
+    for _, values, _ in fn.settings:
+        merged.update(values)
+    return merged
+
+
+def settings_json(fn: CompiledFunction) -> dict[str, Any]:
+    """The settings behind the function's compiles, and what they say of its `torch.compile` call: a
+    structured trace does not record the call itself (`site` null), its settings say the mode and `dynamic`."""
+    merged = settings_of(fn)
+    call = {"site": None, "read_from": "settings", **compile_settings.call_words(merged),
+            "backend": "inductor" if fn.inductor else None}
+    return {"settings": [{"compile_ids": ids, "values": values, "read_from": source} for ids, values, source in fn.settings],
+            "call": call, "explains": compile_settings.explanations(merged)}
+
+
+def _with_settings(finding: Finding, fn: CompiledFunction) -> Finding:
+    """The finding with the settings behind its compile: a lowered recompile limit said on a limit hit."""
+    merged = settings_of(fn)
+    if not merged:
+        return finding
+    line = f"Settings off torch's defaults in this run: {compile_settings.short(merged)}"
+    call = compile_settings.call_words(merged)
+    if call:
+        line += f" (the call's {', '.join(f'{k}={v!r}' for k, v in call.items())}, read from them)"
+    if finding.data.get("recompile_kind") == "limit" and compile_settings.limit_words(merged):
+        line = f"The limit was {compile_settings.limit_words(merged)}. " + line
+    return dataclasses.replace(finding, data={**finding.data, "settings": merged, "settings_line": line})
 
 
 def _break_per_finding(result: TargetResult, path: str) -> list[GraphBreak]:
@@ -147,6 +180,9 @@ def _merged(findings: list[Finding]) -> list[Finding]:
             f.message = f"{f.message}\nRecorded in the imported trace: {origin}"
         elif origin:
             f.message = f"{f.message} (recorded in the imported trace)"
+        line = f.data.pop("settings_line", None)
+        if line:  # after the origin: the settings of the first log that found it
+            f.message = f"{f.message}\n{line}"
         out.append(f)
     return out
 
@@ -210,7 +246,8 @@ def import_trace(path: str, root: str, maps: Optional[list[tuple[str, str]]] = N
                 "compile_s": round(fn.compile_s, 3), "cache": dict(fn.cache),
                 "compile_ids": list(fn.compile_ids), "frames": list(fn.frames), "recorded_path": fn.path,
                 "mapped": local is not None, "failures": list(fn.failures),
-                "lines": kernel_lines.lines_of(fn, paths)})  # each line's kernels, when the run tracked provenance
+                "lines": kernel_lines.lines_of(fn, paths),  # each line's kernels, when the run tracked provenance
+                **settings_json(fn)})
     for report in reports.values():
         report.findings = _merged(report.findings)
     ordered = sorted(reports.values(), key=lambda r: (r.path not in paths.unmapped, r.path), reverse=True)
