@@ -5,6 +5,7 @@ compile time and cache counts, the ranks, where they part, and the paths left un
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -29,12 +30,13 @@ class NotATrace(Exception):
 
 
 def trace_logs(path: str) -> list[str]:
-    """The logs to read: the file itself, or a folder's `dedicated_log_torch_trace_*.log` (rank order)."""
+    """The logs to read: the file itself, or a folder's `dedicated_log_torch_trace_*.log` (rank order;
+    gzipped ones too, `*.log.gz`, as logs are often shipped)."""
     if os.path.isfile(path):
         return [path]
     if not os.path.isdir(path):
         raise NotATrace(f"no such file or folder: {path}")
-    names = sorted(n for n in os.listdir(path) if n.startswith(LOG_PREFIX) and n.endswith(".log"))
+    names = sorted(n for n in os.listdir(path) if n.startswith(LOG_PREFIX) and n.endswith((".log", ".log.gz")))
     if not names:
         raise NotATrace(f"{path} holds no {LOG_PREFIX}*.log: give the folder a `TORCH_TRACE=DIR` run wrote, or one log")
     return [os.path.join(path, n) for n in names]
@@ -213,9 +215,10 @@ def import_trace(path: str, root: str, maps: Optional[list[tuple[str, str]]] = N
     traces = []
     for log in trace_logs(path):
         try:
-            with open(log, encoding="utf-8", errors="replace") as stream:
+            opener = gzip.open if log.endswith(".gz") else open
+            with opener(log, "rt", encoding="utf-8", errors="replace") as stream:
                 traces.append(fold(stream, log))
-        except OSError as exc:
+        except (OSError, EOFError) as exc:  # EOFError: a gzip cut short
             raise NotATrace(f"cannot read {log}: {exc}") from exc
     if not any(t.stats.records for t in traces):
         names = ", ".join(os.path.basename(t.file) for t in traces)
