@@ -62,6 +62,7 @@ def snapshot(compile_ids: list) -> None:
     except Exception as exc:  # noqa: BLE001
         STATE.problems.append(f"settings: {type(exc).__name__}: {exc}")
         return
+    compile_ids = list(dict.fromkeys(compile_ids))  # a forward and its backward share an id
     for seen in STATE.settings:
         if seen["values"] == values:
             seen["compile_ids"] += [c for c in compile_ids if c not in seen["compile_ids"]]
