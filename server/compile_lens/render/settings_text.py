@@ -39,6 +39,17 @@ def trial_lines(settings: Optional[CompileSettings]) -> list[str]:
     return lines
 
 
+def recorded_line(found: Optional[dict[str, Any]]) -> Optional[str]:
+    """The hover line of `compile-lens record`'s call of a target (`Recorded.compile_for`)."""
+    if not found:
+        return None
+    values = found.get("settings") if isinstance(found.get("settings"), dict) else {}
+    line = hover_line(CompileSettings(calls=[{k: v for k, v in found.items() if k != "settings"}],
+                                      settings=[{"compile_ids": [], "values": values}],
+                                      explains=compile_settings.explanations(values)))
+    return line.replace("compiled in your run by", "compiled in your recorded run by", 1) if line else None
+
+
 def hover_line(settings: Optional[CompileSettings]) -> Optional[str]:
     """`- compiled in your run by torch.compile(backend='aot_eager') at train.py:19; settings off torch's defaults: …`."""
     if settings is None or not (settings.calls or settings.settings):
