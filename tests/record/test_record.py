@@ -21,6 +21,7 @@ from compile_lens.discovery import discover
 from compile_lens.discovery.inputs import resolve_inputs
 from compile_lens.record import load_recorded, store
 from compile_lens.record.recorded import spec_text
+from compile_lens.render import settings_text
 from paths import FIXTURES
 
 FIXTURE = FIXTURES / "record" / "train.py"
@@ -79,6 +80,20 @@ def test_compiled_calls_are_recorded_once(runs):
     assert tagger["calls"] == 2  # torch.compile(Tagger(...)), with a graph break inside
     assert tagger["call"]["args"][1] == {"name": "scale", "spec": {"value": "0.5"}}  # a keyword, as positional
     assert tagger["call"]["args"][0]["spec"]["tensor"]["min"] >= 3
+    # each torch.compile call where the program made it, with the setting off its default at the run's end
+    lines = (root / "train.py").read_text().splitlines()
+    at = {what: f"train.py:{next(n for n, t in enumerate(lines, 1) if what in t)}"
+          for what in ("tagger = torch.compile(", "@torch.compile(")}
+    limit = {"torch._dynamo.config.recompile_limit": "16"}
+    assert tagger["compile"] == {"what": "torch.compile", "where": at["tagger = torch.compile("], "backend": "eager",
+                                 "settings": limit}
+    assert targets["train.py:loss_fn"]["compile"] == {"what": "torch.compile", "where": at["@torch.compile("],
+                                                      "backend": "eager", "settings": limit}  # the decorator's
+    assert targets["train.py:Net"].get("compile") is None  # never compiled
+    # the hover card's line for it
+    line = settings_text.recorded_line(tagger["compile"])
+    assert line.startswith("- compiled in your recorded run by `torch.compile(backend='eager') at train.py:")
+    assert "settings off torch's defaults: `dynamo.recompile_limit = 16`" in line
 
 
 def test_the_record_replays(runs):

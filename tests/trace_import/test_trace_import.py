@@ -97,6 +97,10 @@ def test_import_gives_what_torch_logged_on_the_workspace_file(plain):
     assert all(d["source"] == "Compile Lens (imported trace)" for d in entry["diagnostics"])
     assert "compile 0/0" in gb[0]["message"]
     assert doc["ranks"][0]["torch"].startswith("2.") and doc["rank_divergence"] == []
+    # a run at torch's defaults (aot_eager: no Inductor graph, the metrics' dynamo_config read): no setting claimed
+    assert all(not s["values"] and s["read_from"] == "compilation_metrics" for t in entry["targets"] for s in t["settings"])
+    assert target["call"] == {"site": None, "read_from": "settings", "backend": None} and target["explains"] == []
+    assert "Settings off" not in json.dumps(entry["diagnostics"])
 
 
 @pytest.mark.slow

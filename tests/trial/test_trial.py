@@ -196,14 +196,26 @@ def test_a_library_model_is_found_at_the_end_of_step_0_and_compiled_from_step_1(
 
 @pytest.mark.slow
 def test_a_library_model_the_program_compiles_itself_keeps_its_own_compile(tmp_path):
-    done, figures = _trial(tmp_path, "train_library.py", "--steps", "8", env={"TRAIN_COMPILE_BACKEND": "aot_eager"})
+    """The program compiles the model itself with recompile_limit=1: its call, the setting, the limit hit explained."""
+    done, figures = _trial(tmp_path, "train_library.py", "--steps", "8",
+                           env={"TRAIN_COMPILE_BACKEND": "aot_eager", "TRAIN_RECOMPILE_LIMIT": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = figures["compiled"]
     # named as the model, not as torch's OptimizedModule; compiled once, by the program, in step 0
     assert compiled["outermost_modules"] == ["Sequential"] and compiled["dropout_in"] == ["Sequential"]
     assert compiled["compiled_by_program"] and not figures["eager"]["compiled_by_program"]
-    assert figures["compile_time"]["steps"][0] == 0 and figures["compile_time"]["compiles"] == 2  # + the batch of 12
+    # the batch of 12 (step 3) is refused by the limit of 1: one frame compile, the refusal in step 3
+    assert figures["compile_time"]["steps"] == [0, 3] and figures["compile_time"]["compiles"] == 1
     assert "timed from step 1, compiled by the program's own torch.compile" in done.stderr
+    settings, hover = figures["compile_settings"], view_trial_line(TrialRecord(figures=TrialFigures.from_dict(figures)))
+    call = "torch.compile(backend='aot_eager') at train_library.py:" + str(next(n for n, text in enumerate(
+        (FIXTURES / "train_library.py").read_text().splitlines(), 1) if "model = torch.compile(" in text))
+    assert settings["calls"] == [{"what": "torch.compile", "where": call.split(" at ")[1], "backend": "aot_eager"}]
+    assert settings["settings"] == [{"compile_ids": ["0/0", "0/1"], "values": {"torch._dynamo.config.recompile_limit": "1"}}]
+    [limit] = settings["explains"]
+    assert limit.startswith("the recompile limit was hit (compile 0/1 in step 3)") and "recompile_limit = 1" in limit
+    assert f"compiled by {call}" in done.stderr and f"`{call}`" in hover  # the CLI, and the hover card's line
+    assert "settings off torch's defaults: `dynamo.recompile_limit = 1`" in hover and "recompile limit was hit" in hover
 
 
 def test_losses_that_differ_with_dropout_are_not_called_a_divergence():
@@ -234,7 +246,6 @@ def test_a_run_that_others_took_cpu_from_gives_no_verdict():
     assert busy.why == "machine busy: other processes used 180% CPU during the eager run"
     unknown = summary.speedup(run(0.02, None), run(0.01, None))  # not measured: the quartiles decide
     assert unknown.verdict == "faster"
-
 
 
 def test_the_busy_run_names_who_ours_told_apart():

@@ -18,6 +18,7 @@ from ..render import sarif_limits
 from ..render.cli_output import display_path, exit_code, render_json, render_text
 from ..render.profile_text import profiles_text
 from ..render.sarif import render_sarif
+from ..torch_text import compile_settings
 from ..trace_import import kernel_lines
 from ..trace_import.paths import parse_maps
 from ..trace_import.profiles import import_profiles, is_profile, profiles_json
@@ -83,9 +84,26 @@ def import_text(imported: Imported, root: str) -> str:
             lines.append(f"{display_path(report.path, root)}:{t.line}: {rank}{t.name}: {len(extra['compile_ids'])} compiles "
                          f"({', '.join(extra['compile_ids'])}), compile {extra['compile_s']:.1f} s, "
                          f"cache {extra['cache']['hits']} hits / {extra['cache']['misses']} misses")
+            lines += settings_text(extra)
             for entry in extra.get("lines") or []:  # the run tracked provenance: each line's kernels, no times
                 lines.append(f"  {display_path(entry['path'], root)}:{entry['line']}: {kernel_lines.text(entry)}")
     return "\n".join(lines) + "\n\n" + render_text(imported.reports, cwd=root)
+
+
+def settings_text(extra: dict[str, Any]) -> list[str]:
+    """`  settings (compiles 0/0, 1/0): dynamo.recompile_limit = 2, … — mode='max-autotune' read from them`."""
+    out = []
+    for entry in extra.get("settings") or []:
+        if entry["values"]:
+            ids = ", ".join(entry["compile_ids"][:6]) + (" …" if len(entry["compile_ids"]) > 6 else "")
+            out.append(f"  settings off torch's defaults (compile{'s' if len(entry['compile_ids']) > 1 else ''} {ids}): "
+                       f"{compile_settings.short(entry['values'], 8)}")
+    call = {k: v for k, v in (extra.get("call") or {}).items() if k in ("mode", "dynamic", "backend") and v is not None}
+    if call and out:
+        out.append(f"  the torch.compile call, read from them (a trace does not record the call): "
+                   f"{', '.join(f'{k}={v!r}' for k, v in call.items())}")
+    out += [f"  {words}" for words in extra.get("explains") or []]
+    return out
 
 
 def import_sarif(imported: Imported, root: str) -> dict[str, Any]:

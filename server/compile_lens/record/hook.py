@@ -27,10 +27,10 @@ import sys
 import types
 from typing import Any
 
-from . import describe, hook_state, store, workspace, wrap
+from . import compile_calls, describe, hook_state, store, workspace, wrap
 from .hook_state import STATE
 
-OWN_MODULES = (hook_state, workspace, describe, wrap)  # and this one: Dynamo skips their frames
+OWN_MODULES = (hook_state, workspace, describe, wrap, compile_calls)  # and this one: Dynamo skips their frames
 
 
 def install() -> None:
@@ -158,6 +158,14 @@ def own_code(modules: Any) -> list:
 def _write() -> None:
     if os.getpid() != STATE.pid:
         return
+    try:
+        compiled = [e for e in STATE.entries if e.compile is not None]
+        if compiled:  # the settings as the run ends (a program may set one after its torch.compile call)
+            settings = compile_calls.settings_now()
+            for entry in compiled:
+                entry.compile["settings"] = settings
+    except Exception as exc:  # noqa: BLE001
+        STATE.problems.append(f"settings: {type(exc).__name__}: {exc}")
     try:
         targets = {e.key: e.as_json() for e in STATE.entries if e.init is not None or e.call is not None}
         if targets:

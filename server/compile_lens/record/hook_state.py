@@ -45,7 +45,7 @@ STATE = RecorderState()
 class Entry:
     """One recorded target: a workspace class or a compiled function."""
 
-    __slots__ = ("key", "kind", "init", "call", "calls", "shapes", "more", "precision")
+    __slots__ = ("key", "kind", "init", "call", "calls", "shapes", "more", "precision", "compile")
 
     def __init__(self, key: str, kind: str):
         self.key, self.kind = key, kind
@@ -55,6 +55,7 @@ class Entry:
         self.shapes: dict = {}  # tuple of torch.Size (one per tensor argument) -> count
         self.more = 0
         self.precision: Optional[dict] = None  # autocast / TF32 at the first call (`describe.precision_state`)
+        self.compile: Optional[dict] = None  # the program's torch.compile call of it, and the settings (`compile_calls`)
 
     def as_json(self) -> dict:
         return {
@@ -65,6 +66,7 @@ class Entry:
             "shapes": [{"shapes": [list(s) for s in key], "count": n} for key, n in self.shapes.items()],
             "more_shapes": self.more,
             "precision": self.precision,
+            "compile": self.compile,
             "run": {"id": STATE.run_id, "command": STATE.command,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
         }

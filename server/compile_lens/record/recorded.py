@@ -84,6 +84,12 @@ class Recorded:
         autocast = {"bfloat16": "bf16-autocast", "float16": "fp16-autocast"}.get(str(state.get("autocast")))
         return autocast or ("tf32" if state.get("matmul_tf32") else "fp32")
 
+    def compile_for(self, file_path: str, target_name: str) -> Optional[dict]:
+        """The recorded run's `torch.compile` call of the target and the settings then (`compile_calls`)."""
+        entry = self.entry(file_path, target_name)
+        found = entry.get("compile") if entry else None
+        return found if isinstance(found, dict) else None
+
     def shapes_for(self, file_path: str, target_name: str) -> list:
         """Distinct recorded calls in the order first seen: per call, one shape per tensor argument."""
         entry = self.entry(file_path, target_name)

@@ -11,7 +11,7 @@ import sys
 import types
 from typing import Any, Optional
 
-from . import store
+from . import compile_calls, store
 from .describe import describe_call, describe_init, precision_state
 from .hook_state import STATE as S
 from .hook_state import Entry, quietly
@@ -104,9 +104,21 @@ def patched_compile(original: Any) -> Any:
         model = args[0] if args else kwargs.get("model")
         if model is None:  # @torch.compile(...): the decorator it returns calls torch.compile again
             return compiled
+        _note_call(model, args[1:], kwargs)
         return recorded_compiled(model, compiled)
 
     return functools.update_wrapper(compile, original)
+
+
+def _note_call(model: Any, args: tuple, kwargs: dict) -> None:
+    """The call on its target's entry (a workspace module, function or `Module.compile()`), the first one kept."""
+    try:
+        found = S.by_class.get(type(model)) or (compiled_entry(model) or (None,))[0]
+        if found is not None and found.compile is None:
+            module_call = isinstance(model, types.MethodType) and model.__name__ == "_call_impl"
+            found.compile = compile_calls.call("Module.compile" if module_call else "torch.compile", args, kwargs)
+    except Exception as exc:  # noqa: BLE001
+        S.problems.append(f"torch.compile call: {type(exc).__name__}: {exc}")
 
 
 def recorded_compiled(model: Any, compiled: Any) -> Any:

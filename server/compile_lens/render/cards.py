@@ -16,6 +16,7 @@ from ..processes import top_words
 from ..protocol import LEVERS, Benchmark, Lever, TargetResult, Timing, phase_of
 from ..speed_words import direction, speed_words
 from ..trial.figures import ShapeRow, TrialRecord
+from . import settings_text
 from .findings import break_count_text, recompile_findings
 from .lens_titles import inconclusive_reason
 from .levers_text import lever_line
@@ -258,7 +259,8 @@ def trial_line(trial: Optional[TrialRecord], bill: Optional[Bill] = None) -> Opt
     if bill and bill.device not in (None, "cuda") and (hours is not None or saved is not None):
         text += f" (measured on {bill.device}, not a GPU)"
     shapes = shape_hover_line(figures.by_shape)
-    return text + ("\n" + shapes if shapes else "")
+    settings = settings_text.hover_line(figures.compile_settings)
+    return text + ("\n" + shapes if shapes else "") + ("\n" + settings if settings else "")
 
 
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,

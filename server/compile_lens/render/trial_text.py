@@ -9,6 +9,7 @@ import os
 from typing import Optional
 
 from ..trial.figures import Machine, RunBreak, RunFigures, TrialFigures
+from . import settings_text
 from .remote_cache_words import trial_miss_words, trial_remote_words
 from .trial_shapes_text import shape_lines
 from .units import MISSING_TEXT, MS_UNDER_10S, duration, format_bytes
@@ -128,6 +129,7 @@ def render_text(summary: TrialFigures) -> str:
         caches = "empty Inductor caches" if summary.cold else "Inductor caches as this machine has them"
         lines.append(f"  compile time in the run: {ct.total_s:.1f} s over {ct.compiles} frame compiles "
                      f"(in steps {ct.steps}; {caches})")
+    lines += settings_text.trial_lines(summary.compile_settings)
     lines += [("    " if warns else "  ") + text for text, warns in cache_run_lines(summary)]
     if (busy := busy_before(summary)) is not None:
         lines.append(f"  note: {busy}")

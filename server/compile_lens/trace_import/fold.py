@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import IO, Optional
 
-from ..torch_text import fx_graph_text, kernel_provenance
+from ..torch_text import compile_settings, fx_graph_text, kernel_provenance
 from ..torch_text.frames import frame_name, is_recorded_library_file
 from ..torch_text.output_code import kernel_sources
 from .reader import ReadStats, Record, is_int, read_records, torch_version_of
@@ -99,6 +99,17 @@ class CompiledFunction:
     recompiles: list[SeenRecompile] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # compiles that failed: "0/2: fail_type: reason"
     kernels: list[SeenKernel] = field(default_factory=list)  # from the provenance artifacts, when the run had them on
+    # the settings off torch's defaults, per distinct set: (compile ids, settings, where read) (`compile_settings`)
+    settings: list[tuple[list[str], dict[str, str], str]] = field(default_factory=list)
+    inductor: bool = False  # an Inductor graph was compiled (a runnable was written): the backend was Inductor
+
+    def add_settings(self, cid: str, found: dict[str, str], source: str) -> None:
+        for ids, values, _ in self.settings:
+            if values == found:
+                if cid not in ids:
+                    ids.append(cid)
+                return
+        self.settings.append(([cid], found, source))
 
 
 @dataclass
@@ -352,6 +363,11 @@ class _Folder:
                     owner.kernels.append(SeenKernel(kname, kind, cid or "", backward, stacks, graph.sources.get(kname)))
             if backward:
                 self.stale.update(kernel_provenance.keys(payload, graph.maps))
+        elif name == "fx_graph_runnable" and fn is not None and record.payload:
+            # torch's own list of the settings off their defaults, inside the compile (mode's patches in force)
+            fn.inductor = True
+            fn.add_settings(cid or "?", compile_settings.non_default(compile_settings.read_codegen(record.payload)),
+                            "fx_graph_runnable")
         elif name == "recompile_reasons" and cid is not None:
             self.pending_reasons[cid] = reasons_of(record.payload)
 
@@ -418,6 +434,8 @@ class _Folder:
         if cid not in fn.compile_ids:
             fn.compile_ids.append(cid)
         fn.compile_s += seconds
+        if not any(cid in ids for ids, _, _ in fn.settings) and meta.get("dynamo_config"):  # no Inductor graph
+            fn.add_settings(cid, compile_settings.from_dynamo_config(meta.get("dynamo_config")), "compilation_metrics")
         fail_type = meta.get("fail_type")
         limit = bool(fail_type) and "RecompileLimit" in str(fail_type) or "recompile_limit" in str(meta.get("fail_reason"))
         if fail_type:
@@ -425,6 +443,9 @@ class _Folder:
         reasons = self.pending_reasons.pop(cid, None)
         if reasons is not None or limit:
             seen = parse_recompile(cid, reasons or [str(meta.get("fail_reason") or "")], limit)
+            values = next((v for ids, v, _ in fn.settings if cid in ids), {})
+            if seen.kind == "automatic-dynamic" and values.get(compile_settings.DYNAMO + "automatic_dynamic_shapes") == "False":
+                seen.kind = "specialization"  # automatic dynamic shapes off (`dynamic=False`): every new size recompiles
             fn.recompiles.append(seen)
             self.trace.events.append((cid, fn.name, f"recompile of `{fn.name}`", seen.guard))
 

@@ -5,6 +5,7 @@ compile time and cache counts, the ranks, where they part, and the paths left un
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -12,6 +13,7 @@ from typing import Any, Optional
 from ..protocol import FileReport, Finding, Frame, GraphBreak, Recompile, TargetResult
 from ..ranks import RankEvent, RankParting, rank_divergence
 from ..render import findings as fnd
+from ..torch_text import compile_settings
 from . import kernel_lines
 from .fold import CompiledFunction, RankTrace, fold
 from .paths import PathMap
@@ -28,12 +30,13 @@ class NotATrace(Exception):
 
 
 def trace_logs(path: str) -> list[str]:
-    """The logs to read: the file itself, or a folder's `dedicated_log_torch_trace_*.log` (rank order)."""
+    """The logs to read: the file itself, or a folder's `dedicated_log_torch_trace_*.log` (rank order;
+    gzipped ones too, `*.log.gz`, as logs are often shipped)."""
     if os.path.isfile(path):
         return [path]
     if not os.path.isdir(path):
         raise NotATrace(f"no such file or folder: {path}")
-    names = sorted(n for n in os.listdir(path) if n.startswith(LOG_PREFIX) and n.endswith(".log"))
+    names = sorted(n for n in os.listdir(path) if n.startswith(LOG_PREFIX) and n.endswith((".log", ".log.gz")))
     if not names:
         raise NotATrace(f"{path} holds no {LOG_PREFIX}*.log: give the folder a `TORCH_TRACE=DIR` run wrote, or one log")
     return [os.path.join(path, n) for n in names]
@@ -118,7 +121,39 @@ def _findings(result: TargetResult, fn: CompiledFunction, path: str, who: str) -
                         f, data={**f.data, "origin": [_where(who, seen.compile_ids if seen else [])]}))
     for f in fnd.recompile_findings(result, path):
         found.append(dataclasses.replace(f, data={**f.data, "origin": [f.data.get("variation", "")]}))
-    return found
+    return [_with_settings(f, fn) for f in found]
+
+
+def settings_of(fn: CompiledFunction) -> dict[str, str]:
+    """The function's compiles' settings off torch's defaults, as one set (a later compile's value wins)."""
+    merged: dict[str, str] = {}
+    for _, values, _ in fn.settings:
+        merged.update(values)
+    return merged
+
+
+def settings_json(fn: CompiledFunction) -> dict[str, Any]:
+    """The settings behind the function's compiles, and what they say of its `torch.compile` call: a
+    structured trace does not record the call itself (`site` null), its settings say the mode and `dynamic`."""
+    merged = settings_of(fn)
+    call = {"site": None, "read_from": "settings", **compile_settings.call_words(merged),
+            "backend": "inductor" if fn.inductor else None}
+    return {"settings": [{"compile_ids": ids, "values": values, "read_from": source} for ids, values, source in fn.settings],
+            "call": call, "explains": compile_settings.explanations(merged)}
+
+
+def _with_settings(finding: Finding, fn: CompiledFunction) -> Finding:
+    """The finding with the settings behind its compile: a lowered recompile limit said on a limit hit."""
+    merged = settings_of(fn)
+    if not merged:
+        return finding
+    line = f"Settings off torch's defaults in this run: {compile_settings.short(merged)}"
+    call = compile_settings.call_words(merged)
+    if call:
+        line += f" (the call's {', '.join(f'{k}={v!r}' for k, v in call.items())}, read from them)"
+    if finding.data.get("recompile_kind") == "limit" and compile_settings.limit_words(merged):
+        line = f"The limit was {compile_settings.limit_words(merged)}. " + line
+    return dataclasses.replace(finding, data={**finding.data, "settings": merged, "settings_line": line})
 
 
 def _break_per_finding(result: TargetResult, path: str) -> list[GraphBreak]:
@@ -147,6 +182,9 @@ def _merged(findings: list[Finding]) -> list[Finding]:
             f.message = f"{f.message}\nRecorded in the imported trace: {origin}"
         elif origin:
             f.message = f"{f.message} (recorded in the imported trace)"
+        line = f.data.pop("settings_line", None)
+        if line:  # after the origin: the settings of the first log that found it
+            f.message = f"{f.message}\n{line}"
         out.append(f)
     return out
 
@@ -177,9 +215,10 @@ def import_trace(path: str, root: str, maps: Optional[list[tuple[str, str]]] = N
     traces = []
     for log in trace_logs(path):
         try:
-            with open(log, encoding="utf-8", errors="replace") as stream:
+            opener = gzip.open if log.endswith(".gz") else open
+            with opener(log, "rt", encoding="utf-8", errors="replace") as stream:
                 traces.append(fold(stream, log))
-        except OSError as exc:
+        except (OSError, EOFError) as exc:  # EOFError: a gzip cut short
             raise NotATrace(f"cannot read {log}: {exc}") from exc
     if not any(t.stats.records for t in traces):
         names = ", ".join(os.path.basename(t.file) for t in traces)
@@ -210,7 +249,8 @@ def import_trace(path: str, root: str, maps: Optional[list[tuple[str, str]]] = N
                 "compile_s": round(fn.compile_s, 3), "cache": dict(fn.cache),
                 "compile_ids": list(fn.compile_ids), "frames": list(fn.frames), "recorded_path": fn.path,
                 "mapped": local is not None, "failures": list(fn.failures),
-                "lines": kernel_lines.lines_of(fn, paths)})  # each line's kernels, when the run tracked provenance
+                "lines": kernel_lines.lines_of(fn, paths),  # each line's kernels, when the run tracked provenance
+                **settings_json(fn)})
     for report in reports.values():
         report.findings = _merged(report.findings)
     ordered = sorted(reports.values(), key=lambda r: (r.path not in paths.unmapped, r.path), reverse=True)

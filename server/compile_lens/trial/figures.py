@@ -176,6 +176,16 @@ class CompileTime:
 
 
 @dataclass
+class CompileSettings:
+    """The settings behind the compiled run's compiles (`hook_settings`): each `torch.compile` call, and the
+    settings off torch's defaults with the compiles they were in force for."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)  # {what, where, fullgraph, dynamic, backend, mode, options}
+    settings: list[dict[str, Any]] = field(default_factory=list)  # {compile_ids, values}
+    explains: list[str] = field(default_factory=list)  # the settings that explain a finding, in words
+
+
+@dataclass
 class Machine:
     cpus: Optional[int] = None
     load_before: Optional[float] = None  # 1-minute load average
@@ -272,6 +282,7 @@ class TrialFigures:
     graph_breaks: list[RunBreak] = field(default_factory=list)
     recompiles: list[RunRecompile] = field(default_factory=list)
     compile_time: Optional[CompileTime] = None
+    compile_settings: Optional[CompileSettings] = None
     by_shape: list[ShapeRow] = field(default_factory=list)
     shape_findings: list[dict[str, Any]] = field(default_factory=list)
     recorded: Optional[Recorded] = None

@@ -59,6 +59,7 @@ from . import (
     hook_logs,
     hook_modules,
     hook_ranks,
+    hook_settings,
     hook_state,
     hook_steps,
     step_memory,
@@ -66,7 +67,7 @@ from . import (
 from .hook_state import STATE, new_step, on_cuda
 
 _USER_CODE = re.compile(r'from user code:\s*File "([^"]+)", line (\d+)')
-PARTS = (hook_state, hook_modules, hook_steps, hook_logs, hook_artifacts, hook_ranks)  # and this one: Dynamo skips them
+PARTS = (hook_state, hook_modules, hook_steps, hook_logs, hook_artifacts, hook_ranks, hook_settings)  # and this one: Dynamo skips them
 
 
 def install() -> None:
@@ -130,6 +131,7 @@ def _patch_torch(torch: Any) -> None:
         model = args[0] if args else kwargs.get("model")
         if STATE.mode == "eager":  # the baseline runs the program's own compiled code eagerly
             return model if model is not None else (lambda fn: fn)
+        hook_settings.note_call("torch.compile", args[1:], kwargs)
         if model is not None and hook_modules.is_tracked(model):
             hook_modules.set_tracked(model, None)  # the program compiles it itself: its call, its options
         inner = getattr(model, "module", None)  # `torch.compile(DDP(model))`: DDP's compile holds the model's
@@ -146,6 +148,7 @@ def _patch_torch(torch: Any) -> None:
             return None
         if hook_modules.is_tracked(self):
             hook_modules.set_tracked(self, None)
+        hook_settings.note_call("Module.compile", args, kwargs)
         return module_compile(self, *args, **kwargs)
 
     torch.nn.Module.compile = module_compile_
@@ -198,6 +201,8 @@ def _write() -> None:
     except Exception as exc:  # noqa: BLE001
         STATE.problems.append(f"at exit: {type(exc).__name__}: {exc}")
     data["compiles"] = STATE.compiles
+    data["calls"] = STATE.calls
+    data["settings"] = STATE.settings
     if STATE.fx_keys is not None:
         data["fx_keys"] = STATE.fx_keys
     data["events"] = STATE.events

@@ -13,7 +13,7 @@ import weakref
 from typing import Any
 
 from ..record.workspace import relative
-from . import step_memory
+from . import hook_settings, step_memory
 from .hook_state import STATE, compiling, on_cuda
 from .hook_steps import end_step, stop_if_done
 
@@ -66,10 +66,13 @@ def track(module: Any, whole: bool = False) -> None:
     if STATE.mode == "compiled" and module._compiled_call_impl is None and not own:
         compiled = STATE.compile_below(module if whole else module._call_impl, **STATE.options)
     set_tracked(module, compiled)
+    rel = relative(getattr(sys.modules.get(type(module).__module__), "__file__", None))
+    if compiled is not None:  # the trial's own call, with the options it was given
+        hook_settings.note_call("trial", (), STATE.options, f"{rel}:{type(module).__qualname__}" if rel else
+                                type(module).__qualname__)
     STATE.compiled_by_program = STATE.compiled_by_program or own
     shown = type(getattr(module, "_orig_mod", None) if own else module).__qualname__  # the model, not torch's wrapper
     STATE.tracked_names.append(shown)
-    rel = relative(getattr(sys.modules.get(type(module).__module__), "__file__", None))
     if rel:
         STATE.tracked_targets.append(f"{rel}:{type(module).__qualname__}")
     cls = type(module)

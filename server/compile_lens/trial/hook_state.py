@@ -47,6 +47,8 @@ class TrialState:
         self.events: list = []  # graph breaks and recompiles from torch's logs, with the step they happened in
         self.seen_metrics: set = set()
         self.compiles: list = []  # compilation metrics entries, with their step
+        self.calls: list = []  # each distinct torch.compile call: where, whose, its arguments (`hook_settings`)
+        self.settings: list = []  # the settings off torch's defaults: [{compile_ids, values}] (`hook_settings`)
         self.problems: list = []
         self.artifact: Optional[dict] = None  # the cache artifact loaded at start (third run)
         self.fx_keys: Optional[list] = None  # this run's FX-graph cache lookups, when the trial compares runs

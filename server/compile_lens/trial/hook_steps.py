@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, Optional
 
 from ..remote_cache import REMOTE_COUNT_FIELDS
-from . import step_memory
+from . import hook_settings, step_memory
 from .hook_ranks import log_line, log_step
 from .hook_state import STATE, compiling, new_step, on_cuda
 
@@ -95,6 +95,8 @@ def new_compiles() -> int:
             fresh += 1
     except Exception as exc:  # noqa: BLE001
         STATE.problems.append(f"compilation metrics: {type(exc).__name__}: {exc}")
+    if fresh:
+        hook_settings.snapshot([c["compile_id"] for c in STATE.compiles[-fresh:] if c.get("compile_id")])
     return fresh
 
 

@@ -10,12 +10,15 @@ reported as inconclusive and gives no payback projection and no money figure.
 from __future__ import annotations
 
 import math
+import re
 from typing import Optional
 
 from ..cost import Bill, CostInputs, gpu_bill
 from ..processes import top_words
 from ..protocol import from_dict
+from ..torch_text import compile_settings
 from .figures import (
+    CompileSettings,
     CompileTime,
     Failure,
     LossFigures,
@@ -32,6 +35,7 @@ from .figures import (
 )
 
 MIN_STEADY = 3
+LIMIT_HIT = re.compile(r"recompile[_ ]limit|cache[_ ]size[_ ]limit", re.IGNORECASE)  # a compile the limit refused
 BUSY_PERCENT = 50.0  # others' CPU (% of one CPU) during a run above which its step times are not its own
 
 
@@ -262,6 +266,25 @@ def compile_time(run: Optional[dict]) -> Optional[CompileTime]:
                        steps=sorted({e["step"] for e in entries if e.get("step") is not None}))
 
 
+def settings(run: Optional[dict]) -> Optional[CompileSettings]:
+    """The compiled run's `torch.compile` calls and settings off torch's defaults; a recompile-limit hit
+    is said with the limit the run set."""
+    if not run or not (run.get("calls") or run.get("settings")):
+        return None
+    merged: dict = {}
+    for seen in run.get("settings") or []:
+        merged.update(seen.get("values") or {})
+    explains = compile_settings.explanations(merged)
+    hits = [c for c in run.get("compiles") or [] if LIMIT_HIT.search(str(c.get("fail_reason") or ""))]
+    if hits:
+        at = ", ".join(f"compile {c.get('compile_id')} in step {c.get('step')}" for c in hits[:3])
+        limit = compile_settings.limit_words(merged) or "torch._dynamo.config.recompile_limit at torch's default (8)"
+        explains = [f"the recompile limit was hit ({at}), after which the frame runs eagerly: {limit}",
+                    *(e for e in explains if e != compile_settings.limit_words(merged))]
+    return CompileSettings(calls=list(run.get("calls") or []), settings=list(run.get("settings") or []),
+                           explains=explains)
+
+
 def summarize(eager_run: Optional[dict], eager_code: Optional[int], compiled_run: Optional[dict],
               compiled_code: Optional[int], *, rtol: float, atol: float, repeat_run: Optional[dict] = None,
               command: str = "") -> TrialFigures:
@@ -282,6 +305,7 @@ def summarize(eager_run: Optional[dict], eager_code: Optional[int], compiled_run
         graph_breaks=graph_breaks(compiled_run),
         recompiles=recompiles(compiled_run),
         compile_time=compile_time(compiled_run),
+        compile_settings=settings(compiled_run),
     )
 
 

@@ -12,7 +12,8 @@ from typing import Any, Optional
 from lsprotocol import types as lsp
 
 from ...protocol import TargetResult
-from ...render import cards, compile_lines, line_costs, parts
+from ...record.recorded import load_recorded
+from ...render import cards, compile_lines, line_costs, parts, settings_text
 from ...render.levers_text import specialised_here
 from ..state import SHOW_REPORT, CompileLensServer
 from ..trial_feed import hover_line
@@ -47,6 +48,9 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
     report = cards.details_line(shows_report, relpath, uri, name) if bench is not None \
         else cards.report_line(shows_report, relpath)
     trial = hover_line(ls.root_for(state.path), state.path, name, ls.settings)  # `compile-lens trial`'s figures
+    if trial is None or "compiled in your run by" not in trial:  # else the trial's calls and settings are said
+        recorded = settings_text.recorded_line(load_recorded(ls.root_for(state.path)).compile_for(state.path, name))
+        trial = "\n".join(t for t in (trial, recorded) if t) or None
     live = state.live.get(name) if current else None  # a measurement running now: its parts so far
     shown = live or (dataclasses.replace(result, benchmark=bench) if bench is not None else result)
     card = cards.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
