@@ -17,6 +17,7 @@ from pygls.uris import to_fs_path
 
 from ... import actions
 from ...actions.levers import lever_actions
+from ...render import compile_lines
 from ...render.assembly import in_workspace
 from ..state import CompileLensServer
 
@@ -55,7 +56,17 @@ def _lever_actions(ls: CompileLensServer, uri: str, source: str, line0: int) -> 
     if state is None or src is None or not ls.is_current(state):
         return []
     measured = {name: r.levers for name, r in state.traced.items() if r.levers}
-    return lever_actions(src, uri, line0 + 1, measured, ls.targets_in_buffer(state)) if measured else []
+    if not measured:
+        return []
+    targets = ls.targets_in_buffer(state)
+    found = lever_actions(src, uri, line0 + 1, measured, targets)
+    # a loop whose repeated block takes most of its frame's compile: regional compilation, offered there too
+    for c, ct, name in compile_lines.hints_in_file(state.benchmarks, state.path):
+        spec = next((t for t in targets if t.name == name), None)
+        if c.line == line0 + 1 and spec is not None and compile_lines.repeated(ct, c):
+            regional = {name: [lv for lv in measured.get(name, []) if lv.lever == "regional"]}
+            found += lever_actions(src, uri, spec.line, regional, targets)
+    return found
 
 
 def _resolves_edits(ls: CompileLensServer) -> bool:
