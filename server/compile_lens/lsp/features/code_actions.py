@@ -16,8 +16,7 @@ from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
 from ... import actions
-from ...actions.levers import lever_actions
-from ...render import compile_lines
+from ...actions.levers import lever_actions, loop_actions
 from ...render.assembly import in_workspace
 from ..state import CompileLensServer
 
@@ -50,7 +49,8 @@ def guesses(ls: CompileLensServer, uri: str) -> dict[str, Any]:
 
 
 def _lever_actions(ls: CompileLensServer, uri: str, source: str, line0: int) -> list[lsp.CodeAction]:
-    """The levers measured better on the target at the cursor (`actions.levers`), on current results only."""
+    """The levers measured better on the target at the cursor, or on the loop line of its repeated block
+    (`actions.levers`), on current results only."""
     state = ls.docs.get(uri)
     src = actions.Source.parse(source)
     if state is None or src is None or not ls.is_current(state):
@@ -59,14 +59,9 @@ def _lever_actions(ls: CompileLensServer, uri: str, source: str, line0: int) -> 
     if not measured:
         return []
     targets = ls.targets_in_buffer(state)
-    found = lever_actions(src, uri, line0 + 1, measured, targets)
-    # a loop whose repeated block takes most of its frame's compile: regional compilation, offered there too
-    for c, ct, name in compile_lines.hints_in_file(state.benchmarks, state.path):
-        spec = next((t for t in targets if t.name == name), None)
-        if c.line == line0 + 1 and spec is not None and compile_lines.repeated(ct, c):
-            regional = {name: [lv for lv in measured.get(name, []) if lv.lever == "regional"]}
-            found += lever_actions(src, uri, spec.line, regional, targets)
-    return found
+    # and on a loop whose repeated block takes most of its frame's compile, the regional edit there too
+    return lever_actions(src, uri, line0 + 1, measured, targets) + \
+        loop_actions(src, uri, line0 + 1, measured, targets, state.benchmarks, state.path)
 
 
 def _resolves_edits(ls: CompileLensServer) -> bool:
