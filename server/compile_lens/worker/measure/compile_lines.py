@@ -6,7 +6,8 @@ bound to that translator: its file, its current line and its `parent` chain (the
 inlined, each parent at the line that called) are read off the translator, nothing is formatted.
 Two debug records of `torch._dynamo.symbolic_convert` close an interval: `DONE INLINING` (a call
 returns to its caller's line) and `… triggered compile` (the frame's tracing ended; what follows is
-its graph's compile — AOTAutograd and Inductor, not split by line — guards and bytecode).
+its graph's compile — AOTAutograd and Inductor, not split by line — guards and bytecode; the
+frame's Dynamo part of these is charged to its def line by `after_tracing`, from torch's timers).
 
 The time from one record to the next is charged to the line traced then (`self_s`) and to every
 line on its inlining stack (`s`): an inlined call counts toward the line that called it and toward
