@@ -104,13 +104,17 @@ class CompileLine:
     compile_id: str  # the frame it was traced in (`CompileFrame.compile_id`)
     path: str
     line: int
-    s: float  # tracing seconds while on this line, the calls inlined from it included
+    s: float  # tracing seconds while on this line, the calls inlined from it included (and `after_s`)
     self_s: float  # of which on this line itself (the calls it made not included)
     traced: int  # how many times Dynamo traced it: a block's line under a loop over 4 blocks, 4
     # a line of the compiled frame's own code (the outermost on its stack, not reached through a
-    # call): the top lines' `s` add up to the frame's `traced_s`
+    # call): the top lines' `s` add up to the frame's `traced_s` plus its def line's `after_s`
     top: bool = True
     via: Optional[LineRef] = None  # an inner line: the frame's own line it was reached from (the loop's)
+    # the frame's def line only: Dynamo's work on the whole frame after its lines were traced (its guards,
+    # its graph and bytecode), of its Dynamo time by torch's timers; included in `s` and `self_s`
+    after_s: float = 0.0
+    guards_s: Optional[float] = None  # of `after_s`: building its guards (Dynamo's timer); None: not timed
 
 
 @dataclass

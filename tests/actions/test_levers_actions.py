@@ -48,6 +48,30 @@ def test_only_a_lever_measured_better_is_offered_with_its_figures_in_the_title()
     assert action.title == "Compile each Block once: cold compile 41.0 s → 7.0 s, forward 0.98× (measured)"
 
 
+def test_the_loop_whose_block_takes_the_compile_is_offered_the_same_edit():
+    from compile_lens.actions.levers import loop_actions
+    from compile_lens.protocol import Benchmark, CompileFrame, CompileLine, CompileTime, Timing
+
+    path, source = str(FIXTURES / "levers" / "blocks.py"), (FIXTURES / "levers" / "blocks.py").read_text()
+    rows = source.splitlines()
+    line = next(i for i, row in enumerate(rows, 1) if row.startswith("class Stack"))
+    loop = next(i for i, row in enumerate(rows, 1) if row.strip() == "x = block(x)")  # the body of its `for`
+    # as measured (tests/worker/test_compile_lines.py): the call in the loop 65% of Dynamo's time, traced 4×
+    ct = CompileTime([CompileFrame("0/0", "forward", path, loop - 2, 3.8, {"dynamo": 2.55}, traced_s=2.0)],
+                     lines=[CompileLine("0/0", path, loop, 1.7, 0.04, 4), CompileLine("0/0", path, loop - 1, 0.19, 0.04, 5)])
+    benchmarks = {"Stack": Benchmark("cpu", "cpu", "default", Timing(1.0, 0.5, 2.0, 0.01, 0.01), None, {}, None, {}, {},
+                                     {}, "worth it", compile_time=ct)}
+    targets = [TargetSpec("Stack", "module", line)]
+
+    def offered(at: int, verdict: str = "better") -> list[lsp.CodeAction]:
+        found = loop_actions(Source.parse(source), URI, at, {"Stack": [_lever(verdict)]}, targets, benchmarks, path)
+        return [actions.resolve(a, source) for a in found]
+
+    [action] = offered(loop)
+    assert action.title == _offered(source)[0].title and action.edit == _offered(source)[0].edit
+    assert offered(loop - 1) == [] and offered(loop, "no change") == []  # the loop's header; a lever not better
+
+
 def test_the_edit_in_the_models_own_init_makes_every_block_compile_itself(tmp_path):
     source = (FIXTURES / "levers" / "blocks.py").read_text()
     [action] = _offered(source)

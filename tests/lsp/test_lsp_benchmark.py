@@ -219,8 +219,13 @@ async def test_the_costly_line_has_its_hint_and_hover_and_a_setting_hides_the_hi
     root, _, client, uri = measured_ws
     line, _ = locate(root / "tiny.py", "return torch.relu(self.fc(x))")
     text = (root / "tiny.py").read_text().splitlines()[line]
-    [hint] = [h for h in await all_hints(client, uri) if h.position.line == line]
-    assert hint.position.character == len(text)  # at the end of the line
+    # two hints at the end of the line: its cost per call, then its share of the cold compile
+    [hint, compiled] = [h for h in await all_hints(client, uri) if h.position.line == line]
+    assert hint.position.character == compiled.position.character == len(text)  # at the end of the line
+    # Dynamo traced the frame's one line once (the few costliest compile lines get a hint: from 15% of
+    # the frame's Dynamo time, its guards, graph and bytecode on the def line)
+    assert re.fullmatch(r" compile \d+\.\d+ s · traced 1×", compiled.label), compiled.label
+    assert compiled.tooltip.value.startswith("**Compile Lens · compile:** "), compiled.tooltip.value
     # Tiny's forward is one line: all its time, both columns; addmm is an extern kernel, relu generated
     # (a table profiled while other processes took the cores is no finding: its share only, `lines_caveat`)
     assert re.fullmatch(r" \d+\.\d+ (ms|µs) → \d+\.\d+ (ms|µs)| 100% of the profile · no finding \((machine busy|profile off its timing)\)",

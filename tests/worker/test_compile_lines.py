@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from compile_lens.render import compile_lines as compile_lines_text
 from compile_lens.render import line_costs
 from paths import FIXTURES
 
@@ -55,21 +57,31 @@ def test_each_line_gets_its_tracing_seconds_and_the_block_is_traced_once_per_pas
     header, body = by_line[(BLOCKS, loop)], by_line[(BLOCKS, loop + 1)]
     assert header.top and body.top and (header.traced, body.traced, by_line[(BLOCKS, returned)].traced) == (5, 4, 1)
     assert body.s >= sum(by_line[(BLOCKS, n)].s for n in block) * 0.99 > 0
-    # the frame's own lines add up to Dynamo's bytecode tracing as its own timer took it (within 10%),
-    # a part of the metrics' Dynamo phase: its guards, graph and bytecode are on no line
+    # the frame's own lines' tracing adds up to Dynamo's bytecode tracing as its own timer took it (within 10%)
+    own = by_line[(BLOCKS, frame.line)]  # the def line: the frame's guards, graph and bytecode after tracing
     top = sum(c.s for c in ct.lines if c.top)
-    assert top == pytest.approx(tracing, rel=0.10) and top == pytest.approx(frame.traced_s, abs=1e-3)
-    assert top < frame.phases_s["dynamo"], (top, frame)
-    assert frame.guards_s == pytest.approx(guards, abs=1e-3) and top + frame.guards_s < frame.phases_s["dynamo"]
+    assert top - own.after_s == pytest.approx(tracing, rel=0.10)
+    assert top - own.after_s == pytest.approx(frame.traced_s, abs=1e-3)
+    assert frame.guards_s == pytest.approx(guards, abs=1e-3) and own.guards_s == frame.guards_s < own.after_s
+    # with them, the lines add up to the frame's Dynamo time (the metrics' compile less its backend)
+    assert top == pytest.approx(frame.phases_s["dynamo"], rel=0.10), (top, frame)
+    assert own.after_s == pytest.approx(frame.phases_s["dynamo"] - frame.traced_s, abs=1e-3)
     doc = line_costs.compile_time_json(ct)
-    assert set(doc["lines"][0]) == {"path", "line", "s", "traced", "self_s", "compile_id", "top", "via"}
+    assert set(doc["lines"][0]) == {"path", "line", "s", "traced", "self_s", "compile_id", "top", "via", "after_s",
+                                    "guards_s"}
     assert doc["frames"][0]["traced_s"] == frame.traced_s and doc["frames"][0]["guards_s"] == frame.guards_s
     assert doc["lines_note"] is None
     assert {(d["path"], d["line"]) for d in doc["lines"]} >= {(BLOCKS, n) for n in [loop, loop + 1, returned, *block]}
+    # shown: the loop's call, its block repeated 4×, is the costliest hint and names regional compilation
+    hints = compile_lines_text.hints_in_file({"Stack": SimpleNamespace(compile_time=ct)}, BLOCKS)
+    assert hints[0][0] is body and compile_lines_text.repeated(ct, body) and len(hints) <= compile_lines_text.HINT_CAP
+    assert compile_lines_text.hint_label(body, ct).endswith(" · traced 4× · regional compilation?")
+    assert not any(compile_lines_text.repeated(ct, c) for c in ct.lines if c is not body)
 
 
 def test_a_stack_counts_toward_each_of_its_lines_once_and_its_own_seconds_to_the_innermost():
-    from compile_lens.worker.measure.compile_lines import Traced, lines
+    from compile_lens.protocol import CompileFrame
+    from compile_lens.worker.measure.compile_lines import Traced, after_tracing, lines
 
     m, torch_nn = "/ws/m.py", "/venv/torch/nn/modules/module.py"
     out = Traced()
@@ -89,3 +101,14 @@ def test_a_stack_counts_toward_each_of_its_lines_once_and_its_own_seconds_to_the
     assert 1700 not in by  # torch's lines are left out: their seconds stay in the lines that called them
     # the frame's own lines add up to everything traced
     assert sum(c.s for c in found if c.top) == sum(out.stacks.values())
+    # and, with its guards, graph and bytecode on its def line (a resumed frame's first line, not traced
+    # on its own, gets a row), to its Dynamo time; a frame of torch's own code gets none
+    frames = [CompileFrame("0/0", "forward", m, 20, 9.0, {"dynamo": 5.0}, traced_s=3.875, guards_s=0.5),
+              CompileFrame("1/0", "resume", m, 40, 1.0, {"dynamo": 0.5}, traced_s=0.25),
+              CompileFrame("2/0", "_call_impl", torch_nn, 1700, 1.0, {"dynamo": 0.5}, traced_s=0.25)]
+    found = after_tracing(found, frames, keep=lambda p: p == m)
+    by = {(c.compile_id, c.line): c for c in found}
+    assert (by[("0/0", 20)].s, by[("0/0", 20)].after_s, by[("0/0", 20)].guards_s) == (2.125, 1.125, 0.5)
+    assert (by[("1/0", 40)].s, by[("1/0", 40)].traced, by[("1/0", 40)].guards_s) == (0.25, 0, None)
+    assert sum(c.s for c in found if c.top and c.compile_id == "0/0") == 5.0 and ("2/0", 1700) not in by
+    assert [c.line for c in found][:2] == [31, 20]  # costliest first again

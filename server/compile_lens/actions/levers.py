@@ -1,7 +1,8 @@
 """The levers phase's edits: a lever measured better (`render.levers_text.offered`) as a code action
 on its target, with the figures in the title, the edit in the user's own code.
 
-Regional compilation: where this file compiles the model (`compiled = torch.compile(model, ...)`),
+Regional compilation (on the target's `class` line, and on the loop line whose repeated block takes
+most of its compile, `loop_actions`): where this file compiles the model (`compiled = torch.compile(model, ...)`),
 that statement compiles each block instead (`for block in model.blocks: block.compile(...)`); where
 it does not, the model's `__init__` ends by compiling its blocks — its own code, no wrapper.
 
@@ -24,6 +25,7 @@ from typing import Any, Optional
 from lsprotocol import types as lsp
 
 from ..lints.facts import dotted_name
+from ..render import compile_lines
 from .dynamic import _add_keyword, _compile_sites
 from .header import header_edits
 from .source import COMPILES, REWRITE, Edit, Source, _action
@@ -50,6 +52,20 @@ def lever_actions(src: Source, uri: str, line: int, levers: dict[str, list[Any]]
             data = _keyword_data(lever, uri, spec.name)
             if data is not None and _resolve_lever_keyword(src, data):
                 found.append(_action(lever.action, REWRITE, data))
+    return found
+
+
+def loop_actions(src: Source, uri: str, line: int, levers: dict[str, list[Any]], targets: list[Any],
+                 benchmarks: Any, path: str) -> list[lsp.CodeAction]:
+    """The regional edit offered on a loop line too: the line whose calls, repeated by the loop, take
+    most of its frame's compile (`render.compile_lines.repeated`), when its target's regional lever was
+    measured better — the same edit as on the target's `class` line."""
+    found = []
+    for c, ct, name in compile_lines.hints_in_file(benchmarks, path):
+        spec = next((t for t in targets if t.name == name), None)
+        if c.line == line and spec is not None and spec.line != line and compile_lines.repeated(ct, c):
+            regional = [lever for lever in levers.get(name, []) if lever.lever == "regional"]
+            found += lever_actions(src, uri, spec.line, {name: regional}, targets)
     return found
 
 

@@ -1,11 +1,13 @@
 """The compile report's "Where the time goes" section: per measured target, its lines sorted by cost
-with an eager and a compiled bar per row, and the cold compile by frame. Pure."""
+with an eager and a compiled bar per row, the cold compile by frame, and its Dynamo part by line
+with a bar per row (`render.compile_lines`). Pure."""
 
 from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from ..protocol import CompileTime, FileReport, Lever, Timing
+from ..protocol import CompileTime, FileReport, Lever, TargetResult, Timing
+from . import compile_lines
 from .html_parts import _e, _Page
 from .line_costs import kernel_words, launch_bound, no_finding, share, us_text
 
@@ -70,6 +72,32 @@ def _frames(page: _Page, ct: Optional[CompileTime]) -> str:
             "<th>autotune</th></tr>" + rows + "</table></div>")
 
 
+def _compile_lines(page: _Page, ct: Optional[CompileTime], result: TargetResult) -> str:
+    """The cold compile's Dynamo part by line: seconds, share of the frame's Dynamo time, times traced,
+    a bar (the costliest line's full width) and what the row is (an inlined call's loop, the def line's
+    guards, a repeated block's lever)."""
+    if ct is None or not ct.lines:
+        return f'<p class="muted">Compile by line: not measured ({_e(ct.lines_note)})</p>' if ct and ct.lines_note else ""
+    top = ct.lines[0].s
+    rows = []
+    for c in ct.lines[:MAX_ROWS]:
+        frame = compile_lines.frame_of(ct, c)
+        share = f"{c.s / compile_lines.dynamo_s(frame):.0%}" if frame is not None and compile_lines.dynamo_s(frame) else "—"
+        w = 0.0 if top <= 0 else max(1.0, BAR_W * c.s / top)
+        words = compile_lines.line_words(ct, c, page.cwd).split(" — ", 1)[-1]
+        lever = compile_lines.loop_lever(ct, c, compile_lines.tried(result))
+        rows.append(f"<tr><td>{page.loc(c.path, c.line)}</td><td class=\"num\">{_e(compile_lines.seconds(c.s))}</td>"
+                    f"<td class=\"num\">{share}</td><td class=\"num\">{c.traced}×</td>"
+                    f'<td><svg width="{BAR_W}" height="8" role="img" aria-label="{_e(compile_lines.seconds(c.s))}">'
+                    f'<rect class="bar s-compiled" x="0" y="1" width="{w:.1f}" height="6"/></svg></td>'
+                    f"<td>{_e((words + ('. ' + lever if lever else '')).replace('`', ''))}</td></tr>")
+    more = f'<p class="muted">{len(ct.lines) - MAX_ROWS} more lines below these.</p>' if len(ct.lines) > MAX_ROWS else ""
+    frames = "".join(f'<p class="muted">{_e(compile_lines.frame_words(f, ct))}.</p>' for f in ct.frames)
+    return ("<h4>Cold compile by line (Dynamo; a line's seconds include the calls it inlines)</h4><div class=\"scroll\">"
+            "<table><tr><th>Line</th><th>compile</th><th>of Dynamo</th><th>traced</th><th>"
+            '<span class="s-compiled">■</span> seconds</th><th></th></tr>' + "".join(rows) + "</table></div>" + more + frames)
+
+
 def lines_section(page: _Page, reports: list[FileReport]) -> str:
     parts = []
     for r in reports:
@@ -77,7 +105,8 @@ def lines_section(page: _Page, reports: list[FileReport]) -> str:
             b = t.benchmark
             if b is None:
                 continue
-            body = _table(page, b.forward, levers=t.levers) + _frames(page, b.compile_time)
+            body = _table(page, b.forward, levers=t.levers) + _frames(page, b.compile_time) + \
+                _compile_lines(page, b.compile_time, t)
             if body:
                 parts.append(f"<h3>{page.loc(r.path, t.line, label=t.name)} · forward</h3>{body}")
             train = _table(page, b.train_step, "train step", t.levers) if b.train_step is not None else ""

@@ -16,7 +16,7 @@ from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
 from ... import actions
-from ...actions.levers import lever_actions
+from ...actions.levers import lever_actions, loop_actions
 from ...render.assembly import in_workspace
 from ..state import CompileLensServer
 
@@ -49,13 +49,19 @@ def guesses(ls: CompileLensServer, uri: str) -> dict[str, Any]:
 
 
 def _lever_actions(ls: CompileLensServer, uri: str, source: str, line0: int) -> list[lsp.CodeAction]:
-    """The levers measured better on the target at the cursor (`actions.levers`), on current results only."""
+    """The levers measured better on the target at the cursor, or on the loop line of its repeated block
+    (`actions.levers`), on current results only."""
     state = ls.docs.get(uri)
     src = actions.Source.parse(source)
     if state is None or src is None or not ls.is_current(state):
         return []
     measured = {name: r.levers for name, r in state.traced.items() if r.levers}
-    return lever_actions(src, uri, line0 + 1, measured, ls.targets_in_buffer(state)) if measured else []
+    if not measured:
+        return []
+    targets = ls.targets_in_buffer(state)
+    # and on a loop whose repeated block takes most of its frame's compile, the regional edit there too
+    return lever_actions(src, uri, line0 + 1, measured, targets) + \
+        loop_actions(src, uri, line0 + 1, measured, targets, state.benchmarks, state.path)
 
 
 def _resolves_edits(ls: CompileLensServer) -> bool:

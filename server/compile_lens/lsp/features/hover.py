@@ -76,8 +76,9 @@ def _line_hover(ls: CompileLensServer, state: Any, line: int) -> Optional[lsp.Ho
     if found is not None and kernels.link(ls, state.uri, line):
         parts.append(kernels.link(ls, state.uri, line))
     compiled = compile_lines.at(state.benchmarks, state.path, line)  # its share of the cold compile
-    if compiled is not None:
-        parts.append(compile_lines.hover_markdown(*compiled))
+    if compiled is not None:  # a loop repeating a block: its target's regional lever, where tried
+        owner = next((name for name, b in state.benchmarks.items() if b.compile_time is compiled[1]), "")
+        parts.append(compile_lines.hover_markdown(*compiled, compile_lines.tried(state.traced.get(owner))))
     parts += specialised_here(list(state.traced.values()), state.path, line)
     if not parts:
         return None

@@ -1,5 +1,6 @@
 """`textDocument/inlayHint`: a measured target's speedup after each `torch.compile(...)` call of it,
 each costly line's eager → compiled time at its end (`render.line_costs`; setting `lineCosts.inlayHints`),
+the few costliest lines' share of the cold compile beside it (`render.compile_lines`, the same setting),
 where the CUDA-graphs lever found torch skipping a graph, "CUDA graphs skipped: <why>" on the line
 torch traced it to (`render.levers_text.cudagraph_skips_in`), and an imported profile's GPU time at the
 end of each line it put time on (the CL401 findings of `compileLens.importTrace`), as line costs show."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from ...codes import GPU_TIME
-from ...render import lens_titles, line_costs, parts
+from ...render import compile_lines, lens_titles, line_costs, parts
 from ...render.levers_text import cudagraph_skips_in
 from ...trace_import.profiles import hint_label
 from ..state import CompileLensServer
@@ -57,7 +58,8 @@ def _measured_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp
 
 
 def _line_hints(ls: CompileLensServer, uri: str, path: str, benchmarks: dict, rng: lsp.Range) -> list[lsp.InlayHint]:
-    """`0.81 ms → 0.20 ms · fused ×3` at the end of each costly line (above `line_costs.HINT_SHARE`)."""
+    """`0.81 ms → 0.20 ms · fused ×3` at the end of each costly line (above `line_costs.HINT_SHARE`), and
+    `compile 6.1 s · traced 48×` on the few costliest lines to compile (`compile_lines.hints_in_file`)."""
     lines = ls.workspace.get_text_document(uri).lines
     hints = []
     for cost, timing in line_costs.costly_in_file(benchmarks, path):
@@ -68,6 +70,16 @@ def _line_hints(ls: CompileLensServer, uri: str, path: str, benchmarks: dict, rn
             position=lsp.Position(row, len(lines[row].rstrip("\r\n"))),
             label=" " + line_costs.hint_label(cost, timing), kind=lsp.InlayHintKind.Type, padding_left=True,
             tooltip=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=line_costs.hover_markdown(cost, timing))))
+    traced = ls.docs[uri].traced  # its targets' results: a repeated loop's regional lever, where tried
+    for c, ct, target in compile_lines.hints_in_file(benchmarks, path):  # the few costliest lines to compile
+        row = c.line - 1
+        if not (rng.start.line <= row <= rng.end.line) or row >= len(lines):
+            continue
+        levers = compile_lines.tried(traced.get(target))
+        hints.append(lsp.InlayHint(
+            position=lsp.Position(row, len(lines[row].rstrip("\r\n"))),
+            label=" " + compile_lines.hint_label(c, ct, levers), kind=lsp.InlayHintKind.Type, padding_left=True,
+            tooltip=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=compile_lines.hover_markdown(c, ct, levers))))
     return hints
 
 

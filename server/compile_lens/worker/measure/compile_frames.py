@@ -64,8 +64,8 @@ def collect(traced: Optional[Traced] = None, root: Optional[str] = None) -> Comp
             frame.phases_s[k] = round(frame.phases_s.get(k, 0.0) + v, 4)
     found = CompileTime(frames=list(frames.values()))
     if traced is not None:
-        _with_lines(found, traced, root or ".")
         _with_guards(frames, guarded, traced.guards_s)
+        _with_lines(found, traced, root or ".")
     return found
 
 
@@ -80,7 +80,8 @@ def _with_guards(frames: dict[str, CompileFrame], guarded: list[str], timed: Opt
 
 def _with_lines(found: CompileTime, traced: Traced, root: str) -> None:
     """Each frame's tracing seconds, and the lines: those of torch, the standard library and
-    Compile Lens are left out (their seconds stay in the lines that called them)."""
+    Compile Lens are left out (their seconds stay in the lines that called them); the frame's work
+    after tracing on its def line (`compile_lines.after_tracing`)."""
     from . import compile_lines
     from .line_tags import Places
 
@@ -91,7 +92,9 @@ def _with_lines(found: CompileTime, traced: Traced, root: str) -> None:
         if frame.compile_id in traced.traced_s:
             frame.traced_s = round(traced.traced_s[frame.compile_id], 4)
     places = Places(root)
-    found.lines = compile_lines.lines(traced, lambda p: places.kind(p) in ("workspace", "library"))
+    keep = lambda p: places.kind(p) in ("workspace", "library")  # noqa: E731
+    # each frame's guards, graph and bytecode on its def line: the lines add up to its Dynamo time
+    found.lines = compile_lines.after_tracing(compile_lines.lines(traced, keep), found.frames, keep)
     if not found.lines:
         found.lines_note = "no line of the workspace or a library was traced"
 

@@ -6,7 +6,8 @@ bound to that translator: its file, its current line and its `parent` chain (the
 inlined, each parent at the line that called) are read off the translator, nothing is formatted.
 Two debug records of `torch._dynamo.symbolic_convert` close an interval: `DONE INLINING` (a call
 returns to its caller's line) and `… triggered compile` (the frame's tracing ended; what follows is
-its graph's compile — AOTAutograd and Inductor, not split by line — guards and bytecode).
+its graph's compile — AOTAutograd and Inductor, not split by line — guards and bytecode; the
+frame's Dynamo part of these is charged to its def line by `after_tracing`, from torch's timers).
 
 The time from one record to the next is charged to the line traced then (`self_s`) and to every
 line on its inlining stack (`s`): an inlined call counts toward the line that called it and toward
@@ -31,7 +32,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from ...protocol import CompileLine, LineRef
+from ...protocol import CompileFrame, CompileLine, LineRef
 
 SOURCE_LOG = "torch._dynamo.symbolic_convert.__trace_source"  # the trace_source artifact's logger
 CONVERT_LOG = "torch._dynamo.symbolic_convert"  # `DONE INLINING`, `… triggered compile`
@@ -221,6 +222,28 @@ def lines(out: Traced, keep: Any) -> list[CompileLine]:
                          out.entries.get((cid, path, line), 0), (cid, path, line) in top,
                          _most(via.get((cid, path, line))))
              for (cid, path, line), sec in s.items()]
+    return sorted(found, key=lambda c: (-c.s, c.compile_id, c.path, c.line))
+
+
+def after_tracing(found: list[CompileLine], frames: list[CompileFrame], keep: Any) -> list[CompileLine]:
+    """`found` with each frame's Dynamo work after its lines were traced — its guards (Dynamo's
+    `build_guards` timer), its graph and bytecode (the rest of its Dynamo phase) — charged to the
+    frame's def line (`after_s`): work on the whole frame, its arguments' guards first, so the frame's
+    lines add up to its Dynamo time. A frame whose Dynamo phase or tracing was not measured, or whose
+    code is not kept (torch's own), gets none."""
+    by = {(c.compile_id, c.path, c.line): c for c in found}
+    for f in frames:
+        dynamo = f.phases_s.get("dynamo")
+        if dynamo is None or f.traced_s is None or not keep(f.path):
+            continue
+        after = max(dynamo - f.traced_s, 0.0)
+        line = by.get((f.compile_id, f.path, f.line))
+        if line is None:  # its def line was not traced on its own (a resumed frame starts mid-function)
+            line = by[(f.compile_id, f.path, f.line)] = CompileLine(f.compile_id, f.path, f.line, 0.0, 0.0, 0)
+            found.append(line)
+        line.after_s = round(after, 4)
+        line.guards_s = None if f.guards_s is None else round(min(f.guards_s, after), 4)
+        line.s, line.self_s = round(line.s + after, 4), round(line.self_s + after, 4)
     return sorted(found, key=lambda c: (-c.s, c.compile_id, c.path, c.line))
 
 
