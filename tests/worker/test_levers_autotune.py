@@ -35,7 +35,7 @@ def test_its_line_names_it():
 
 
 # A tiny model: one library GEMM (no C++ kernel of the default's own to build), as cheap as a real
-# measure of the lever gets: two cold compiles in fresh processes, two in-process ones, 2 s of rounds.
+# measure of the lever gets: two cold compiles in fresh processes, two in-process ones, 1 s of rounds.
 NET = """import torch
 from torch import nn
 
@@ -62,7 +62,7 @@ def test_measured_on_the_cpu_it_reports_both_compiles_and_the_forward_it_timed(t
     target = build_target(import_file(str(path), str(tmp_path)), spec, str(path))
     stages: list[str] = []
     lever = autotune.measure(target, path=str(path), root=str(tmp_path), device="cpu", mode="default",
-                             max_seconds=10.0, progress=lambda stage, **kw: stages.append(stage), steady_s=2.0)
+                             max_seconds=10.0, progress=lambda stage, **kw: stages.append(stage), steady_s=1.0)
     assert (lever.lever, lever.change) == ("max_autotune", 'torch.compile(..., mode="max-autotune-no-cudagraphs")')
     assert stages[0] == "levers: compiling the default in a fresh process…"
     assert "levers: compiling with max-autotune in a fresh process…" in stages
