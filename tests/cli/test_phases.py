@@ -1,6 +1,8 @@
 """Each phase of a target (trace, recompile sweep, measurement) is its own result: a measurement
 that outlasts the worker's time limit never erases the target's trace findings, and the targets
-after it still run. Through the CLI's analysis (real worker) and the real server."""
+after it still run. Through the CLI's analysis (real worker) and the real server. The CLI's run
+also checks, first, a measurement that holds more than the workers' memory cap: the CPU twin of
+the CUDA out-of-memory row (tests/lsp/test_faults_own_server.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from lsprotocol import types as lsp
 
 import paths
 from compile_lens.cli import check as cli
-from compile_lens.cli.common import apply_ignores
+from compile_lens.cli.common import finish
 from compile_lens.render.cli_output import render_json, render_text
 from compile_lens.render.report_html import render_report
 from compile_lens.settings import Settings
@@ -24,6 +26,7 @@ from lsp_support import locate, open_file, start_server, stop_server, wait_for
 FIXTURES = paths.FIXTURES / "phases"
 TIMEOUT_S = 20  # the worker's time limit: the trace and the sweep fit, TinyGPT's measurement does not
 MAX_SECONDS = 5  # Head's measurement: its figures are not what is tested here, only that it ran
+MEMORY_LIMIT_MB = 2500  # the workers' cap: Head's measurement fits, Greedy's (4,000 MB held) does not
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -39,17 +42,28 @@ def _phases(target: dict) -> dict[str, str]:
 @pytest.mark.slow
 def test_cli_keeps_the_trace_of_a_target_whose_measurement_timed_out_and_measures_the_next(tmp_path):
     root = _workspace(tmp_path)
-    path = root / "lm.py"
-    settings = Settings(timeout_s=TIMEOUT_S, max_seconds=MAX_SECONDS)
-    reports, _runtime = asyncio.run(cli.check([str(path)], settings, benchmark=True, quiet=True))
-    apply_ignores(reports)
-    [report] = reports
-    assert report.error is None
+    path, greedy_path = root / "lm.py", root / "greedy.py"
+    settings = Settings(timeout_s=TIMEOUT_S, max_seconds=MAX_SECONDS, memory_limit_mb=MEMORY_LIMIT_MB)
+    reports, _runtime = asyncio.run(cli.check([str(greedy_path), str(path)], settings, benchmark=True, quiet=True))
+    finish(reports)  # as the CLI does: ignores applied, messages in its words (`--memory-limit`)
+    held, report = reports
+    assert report.error is None and held.error is None
     call_site, _ = locate(path, "loss = causal_lm_loss(logits, labels)")
     gpt_line, _ = locate(path, "class TinyGPT")
     head_line, _ = locate(path, "class Head")
 
     doc = render_json(reports, torch_version=None, device="cpu")
+    # Greedy, checked first: traced and swept; its measurement stopped at the memory cap, said on
+    # Greedy with what to do; the worker replaced, lm.py's targets still run
+    [greedy] = next(f for f in doc["files"] if f["path"] == str(greedy_path))["targets"]
+    assert _phases(greedy) == {"trace": "done", "sweep": "done", "measure": "failed"}, greedy["phases"]
+    assert greedy["phases"]["measure"]["error"]["kind"] == "memory" and greedy["benchmark"] is None
+    greedy_line, _ = locate(greedy_path, "class Greedy")
+    [stopped] = [d for d in next(f for f in doc["files"] if f["path"] == str(greedy_path))["diagnostics"]
+                 if d["code"] == "CL003"]
+    assert stopped["line"] == greedy_line + 1
+    assert stopped["message"].startswith(f"`Greedy`: measuring failed: the analysis held more than {MEMORY_LIMIT_MB} MB (")
+    assert stopped["message"].endswith("was stopped — raise --memory-limit, or use smaller example inputs")
     entry = next(f for f in doc["files"] if f["path"] == str(path))
     gpt = next(t for t in entry["targets"] if t["name"] == "TinyGPT")
     head = next(t for t in entry["targets"] if t["name"] == "Head")
@@ -74,6 +88,8 @@ def test_cli_keeps_the_trace_of_a_target_whose_measurement_timed_out_and_measure
     json.dumps(doc, allow_nan=False)
 
     text = render_text(reports, cwd=str(root))
+    assert f"greedy.py:{greedy_line + 1}: Greedy: traced · recompiles checked · measurement failed: " \
+           f"the analysis held more than {MEMORY_LIMIT_MB} MB" in text
     assert f"lm.py:{call_site + 1}:" in text and "GB0291" in text
     assert f"lm.py:{gpt_line + 1}: TinyGPT: traced · recompiles checked · measurement failed: " \
            f"the analysis took longer than {TIMEOUT_S} s" in text

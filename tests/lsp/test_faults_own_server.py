@@ -51,6 +51,8 @@ def _has_cuda() -> bool:
 
 @pytest.mark.skipif(not shutil.which("nvidia-smi") or not _has_cuda(), reason="needs a CUDA device")
 async def test_cuda_oom_during_a_benchmark_releases_the_gpu_memory(tmp_path):
+    """On a GPU (scripts/gpu-check). Its CPU twin, a measurement that holds more than the workers' memory
+    cap, named on its target while the targets after it are measured: `Greedy` in tests/cli/test_phases.py."""
     root = tmp_path / "ws"
     root.mkdir()
     shutil.copy(FAULTS / "cuda_oom.py", root / "cuda_oom.py")

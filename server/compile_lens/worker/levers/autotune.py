@@ -7,7 +7,8 @@ seconds against the time saved per call: the calls it takes to pay them back.
 
 The CUDA-graphs half of `max-autotune` is the `cudagraphs` lever's: measured apart, so each figure
 says what one change does. Not tried on the CPU, where max-autotune without freezing produces the
-default's code (TORCH-FACTS)."""
+default's code at a dearer compile (the C++ GEMM template's ISA probe, then the template refused for
+weights that are not frozen): tests/worker/test_levers_autotune.py measures it there all the same."""
 
 from __future__ import annotations
 
