@@ -152,32 +152,48 @@ def test_a_forced_fx_graph_cache_in_the_environment_cannot_serve_the_profiled_co
     assert (str(moved), matmul + 1) in compiled
 
 
+FORKED = """
+import sys, torch
+from compile_lens.worker.measure import line_windows
+
 @torch.jit.script
 def _half(x):
     return torch.mm(x, x)
-
 
 @torch.jit.script
 def _forked(x):
     fut = torch.jit.fork(_half, x)
     return torch.jit.wait(fut) + torch.mm(x, x)
 
+x = torch.randn(256, 256)
+found = line_windows.calls(line_windows.profile(lambda: _forked(x), 4, "cpu"), "cpu")
+threads = {e.thread for e in found.events if e.name == "aten::mm"}
+own = {e.thread for e in found.events if e.name.startswith(line_windows.CALL)}
+assert len(own) == 1 and threads - own, (threads, own)  # the call's own thread and the fork's (the interop pool's)
+mms = [e for e in found.events if e.name == "aten::mm"]
+assert len(mms) == 2 * found.n, (len(mms), found.n)
+calls = [e for e in found.events if e.name.startswith(line_windows.CALL)]
+for mm in mms:  # each inside the window of a kept call
+    assert any(c.time_range.start <= mm.time_range.start <= c.time_range.end for c in calls)
+assert found.wall_us > 0 and found.busy_us == 0.0  # no device activity on the CPU
+print("OK")
+"""
 
-def test_an_op_on_another_thread_belongs_to_the_call_whose_window_holds_it():
+
+def test_an_op_on_another_thread_belongs_to_the_call_whose_window_holds_it(tmp_path):
     """On CUDA autograd runs the backward on its own device thread: its events have no parent in the
-    call's range. A TorchScript fork runs its ops on another thread the same way; they count."""
-    x = torch.randn(256, 256)
-    prof = line_windows.profile(lambda: _forked(x), 4, "cpu")
-    found = line_windows.calls(prof, "cpu")
-    threads = {e.thread for e in found.events if e.name == "aten::mm"}
-    own = {e.thread for e in found.events if e.name.startswith(line_windows.CALL)}
-    assert len(own) == 1 and threads - own, (threads, own)  # the call's own thread and the fork's (the interop pool's)
-    mms = [e for e in found.events if e.name == "aten::mm"]
-    assert len(mms) == 2 * found.n
-    calls = [e for e in found.events if e.name.startswith(line_windows.CALL)]
-    for mm in mms:  # each inside the window of a kept call
-        assert any(c.time_range.start <= mm.time_range.start <= c.time_range.end for c in calls)
-    assert found.wall_us > 0 and found.busy_us == 0.0  # no device activity on the CPU
+    call's range. A TorchScript fork runs its ops on another thread the same way; they count. In a
+    child: torch 2.13's profiler crashes now and then (SIGSEGV in `_set_backward_stacktraces`, about one
+    run in six on a loaded 2-core machine) reading a fork's events, and would take pytest's worker with it;
+    a crash is run again once, an assertion is not."""
+    script = tmp_path / "forked.py"  # TorchScript reads its functions' source from a file
+    script.write_text(FORKED)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(SERVER), os.environ.get("PYTHONPATH")) if p))
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+        if proc.returncode >= 0:
+            break
+    assert proc.returncode == 0 and proc.stdout.strip() == "OK", proc.stderr[-3000:]
 
 
 def test_device_parts_add_up_to_busy_and_idle():
