@@ -438,6 +438,8 @@ def caveat(contention: dict[str, Any], profile_us: dict[str, Optional[float]], e
     busy = busy_words(contention)
     if busy:
         return busy.replace(" during timing", " while profiling")
+    if contention.get("declared_quiet"):  # a test's declaration (busy_rule.declared_quiet): its load's noise
+        return None  # is no disagreement either, as its busy rounds are not busy
     us = busy_us if windows.cuda(device) else profile_us.get("compiled")
     if not compiled_ms or us is None:
         return None
