@@ -127,6 +127,31 @@ def _oversubscribed_wait(burn_py: str) -> tuple[float, float]:
             b.wait()
 
 
+def test_a_tests_declaration_of_quiet_counts_busy_rounds_and_says_so(burn_py, monkeypatch):
+    """`COMPILE_LENS_TEST_QUIET=1` under pytest: rounds beside real load count, and the reading says it
+    was declared and what the rule saw; outside pytest (no PYTEST_CURRENT_TEST) it is ignored."""
+    monkeypatch.setenv(busy_rule.QUIET_ENV, "1")
+    burners = [_child(burn_py, BURN_S + 0.5) for _ in range(2 * CPUS)]  # ours: the CPU rule counts them
+    try:
+        time.sleep(0.2)
+        watch = busy_rule.Contention("cpu")
+        time.sleep(0.5)
+        declared, quiet = watch.report(), watch.round_quiet()
+        monkeypatch.delenv("PYTEST_CURRENT_TEST")
+        watch.start()
+        time.sleep(0.5)
+        plain, judged = watch.report(), watch.round_quiet()
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert declared["declared_quiet"] is True and declared["busy"] is False and quiet is True, declared
+    assert declared["busy_by_rule"] is True and declared["why"], declared  # what the rule saw, kept
+    assert busy_rule.busy_words(declared) is None
+    assert "declared_quiet" not in plain and plain["busy"] is True and judged is False, plain
+    assert busy_rule.busy_words(plain).startswith("machine busy: ")
+
+
 def test_schedstat_says_a_thread_waited_when_the_cores_are_oversubscribed(burn_py):
     if busy_rule.thread_run_delay_s() is None:
         pytest.skip("no /proc/self/task/TID/schedstat on this kernel")

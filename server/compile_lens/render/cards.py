@@ -94,6 +94,9 @@ def contention_line(b: Benchmark) -> str:
     if gpu is not None:
         parts.append(f"{gpu} other process{'es' if gpu != 1 else ''} on the GPU")
     parts += [f"not read: {u}" for u in c.get("unknown") or []]
+    if c.get("declared_quiet"):  # a test's figures: said, so that none passes for an idle machine's
+        parts.append("every round counted: a test declared the machine quiet"
+                     + (" (the busy rule saw it busy)" if c.get("busy_by_rule") else ""))
     return "; ".join(parts)
 
 

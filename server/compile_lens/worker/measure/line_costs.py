@@ -433,11 +433,11 @@ def caveat(contention: dict[str, Any], profile_us: dict[str, Optional[float]], e
     """Why a line table's figures are no finding, or None: the machine was busy while it was
     profiled (the timing's own rule, `timing.busy_words`), or the compiled call's profile total
     disagrees with its timed call by more than DISAGREE (on CUDA its kernels' busy time, which no
-    call can exceed). The eager side is not held to it: its total leaves out the Python around the
+    call can exceed; not where a test declared the machine quiet, `busy_rule`). The eager side is not held to it: its total leaves out the Python around the
     ops, whose tagging (`LineTags`) the profile pays for and the timing does not."""
     busy = busy_words(contention)
-    if busy:
-        return busy.replace(" during timing", " while profiling")
+    if busy or contention.get("declared_quiet"):  # a test's declared quiet: its load's noise is no disagreement
+        return busy.replace(" during timing", " while profiling") if busy else None
     us = busy_us if windows.cuda(device) else profile_us.get("compiled")
     if not compiled_ms or us is None:
         return None
