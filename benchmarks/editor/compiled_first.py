@@ -22,7 +22,7 @@ def first_figures(path: Path, server: Path) -> tuple[list[tuple[str, float, str]
     """([(target, seconds to its forward figure, its words)], seconds to the end, exit code)."""
     env = dict(os.environ, PYTHONPATH=str(server))
     started = time.monotonic()
-    child = subprocess.Popen([sys.executable, "-m", "compile_lens", "check", str(path), "--stream", "--no-cache"],
+    child = subprocess.Popen([sys.executable, "-m", "compile_lens.cli", "check", str(path), "--stream", "--no-cache"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=path.parent)
     found = []
     assert child.stdout is not None
