@@ -186,8 +186,9 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     `resume`: the rounds of an earlier call on the same timers (the forward's first look), extended
     in place: the stop rules count all of them (each round is a pair: its ratio stands on its own,
     whatever the block length). `max_s`: where the rounds stop at the latest, minimum or not
-    (default `OVERRUN` × `budget_s`): the first look's is the forward's whole share, so that a slow
-    call or a busy machine still gets its `min_rounds` when the share has room for them."""
+    (default `OVERRUN` × `budget_s`; given, no round starts that would end past it, judged by the last):
+    the first look's (`workload_timing.FIRST_LOOK_MAX_S`) keeps the headline early, the budget's keeps its
+    bound; a slow call or a busy machine then gets fewer than `min_rounds`, said by the figure."""
     started = clock()
     timers = {"eager": eager, "compiled": compiled, **(extra or {})}
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
@@ -209,6 +210,7 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
     forward_order = ["eager", "compiled", *(extra or {})]
     for r in range(len(p.eager), MAX_ROUNDS):
+        round_started = clock()
         order = forward_order if r % 2 == 0 else forward_order[::-1]
         got = {}
         if watch is not None:
@@ -236,6 +238,8 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
         spent = clock() - started
         if spent >= (OVERRUN * budget_s if max_s is None else max_s):
             break  # minimum rounds or not: the budget is a promise
+        if max_s is not None and spent + (clock() - round_started) > max_s:
+            break  # a round like the last one would end past the limit: a limit is kept, not overrun
         if r + 1 >= min_rounds:
             if spent >= budget_s:
                 break
