@@ -85,10 +85,9 @@ from .cold_children import Cold, ColdChildren, Early
 from .cold_compile import CACHE_PREFIX, _sweep_stale, inductor_cache, run_child, with_limits
 from .devices import free_memory, is_oom, resolve_device, sync, to_device
 from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, cache_counts
-from .estimates import later_s
 from .guard_cost import supported as guards_supported
 from .isolated import isolated
-from .later_parts import after_workloads, cut_short
+from .later_parts import after_workloads, bound, cost, cut_short
 from .snapshot import Figures
 from .timing import Contention, Paired, busier
 from .verdict import break_even
@@ -144,7 +143,7 @@ def run_benchmark(
     Parts in the order the user waits for them: the forward (its own cold child, warm compile,
     timing), the train step, peak memory, the line costs; each is sent to `on_part` as it lands.
     `output_code` (a list) receives the warm forward compile's output code (the fallback ops).
-    `opt_in`: parts (`protocol.PARTS`) that run whatever the budget (the line costs and peak memory always do).
+    `opt_in`: parts (`protocol.OPT_IN`) that run whatever the budget.
     `early`: the forward's cold child, started as the job arrived (`cold_children.Early`): used when it
     was asked what this measurement asks; its folder is this measurement's, removed at the end.
     `budget`: the bound (`budget.Budget`, the job's): every part after the forward's headline starts
@@ -332,7 +331,7 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
             # had no room or stopped it): the forward's figures stand, and break-even falls back to the forward
             stopped = None
             with isolated("train step", figures.unmeasured) as part:
-                stopped = run_part(job.budget, _cost(colds, "train_step"),
+                stopped = run_part(bound(job, "train_step"), cost(colds, "train_step"),
                                    lambda wl=wl, i=i: _train_step(job, eager, compiled_obj, wl, i, colds, figures,
                                                                   contention, compiled))
             restore()
@@ -345,12 +344,6 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
             publish("train_step", status, why)
         after_workloads(job, eager, compiled, compiled_obj, order, colds, figures, restore, publish, tuple(profiled))
         return snapshot.build(job, colds.cold, figures, distinct_breaks(break_log.breaks, job.root), break_even)
-
-
-def _cost(colds: ColdChildren, part: str) -> float:
-    """What a later part should take, from the forward's cold compile (`estimates.later_s`)."""
-    cold = colds.cold["forward"]
-    return later_s(part, cold.compile_s or 0.0, cold.import_s)
 
 
 def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], colds: ColdChildren,
@@ -377,7 +370,7 @@ def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], cold
         # first look), not on the way to its own timed compile
         for later in order[1:]:
             colds.prestart(later)
-        stopped = run_part(job.budget, _cost(colds, "warm_forward"), warm)
+        stopped = run_part(bound(job, "train_step", "memory", "lines"), cost(colds, "warm_forward"), warm)
         if stopped is not None:
             return stopped
     else:  # the child took no first look: this is the forward's figure, which no budget cuts
@@ -394,10 +387,10 @@ def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], cold
         # failing, the first look stands; a child still importing waits, stopped; its rounds end
         # before the budget's stop point (`workload_timing`), their pairs standing on their own
         with isolated("forward's more rounds", figures.unmeasured), colds.paused():
-            run_part(job.budget, 0.0, found["refine"])
+            run_part(job.budget, 0.0, found["refine"])  # its rounds end before the stop point
     if len(order) > 1 and wl in figures.timings:  # its lines now, while its compile is loaded
         with colds.paused():
-            stopped = run_part(job.budget, _cost(colds, "lines"),
+            stopped = run_part(bound(job, "lines"), cost(colds, "lines"),
                                lambda: lines_part.profile(job, eager, compiled[wl], wl, colds.cold[wl], figures))
         if stopped is None:
             profiled.append(wl)

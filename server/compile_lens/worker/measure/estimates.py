@@ -22,14 +22,15 @@ def estimate_s(part: str, compile_s: dict[str, Any], max_seconds: float, output_
     trace more); the batch sweep compiles the forward afresh in this process (batch dynamic, about
     a cold compile less its imports) and times it for `report_budget`. The fallback ops cost
     nothing more: they are read from the warm compile's `output_code` (without it, a compile)."""
-    warm = compile_s.get("warm_forward") or compile_s.get("warm") or 0.0
     cold = compile_s.get("cold_forward") or compile_s.get("cold") or 0.0
+    # no warm compile seen (the budget had no room for it): a fifth of the cold one
+    warm = compile_s.get("warm_forward") or compile_s.get("warm") or WARM_PER_COLD * cold
     return {"export": warm, "strict_export": 2.0 * warm, "fallback_ops": 0.0 if output_code else cold,
             "batch_sweep": cold + report_budget(max_seconds)}.get(part, 0.0)
 
 
 WARM_PER_COLD = 0.2  # a warm compile ≈ 1/5 of a cold one (BENCHMARKS.md's runs)
-TRAIN_PER_FORWARD = 2.0  # the train step's cold compile: the forward's graph and the backward's
+TRAIN_PER_FORWARD = 1.5  # the train step's cold compile against the forward's (BENCHMARKS.md: 1.3–1.8×)
 
 
 def later_s(part: str, cold_s: float, import_s: float = 0.0, first_look_s: float = 2.0) -> float:

@@ -16,7 +16,13 @@ from .isolated import isolated
 from .warm_remote import for_measurement
 
 
-def _cost(colds: Any, part: str) -> float:
+def bound(job: Any, *parts: str) -> Any:
+    """The budget a part runs within (`budget.Budget`): none where it was asked for (`opt_in`), as its needs are."""
+    return None if any(part in job.opt_in for part in parts) else job.budget
+
+
+def cost(colds: Any, part: str) -> float:
+    """What a later part should take, from the forward's cold compile (`estimates.later_s`)."""
     cold = colds.cold["forward"]
     return later_s(part, cold.compile_s or 0.0, cold.import_s)
 
@@ -35,7 +41,7 @@ def after_workloads(job: Any, eager: Any, compiled: dict[str, Any], compiled_obj
                             job.device, figures.unmeasured)
 
     t_mem = time.perf_counter()
-    stopped = run_part(job.budget, _cost(colds, "memory"), peaks)
+    stopped = run_part(bound(job, "memory"), cost(colds, "memory"), peaks)
     eager.model.zero_grad()
     restore()
     job.add_phase("memory", t_mem)
@@ -49,14 +55,14 @@ def after_workloads(job: Any, eager: Any, compiled: dict[str, Any], compiled_obj
     _lines(job, eager, compiled, order, colds, figures, restore, publish, profiled)
     if figures.errors["exceeds"] and eager.is_module:  # where the difference starts: one more compile
         with isolated("accuracy drift", figures.unmeasured):
-            stopped = run_part(job.budget, _cost(colds, "drift"), lambda: setattr(
+            stopped = run_part(job.budget, cost(colds, "drift"), lambda: setattr(
                 figures, "drift", drift.after_accuracy(job, eager, compiled_obj, colds.cold[driver].limit)))
         if stopped is not None:
             figures.drift = None
             figures.unmeasured["accuracy drift"] = stopped
     if job.remote is not None:
         with isolated("warm-remote compile", figures.unmeasured):
-            stopped = run_part(job.budget, _cost(colds, "warm_remote"),
+            stopped = run_part(bound(job, "warm_remote"), cost(colds, "warm_remote"),
                                lambda: setattr(figures, "served", for_measurement(job, colds.cold[driver])))
         if stopped is not None:
             figures.served = None
@@ -72,7 +78,7 @@ def _lines(job: Any, eager: Any, compiled: dict[str, Any], order: list[str], col
         lines_part.measure(job, eager, compiled, order, colds, figures, restore, publish, profiled)
         return
     sent: list[str] = []
-    stopped = run_part(job.budget, _cost(colds, "lines"), lambda: lines_part.measure(
+    stopped = run_part(bound(job, "lines"), cost(colds, "lines"), lambda: lines_part.measure(
         job, eager, compiled, order, colds, figures, restore, lambda *a: sent.append(publish(*a)), profiled))
     if stopped is not None:
         restore()

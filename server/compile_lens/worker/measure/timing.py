@@ -43,6 +43,7 @@ BLOCK_GUARD = 4.0  # a block that has run this many times its length stops with 
 NO_DIFFERENCE_WIDTH = 0.04  # an interval this narrow around 1.0: "no measurable difference", stop
 RESAMPLES = 2000
 SETTLE_SHARE = 0.1  # at most this share of the timing budget waiting for our own processes to go quiet
+ROUND_SPREAD = 1.25  # a round may take this much longer than the longest before it (a limit's margin)
 OVERRUN = 2.0  # stop here even before MIN_ROUNDS: on a machine this slow the figure is inconclusive anyway
 
 
@@ -209,6 +210,7 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
             del p.extra[side]
     block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
     forward_order = ["eager", "compiled", *(extra or {})]
+    longest = 0.0  # the longest round so far: whether the next would end past `max_s`
     for r in range(len(p.eager), MAX_ROUNDS):
         round_started = clock()
         order = forward_order if r % 2 == 0 else forward_order[::-1]
@@ -238,8 +240,9 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
         spent = clock() - started
         if spent >= (OVERRUN * budget_s if max_s is None else max_s):
             break  # minimum rounds or not: the budget is a promise
-        if max_s is not None and spent + (clock() - round_started) > max_s:
-            break  # a round like the last one would end past the limit: a limit is kept, not overrun
+        longest = max(longest, clock() - round_started)
+        if max_s is not None and spent + ROUND_SPREAD * longest > max_s:
+            break  # a round like the longest yet would end past the limit: a limit is kept, not overrun
         if r + 1 >= min_rounds:
             if spent >= budget_s:
                 break

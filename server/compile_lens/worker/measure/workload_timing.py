@@ -89,12 +89,12 @@ def first_look(eager: Model, compiled: Model, device: str) -> dict[str, Any]:
             "warmup_compiles": warmup}
 
 
-def budget_cap(job: Any) -> float:
+def budget_cap(job: Any, wl: str = "forward") -> float:
     """The most a workload's rounds may take once the forward's headline is out: until the budget's stop
     point, less a margin (`budget.Budget`: their pairs then stand on their own, not stopped mid-round);
-    unbounded before it (the forward's figure is never cut) or without a budget."""
+    unbounded before it (the forward's figure is never cut), without a budget, or for a train step asked for."""
     bound = getattr(job, "budget", None)
-    if bound is None or bound.forward_s is None:
+    if bound is None or bound.forward_s is None or (wl == "train" and "train_step" in job.opt_in):
         return math.inf
     return max(0.0, bound.left_s() - ROUND_MARGIN_S)
 
@@ -135,7 +135,7 @@ def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit:
     # what the later parts should take stays out of the timing's share (`later_parts_s`)
     left = max_seconds - (time.perf_counter() - job.started) - reserve
     share = left / (len(workloads) - i)
-    budget = min(max(share, MIN_TIMING_FRACTION * max_seconds / len(workloads)), budget_cap(job))
+    budget = min(max(share, MIN_TIMING_FRACTION * max_seconds / len(workloads)), budget_cap(job, wl))
     if i == 0 and share < MIN_TIMING_FRACTION * max_seconds / len(workloads):
         job.notes.append(f"timing: compiling took most of the {max_seconds:.0f} s budget; the timing "
                          f"rounds got {budget:.0f} s each (raise compileLens.benchmark.maxSeconds "
@@ -178,21 +178,21 @@ def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit:
         t_timing = time.perf_counter()
         extra = guards()
         # the first look goes on to its minimum rounds within the whole share (a slow call, a busy machine)
-        pairs = rounds(first, extra, max_s=min(max(budget, OVERRUN * first), budget_cap(job)))
+        pairs = rounds(first, extra, max_s=min(max(budget, OVERRUN * first), budget_cap(job, wl)))
         job.add_phase("timing", t_timing)
         rest = budget - (time.perf_counter() - t_timing)
         if first >= budget or settled(figures.timings[wl]) or rest < 1.0:
             return None
 
     def refine() -> None:
-        left = min(rest, budget_cap(job))  # what the budget left by now (the forward was sent meanwhile)
+        left = min(rest, budget_cap(job, wl))  # what the budget left by now (the forward was sent meanwhile)
         if left < 1.0:
             return
         job.stage(f"timing the {label}", f"timing {label}: more paired rounds…", limit_s=limit)
         t_more = time.perf_counter()
         more_extra = extra if extra is not None or not pairs.extra else guards()
         contention.start(gpu=True)
-        rounds(left, more_extra, resume=pairs, max_s=min(OVERRUN * left, budget_cap(job)))
+        rounds(left, more_extra, resume=pairs, max_s=min(OVERRUN * left, budget_cap(job, wl)))
         job.add_phase("timing", t_more)
         figures.busy_seen = busier(figures.busy_seen, contention.report())
 
