@@ -23,7 +23,9 @@ def run_report(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_report_writes_one_standalone_page(tmp_path):
     # the page, not the figures: the cheapest measurement (frozen, one library GEMM: forward only, no C++ kernel)
     shutil.copy(FIXTURES / "measure_forward" / "tiny.py", tmp_path / "tiny.py")
-    done = run_report("tiny.py", "-o", "out/report.html", "--device", "cpu", "--max-seconds", "3", cwd=tmp_path)
+    # the fallback ops asked for whatever the 3 s budget: the kernels the page names are read from them
+    done = run_report("tiny.py", "-o", "out/report.html", "--device", "cpu", "--max-seconds", "3",
+                      "--with", "fallback_ops", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     HTMLParser().feed(page)

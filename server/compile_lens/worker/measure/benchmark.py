@@ -370,7 +370,8 @@ def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], cold
         # first look), not on the way to its own timed compile
         for later in order[1:]:
             colds.prestart(later)
-        stopped = run_part(bound(job, "train_step", "memory", "lines"), cost(colds, "warm_forward"), warm)
+        # asked for whatever the budget where a part asked for needs it (the fallback ops: its output code)
+        stopped = run_part(bound(job, "train_step", "memory", "lines", "fallback_ops"), cost(colds, "warm_forward"), warm)
         if stopped is not None:
             return stopped
     else:  # the child took no first look: this is the forward's figure, which no budget cuts
