@@ -363,6 +363,7 @@ def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], cold
 
     if first is not None:
         job.phases["to_forward"] = time.perf_counter() - job.started
+        job.phases["first_look"] = colds.cold[wl].first_look["s"]  # the child's rounds (within `to_forward`)
         publish("forward")  # "accuracy not checked yet": no warm compile yet (`snapshot`)
         if job.budget is not None:
             job.budget.forward_landed()
