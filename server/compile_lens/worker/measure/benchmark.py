@@ -370,7 +370,8 @@ def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], cold
         # the next child's imports beside the warm compile here (no timing rounds: the child took the
         # first look), not on the way to its own timed compile
         for later in order[1:]:
-            colds.prestart(later)
+            if job.budget is None or "train_step" in job.opt_in or job.budget.fits(cost(colds, "train_step")):
+                colds.prestart(later)  # not where the budget has no room for it: its imports would slow ours
         # asked for whatever the budget where a part asked for needs it (the fallback ops: its output code)
         stopped = run_part(bound(job, "train_step", "memory", "lines", "fallback_ops"), cost(colds, "warm_forward"), warm)
         if stopped is not None:

@@ -180,16 +180,16 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
                   on_round: Callable[[int, Paired], None] = lambda n, p: None,
                   min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter,
                   watch: Optional[Contention] = None, extra: Optional[dict[str, Any]] = None,
-                  resume: Optional[Paired] = None, max_s: Optional[float] = None) -> Paired:
+                  resume: Optional[Paired] = None, max_s: Optional[float] = None, keep_max: bool = False) -> Paired:
     """Rounds of (eager block, compiled block), until conclusive or `budget_s` is spent (at least
     `min_rounds`). Each block runs about `budget_s / (2 * TARGET_ROUNDS)` seconds. `extra` timers
     get a block of their own in each round, right beside the compiled one (`Paired.extra`).
     `resume`: the rounds of an earlier call on the same timers (the forward's first look), extended
     in place: the stop rules count all of them (each round is a pair: its ratio stands on its own,
     whatever the block length). `max_s`: where the rounds stop at the latest, minimum or not
-    (default `OVERRUN` × `budget_s`; given, no round starts that would end past it, judged by the last):
-    the first look's (`workload_timing.FIRST_LOOK_MAX_S`) keeps the headline early, the budget's keeps its
-    bound; a slow call or a busy machine then gets fewer than `min_rounds`, said by the figure."""
+    (default `OVERRUN` × `budget_s`): the budget's keeps its bound. `keep_max`: no round starts that would
+    end past `max_s`, judged by the longest yet (the first look's `workload_timing.FIRST_LOOK_MAX_S`, a
+    documented limit). A slow call or a busy machine then gets fewer than `min_rounds`, said by the figure."""
     started = clock()
     timers = {"eager": eager, "compiled": compiled, **(extra or {})}
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
@@ -202,7 +202,10 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
         if side in p.dropped:
             continue
         try:
-            per_call[side] = max(t.timeit(3).mean, 1e-7)
+            # one call sizes the first block (the caller warmed them up; each round renews it): `timeit(3)`
+            # was five calls a side with its warm-up, most of a first look's seconds on a loaded machine
+            raw = getattr(t, "_timeit", None)
+            per_call[side] = max(raw(1) if raw is not None else t.timeit(1).mean, 1e-7)
         except Exception as exc:  # noqa: BLE001 - an extra is optional (see the rounds below)
             if side not in p.extra:
                 raise
@@ -241,7 +244,7 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
         if spent >= (OVERRUN * budget_s if max_s is None else max_s):
             break  # minimum rounds or not: the budget is a promise
         longest = max(longest, clock() - round_started)
-        if max_s is not None and spent + ROUND_SPREAD * longest > max_s:
+        if keep_max and max_s is not None and spent + ROUND_SPREAD * longest > max_s:
             break  # a round like the longest yet would end past the limit: a limit is kept, not overrun
         if r + 1 >= min_rounds:
             if spent >= budget_s:
