@@ -9,8 +9,9 @@ parts) starts only where what it should take (`estimates`) fits before the stop 
 this process's main thread, a child process killed with it) and named "stopped: N s budget". Timing
 rounds get the time left as their limit instead (`left_s`): their pairs stand on their own.
 
-`None` where a budget is expected (a test calling `run_benchmark` directly, `deployment_parts` without
-`started`): no bound, every part runs, as before the bound existed.
+A part the user asked for (`AnalyzeJob.opt_in`, `check --with`) runs whatever the budget, as what it
+needs does (the forward's warm compile): its caller passes no budget for it. `None` where a budget is
+expected (that, a test calling `run_benchmark` directly, `deployment_parts` without `budget`): no bound.
 """
 
 from __future__ import annotations
