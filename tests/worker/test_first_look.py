@@ -27,19 +27,22 @@ def _documented_limit() -> float:
 
 
 def _slow_linear() -> tuple[torch.nn.Module, torch.Tensor]:
-    """A Linear whose call takes about SLOW_CALL_S on this machine (the batch scaled to it)."""
+    """A Linear whose call takes about SLOW_CALL_S on this machine: the batch scaled to it, twice (a small
+    batch's call is mostly overhead, so one scaling from it undershoots)."""
     torch.manual_seed(0)
     layer = torch.nn.Linear(1024, 1024).eval()
-    x = torch.randn(256, 1024)
-    with torch.no_grad():
-        layer(x)
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
+    rows = 256
+    for _ in range(2):
+        x = torch.randn(rows, 1024)
+        with torch.no_grad():
             layer(x)
-            times.append(time.perf_counter() - t0)
-    once = min(times)  # its quiet speed: the calls made are this slow or slower
-    rows = int(min(65536, max(64, 256 * SLOW_CALL_S / max(once, 1e-6))))
+            times = []
+            for _ in range(2):
+                t0 = time.perf_counter()
+                layer(x)
+                times.append(time.perf_counter() - t0)
+        # its quiet speed: the calls made are this slow or slower
+        rows = int(min(65536, max(64, rows * SLOW_CALL_S / max(min(times), 1e-6))))
     return layer, torch.randn(rows, 1024)
 
 
