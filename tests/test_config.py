@@ -231,6 +231,7 @@ def test_a_part_that_cannot_be_opted_in_is_said_at_its_line(project):
     """)
     config = load_project_config(str(project / "models" / "net.py"), str(project))
     assert lines_of(config) == [(3, "setting benchmark.optIn=['batch_sweep', 'forwards']: `forwards` is not a part "
-                                    "that can be opted in (parts: export, strict_export, fallback_ops, batch_sweep); "
+                                    "that can be opted in (parts: train_step, memory, lines, export, strict_export, fallback_ops, "
+                                    "batch_sweep, warm_remote); "
                                     "using []")]
     assert config.settings == {"device": "cpu", "worker.timeoutSeconds": 120}  # the list is not used, the rest is

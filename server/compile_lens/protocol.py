@@ -208,9 +208,11 @@ class Phase:
 # what the user waits for first (the forward's speedup and compile), then the rest.
 PARTS = ("forward", "train_step", "memory", "lines", "export", "fallback_ops", "batch_sweep")
 # The parts a user may ask for whatever the budget (`AnalyzeJob.opt_in`; `check --with`, the setting
-# `benchmark.optIn`): those the budget may skip, and strict export (a second, strict trace) on its own.
-# The forward, the train step, peak memory and the line costs always run.
-OPT_IN = ("export", "strict_export", "fallback_ops", "batch_sweep")
+# `benchmark.optIn`): those the budget may skip or stop, strict export (a second, strict trace) on its
+# own, and the warm-remote compile (with a remote cache). Only the forward's headline is never cut
+# (`worker/measure/budget.py`); the forward's warm compile and accuracy check run with any of the first three
+# and the fallback ops (read from its output code).
+OPT_IN = ("train_step", "memory", "lines", "export", "strict_export", "fallback_ops", "batch_sweep", "warm_remote")
 
 
 @dataclass

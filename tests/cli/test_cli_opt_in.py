@@ -36,7 +36,8 @@ def test_a_part_that_does_not_exist_is_one_line_and_exit_2_before_any_work(works
     done = _cli(workspace, command, "tiny.py", "--with", "strict_export,batch")
     assert done.returncode == 2, done.stderr
     assert done.stderr == ("compile-lens: --with strict_export,batch: `batch` is not a part that can be opted in "
-                           "(parts: export, strict_export, fallback_ops, batch_sweep)\n")
+                           "(parts: train_step, memory, lines, export, strict_export, fallback_ops, batch_sweep, "
+                           "warm_remote)\n")
     assert not (workspace / "cache").exists()  # no worker, no cache: nothing ran
 
 
@@ -65,9 +66,10 @@ def test_asking_for_parts_keys_the_figures_apart():
 
 @pytest.mark.slow
 def test_a_requested_part_runs_whatever_the_budget(workspace):
-    """A 1 s budget: every deployment part would be skipped (torch.export is about a warm compile, the
-    batch sweep a cold one); the strict export asked for runs, with the non-strict one it follows, and
-    the batch sweep, not asked for, is named not run (it runs only when asked for)."""
+    """A 1 s budget: every part after the forward's headline would be skipped (torch.export is about a
+    warm compile, the train step a fresh process's compile); the strict export asked for runs, with the
+    non-strict one it follows, and the batch sweep, not asked for, is named not run (it runs only when
+    asked for); the train step is named not run, the budget's."""
     done = _cli(workspace, "check", "tiny.py", "--no-recompiles", "--no-cache", "--max-seconds", "1",
                 "--with", "strict_export", "--format", "json", "-q")
     assert done.returncode == 0, done.stderr
@@ -75,4 +77,7 @@ def test_a_requested_part_runs_whatever_the_budget(workspace):
     assert target["parts"]["export"]["status"] == "done", target["parts"]
     assert target["export"]["ok"] and target["export"]["strict"], target["export"]
     assert target["parts"]["batch_sweep"] == {"status": "not-run", "why": "an opt-in part, not asked for", "seconds": None}
-    assert target["unmeasured"] == {"batch sweep": "not run: an opt-in part, not asked for"}
+    assert target["unmeasured"].pop("batch sweep") == "not run: an opt-in part, not asked for"
+    # what else was left out says the budget (the fallback ops: no warm compile's output code to read)
+    assert all(why.endswith(": 1 s budget") for why in target["unmeasured"].values()), target["unmeasured"]
+    assert target["parts"]["train_step"]["why"] == "1 s budget", target["parts"]

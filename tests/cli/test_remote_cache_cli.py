@@ -25,7 +25,7 @@ def test_check_measures_with_the_remote_cache_the_environment_turns_on(redis_url
     env = dict(os.environ, COMPILE_LENS_CACHE_DIR=str(tmp_path / "cache"), TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE="1",
                TORCHINDUCTOR_REDIS_HOST=host, TORCHINDUCTOR_REDIS_PORT=port)
     done = subprocess.run([sys.executable, "-m", "compile_lens.cli", "check", MODEL, "--format", "json", "--no-recompiles",
-                           "--max-seconds", "5", "-q"],
+                           "--max-seconds", "5", "--with", "warm_remote", "-q"],
                           cwd=str(FIXTURES / "remote"), capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode in (0, 1), done.stderr[-2000:]
     [target] = [t for f in json.loads(done.stdout)["files"] for t in f["targets"] if t["name"] == "linear2_forward"]

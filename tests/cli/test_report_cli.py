@@ -25,8 +25,8 @@ def test_report_writes_one_standalone_page(tmp_path):
     # the cheapest measurement (frozen, one library GEMM: forward only, no C++ kernel), the machine declared
     # quiet (under pytest only: every round counts); the strict export asked for runs whatever the 3 s budget
     shutil.copy(FIXTURES / "measure_forward" / "tiny.py", tmp_path / "tiny.py")
-    done = run_report("tiny.py", "-o", "out/report.html", "--device", "cpu", "--max-seconds", "3", "--with", "strict_export",
-                      cwd=tmp_path, env={"COMPILE_LENS_TEST_QUIET": "1"})
+    done = run_report("tiny.py", "-o", "out/report.html", "--device", "cpu", "--max-seconds", "3",
+                      "--with", "strict_export,fallback_ops", cwd=tmp_path, env={"COMPILE_LENS_TEST_QUIET": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     HTMLParser().feed(page)

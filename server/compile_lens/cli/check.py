@@ -320,9 +320,10 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
     chk.add_argument("--memory-limit", type=int, default=None, metavar="MB",
                      help="memory the analysis process may grow to before it is replaced (worker.memoryLimitMB)")
     chk.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
-                     help="budget of one target's whole measurement (benchmark.maxSeconds): the forward and train "
-                          "step always run; line costs, torch.export, the batch sweep only where "
-                          "they fit, else named \"not run, N s budget\"")
+                     help="budget of one target's measurement (benchmark.maxSeconds), a bound: it ends within "
+                          "max(SECONDS, the time to the forward's figure) x 1.1 + 5 s; the forward's headline always "
+                          "runs, every later part only where it fits, else named \"not run: N s budget\" (--with: "
+                          "parts run whatever the budget)")
     chk.add_argument("--precision", choices=PRECISIONS, default=None,
                      help="autocast / TF32 to measure in (benchmark.precision; default: pyproject's, else as recorded, else fp32)")
     add_with_argument(chk)

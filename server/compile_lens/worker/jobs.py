@@ -272,7 +272,10 @@ def _measure_target(result: TargetResult, p: Callable[..., None], target: loader
     the forward first, then the train step, memory, line costs, then the deployment questions.
     Every part is "pending" until then (`TargetResult.parts`). A part that fails after the forward
     fails alone; a forward that fails fails the phase (nothing measured)."""
+    from .measure.budget import Budget
+
     started = time.perf_counter()
+    budget = Budget(job.max_seconds, started)  # the bound: every part after the forward's headline within it
     result.parts = {part: PartStatus("pending") for part in PARTS}
     last = {"at": started}
 
@@ -286,13 +289,13 @@ def _measure_target(result: TargetResult, p: Callable[..., None], target: loader
             result.benchmark = benchmark
         result.parts[part] = PartStatus(status, why, round(now - last["at"], 3) if status != "not-run" else None)
         last["at"] = now
-        if part != "train_step" or status != "not-run":  # no train step at all: said with the forward
+        if part != "train_step" or status != "not-run" or why == budget.label:  # none at all: said with the forward
             send_part(part)
 
     output_code: list[str] = []
     try:
         mine = early if early is not None and early.name == target.spec.name else None
-        result.benchmark = _benchmark(target, job, p, on_part, output_code, mine)
+        result.benchmark = _benchmark(target, job, p, on_part, output_code, mine, budget)
     except BaseException as exc:
         # the forward (or the target itself) failed: what was not measured is not measurable
         why = getattr(getattr(exc, "problem", None), "message", None) or loader.describe(exc)
@@ -300,7 +303,7 @@ def _measure_target(result: TargetResult, p: Callable[..., None], target: loader
             if state.status == "pending":
                 result.parts[part] = PartStatus("failed", f"the measurement failed: {why}"[:300])
         raise
-    deployment_parts(result, target, job, p, started=started, output_code=output_code, send_part=send_part)
+    deployment_parts(result, target, job, p, budget=budget, output_code=output_code, send_part=send_part)
 
 
 # Parts a budgeted measurement runs only when asked for (`AnalyzeJob.opt_in`): the batch sweep is a
@@ -310,41 +313,40 @@ ASKED_ONLY = ("batch_sweep",)
 NOT_ASKED = "an opt-in part, not asked for"
 
 
-def _budget_left(job: AnalyzeJob, started: float) -> float:
-    return job.max_seconds - (time.perf_counter() - started)
-
-
 def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: AnalyzeJob,
-                     progress: Callable[..., None], *, started: float | None = None,
+                     progress: Callable[..., None], *, budget: Any = None,
                      output_code: list[str] | None = None,
                      send_part: Callable[[str], None] = lambda part: None) -> None:
     """The deployment questions and the report's data, after the benchmark: each `isolated`, so a
     failure in one is "not measurable: <why>" on its own figure (`result.unmeasured`) and never
     loses the benchmark or another part. Each runs only when what is left of the target's budget
-    (`job.max_seconds`, counted from `started`, when its measurement began; None: no budget) fits
-    what it should take (`deployment.estimate_s`); else it is "not run: N s budget". The fallback ops are read from the warm forward compile's
+    (`budget`, the measurement's `measure.budget.Budget`; None: no budget) fits what it should take
+    (`deployment.estimate_s`), else it is "not run: N s budget", and one that runs on past the budget's
+    stop point is stopped ("stopped: N s budget"). The fallback ops are read from the warm forward compile's
     `output_code`, no compile of their own (compiled afresh only without it)."""
     from .measure import deployment
+    from .measure.budget import bounded, part_status
     from .measure.isolated import isolated
 
     seen = ((result.benchmark.compile_s if result.benchmark else None) or {})
     cold = seen.get("cold_forward") or seen.get("cold") or 0.0
     # a part's stages may be silent for what the cold compile took, twice, as the measurement's own phases
     limit_s = max(job.max_seconds, 2.0 * cold)
-    budget = f"{job.max_seconds:.0f} s budget"
 
     def p(text: str, **kw: Any) -> None:  # each stage inside a part gets the part's limit, not the default
         progress(text, **{"limit_s": limit_s, **kw})
 
+    def asked(part: str) -> bool:  # asking for the export asks for both; the strict one, the export it is part of
+        return part in job.opt_in or (part == "strict_export" and "export" in job.opt_in) or \
+            (part == "export" and "strict_export" in job.opt_in)
+
     def fits(part: str) -> bool:
         cost = deployment.estimate_s(part, seen, job.max_seconds, bool(output_code))
-        # asking for the export asks for both; asking for the strict one asks for the export it is part of
-        if part in job.opt_in or (part == "strict_export" and "export" in job.opt_in) or \
-                (part == "export" and "strict_export" in job.opt_in):
+        if asked(part):
             return True
         if part in ASKED_ONLY:  # in a budgeted measurement, only when asked for
-            return started is None
-        return started is None or cost == 0.0 or cost <= _budget_left(job, started)  # a free part always runs
+            return budget is None
+        return budget is None or budget.fits(cost)
 
     def export() -> None:
         strict = fits("strict_export")  # strict export too (a Dynamo trace more) only where it fits
@@ -369,17 +371,22 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
         ("batch_sweep", "batch sweep", "measuring latency across batch sizes…", sweep),
     ):
         if not fits(part):
-            why = NOT_ASKED if part in ASKED_ONLY else budget
+            why = NOT_ASKED if part in ASKED_ONLY else budget.label
             result.parts[part] = PartStatus("not-run", why)
             result.unmeasured[label] = f"not run: {why}"
             send_part(part)
             continue
         p(what, limit_s=limit_s)
         t0 = time.perf_counter()
-        with isolated(label, result.unmeasured) as outcome:
+        # an asked-for part runs whatever the budget: not stopped either
+        with isolated(label, result.unmeasured) as outcome, bounded(None if asked(part) else budget) as stopped:
             run()
         result.parts_s[part] = round(time.perf_counter() - t0, 3)
         why = outcome.why.split(":", 1)[1].strip() if outcome.why else None
+        if stopped.why:  # a part cut short keeps nothing: its figures do not stand on their own
+            result.unmeasured[label] = stopped.why
+            setattr(result, {"export": "export", "fallback_ops": "fallback_ops", "batch_sweep": "report"}[part], None)
+            why = part_status(stopped.why)[1]
         result.parts[part] = PartStatus("failed" if why else "done", why, result.parts_s[part])
         send_part(part)
     if result.report is None and kernels.get("kernels") is not None:  # no sweep: the kernel count stands
@@ -426,13 +433,14 @@ def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str],
 
 
 def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None],
-               on_part: Callable[..., None], output_code: list[str], early: Any = None) -> Any:
+               on_part: Callable[..., None], output_code: list[str], early: Any = None, budget: Any = None) -> Any:
     from .measure.benchmark import run_benchmark
 
     # the requested device, not the resolved one: the benchmark notes a cuda → cpu fallback
     return run_benchmark(built, path=job.path, root=job.root, device=job.device, mode=job.mode,
                          max_seconds=job.max_seconds, progress=progress, remote_cache=job.remote_cache,
-                         on_part=on_part, output_code=output_code, opt_in=tuple(job.opt_in), early=early)
+                         on_part=on_part, output_code=output_code, opt_in=tuple(job.opt_in), early=early,
+                         budget=budget)
 
 
 def _asdict(obj: Any) -> dict:

@@ -95,7 +95,7 @@ def _first_look(job: dict[str, Any], eager: Any, compiled: Any) -> dict[str, Any
 
     try:
         eager.use(False)
-        return first_look(eager, compiled, job["device"], float(job.get("max_seconds") or 60.0))
+        return first_look(eager, compiled, job["device"])
     except Exception as exc:  # noqa: BLE001 - the parent then times the forward itself
         return {"why": f"{type(exc).__name__}: {str(exc).strip()[:200]}"}
 

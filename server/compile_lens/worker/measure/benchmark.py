@@ -48,7 +48,8 @@ timing right after (`workload_timing.first_look`), sent at once (`on_part`, a `s
 figures so far, "accuracy not checked yet"); then this process's warm compile and accuracy check,
 sent again; more forward rounds only when the figure is not settled —; then the train step (its own
 cold child, started when the forward's was done: each workload's cold compile is a fresh process's
-first), peak memory, the line costs, each sent as it lands. A train step that fails fails alone.
+first), peak memory, the line costs, each sent as it lands, and after the forward's headline each only where
+the budget has room (`budget`: no figure past its bound). A train step that fails fails alone.
 
 This module runs the phases in order; the parts: `devices`, `workload` (forward, training step),
 `cold_children` (one fresh process per workload, beside the parent on spare cores), `cold_compile`
@@ -77,18 +78,19 @@ from ...torch_text import cache_keys
 from ..breaks.collector import collect as graph_break_log
 from ..breaks.graph_breaks import distinct_breaks
 from ..loader import BuiltTarget, TargetError, describe
-from . import compile_frames, drift, line_costs, lines_part, memory, precision, provenance, snapshot
+from . import compile_frames, line_costs, lines_part, memory, precision, provenance, snapshot
 from .accuracy import _grads, compare_workload
+from .budget import Budget, part_status, run_part
 from .cold_children import Cold, ColdChildren, Early
 from .cold_compile import CACHE_PREFIX, _sweep_stale, inductor_cache, run_child, with_limits
 from .devices import free_memory, is_oom, resolve_device, sync, to_device
 from .dynamo_watch import DynamoWatch, _clear_in_memory_caches, cache_counts
 from .guard_cost import supported as guards_supported
 from .isolated import isolated
+from .later_parts import after_workloads, bound, cost, cut_short
 from .snapshot import Figures
 from .timing import Contention, Paired, busier
 from .verdict import break_even
-from .warm_remote import for_measurement
 from .workload import (
     Model,
     _same_weights_copy,
@@ -124,6 +126,7 @@ def run_benchmark(
     output_code: Optional[list[str]] = None,
     opt_in: tuple[str, ...] = (),
     early: Optional[Early] = None,
+    budget: Optional[Budget] = None,
 ) -> Benchmark:
     """Eager vs `torch.compile(mode=mode)` for one built target on `device` ("cpu" | "cuda").
 
@@ -140,9 +143,11 @@ def run_benchmark(
     Parts in the order the user waits for them: the forward (its own cold child, warm compile,
     timing), the train step, peak memory, the line costs; each is sent to `on_part` as it lands.
     `output_code` (a list) receives the warm forward compile's output code (the fallback ops).
-    `opt_in`: parts (`protocol.PARTS`) that run whatever the budget (the line costs and peak memory always do).
+    `opt_in`: parts (`protocol.OPT_IN`) that run whatever the budget.
     `early`: the forward's cold child, started as the job arrived (`cold_children.Early`): used when it
     was asked what this measurement asks; its folder is this measurement's, removed at the end.
+    `budget`: the bound (`budget.Budget`, the job's): every part after the forward's headline starts
+    only where it fits and is stopped at the stop point; None: no bound (every part runs).
     """
     device, device_note = resolve_device(device)
     progress = with_limits(progress)
@@ -153,7 +158,8 @@ def run_benchmark(
     try:  # in the user's precision (autocast, TF32), eager, compiled and the cold children alike
         with precision.applied(target.spec, device):
             return _measure(target, path, root, device, mode, max_seconds, progress, state, cache_dir,
-                            [n for n in (device_note, remote_note) if n], remote, on_part, output_code, opt_in, early)
+                            [n for n in (device_note, remote_note) if n], remote, on_part, output_code, opt_in, early,
+                            budget)
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -192,6 +198,7 @@ class _Job:
     remote: Optional[Remote] = None  # the team's cache that answered: the warm-remote compile
     opt_in: tuple[str, ...] = ()  # parts run whatever the budget
     started: float = field(default_factory=time.perf_counter)
+    budget: Optional[Budget] = None  # the bound on the later parts (`budget`); None: every part runs
     phases: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -266,9 +273,9 @@ def _measure(target: BuiltTarget, path: str, root: str, device: str, mode: str, 
              progress: Callable[..., None], state: dict[str, str], cache_dir: str,
              notes: list[str], remote: Optional[Remote] = None, on_part: OnPart = _no_part,
              output_code: Optional[list[str]] = None, opt_in: tuple[str, ...] = (),
-             early: Optional[Early] = None) -> Benchmark:
+             early: Optional[Early] = None, budget: Optional[Budget] = None) -> Benchmark:
     job = _Job(target, path, root, device, mode, max_seconds, progress, state, cache_dir, notes, remote,
-               opt_in=tuple(opt_in))
+               opt_in=tuple(opt_in), budget=budget)
     eager = _run_eagerly(job)  # a target that cannot run fails here, not after the compiles
     # what the user waits for first: the forward's cold and warm compile and its speedup
     order = ["forward"] + [wl for wl in eager.workloads if wl != "forward"]
@@ -313,64 +320,94 @@ def _parts(job: _Job, eager: _Eager, order: list[str], colds: ColdChildren, on_p
         profiled: list[str] = []  # workloads whose line costs were read before the next one's compile
         for i, wl in enumerate(order):
             if wl == "forward":  # the forward failing fails the measurement: nothing to show without it
-                # the headline: the figure the cold child timed right after its compile, sent before
-                # this process's warm compile and accuracy check, which follow in a second send
-                first = looked(figures, colds.get(wl))
-                if first is not None:
-                    job.phases["to_forward"] = time.perf_counter() - job.started
-                    publish("forward")  # "accuracy not checked yet": no warm compile yet (`snapshot`)
-                    # the next child's imports beside the warm compile here (no timing rounds: the
-                    # child took the first look), not on the way to its own timed compile
-                    for later in order[1:]:
-                        colds.prestart(later)
-                compiled[wl], refine = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention,
-                                                 None if first is None else (first, colds.cold[wl].first_look["s"]))
-                figures.graphs[wl] = provenance.take()  # its compile's provenance, for its line costs
-                job.phases.setdefault("to_forward", time.perf_counter() - job.started)
-                if output_code is not None:  # the caller's: the fallback ops are read from it
-                    output_code[:] = figures.output_code
-                restore()
-                publish("forward")
-                if refine is not None:  # its first look was not settled: more rounds, sent with the next part
-                    # failing, the first look stands; a child still importing waits, stopped
-                    with isolated("forward's more rounds", figures.unmeasured), colds.paused():
-                        refine()
-                if len(order) > 1 and wl in figures.timings:  # its lines now, while its compile is loaded
-                    with colds.paused():
-                        lines_part.profile(job, eager, compiled[wl], wl, colds.cold[wl], figures)
-                    profiled.append(wl)
+                cut = _forward(job, eager, compiled_obj, order, colds, figures, contention, compiled, publish,
+                               restore, output_code, profiled)
+                if cut is not None:  # its warm compile did not fit the budget: nothing later can run
+                    cut_short(job, order, figures, cut, publish)
+                    return snapshot.build(job, colds.cold, figures, distinct_breaks(break_log.breaks, job.root),
+                                          break_even)
                 continue
-            # a later workload fails alone (its child timed out or crashed, its compile raised): the
-            # forward's figures stand, and break-even falls back to the forward
+            # a later workload fails alone (its child timed out or crashed, its compile raised, the budget
+            # had no room or stopped it): the forward's figures stand, and break-even falls back to the forward
+            stopped = None
             with isolated("train step", figures.unmeasured) as part:
-                compiled[wl], more = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
-                if more is not None:  # its first look did not settle it: the rest of its share now
-                    more()
-                figures.graphs[wl] = provenance.take()
+                stopped = run_part(bound(job, "train_step"), cost(colds, "train_step"),
+                                   lambda wl=wl, i=i: _train_step(job, eager, compiled_obj, wl, i, colds, figures,
+                                                                  contention, compiled))
             restore()
-            why = part.why.split(":", 1)[1].strip() if part.why else None
-            publish("train_step", "failed" if why else "done", why)
-        driver = "train" if "train" in figures.timings else "forward"
-        figures.memory["method"] = memory.method(job.device, driver)
-        # the allocator peak of the break-even workload: the last one timed, its graphs still cached
-        t_mem = time.perf_counter()
-        job.stage("measuring the peak memory", f"measuring the peak memory of the {_label(driver)}…",
-                  limit_s=colds.cold[driver].limit)
-        memory.record_peaks(figures.memory, {"eager": (eager.model.run(driver), eager.model.zero_grad),
-                                             "compiled": (compiled[driver].run(driver), compiled[driver].zero_grad)},
-                            job.device, figures.unmeasured)
-        eager.model.zero_grad()
-        restore()
-        job.add_phase("memory", t_mem)
-        mem_why = figures.unmeasured.get("peak memory")
-        publish("memory", "failed" if mem_why else "done", mem_why)
-        lines_part.measure(job, eager, compiled, order, colds, figures, restore, publish, tuple(profiled))
-        if figures.errors["exceeds"] and eager.is_module:  # where the difference starts: one more compile
-            with isolated("accuracy drift", figures.unmeasured):
-                figures.drift = drift.after_accuracy(job, eager, compiled_obj, colds.cold[driver].limit)
-        with isolated("warm-remote compile", figures.unmeasured):
-            figures.served = for_measurement(job, colds.cold[driver])
+            if stopped is not None:  # its figures do not stand on their own: its compile without its timing
+                figures.timings.pop(wl, None), compiled.pop(wl, None)
+                figures.unmeasured["train step"] = stopped
+            status, why = part_status(stopped)
+            if part.why:
+                status, why = "failed", part.why.split(":", 1)[1].strip()
+            publish("train_step", status, why)
+        after_workloads(job, eager, compiled, compiled_obj, order, colds, figures, restore, publish, tuple(profiled))
         return snapshot.build(job, colds.cold, figures, distinct_breaks(break_log.breaks, job.root), break_even)
+
+
+def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], colds: ColdChildren,
+             figures: Figures, contention: Contention, compiled: dict[str, Model], publish: Callable[..., Any],
+             restore: Callable[[], None], output_code: Optional[list[str]], profiled: list[str]) -> Optional[str]:
+    """The forward: its headline, then (where the budget has room: None, else why not) this process's
+    warm compile and accuracy check, more rounds where its first look was not settled, its line costs."""
+    wl = "forward"
+    # the headline: the figure the cold child timed right after its compile, sent before this process's
+    # warm compile and accuracy check, which follow in a second send
+    first = looked(figures, colds.get(wl))
+    found: dict[str, Any] = {}
+
+    def warm() -> None:
+        compiled[wl], found["refine"] = _workload(job, eager, compiled_obj, wl, 0, colds, figures, contention,
+                                                  None if first is None else (first, colds.cold[wl].first_look["s"]))
+
+    if first is not None:
+        job.phases["to_forward"] = time.perf_counter() - job.started
+        job.phases["first_look"] = colds.cold[wl].first_look["s"]  # the child's rounds (within `to_forward`)
+        publish("forward")  # "accuracy not checked yet": no warm compile yet (`snapshot`)
+        if job.budget is not None:
+            job.budget.forward_landed()
+        # the next child's imports beside the warm compile here (no timing rounds: the child took the
+        # first look), not on the way to its own timed compile
+        for later in order[1:]:
+            if job.budget is None or "train_step" in job.opt_in or job.budget.fits(cost(colds, "train_step")):
+                colds.prestart(later)  # not where the budget has no room for it: its imports would slow ours
+        # asked for whatever the budget where a part asked for needs it (the fallback ops: its output code)
+        stopped = run_part(bound(job, "train_step", "memory", "lines", "fallback_ops"), cost(colds, "warm_forward"), warm)
+        if stopped is not None:
+            return stopped
+    else:  # the child took no first look: this is the forward's figure, which no budget cuts
+        warm()
+    figures.graphs[wl] = provenance.take()  # its compile's provenance, for its line costs
+    job.phases.setdefault("to_forward", time.perf_counter() - job.started)
+    if job.budget is not None:
+        job.budget.forward_landed()
+    if output_code is not None:  # the caller's: the fallback ops are read from it
+        output_code[:] = figures.output_code
+    restore()
+    publish("forward")
+    if found["refine"] is not None:  # its first look was not settled: more rounds, sent with the next part
+        # failing, the first look stands; a child still importing waits, stopped; its rounds end
+        # before the budget's stop point (`workload_timing`), their pairs standing on their own
+        with isolated("forward's more rounds", figures.unmeasured), colds.paused():
+            run_part(job.budget, 0.0, found["refine"])  # its rounds end before the stop point
+    if len(order) > 1 and wl in figures.timings:  # its lines now, while its compile is loaded
+        with colds.paused():
+            stopped = run_part(bound(job, "lines"), cost(colds, "lines"),
+                               lambda: lines_part.profile(job, eager, compiled[wl], wl, colds.cold[wl], figures))
+        if stopped is None:
+            profiled.append(wl)
+        else:
+            figures.timings[wl].lines, figures.timings[wl].lines_note = [], stopped
+    return None
+
+
+def _train_step(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, i: int, colds: ColdChildren,
+                figures: Figures, contention: Contention, compiled: dict[str, Model]) -> None:
+    compiled[wl], more = _workload(job, eager, compiled_obj, wl, i, colds, figures, contention)
+    if more is not None:  # its first look did not settle it: the rest of its share now
+        more()
+    figures.graphs[wl] = provenance.take()
 
 
 def _label(wl: str) -> str:

@@ -156,10 +156,14 @@ class ColdChildren:
         t_wait = time.perf_counter()
         if wl in self.gated:
             child = self.gated.pop(wl)
+            self.beside[wl] = child  # held until it reports: `stop` ends it if the wait is cut (the budget)
             child.go()
-            found = child.result(job.progress)
-        elif wl in self.beside:
-            found = self.beside[wl].result(job.progress)
+        if wl in self.beside:
+            try:
+                found = self.beside[wl].result(job.progress)
+            except BaseException:  # timed out, crashed, or the wait was cut: no compile left running
+                self.beside[wl].stop()
+                raise
         else:
             found = self.run(self._child_job(wl), cache_dir=self._cache_dir(wl), timeout=cold_limit(job.max_seconds),
                              progress=job.progress)

@@ -54,7 +54,12 @@ def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
     `timeout` is this phase's own limit. The child's stdout and stderr (user prints included) go
     to a log file whose tail is used only to explain a crash.
     """
-    return Child(job, cache_dir=cache_dir, timeout=timeout, remote=remote, module=module).result(progress)
+    child = Child(job, cache_dir=cache_dir, timeout=timeout, remote=remote, module=module)
+    try:
+        return child.result(progress)
+    except BaseException:  # the wait cut short (the budget's stop, an interrupt): the process ends with it
+        child.stop()
+        raise
 
 
 class Child:

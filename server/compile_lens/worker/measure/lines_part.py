@@ -1,7 +1,7 @@
 """The line costs as a part of the measurement (`benchmark`): each timed workload's time per line,
 read from its own timed compile (`line_costs.after_timing`) while it is loaded — the forward's right
 after its timing when a train step follows (`profile`: before that compile resets Dynamo), the last
-one after the peak memory (`measure`) — whatever the budget (they compile nothing of their own).
+one after the peak memory (`measure`) — each where the budget has room (`later_parts`; they compile nothing of their own).
 `job`, `eager`, `colds` and `figures` are `benchmark`'s `_Job`, `_Eager`, `ColdChildren` and
 `snapshot.Figures`."""
 
@@ -24,7 +24,7 @@ def measure(job: Any, eager: Any, compiled: dict[str, Any], order: list[str], co
             figures: Any, restore: Callable[[], None], publish: Callable[..., Any],
             profiled: tuple[str, ...] = ()) -> None:
     """Time per line of the last workload timed, its compile still loaded, unless `profiled` already
-    (an earlier one was, before the next compile); then the part is sent. Run whatever the budget, as
+    (an earlier one was, before the next compile); then the part is sent. Run where the budget has room, as
     the peak memory is: a profile of each side, ≈ `LINES_PER_COLD` of the cold compiles."""
     order = [wl for wl in order if wl in figures.timings]
     if not order:

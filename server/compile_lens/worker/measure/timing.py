@@ -43,6 +43,7 @@ BLOCK_GUARD = 4.0  # a block that has run this many times its length stops with 
 NO_DIFFERENCE_WIDTH = 0.04  # an interval this narrow around 1.0: "no measurable difference", stop
 RESAMPLES = 2000
 SETTLE_SHARE = 0.1  # at most this share of the timing budget waiting for our own processes to go quiet
+ROUND_SPREAD = 1.25  # a round may take this much longer than the longest before it (a limit's margin)
 OVERRUN = 2.0  # stop here even before MIN_ROUNDS: on a machine this slow the figure is inconclusive anyway
 
 
@@ -179,15 +180,16 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
                   on_round: Callable[[int, Paired], None] = lambda n, p: None,
                   min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter,
                   watch: Optional[Contention] = None, extra: Optional[dict[str, Any]] = None,
-                  resume: Optional[Paired] = None, max_s: Optional[float] = None) -> Paired:
+                  resume: Optional[Paired] = None, max_s: Optional[float] = None, keep_max: bool = False) -> Paired:
     """Rounds of (eager block, compiled block), until conclusive or `budget_s` is spent (at least
     `min_rounds`). Each block runs about `budget_s / (2 * TARGET_ROUNDS)` seconds. `extra` timers
     get a block of their own in each round, right beside the compiled one (`Paired.extra`).
     `resume`: the rounds of an earlier call on the same timers (the forward's first look), extended
     in place: the stop rules count all of them (each round is a pair: its ratio stands on its own,
     whatever the block length). `max_s`: where the rounds stop at the latest, minimum or not
-    (default `OVERRUN` × `budget_s`): the first look's is the forward's whole share, so that a slow
-    call or a busy machine still gets its `min_rounds` when the share has room for them."""
+    (default `OVERRUN` × `budget_s`): the budget's keeps its bound. `keep_max`: no round starts that would
+    end past `max_s`, judged by the longest yet (the first look's `workload_timing.FIRST_LOOK_MAX_S`, a
+    documented limit). A slow call or a busy machine then gets fewer than `min_rounds`, said by the figure."""
     started = clock()
     timers = {"eager": eager, "compiled": compiled, **(extra or {})}
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
@@ -200,7 +202,10 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
         if side in p.dropped:
             continue
         try:
-            per_call[side] = max(t.timeit(3).mean, 1e-7)
+            # one call sizes the first block (the caller warmed them up; each round renews it): `timeit(3)`
+            # was five calls a side with its warm-up, most of a first look's seconds on a loaded machine
+            raw = getattr(t, "_timeit", None)
+            per_call[side] = max(raw(1) if raw is not None else t.timeit(1).mean, 1e-7)
         except Exception as exc:  # noqa: BLE001 - an extra is optional (see the rounds below)
             if side not in p.extra:
                 raise
@@ -208,6 +213,8 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
             del p.extra[side]
     block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
     forward_order = ["eager", "compiled", *(extra or {})]
+    longest = 0.0  # the longest round so far: whether the next would end past `max_s` (`keep_max`)
+    last_spent = clock() - started if keep_max else 0.0
     for r in range(len(p.eager), MAX_ROUNDS):
         order = forward_order if r % 2 == 0 else forward_order[::-1]
         got = {}
@@ -236,6 +243,10 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
         spent = clock() - started
         if spent >= (OVERRUN * budget_s if max_s is None else max_s):
             break  # minimum rounds or not: the budget is a promise
+        if keep_max and max_s is not None:  # the clock read no more often than without it (a test's ticks)
+            longest, last_spent = max(longest, spent - last_spent), spent
+            if spent + ROUND_SPREAD * longest > max_s:
+                break  # a round like the longest yet would end past the limit: a limit is kept, not overrun
         if r + 1 >= min_rounds:
             if spent >= budget_s:
                 break

@@ -1,6 +1,6 @@
 """The paired timing rounds of one workload in the measurement (`benchmark`), on its share of the budget.
 
-The forward is timed in two legs: a *first look* of at most `FIRST_LOOK_S` (torch's own check of a
+The forward is timed in two legs: a *first look* of `FIRST_LOOK_S`, `FIRST_LOOK_MAX_S` at most (torch's own check of a
 model, 10 eager/compiled pairs, takes about 1 s of timing) whose figure is sent at once as the
 forward's, then — only when that figure is not settled (conclusive and precise, or no measurable
 difference: `timing.settled`) — more rounds on the rest of its share, after the forward was sent
@@ -17,6 +17,7 @@ gets a first look too: the rest of its share is spent only when that did not set
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict
 from typing import Any, Callable, Optional
@@ -41,7 +42,11 @@ from .timing import (
 from .workload import Model
 
 MIN_TIMING_FRACTION = 0.25  # the timing rounds get at least this share of the budget, whatever compiling took
-FIRST_LOOK_S = 2.0  # the forward's first figure: this long in rounds at most (MIN_ROUNDS pairs at least)
+ROUND_MARGIN_S = 1.0  # rounds end this long before the budget's stop point (a block runs on past its clock check)
+FIRST_LOOK_S = 2.0  # the forward's first figure: this long in rounds (MIN_ROUNDS pairs at least, time allowing)
+# ... and never longer than this, whatever the budget: the headline is the figure the user waits for, so
+# a slow call or a busy machine sends a figure of fewer pairs (wider, said so) that the worker refines
+FIRST_LOOK_MAX_S = OVERRUN * FIRST_LOOK_S
 
 # more rounds of the forward after its first figure was sent; None when the first look settled it
 Refine = Optional[Callable[[], None]]
@@ -55,15 +60,7 @@ def user_forward(model: Model) -> tbench.Timer:
     return timer(stmt, {"f": model.call, "args": model.args, "torch": torch})
 
 
-def first_look_max_s(max_seconds: float) -> float:
-    """How long the child's first look may go on to reach its minimum rounds (a slow call, a busy
-    machine): about the forward's share of the budget (a quarter: two workloads, the later parts'
-    reserve), or `OVERRUN` × `FIRST_LOOK_S` when that is more. Past it, a figure of fewer rounds is
-    sent, wider and said so, and the worker refines it."""
-    return max(max_seconds / 4, OVERRUN * FIRST_LOOK_S)
-
-
-def first_look(eager: Model, compiled: Model, device: str, max_seconds: float) -> dict[str, Any]:
+def first_look(eager: Model, compiled: Model, device: str) -> dict[str, Any]:
     """In the forward's cold child, right after its compile: the first look's rounds (`Paired`, as a
     dict), the busy reading over them, what was not measurable, its seconds, and the frames calls 2
     and 3 compiled again (`warmup_compiles`: none, unless the user's code recompiles) — or
@@ -84,12 +81,22 @@ def first_look(eager: Model, compiled: Model, device: str, max_seconds: float) -
     contention.start(gpu=True)
     t0 = time.perf_counter()
     pairs = paired_rounds(timers["eager"], timers["compiled"], budget_s=FIRST_LOOK_S, watch=Contention(device),
-                          extra=extra, max_s=first_look_max_s(max_seconds))
+                          extra=extra, max_s=FIRST_LOOK_MAX_S, keep_max=True)
     seconds = time.perf_counter() - t0
     if _frame_compiles(_metrics()[seen:]):
         return {"why": "compiled again while timing", "warmup_compiles": warmup}
     return {"pairs": asdict(pairs), "busy": contention.report(), "unmeasured": unmeasured, "s": seconds,
             "warmup_compiles": warmup}
+
+
+def budget_cap(job: Any, wl: str = "forward") -> float:
+    """The most a workload's rounds may take once the forward's headline is out: until the budget's stop
+    point, less a margin (`budget.Budget`: their pairs then stand on their own, not stopped mid-round);
+    unbounded before it (the forward's figure is never cut), without a budget, or for a train step asked for."""
+    bound = getattr(job, "budget", None)
+    if bound is None or bound.forward_s is None or (wl == "train" and "train_step" in job.opt_in):
+        return math.inf
+    return max(0.0, bound.left_s() - ROUND_MARGIN_S)
 
 
 def later_parts_s(job: Any, cold: Cold, workloads: int) -> float:
@@ -128,7 +135,7 @@ def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit:
     # what the later parts should take stays out of the timing's share (`later_parts_s`)
     left = max_seconds - (time.perf_counter() - job.started) - reserve
     share = left / (len(workloads) - i)
-    budget = max(share, MIN_TIMING_FRACTION * max_seconds / len(workloads))
+    budget = min(max(share, MIN_TIMING_FRACTION * max_seconds / len(workloads)), budget_cap(job, wl))
     if i == 0 and share < MIN_TIMING_FRACTION * max_seconds / len(workloads):
         job.notes.append(f"timing: compiling took most of the {max_seconds:.0f} s budget; the timing "
                          f"rounds got {budget:.0f} s each (raise compileLens.benchmark.maxSeconds "
@@ -171,18 +178,21 @@ def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit:
         t_timing = time.perf_counter()
         extra = guards()
         # the first look goes on to its minimum rounds within the whole share (a slow call, a busy machine)
-        pairs = rounds(first, extra, max_s=max(budget, OVERRUN * first))
+        pairs = rounds(first, extra, max_s=min(max(budget, OVERRUN * first), budget_cap(job, wl)))
         job.add_phase("timing", t_timing)
         rest = budget - (time.perf_counter() - t_timing)
         if first >= budget or settled(figures.timings[wl]) or rest < 1.0:
             return None
 
     def refine() -> None:
+        left = min(rest, budget_cap(job, wl))  # what the budget left by now (the forward was sent meanwhile)
+        if left < 1.0:
+            return
         job.stage(f"timing the {label}", f"timing {label}: more paired rounds…", limit_s=limit)
         t_more = time.perf_counter()
         more_extra = extra if extra is not None or not pairs.extra else guards()
         contention.start(gpu=True)
-        rounds(rest, more_extra, resume=pairs)
+        rounds(left, more_extra, resume=pairs, max_s=min(OVERRUN * left, budget_cap(job, wl)))
         job.add_phase("timing", t_more)
         figures.busy_seen = busier(figures.busy_seen, contention.report())
 

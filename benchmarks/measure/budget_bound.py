@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Wall time against `--max-seconds`: is the budget a bound? (issue 51, items 2–3)
+
+    .venv/bin/python -m benchmarks.measure.budget_bound FILE [--budgets 15,30,60] [--server DIR]
+
+For each budget, `compile-lens check FILE --no-recompiles --no-cache --max-seconds B --stream`, each
+stream line timed as it arrives: the measurement runs from the trace's line (the last phase before it)
+to its last part's line, the forward's figure arrives with the "forward" line, and the bound is
+max(B, that) × 1.1 + 5 s (`worker/measure/budget.py`). One row per budget and target: the whole run's
+wall, the measurement's, the time to the forward's figure, the bound, the first look's seconds
+(`phases_s.first_look`), and the parts the budget left out. `--server DIR`: another checkout's server
+(the figures before a change). Exit 1 when a measurement ran past its bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+MEASURE = ("forward", "train_step", "memory", "lines", "export", "fallback_ops", "batch_sweep")
+
+
+def run(path: Path, budget: float, server: Path) -> list[dict[str, Any]]:
+    """One `check --stream` on `budget`: a row per target."""
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(server),
+           "COMPILE_LENS_CACHE_DIR": f"/tmp/budget-bound-cache-{os.getpid()}"}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "compile_lens.cli", "check", path.name, "--no-recompiles",
+                             "--no-cache", "--max-seconds", f"{budget:g}", "--stream"], cwd=path.parent,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    lines = [(time.perf_counter() - t0, json.loads(line)) for line in proc.stdout or ()]
+    proc.wait()
+    wall = time.perf_counter() - t0
+    document = lines[-1][1] if lines else {}
+    rows = []
+    for entry in document.get("files", []):
+        for target in entry["targets"]:
+            at = {d["part"]: t for t, d in lines if d.get("target") == target["name"] and "part" in d}
+            if "trace" not in at or "forward" not in at:
+                continue
+            start = at["trace"]
+            end = max(t for part, t in at.items() if part in MEASURE)
+            to_forward = at["forward"] - start
+            bound = max(budget, to_forward) * 1.1 + 5.0
+            phases = (target.get("benchmark") or {}).get("phases_s") or {}
+            left_out = {p: s.get("why") for p, s in (target.get("parts") or {}).items() if s.get("status") != "done"}
+            rows.append({"target": target["name"], "budget": budget, "wall": round(wall, 1),
+                         "measurement": round(end - start, 1), "to_forward": round(to_forward, 1),
+                         "bound": round(bound, 1), "within": end - start <= bound,
+                         "first_look": phases.get("first_look"), "left_out": left_out})
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--budgets", default="15,30,60")
+    parser.add_argument("--server", type=Path, default=REPO / "server")
+    args = parser.parse_args()
+    ok = True
+    for budget in (float(b) for b in args.budgets.split(",")):
+        for row in run(args.file.resolve(), budget, args.server.resolve()):
+            print(json.dumps(row), flush=True)
+            ok &= row["within"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
