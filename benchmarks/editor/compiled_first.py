@@ -45,6 +45,8 @@ def main() -> None:
     print(f"{args.file.name} with {args.server}: exit {code}, all figures at {total:.1f} s (load {load:.1f} at the end)")
     for target, at, words in found:
         print(f"  {target:<24} forward figure at {at:7.1f} s  ({words})")
+    if not found:
+        raise SystemExit(f"no forward figure arrived (check exited {code}): run the same check by hand to see why")
 
 
 if __name__ == "__main__":
