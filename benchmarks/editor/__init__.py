@@ -76,6 +76,38 @@ def first_break(ctx: Context) -> dict[str, Any]:
             "programs": {n: round(p["ratio"], 2) for n, p in f["programs"].items()}}
 
 
+@unit("multi_target_first_break", "open → the first graph-break squiggle ≤ 1.3× in-process explain on 150–200-line "
+      "files with several targets (issue 52, item 4)", "torch._dynamo.explain of the file's targets, in the server's "
+      "order up to the first that breaks, in one warm process", timeout_s=900, devices=("cpu",))
+def multi_target_first_break(ctx: Context) -> dict[str, Any]:
+    rounds = "1" if ctx.dry else "2" if ctx.quick else "3"
+    f = _json_out(ctx, "editor.first_break", "--multi-target", "--rounds", rounds)
+    if f.get("ok") is False:
+        return f
+    return {"ok": f["median_ratio"] <= 1.3, "median_ratio": round(f["median_ratio"], 2),
+            "median_cpu_ratio": round(f["median_cpu_ratio"], 2), "rounds": f["rounds"],
+            "programs": {n: round(p["ratio"], 2) for n, p in f["programs"].items()}}
+
+
+@unit("compiled_first", "a file's compiled model measured first: its forward figure is the first to arrive "
+      "(issue 52, item 1; a transformers GPT-2 wrapper file)", "the same check's other targets' figures, "
+      "in file order before the change", timeout_s=900, devices=("cpu",))
+def compiled_first(ctx: Context) -> dict[str, Any]:
+    f = module_figures(ctx, "editor.compiled_first", str(REPO / "benchmarks" / "models" / "order" / "gpt2_classifier.py"))
+    if f.get("ok") is False:
+        return f
+    return {"ok": f.get("order", [None])[0] == "GPT2Classifier", **f}
+
+
+@unit("hover_lines", "a measured target's hover card: the verdict, the table and at most three bullets "
+      "(issue 52, item 2)", "the card before the change (38d3d23), rendered from the same result", timeout_s=600,
+      devices=("cpu",))
+def hover_lines(ctx: Context) -> dict[str, Any]:
+    f = module_figures(ctx, "editor.hover_lines", str(REPO / "examples" / "tiny_measure.py"), "--server",
+                       str(REPO / "server"))
+    return {"ok": None, **f}  # the counts are read from its table: the goal is judged there
+
+
 @unit("lints", "the static lints on a 5,000-line file ≤ 50 ms per run (first lint, typing, Enter, a syntax error)",
       "ast.parse of the same file (the floor of any lint that reads the tree)", timeout_s=300, devices=("cpu",))
 def lints(ctx: Context) -> dict[str, Any]:

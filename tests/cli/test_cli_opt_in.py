@@ -27,7 +27,7 @@ def _cli(cwd, *args, cache=None):
 
 @pytest.fixture
 def workspace(tmp_path):
-    shutil.copy(FIXTURES / "measure_forward" / "tiny.py", tmp_path / "tiny.py")
+    shutil.copy(FIXTURES / "measure" / "tiny.py", tmp_path / "tiny.py")
     return tmp_path
 
 
