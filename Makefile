@@ -37,9 +37,7 @@ demo: setup
 # first), its slowest tests printed and
 # its JUnit XML kept for the ledger (scripts/suite_ledger.py, BENCHMARKS.md). PYTEST_WORKERS=0: one process.
 # Tests marked `alone` (they assert on their own timing figures) run after, in one process.
-# Three on CI's two cores: about half of the suite's test time is waiting (workers and servers
-# starting, time limits run out, a hung rank's timeout), which a third process fills.
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 pytest: setup
 	@mkdir -p build
 	$(PY) -m pytest -q -m "not alone" -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=20 --junitxml=build/pytest.xml
