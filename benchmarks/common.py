@@ -27,6 +27,19 @@ def py(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", f"benchmarks.{module}", *args]
 
 
+def timed_stream(path: Path, server: Path, *args: str, **more_env: str) -> tuple[list[tuple[float, dict]], float, int]:
+    """`compile-lens check FILE --stream ARGS` run by `server` (a checkout's `server/`) in FILE's folder:
+    each stdout line parsed, with the seconds from the start at which it arrived; the run's seconds; its
+    exit code."""
+    environ = {**os.environ, "PYTHONPATH": str(server), **more_env}
+    started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-m", "compile_lens.cli", "check", path.name, "--stream", *args],
+                             cwd=path.parent, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environ)
+    lines = [(time.perf_counter() - started, json.loads(line)) for line in child.stdout or ()]
+    code = child.wait()
+    return lines, time.perf_counter() - started, code
+
+
 def env(ctx: Context, **more: str) -> dict[str, str]:
     """The environment of a child: the checkout's server first on the path, the model sizes of the device."""
     e = dict(os.environ)

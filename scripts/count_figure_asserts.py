@@ -73,11 +73,6 @@ def count(tree: ast.AST) -> tuple[list[int], list[int]]:
 
     def visit(node: ast.AST, guarded: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If):
-                inner = guarded or _mentions(child.test, OUTCOME)
-                for stmt in child.body + child.orelse:
-                    visit_stmt(stmt, inner)
-                continue
             visit_stmt(child, guarded)
 
     def visit_stmt(stmt: ast.AST, guarded: bool) -> None:

@@ -10,29 +10,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
+
+from ..common import timed_stream
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def first_figures(path: Path, server: Path) -> tuple[list[tuple[str, float, str]], float, int]:
     """([(target, seconds to its forward figure, its words)], seconds to the end, exit code)."""
-    env = dict(os.environ, PYTHONPATH=str(server))
-    started = time.monotonic()
-    child = subprocess.Popen([sys.executable, "-m", "compile_lens.cli", "check", str(path), "--stream", "--no-cache"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=path.parent)
+    lines, total, code = timed_stream(path, server, "--no-cache")
     found = []
-    assert child.stdout is not None
-    for line in child.stdout:
-        part = json.loads(line)
+    for at, part in lines:
         if part.get("part") == "forward":
             forward = (part.get("data") or {}).get("benchmark", {}).get("forward") or {}
             words = f"{forward.get('speedup', float('nan')):.2f}×" if forward else part.get("status", "")
-            found.append((part["target"], time.monotonic() - started, words))
-    return found, time.monotonic() - started, child.wait()
+            found.append((part["target"], at, words))
+    return found, total, code
 
 
 def main() -> None:

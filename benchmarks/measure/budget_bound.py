@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from ..common import timed_stream
 
 REPO = Path(__file__).resolve().parents[2]
 MEASURE = ("forward", "train_step", "memory", "lines", "export", "fallback_ops", "batch_sweep")
@@ -29,15 +29,8 @@ MEASURE = ("forward", "train_step", "memory", "lines", "export", "fallback_ops",
 
 def run(path: Path, budget: float, server: Path) -> list[dict[str, Any]]:
     """One `check --stream` on `budget`: a row per target."""
-    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(server),
-           "COMPILE_LENS_CACHE_DIR": f"/tmp/budget-bound-cache-{os.getpid()}"}
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "compile_lens.cli", "check", path.name, "--no-recompiles",
-                             "--no-cache", "--max-seconds", f"{budget:g}", "--stream"], cwd=path.parent,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-    lines = [(time.perf_counter() - t0, json.loads(line)) for line in proc.stdout or ()]
-    proc.wait()
-    wall = time.perf_counter() - t0
+    lines, wall, _ = timed_stream(path, server, "--no-recompiles", "--no-cache", "--max-seconds", f"{budget:g}",
+                                  PYTHONSAFEPATH="1", COMPILE_LENS_CACHE_DIR=f"/tmp/budget-bound-cache-{os.getpid()}")
     document = lines[-1][1] if lines else {}
     rows = []
     for entry in document.get("files", []):
