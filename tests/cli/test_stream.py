@@ -74,7 +74,8 @@ def test_stream_lines_are_the_parts_as_they_land_then_the_document(streamed):
     assert forward["conclusive"] is True and forward["rounds"] >= 8, forward
     lo, hi = forward["speedup_ci"]
     assert lo <= forward["speedup"] <= hi < 1.0, forward
-    assert target["benchmark"]["contention"]["declared_quiet"] is True  # the figures say how they were taken
+    contention = target["benchmark"]["contention"]  # the figures say how they were taken
+    assert contention["declared_quiet"] is True and contention["clock"] == "thread CPU", contention
     for part in ("export", "fallback_ops"):  # asked for, and free (read from the warm compile): each done
         assert by[part]["status"] == "done" and by[part]["data"] == {part: target[part]}, by[part]
     assert target["export"]["ok"] is True, target["export"]

@@ -137,7 +137,9 @@ def test_a_tests_declaration_of_quiet_counts_busy_rounds_and_says_so(burn_py, mo
         watch = busy_rule.Contention("cpu")
         time.sleep(0.5)
         declared, quiet = watch.report(), watch.round_quiet()
+        clocks = busy_rule.round_clock("cpu"), busy_rule.round_clock("cuda:0")
         monkeypatch.delenv("PYTEST_CURRENT_TEST")
+        undeclared_clock = busy_rule.round_clock("cpu")
         watch.start()
         time.sleep(0.5)
         plain, judged = watch.report(), watch.round_quiet()
@@ -148,6 +150,9 @@ def test_a_tests_declaration_of_quiet_counts_busy_rounds_and_says_so(burn_py, mo
     assert declared["declared_quiet"] is True and declared["busy"] is False and quiet is True, declared
     assert declared["busy_by_rule"] is True and declared["why"], declared  # what the rule saw, kept
     assert busy_rule.busy_words(declared) is None
+    # its CPU rounds read the thread's CPU clock (others' load does not enter it), said in the reading;
+    # CUDA's and an undeclared machine's rounds read the wall clock
+    assert declared["clock"] == "thread CPU" and clocks == (time.thread_time, None) and undeclared_clock is None
     assert "declared_quiet" not in plain and plain["busy"] is True and judged is False, plain
     assert busy_rule.busy_words(plain).startswith("machine busy: ")
 

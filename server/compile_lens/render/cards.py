@@ -96,7 +96,8 @@ def contention_line(b: Benchmark) -> str:
     parts += [f"not read: {u}" for u in c.get("unknown") or []]
     if c.get("declared_quiet"):  # a test's figures: said, so that none passes for an idle machine's
         parts.append("every round counted: a test declared the machine quiet"
-                     + (" (the busy rule saw it busy)" if c.get("busy_by_rule") else ""))
+                     + (" (the busy rule saw it busy)" if c.get("busy_by_rule") else "")
+                     + ("; timed on the thread's CPU clock" if c.get("clock") else ""))
     return "; ".join(parts)
 
 

@@ -32,7 +32,7 @@ import torch.utils.benchmark as tbench
 from ...processes import busy_threshold  # noqa: F401 - read here by benchmarks/measure/ab.py and the tests
 from ...protocol import Timing
 from ...speed_words import MAX_CI_WIDTH  # noqa: F401 - wider: imprecise (the direction may still be certain)
-from .busy_rule import Contention, busy_words, gpu_other_processes, settle  # noqa: F401 - the rule, read here too
+from .busy_rule import Contention, busy_words, gpu_other_processes, round_clock, settle  # noqa: F401 - the rule, read here too
 
 MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
 MAX_ROUNDS = 400
@@ -153,9 +153,11 @@ def busier(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return a if key(a) >= key(b) else b
 
 
-def timer(stmt: str, env: dict[str, Any]) -> tbench.Timer:
+def timer(stmt: str, env: dict[str, Any], label: Optional[str] = None) -> tbench.Timer:
     # The process's own thread count: Timer's default of 1 thread is not what the user runs.
-    return tbench.Timer(stmt, globals=env, num_threads=torch.get_num_threads())
+    clock = round_clock("cuda" if torch.cuda.is_available() else "cpu")
+    return tbench.Timer(stmt, globals=env, label=label, num_threads=torch.get_num_threads(),
+                        **({"timer": clock} if clock is not None else {}))
 
 
 def _block(t: Any, per_call: float, block_s: float) -> float:

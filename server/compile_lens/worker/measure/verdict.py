@@ -6,13 +6,12 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional
 
-import torch
 import torch.utils.benchmark as tbench
 
 from ...protocol import Timing
 from ...speed_words import speed_words
 from .guard_cost import SAY_SHARE, guard_words
-from .timing import MAX_CI_WIDTH, busy_words
+from .timing import MAX_CI_WIDTH, busy_words, timer
 
 MIN_ROUND_S, MAX_ROUND_S = 0.05, 2.0  # min_run_time of one round, whatever the budget says
 SPEEDUP_REAL = 1.1  # below this (or inside the spread) a speedup is not worth a compile
@@ -48,8 +47,7 @@ class Stats:
 
 
 def _timer(fn: Callable[[], Any], label: str) -> tbench.Timer:
-    # The process's own thread count: Timer's default of 1 thread is not what the user runs.
-    return tbench.Timer("fn()", globals={"fn": fn}, label=label, num_threads=torch.get_num_threads())
+    return timer("fn()", {"fn": fn}, label)
 
 
 def _timing(eager: Stats, compiled: Stats) -> Timing:
