@@ -48,6 +48,8 @@ import psutil  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks.measure.speedup_check import DEFAULT_MODELS, build, find_spec  # noqa: E402
+from compile_lens.busy.contention import Contention  # noqa: E402
+from compile_lens.busy.rule import busy_threshold  # noqa: E402
 from compile_lens.worker.measure import benchmark as bench  # noqa: E402
 from compile_lens.worker.measure import timing  # noqa: E402
 
@@ -167,7 +169,7 @@ def ab(variants: dict[str, tuple[Any, Toggle]], rounds: int, block_s: float,
         order = names[k:] + names[:k]
         if r % 2:
             order = order[::-1]
-        watch = timing.Contention()
+        watch = Contention()
         for n in order:
             t, (before, after) = variants[n]
             before()
@@ -232,7 +234,7 @@ def run(item: str, args: argparse.Namespace) -> None:
             "fresh-eager": (fresh.timer("eager"), NOTHING),
         }
         got, busy = ab(variants, args.rounds, args.block, [fresh.proc.pid])
-        limit = timing.busy_threshold(psutil.cpu_count() or 1, torch.get_num_threads())
+        limit = busy_threshold(psutil.cpu_count() or 1, torch.get_num_threads())
         print(f"\nothers' CPU per round (%): {' '.join(f'{b:.0f}' for b in busy)}; "
               f"{sum(b <= limit for b in busy)} of {len(busy)} rounds at or below {limit:.0f}%")
         report(f"{name}: all rounds", got, "tool")

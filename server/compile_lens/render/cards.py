@@ -11,8 +11,8 @@ import time
 import urllib.parse
 from typing import Any, Iterable, Optional
 
+from ..busy.rule import top_words
 from ..cost import Bill
-from ..processes import top_words
 from ..protocol import LEVERS, Benchmark, Lever, TargetResult, Timing, phase_of
 from ..speed_words import direction, speed_words
 from ..trial.figures import ShapeRow, TrialRecord
