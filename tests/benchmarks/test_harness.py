@@ -16,10 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.__main__ import main  # noqa: E402
+from benchmarks.figures import Figure, Result  # noqa: E402
 from benchmarks.ledger import BEGIN, END, unit_block, write_markdown  # noqa: E402
 
 from benchmarks import UNITS, load_units, unit  # noqa: E402
-from benchmarks.figures import Figure, Result  # noqa: E402
 
 
 @unit("trivial_sum", "sum(range(n)) is n(n-1)/2", "Python's own arithmetic")
