@@ -76,7 +76,7 @@ class Figure:
         if self.limit is None:
             return ""
         sign = {"lower": "≤ ", "higher": "≥ ", "near": "1 ± "}[self.better]
-        return f"{sign}{self.limit:g} {self.unit}"
+        return f"{sign}{self.limit:g}" + ("" if self.unit == "count" else f" {self.unit}")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"value": _rounded(self.value), "unit": self.unit}

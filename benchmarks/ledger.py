@@ -24,7 +24,8 @@ def _typed(r: dict[str, Any]) -> list[tuple[str, str, str]]:
     out = []
     for name, d in r["figures"].items():
         f = Figure.from_json(d)
-        value = "-" if f.value is None else f"{f.value:g} {f.unit}" if isinstance(f.value, (int, float)) else str(f.value)
+        shown = "" if f.unit == "count" else f" {f.unit}"  # a count reads as a number
+        value = "-" if f.value is None else f"{f.value:g}{shown}" if isinstance(f.value, (int, float)) else str(f.value)
         met = {True: " ✓", False: " ✗", None: ""}[f.met()]
         out.append((name, value, f.goal() + met if f.goal() else ""))
     return out
