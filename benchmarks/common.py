@@ -93,11 +93,14 @@ def child_result(ctx: Context, module: str, *args: str, timeout: Optional[float]
 
 
 def result_of(proc: subprocess.CompletedProcess) -> Result:
-    """The figures line of a finished child; its failure, or the lack of that line, a failed result."""
-    if proc.returncode != 0:
-        return Result.failed(f"rc {proc.returncode}: {tail(proc)}")
+    """The figures line of a finished child, whatever its exit status (a child run by hand may exit 1 on
+    a missed goal: its figures say so); a child that wrote no such line is a failed result with its tail."""
     got = read_line(proc.stdout or "")
-    return got if got is not None else Result.failed(f"no figures line: {tail(proc)}")
+    if got is None:
+        return Result.failed(f"rc {proc.returncode}, no figures line: {tail(proc)}")
+    if proc.returncode != 0:
+        got.notes["rc"] = proc.returncode
+    return got
 
 
 def not_run(why: str) -> dict[str, Any]:

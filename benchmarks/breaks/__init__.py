@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from .. import REPO, Context, unit
-from ..common import child_result, last_json, not_run, py, run, tail
+from ..common import child_result, not_run
 from ..figures import Result
 
 TRUTH = [*sorted(str(p) for p in (REPO / "examples").glob("*.py") if p.name != "helpers.py"),
@@ -19,15 +19,10 @@ TRUTH = [*sorted(str(p) for p in (REPO / "examples").glob("*.py") if p.name != "
 @unit("breaks_against_torch", "0 targets whose graph-break lines differ from torch's own",
       "torch._dynamo.explain's break reasons joined with torch's graph_breaks log, in a fresh process per file",
       timeout_s=1800, devices=("cpu",))
-def breaks_against_torch(ctx: Context) -> dict[str, Any]:
+def breaks_against_torch(ctx: Context) -> Result:
     files = [str(REPO / "examples" / "item_scale.py")] if ctx.dry else \
         [f for f in TRUTH if "examples" in f][:4] if ctx.quick else TRUTH
-    proc = run(ctx, py("breaks.against_torch", *files))
-    got = last_json(proc)
-    if not isinstance(got, dict):
-        return {"ok": False, "error": f"rc {proc.returncode}: {tail(proc)}"}
-    diff = [ln for ln in (proc.stdout or "").splitlines() if ln.startswith("DIFF")]
-    return {"ok": got["differ"] == 0, "files": len(files), **got, **({"differences": diff} if diff else {})}
+    return child_result(ctx, "breaks.against_torch", *files)
 
 
 @unit("collector_cost", "reading torch's data costs no more per record than the old text readers",

@@ -14,9 +14,8 @@ from ..figures import Result
 @unit("trial_torchrun", "the torchrun trial's compiled run per rank within the plain torchrun's steady median "
       "(2 ranks, gloo, CPU)", "a plain torchrun of the same program compiling its own model (Module.compile)",
       timeout_s=1800, devices=("cpu",))
-def trial_torchrun(ctx: Context) -> dict[str, Any]:
-    f = module_figures(ctx, "trial.torchrun", "3" if ctx.small else "8", OMP_NUM_THREADS="1")
-    return {"ok": None, **f} if f.get("ok") is not False else f
+def trial_torchrun(ctx: Context) -> Result:
+    return child_result(ctx, "trial.torchrun", "3" if ctx.small else "8", OMP_NUM_THREADS="1")
 
 
 @unit("ddp_own_compile", "a program's own torch.compile(DDP(model)) under the trial: the frames the trial counts are "
