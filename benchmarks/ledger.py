@@ -33,7 +33,8 @@ def _typed(r: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def _figures(r: dict[str, Any]) -> str:
     if r.get("typed"):
-        text = ", ".join(f"{n} {v}" + (f" ({g})" if g else "") for n, v, g in _typed(r))
+        # the figures with a goal first: a cell cut at its length keeps what the verdict was read from
+        text = ", ".join(f"{n} {v}" + (f" ({g})" if g else "") for n, v, g in sorted(_typed(r), key=lambda t: not t[2]))
         error = (r.get("notes") or {}).get("error")
         text = (text + (" error: " + str(error).replace("\n", " ")[-160:] if error else "")).replace("|", "/")
         return text if len(text) <= 240 else text[:239] + "…"

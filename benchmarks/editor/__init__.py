@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import REPO, Context, unit
-from ..common import module_figures, py, run, tail
+from ..common import child_result, module_figures, py, run, tail
+from ..figures import Result
 
 
 def _json_out(ctx: Context, module: str, *args: str) -> dict[str, Any]:
@@ -110,11 +111,8 @@ def hover_lines(ctx: Context) -> dict[str, Any]:
 
 @unit("lints", "the static lints on a 5,000-line file ≤ 50 ms per run (first lint, typing, Enter, a syntax error)",
       "ast.parse of the same file (the floor of any lint that reads the tree)", timeout_s=300, devices=("cpu",))
-def lints(ctx: Context) -> dict[str, Any]:
-    f = module_figures(ctx, "editor.lints", *(["--lines", "300", "--runs", "2"] if ctx.dry else []))
-    if f.get("ok") is False:
-        return f
-    return {"ok": all(f[k] <= 50 for k in ("typing_ms", "enter_ms", "syntax_error_ms")), **f}
+def lints(ctx: Context) -> Result:
+    return child_result(ctx, "editor.lints", *(["--lines", "300", "--runs", "2"] if ctx.dry else []))
 
 
 @unit("hover_under_load", "hover and code lens p99 < 50 ms with 50 files × 20 targets open while a measurement runs",

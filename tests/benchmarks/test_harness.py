@@ -163,9 +163,11 @@ def test_a_cheap_units_rehearsal_writes_a_ledger_line_and_its_markdown_block(tmp
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines()]
     assert [(r["unit"], r["dry"], r["ok"]) for r in rows] == [("lints", True, True)]
-    assert rows[0]["figures"]["lines"] > 0 and rows[0]["figures"]["typing_ms"] >= 0 and rows[0]["machine"]["cores"]
+    figures = rows[0]["figures"]  # typed, from the one JSON line the child wrote
+    assert figures["lines"]["value"] > 0 and figures["typing_ms"]["unit"] == "ms" and figures["typing_ms"]["limit"] == 50
+    assert rows[0]["typed"] and rows[0]["machine"]["cores"] and rows[0]["load_at_figures"]["cores"]
     text = md.read_text()
     assert "| lints | yes |" in text and "cpu (dry)" in text
     block = text.split("<!-- benchmarks:unit lints -->", 1)[1].split("<!-- benchmarks:unit-end lints -->")[0]
-    assert "stale figures" not in block and "| typing_ms |" in block and "Against: ast.parse" in block
+    assert "stale figures" not in block and "| typing_ms |" in block and "≤ 50 ms ✓" in block and "Against: ast.parse" in block
     assert text.endswith("<!-- benchmarks:unit-end lints -->\n\nprose\n")
