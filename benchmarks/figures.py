@@ -133,6 +133,52 @@ class Result:
         return cls(ok=False, notes={"error": error, **notes})
 
 
+# the unit a figure's name says, for a child that writes plain JSON (`typed`): the longest suffix first
+_SUFFIXES = (("_mb_s", "MB/s"), ("_ms", "ms"), ("_us", "µs"), ("_mb", "MB"), ("_pct", "%"), ("_bytes", "B"),
+             ("_ratio", "x"), ("ratio", "x"), ("_x", "x"), ("_s", "s"))
+
+
+def unit_of(name: str, value: float) -> str:
+    for part in reversed(name.split(".")):  # `hover_ms.p50`: the unit is its parent's
+        if part.startswith("x_"):  # `x_floor`: times the floor
+            return "x"
+        found = next((u for suffix, u in _SUFFIXES if part.endswith(suffix)), None)
+        if found:
+            return found
+    return "count" if isinstance(value, int) else ""
+
+
+def typed(figures: dict[str, Any], goals: Optional[dict[str, tuple[str, Optional[float]]]] = None,
+          ok: Optional[bool] = None) -> Result:
+    """A child's plain JSON figures typed: each number a `Figure` whose unit its name says (`*_ms`, `*_s`,
+    `*_ratio`, an int a count), `goals` naming the better direction and limit of some (dotted names
+    reach into nested dicts); whatever is not a number (words, flags, lists) goes to the notes. A child
+    that failed (`ok: False` with an `error`) is a failed result."""
+    goals = goals or {}
+    out, notes = {}, {}
+    for name, value in _flat(figures):
+        if name == "ok":
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            better, limit = goals.get(name, ("", None))
+            out[name] = Figure(value, unit_of(name, value), better, limit)
+        else:
+            notes[name] = value
+    unknown = set(goals) - set(out)
+    if unknown:  # a goal on a figure the child did not write: no verdict can be read from it
+        notes["goals_without_a_figure"] = sorted(unknown)
+        ok = False if ok is None else ok
+    return Result(out, False if figures.get("ok") is False else ok, notes)
+
+
+def _flat(value: dict[str, Any], key: str = "") -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for k, v in value.items():
+        name = f"{key}.{k}" if key else str(k)
+        found += _flat(v, name) if isinstance(v, dict) and v else [(name, v)]
+    return found
+
+
 def emit(result: Result) -> None:
     """The child's last word: its figures as one JSON line on stdout (the load taken now if not given)."""
     if result.load is None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import Context, unit
 from ..common import child_result, module_figures, not_run
-from ..figures import Result
+from ..figures import Result, typed
 
 
 def _redis() -> bool:
@@ -37,8 +37,6 @@ def remote_kernels(ctx: Context) -> Result | dict[str, Any]:
 @unit("ci_run", "a re-run of `compile-lens check examples/` over unchanged files ≤ 2 s (served by the result cache, "
       "no torch process); breaks only ≈ half of breaks + recompile sweep", "the same command with an empty result cache",
       timeout_s=900, devices=("cpu",))
-def ci_run(ctx: Context) -> dict[str, Any]:
-    f = module_figures(ctx, "cache.ci_run")
-    if f.get("ok") is False:
-        return f
-    return {"ok": f["breaks_and_sweep_cached_s"] <= 2 and f["breaks_only_cached_s"] <= 2, **f}
+def ci_run(ctx: Context) -> Result:
+    return typed(module_figures(ctx, "cache.ci_run"),
+                 {"breaks_and_sweep_cached_s": ("lower", 2.0), "breaks_only_cached_s": ("lower", 2.0)})

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import REPO, Context, unit
-from ..common import MODELS, SHARED, env, fresh_torch, module_figures, py, result_of, run, tail
+from ..common import MODELS, SHARED, child_result, env, fresh_torch, py, result_of, run, tail
 from ..figures import Figure, Result
 
 TOLERANCE = 0.10
@@ -178,14 +178,12 @@ from . import more  # noqa: E402,F401 - registers the measurement parts' units
 @unit("compile_lines_sum", "a frame's compile lines add up to its Dynamo time within 10% (issue 53, item 1)",
       "torch's compilation metrics (the frame's Dynamo time) and Dynamo's bytecode_tracing timer", timeout_s=900,
       devices=("cpu",))
-def compile_lines_sum(ctx: Context) -> dict[str, Any]:
-    return {"ok": None, **module_figures(ctx, "measure.compile_lines_sum", *(["--only", "Stack"] if ctx.small else []))}
+def compile_lines_sum(ctx: Context) -> Result:
+    return child_result(ctx, "measure.compile_lines_sum", *(["--only", "Stack"] if ctx.small else []))
 
 
 @unit("budget_bound", "a target's measurement ends within max(--max-seconds, time to the forward's figure) × 1.1 + 5 s "
       "(issue 51, item 2)", "the same check on main before the bound (--server)", timeout_s=900, devices=("cpu",))
-def budget_bound(ctx: Context) -> dict[str, Any]:
+def budget_bound(ctx: Context) -> Result:
     budgets = "15" if ctx.small else "15,30,60"
-    proc = run(ctx, py("measure.budget_bound", str(REPO / "examples" / "tiny_measure.py"), "--budgets", budgets))
-    rows = [json.loads(line) for line in (proc.stdout or "").splitlines() if line.startswith("{")]
-    return {"ok": proc.returncode == 0 and bool(rows), "rows": rows} if rows else {"ok": False, "error": tail(proc)}
+    return child_result(ctx, "measure.budget_bound", str(REPO / "examples" / "tiny_measure.py"), "--budgets", budgets)

@@ -4,11 +4,9 @@ to a training loop. Each runs its module as its own process."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import Context, unit
 from ..common import child_result, module_figures
-from ..figures import Result
+from ..figures import Result, typed
 
 
 @unit("trial_torchrun", "the torchrun trial's compiled run per rank within the plain torchrun's steady median "
@@ -34,10 +32,7 @@ def trial_fx_keys(ctx: Context) -> Result:
 @unit("record_overhead", "`compile-lens record` adds ≤ 5% to a small training loop (9 recorded calls a step)",
       "the same script with the recorder's wrappers off (in one process, interleaved) and run plainly",
       timeout_s=900, devices=("cpu",))
-def record_overhead(ctx: Context) -> dict[str, Any]:
+def record_overhead(ctx: Context) -> Result:
     args = ["--runs", "1", "--steps", "100", "--rounds", "4"] if ctx.dry else \
         ["--runs", "3", "--steps", "1000", "--rounds", "20"] if ctx.quick else []
-    f = module_figures(ctx, "trial.record", *args)
-    if f.get("ok") is False:
-        return f
-    return {"ok": f["interleaved_ratio"] <= 1.05, **f}
+    return typed(module_figures(ctx, "trial.record", *args), {"interleaved_ratio": ("lower", 1.05)})

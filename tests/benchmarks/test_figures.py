@@ -86,3 +86,21 @@ def test_a_child_that_writes_no_figures_line_is_a_failed_result_and_its_exit_sta
     crashed = result_of(_child(body="raise SystemExit('boom')"))
     assert crashed.verdict() is False and crashed.notes["error"].startswith("rc 1, no figures line") and "boom" in crashed.notes["error"]
     assert read_line("{not json\n[1, 2]\n") is None
+
+
+def test_a_childs_plain_json_is_typed_by_its_names_with_goals_on_some():
+    from benchmarks.figures import typed
+
+    got = typed({"lines": 5000, "typing_ms": 12.5, "cold_s": 1.5, "sizes": {"big": {"heap_peak_mb": 40.0}},
+                 "median_ratio": 1.1, "busy": False, "kinds_missing": [], "why": "text"},
+                {"typing_ms": ("lower", 50.0), "median_ratio": ("lower", 1.2)})
+    assert got.figures["lines"] == Figure(5000, "count") and got.figures["cold_s"].unit == "s"
+    assert got.figures["typing_ms"] == Figure(12.5, "ms", "lower", 50.0) and got.figures["median_ratio"].unit == "x"
+    assert got.figures["sizes.big.heap_peak_mb"].unit == "MB"  # nested: dotted names
+    assert typed({"hover_ms": {"p50": 3.0}, "a.py": {"x_floor": 1.2}}).figures["hover_ms.p50"].unit == "ms"  # the parent's
+    assert typed({"a.py": {"x_floor": 1.2}}).figures["a.py.x_floor"].unit == "x"
+    assert got.notes == {"busy": False, "kinds_missing": [], "why": "text"} and got.verdict() is True
+    assert typed({"typing_ms": 80.0}, {"typing_ms": ("lower", 50.0)}).verdict() is False
+    assert typed({"ok": False, "error": "rc 1: boom"}).verdict() is False
+    missing = typed({"lines": 3}, {"typing_ms": ("lower", 50.0)})  # the goal's figure never written: no pass
+    assert missing.verdict() is False and missing.notes["goals_without_a_figure"] == ["typing_ms"]
