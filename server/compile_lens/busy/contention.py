@@ -11,7 +11,9 @@ the contention then says so (`declared_quiet: true`, and what the rule would hav
 figure pretends. Its rounds on the CPU are timed on the timing thread's CPU clock (`round_clock`,
 `clock: "thread CPU"`): on a 2-core machine shared with an editor and another test worker, wall
 time per call rose ×4–×7 and the train step's ratio fell to ×1.2 from ×2.2, while CPU time is what
-the call itself did. Never a user setting: docs/settings.md does not name it.
+the call itself did. They run on one thread then (`timing.timer`): with two, the timing thread
+spun at an OpenMP barrier for its preempted peer, and its clock read 15 ms for a 0.5 ms call.
+Never a user setting: docs/settings.md does not name it.
 
 Before the rounds, `settle` waits for Inductor's compile pool to be ready and for our own
 processes to go quiet (the pool starts at the first compile, one worker per core).
@@ -44,7 +46,7 @@ def declared_quiet() -> bool:
 
 def round_clock(device: str) -> Optional[Callable[[], float]]:
     """The clock timing rounds read instead of wall time: the thread's CPU time under a test's
-    declaration on the CPU (another process's load does not enter it; the test models run on one
+    declaration on the CPU (another process's load does not enter it; such rounds run on one
     thread), else None (wall time, and on CUDA the Timer's synchronising clock)."""
     return time.thread_time if declared_quiet() and not device.startswith("cuda") else None
 
