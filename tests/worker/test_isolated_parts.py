@@ -75,7 +75,7 @@ def test_the_baseline_measures_every_part(baseline):
 
 def test_guard_cost_that_needs_another_compile_is_not_measurable_alone(target, baseline):
     b = _measure(target, "guards")
-    assert b.unmeasured == {"guard cost": "not measurable (this call needs another compile with guards skipped)"}
+    assert b.unmeasured == {"guard cost": "not measurable (this call needs another compile with guards skipped)"}, (b.unmeasured, b.notes)
     assert b.forward.guard_us_per_call is None and b.forward.guard_share is None
     _standing(b, baseline)
     assert b.peak_memory_bytes["eager"] is not None and b.max_abs_error["output"] is not None

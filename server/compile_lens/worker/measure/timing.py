@@ -155,10 +155,10 @@ def busier(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def timer(stmt: str, env: dict[str, Any], label: Optional[str] = None) -> tbench.Timer:
     # The process's own thread count: Timer's default of 1 thread is not what the user runs.
+    # (Not one thread for a CPU clock: Dynamo guards on the thread count, and the call compiles again.)
     clock = _round_clock()
-    if clock is not None:  # one thread on a CPU clock: a thread waiting at a barrier for a preempted peer spins
-        return tbench.Timer(stmt, globals=env, label=label, num_threads=1, timer=clock)
-    return tbench.Timer(stmt, globals=env, label=label, num_threads=torch.get_num_threads())
+    return tbench.Timer(stmt, globals=env, label=label, num_threads=torch.get_num_threads(),
+                        **({"timer": clock} if clock is not None else {}))
 
 
 def _round_clock() -> Optional[Callable[[], float]]:
@@ -167,28 +167,25 @@ def _round_clock() -> Optional[Callable[[], float]]:
 
 def _block(t: Any, per_call: float, block_s: float) -> float:
     """Mean seconds per call over about `block_s` of calls, run as short `timeit`s so that a block
-    whose calls turn 100× slower midway (another process took a core) ends near `block_s` anyway.
-    On a CPU clock (a test's declared quiet) the block lasts `block_s` of wall time too: a loaded
-    machine's rounds then read the calls' own CPU time, and as many of them fit the budget."""
+    whose calls turn 100× slower midway (another process took a core) ends near `block_s` anyway."""
     step = max(1, int(SUB_BLOCK_S / per_call))
     # Timer.timeit warms up 2 calls before each piece (3× the work for a slow model's single
     # call); its inner `_timeit` times exactly `number` calls, with the same statement, timer
     # (synchronising CUDA) and globals. The thread count it would set is the process's own.
     raw = getattr(t, "_timeit", None)
     spent, calls = 0.0, 0
-    wall_limit = (1.0 if _round_clock() is not None else BLOCK_GUARD) * block_s
     started = time.perf_counter()
     while spent < block_s:
         spent += raw(step) if raw is not None else t.timeit(step).mean * step
         calls += step
-        if time.perf_counter() - started > wall_limit:
+        if time.perf_counter() - started > BLOCK_GUARD * block_s:
             break
     return spent / calls
 
 
 def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: float,
                   on_round: Callable[[int, Paired], None] = lambda n, p: None,
-                  min_rounds: int = MIN_ROUNDS, clock: Callable[[], float] = time.perf_counter,
+                  min_rounds: int = MIN_ROUNDS, clock: Optional[Callable[[], float]] = None,
                   watch: Optional[Contention] = None, extra: Optional[dict[str, Any]] = None,
                   resume: Optional[Paired] = None, max_s: Optional[float] = None, keep_max: bool = False) -> Paired:
     """Rounds of (eager block, compiled block), until conclusive or `budget_s` is spent (at least
@@ -199,7 +196,11 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     whatever the block length). `max_s`: where the rounds stop at the latest, minimum or not
     (default `OVERRUN` × `budget_s`): the budget's keeps its bound. `keep_max`: no round starts that would
     end past `max_s`, judged by the longest yet (the first look's `workload_timing.FIRST_LOOK_MAX_S`, a
-    documented limit). A slow call or a busy machine then gets fewer than `min_rounds`, said by the figure."""
+    documented limit). A slow call or a busy machine then gets fewer than `min_rounds`, said by the figure.
+    `clock`: what the budget and `max_s` are counted on; by default the rounds' own (wall time; a
+    test's declared quiet: the thread's CPU time, so that a loaded test machine gets the rounds an
+    idle one would, in more wall time)."""
+    clock = clock or _round_clock() or time.perf_counter
     started = clock()
     timers = {"eager": eager, "compiled": compiled, **(extra or {})}
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
