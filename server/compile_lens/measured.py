@@ -78,6 +78,11 @@ class Timing:
     # the generated kernels the lines name, their source from Inductor's output code (`compile-lens show`);
     # not in the check JSON
     kernel_sources: dict[str, str] = field(default_factory=dict)
+    # a lever's paired rounds (`worker/levers/steady`; the benchmark says it in `Benchmark.contention`):
+    # "machine busy: …" when other processes took our cores and the timing is inconclusive, with what
+    # the busy rule saw (`busy_rule.Contention.report`); None / {} otherwise
+    busy: Optional[str] = None
+    contention: dict[str, Any] = field(default_factory=dict)  # open: busy_rule's report, its keys its own (issue 54 item 4)
 
 
 @dataclass
@@ -206,9 +211,11 @@ class Lever:
     # {"before", "after"} seconds: the cold compile ("cold"), and where measured the warm one
     compile_s: dict[str, Any] = field(default_factory=dict)
     warm_compile_s: dict[str, Any] = field(default_factory=dict)
-    # {"before", "after"} ms per call and the after/before speedup's 95% interval ("ci"), "speedup", "conclusive"
-    forward: dict[str, Any] = field(default_factory=dict)
-    train_step: dict[str, Any] = field(default_factory=dict)
+    # the default (`eager_ms`: "before") against the lever (`compiled_ms`: "after") in paired rounds, ms per
+    # call; `speedup` default/lever; None: not timed (the train step where the measurement timed none).
+    # The CLI's JSON names them {"before", "after", "speedup", "ci", ...} (`render/levers_text.timing_json`)
+    forward: Optional[Timing] = None
+    train_step: Optional[Timing] = None
     recompiles: dict[str, Any] = field(default_factory=dict)  # {"before", "after"}: compiles counted
     # what the edit needs (`actions/levers.py`): {"attribute": "blocks", "block_class": "Block", ...}
     data: dict[str, Any] = field(default_factory=dict)

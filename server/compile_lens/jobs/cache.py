@@ -51,7 +51,17 @@ log = logging.getLogger(__name__)
 # cache would render in the old shape, so it is dropped
 # 3: a break inside a loop is the break at its own line, with its loop (`GraphBreak.loop`)
 # 4: warm_remote, warm_cache.remote, the forward's measured guard cost (guard_us_per_call, its interval, share)
-SCHEMA_VERSION = 4
+# 5: a lever's forward and train step are `Timing` records (were {"before", "after", "ci", …} dicts)
+SCHEMA_VERSION = 5
+# what each version changed, for the log line that drops an older cache's entries
+CHANGED = {5: "a lever's timings are Timing records"}
+
+
+def why_dropped(version: int) -> str:
+    """Why a cache of schema `version` is not read: what changed since, or that a newer version wrote it."""
+    if version > SCHEMA_VERSION:
+        return "written by a newer Compile Lens"
+    return "; ".join(CHANGED[v] for v in range(version + 1, SCHEMA_VERSION + 1) if v in CHANGED) or "an older shape"
 
 WORKER_FAILURES = ("crash", "timeout", "memory", "exit")  # not the code's answer: never cached
 
@@ -175,6 +185,9 @@ class ResultCache:
         db.execute("PRAGMA synchronous=NORMAL")  # a cache: no fsync per result, on the editor's path
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, SCHEMA_VERSION):
+            # another shape would render wrong or not at all: its entries are measured again, and the log says why
+            log.warning("result cache %s holds schema %s, this version reads %s (%s): its entries are dropped",
+                        self.path, version, SCHEMA_VERSION, why_dropped(version))
             db.execute("DROP TABLE IF EXISTS results")
         db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
                    " value TEXT NOT NULL, source TEXT, created REAL NOT NULL)")
