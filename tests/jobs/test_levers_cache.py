@@ -4,7 +4,13 @@ machine, the budget) is not stored: it says nothing about the code."""
 
 from __future__ import annotations
 
-from compile_lens.jobs.cache import SCHEMA_VERSION, ResultCache, TargetKeys, read_levers, write_levers
+from compile_lens.jobs.cache import (
+    SCHEMA_VERSION,
+    ResultCache,
+    TargetKeys,
+    read_levers,
+    write_levers,
+)
 from compile_lens.protocol import LEVERS, Lever, TargetResult, with_phase
 
 KEYS = TargetKeys("t", "s", "b")
