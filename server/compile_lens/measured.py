@@ -1,6 +1,7 @@
 """The measurement's records (`worker/measure`, `worker/levers`): eager vs compiled per workload with
 its lines and kernels, the cold compile by frame, where accuracy drifts, the precision it ran in,
-and each lever tried. Plain, JSON-safe, no torch, no pygls; `protocol` re-exports them, so every
+each lever tried, and the deployment answers measured with them (export, fallback ops, the batch
+sweep). Plain, JSON-safe, no torch, no pygls; `protocol` re-exports them, so every
 side names them from there."""
 
 from __future__ import annotations
@@ -223,3 +224,59 @@ class Lever:
     # CUDA graphs: {"before", "after"} the GPU idle share of the compiled call (`line_windows.gpu_idle_share`,
     # as `forward.gpu_idle_share`), the default compile and the lever's; {} where not measured
     gpu_idle_share: dict[str, Any] = field(default_factory=dict)
+
+
+# --- the deployment answers (`worker/measure/deployment`), measured with the benchmark ----------------
+
+@dataclass
+class ExportCheck:
+    """Does the target export with `torch.export` (`deployment.check_export`): non-strict, then strict."""
+
+    ok: bool  # non-strict export works
+    strict: Optional[bool]  # strict export works too; None: not checked (the budget had no room for its trace)
+    line: Optional[int] = None  # where the (first) failure is, at its innermost user line; None: no failure
+    path: Optional[str] = None
+    message: Optional[str] = None  # torch's own words, first paragraph; "strict export fails: …" when only strict does
+
+
+@dataclass
+class FallbackOp:
+    """An op Inductor's output code calls instead of generating code for it (`deployment.ops_in_code`)."""
+
+    op: str  # "aten.sort", "mylib.op", "extern_kernels.addmm"
+    count: int  # calls in the compiled forward's wrappers
+    kind: str = "fallback"  # "fallback" (an eager ATen kernel) | "extern" (a library GEMM/convolution: not eager)
+
+
+@dataclass
+class SweepPoint:
+    batch: int
+    eager_ms: float
+    compiled_ms: float
+    eager_iqr_ms: float
+    compiled_iqr_ms: float
+    speedup: float
+
+
+@dataclass
+class BatchSweep:
+    """Eager vs compiled latency across batch sizes (`deployment.batch_sweep`), compiled once with dim 0 dynamic."""
+
+    dim: int
+    example_batch: int
+    sizes: list[int]
+    points: list[SweepPoint]
+    compiles: int  # 1: the batch dimension stayed dynamic
+    dynamic: bool
+    device: str
+    workload: str  # "forward (eval, no_grad)"
+    seconds: float = 0.0  # what the sweep took
+
+
+@dataclass
+class Report:
+    """The compile report's figures (`deployment.report_data`): None until measured."""
+
+    batch_sweep: Optional[BatchSweep] = None  # None: not measured (its note, or `TargetResult.unmeasured`, says why)
+    kernels: Optional[int] = None  # generated kernels in the compiled forward's output code
+    notes: list[str] = field(default_factory=list)

@@ -16,15 +16,20 @@ from typing import Any, Optional
 
 from .measured import (  # noqa: F401 - re-exported: the measurement's records, named from here
     AccuracyDrift,
+    BatchSweep,
     Benchmark,
     CompileFrame,
     CompileLine,
     CompileTime,
+    ExportCheck,
+    FallbackOp,
     KernelShare,
     Lever,
     LineCost,
     LineRef,
     Precision,
+    Report,
+    SweepPoint,
     Timing,
 )
 
@@ -240,11 +245,9 @@ class TargetResult:
     recompiles: list[Recompile] = field(default_factory=list)
     benchmark: Optional[Benchmark] = None
     # deployment questions (measured with the benchmark): does it export, which ops run eagerly
-    export: Optional[dict[str, Any]] = None  # {"ok", "strict", "line", "path", "message"}
-    fallback_ops: list[dict[str, Any]] = field(default_factory=list)  # [{"op": "aten.nonzero", "count": 1}]
-    # the compile report's figures (worker/deployment.report_data): {"batch_sweep", "compile_breakdown",
-    # "kernels", "notes"}; None until measured
-    report: Optional[dict[str, Any]] = None
+    export: Optional[ExportCheck] = None
+    fallback_ops: list[FallbackOp] = field(default_factory=list)
+    report: Optional[Report] = None  # the compile report's figures; None until measured
     # optional parameters of `forward` (or the function) the example call leaves out, e.g. ["labels"]:
     # the traced path may differ from the one training takes
     left_out: list[str] = field(default_factory=list)

@@ -163,7 +163,7 @@ PARTS = {"build:1": "torch.export", "build:2": "fallback ops", "build:3": "batch
 
 @pytest.mark.parametrize("fault", list(PARTS))
 def test_each_deployment_question_fails_alone(target, baseline, deployed, fault):
-    assert deployed.unmeasured == {} and deployed.export["ok"] and deployed.report["batch_sweep"]
+    assert deployed.unmeasured == {} and deployed.export.ok and deployed.report.batch_sweep
     result = _deploy(target, baseline, fault)
     part = PARTS[fault]
     assert result.unmeasured == {part: f"not measurable: RuntimeError: Net cannot be built a {fault[-1]}th time here"}
@@ -173,10 +173,10 @@ def test_each_deployment_question_fails_alone(target, baseline, deployed, fault)
     if part != "fallback ops":
         assert result.fallback_ops == deployed.fallback_ops
     if part != "batch sweep":
-        assert result.report["batch_sweep"]["sizes"] == deployed.report["batch_sweep"]["sizes"]
+        assert result.report.batch_sweep.sizes == deployed.report.batch_sweep.sizes
     else:
-        assert result.report["batch_sweep"] is None
-        assert result.report["kernels"] == deployed.report["kernels"]
+        assert result.report.batch_sweep is None
+        assert result.report.kernels == deployed.report.kernels
 
 
 def test_the_renderers_say_not_measurable_on_that_figure(baseline):

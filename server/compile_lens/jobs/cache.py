@@ -35,9 +35,12 @@ from ..positions import moved
 from ..protocol import (
     LEVERS,
     Benchmark,
+    ExportCheck,
+    FallbackOp,
     Lever,
     PartStatus,
     Recompile,
+    Report,
     TargetResult,
     from_dict,
     phase_of,
@@ -54,7 +57,7 @@ log = logging.getLogger(__name__)
 # 5: a lever's forward and train step are `Timing` records (were {"before", "after", "ci", …} dicts)
 SCHEMA_VERSION = 5
 # what each version changed, for the log line that drops an older cache's entries
-CHANGED = {5: "a lever's timings are Timing records"}
+CHANGED = {5: "a lever's timings are Timing records; export, fallback ops and the report typed records"}
 
 
 def why_dropped(version: int) -> str:
@@ -296,17 +299,24 @@ def with_recompiles(result: TargetResult, recompiles: list[Recompile]) -> Target
     return with_phase(dataclasses.replace(result, recompiles=recompiles), "sweep", "done")
 
 
+def _plain(record: Any) -> Any:
+    return None if record is None else dataclasses.asdict(record)
+
+
 def with_deployment(result: TargetResult, deployment: Mapping[str, Any]) -> TargetResult:
     """`result` with the deployment answers measured with its figures (see `deployment_of`)."""
     parts = {name: from_dict(PartStatus, state) for name, state in (deployment.get("parts") or {}).items()}
-    return dataclasses.replace(result, export=deployment.get("export"),
-                               fallback_ops=deployment.get("fallback_ops") or [], report=deployment.get("report"),
+    export, report = deployment.get("export"), deployment.get("report")
+    return dataclasses.replace(result, export=from_dict(ExportCheck, export) if export else None,
+                               fallback_ops=[from_dict(FallbackOp, o) for o in deployment.get("fallback_ops") or []],
+                               report=from_dict(Report, report) if report else None,
                                unmeasured=dict(deployment.get("unmeasured") or {}), parts=parts,
                                parts_s=dict(deployment.get("parts_s") or {}))
 
 
 def deployment_of(result: TargetResult) -> dict:
-    return {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report,
+    return {"export": _plain(result.export), "fallback_ops": [dataclasses.asdict(o) for o in result.fallback_ops or []],
+            "report": _plain(result.report),
             "unmeasured": result.unmeasured, "parts": {k: dataclasses.asdict(v) for k, v in result.parts.items()},
             "parts_s": result.parts_s}
 

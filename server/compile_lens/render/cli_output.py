@@ -349,11 +349,11 @@ def _target_json(t: TargetResult) -> dict[str, Any]:
         "graph_breaks": [_graph_break_json(g) for g in t.graph_breaks],
         "recompiles": [_recompile_json(r) for r in t.recompiles],
         "benchmark": benchmark_json(t.benchmark),
-        "export": None if t.export is None else dict(t.export),
-        "fallback_ops": [dict(o) for o in t.fallback_ops],
+        "export": None if t.export is None else dataclasses.asdict(t.export),
+        "fallback_ops": [dataclasses.asdict(o) for o in t.fallback_ops or []],
         "unmeasured": dict(t.unmeasured),  # export, fallback ops, batch sweep…: why not measured
         # eager vs compiled latency across batch sizes (`deployment.batch_sweep`); null: not measured
-        "batch_sweep": (t.report or {}).get("batch_sweep"),
+        "batch_sweep": dataclasses.asdict(t.report.batch_sweep) if t.report and t.report.batch_sweep else None,
         # each part of the measurement: {"status": "pending" | "done" | "not-run" | "failed", "why", "seconds"}
         "parts": {name: dataclasses.asdict(state) for name, state in t.parts.items()},
         "parts_s": {k: _finite(v) for k, v in t.parts_s.items()},  # the deployment parts' wall seconds
