@@ -83,7 +83,7 @@ class Timing:
     # "machine busy: …" when other processes took our cores and the timing is inconclusive, with what
     # the busy rule saw (`busy_rule.Contention.report`); None / {} otherwise
     busy: Optional[str] = None
-    contention: dict[str, Any] = field(default_factory=dict)  # open: busy_rule's report, its keys its own (issue 54 item 4)
+    contention: dict[str, Any] = field(default_factory=dict)  # open: busy_rule's report, reworked with the rule (issue 54 item 4)
 
 
 @dataclass
@@ -157,6 +157,15 @@ class Precision:
 
 
 @dataclass
+class PeakMemory:
+    """Peak memory of one call of the verdict's workload, eager and compiled (`worker/measure/memory.py`)."""
+
+    eager: Optional[int] = None  # bytes; None: not measured (`method` says why)
+    compiled: Optional[int] = None
+    method: str = ""  # how it was read ("allocator peak over …"), or why not ("unavailable: …")
+
+
+@dataclass
 class Benchmark:
     device: str  # "cpu" | "cuda"
     device_name: str
@@ -167,7 +176,7 @@ class Benchmark:
     # "cold_forward", "warm_forward" (the forward's, measured first), "warm_remote": .. (with a remote cache)}
     compile_s: dict[str, Optional[float]]
     break_even_calls: Optional[int]
-    peak_memory_bytes: dict[str, Any]  # {"eager": .., "compiled": .., "method": ".."}
+    peak_memory_bytes: PeakMemory
     max_abs_error: dict[str, Optional[float]]  # {"output": .., "grad": ..}
     max_rel_error: dict[str, Optional[float]]
     verdict: str
@@ -177,7 +186,7 @@ class Benchmark:
     notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
     conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
     # what else ran while timing and the busy rule's verdict (fields: worker/measure/busy_rule.Contention.report)
-    contention: dict[str, Any] = field(default_factory=dict)
+    contention: dict[str, Any] = field(default_factory=dict)  # open: busy_rule's report, reworked with the rule (issue 54 item 4)
     # where the measurement's wall time went, seconds: {"build", "cold_child", "cold_child_train",
     # "cold_compile", "warm_compiles", "accuracy_warmup", "timing", "memory", "line_costs",
     # "to_forward" (until the forward's figures were sent), "total"}
@@ -187,7 +196,7 @@ class Benchmark:
     # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"} (the break-even workload's; the
     # forward's apart under "forward": {"hits", "misses"} when that is the train step); with a remote cache also
     # "remote": {"fx_graph": {"hits", "misses"}, "aot_autograd": {..}, "autotune": ("n/a" on the CPU)}
-    warm_cache: Optional[dict[str, Any]] = None
+    warm_cache: Optional[dict[str, Any]] = None  # open: torch's cache counters, as this torch names them
     # the optional parts of the measurement that failed, and why, each on its own
     # (`worker/measure/isolated`): {"guard cost": "not measurable: …", "peak memory": …,
     # "accuracy": …, "warm-remote compile": …}; the other figures stand
@@ -209,21 +218,22 @@ class Lever:
     verdict: str  # "better" | "worse" | "no change" | "inconclusive" | "not measured"
     why: str = ""  # the figure that decided the verdict, or why it could not be measured
     action: str = ""  # the edit offered when better (code action title), else ""
-    # {"before", "after"} seconds: the cold compile ("cold"), and where measured the warm one
-    compile_s: dict[str, Any] = field(default_factory=dict)
-    warm_compile_s: dict[str, Any] = field(default_factory=dict)
+    # {"before", "after"} seconds of the cold compile (None: not measured), with its CPU time as
+    # "cpu_before"/"cpu_after" where measured; and of the warm one where measured
+    compile_s: dict[str, Optional[float]] = field(default_factory=dict)
+    warm_compile_s: dict[str, Optional[float]] = field(default_factory=dict)
     # the default (`eager_ms`: "before") against the lever (`compiled_ms`: "after") in paired rounds, ms per
     # call; `speedup` default/lever; None: not timed (the train step where the measurement timed none).
     # The CLI's JSON names them {"before", "after", "speedup", "ci", ...} (`render/levers_text.timing_json`)
     forward: Optional[Timing] = None
     train_step: Optional[Timing] = None
-    recompiles: dict[str, Any] = field(default_factory=dict)  # {"before", "after"}: compiles counted
+    recompiles: dict[str, int] = field(default_factory=dict)  # {"before", "after"}: compiles counted
     # what the edit needs (`actions/levers.py`): {"attribute": "blocks", "block_class": "Block", ...}
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # open: each lever's own, read back by its edit
     wall_s: float = 0.0  # what trying this lever cost (BENCHMARKS)
     # CUDA graphs: {"before", "after"} the GPU idle share of the compiled call (`line_windows.gpu_idle_share`,
     # as `forward.gpu_idle_share`), the default compile and the lever's; {} where not measured
-    gpu_idle_share: dict[str, Any] = field(default_factory=dict)
+    gpu_idle_share: dict[str, Optional[float]] = field(default_factory=dict)
 
 
 # --- the deployment answers (`worker/measure/deployment`), measured with the benchmark ----------------

@@ -31,6 +31,7 @@ from compile_lens.protocol import (
     FallbackOp,
     Frame,
     GraphBreak,
+    PeakMemory,
     Problem,
     Recompile,
     Report,
@@ -115,7 +116,7 @@ def swept(result: TargetResult, path: str, source: str = SOURCE) -> TargetResult
 def measured(result: TargetResult) -> TargetResult:
     timing = Timing(2.0, 1.0, 2.0, 0.1, 0.1, rounds=5)
     figures = Benchmark("cpu", "test cpu", "default", timing, None, {"cold": 9.0, "warm": 1.0}, 10,
-                        {"eager": 1, "compiled": 1, "method": "rss"}, {"output": 0.0, "grad": None},
+                        PeakMemory(1, 1, "rss"), {"output": 0.0, "grad": None},
                         {"output": 0.0, "grad": None}, "faster")
     done = dataclasses.replace(result, benchmark=figures, export=ExportCheck(ok=False, strict=True, line=21),
                                fallback_ops=[FallbackOp("aten.sort", 1)], report=Report())

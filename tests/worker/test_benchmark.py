@@ -95,9 +95,9 @@ def test_peak_memory_is_measured_and_labelled(measured):
     mem = b.peak_memory_bytes
     # a train step of Tiny allocates at least its gradients (32·256 + 256 + 256·32 + 32 floats)
     grads = (32 * 256 + 256 + 256 * 32 + 32) * 4
-    assert mem["eager"] >= grads and mem["compiled"] >= grads
+    assert mem.eager >= grads and mem.compiled >= grads
     label = "max_memory_allocated" if DEVICE.startswith("cuda") else "profiler memory events"
-    assert label in mem["method"] and "train step" in mem["method"] and "allocator" in mem["method"]
+    assert label in mem.method and "train step" in mem.method and "allocator" in mem.method
 
 
 @pytest.mark.slow
@@ -195,12 +195,12 @@ def test_the_parts_land_in_the_order_the_user_waits_for(measured):
     assert first.compile_s["cold_forward"] == b.compile_s["cold_forward"]
     assert forward.compile_s["warm_forward"] > 0 and forward.max_abs_error["output"] is not None
     assert "accuracy not checked" not in forward.verdict
-    assert forward.train_step is None and forward.peak_memory_bytes["eager"] is None
+    assert forward.train_step is None and forward.peak_memory_bytes.eager is None
     assert forward.compile_s["cold"] == forward.compile_s["cold_forward"] == b.compile_s["cold_forward"]
     assert "train step" not in forward.verdict  # judged on what it has
     train = parts[3][1]
-    assert train.train_step is not None and train.peak_memory_bytes["eager"] is None and not train.train_step.lines
-    assert parts[4][1].peak_memory_bytes["eager"] > 0 and parts[5][1].forward.lines
+    assert train.train_step is not None and train.peak_memory_bytes.eager is None and not train.train_step.lines
+    assert parts[4][1].peak_memory_bytes.eager > 0 and parts[5][1].forward.lines
     # the times they landed at: the forward's first, and said in phases_s
     landed = [p[4] for p in parts[1:]]
     assert landed == sorted(landed) and landed[-1] <= elapsed

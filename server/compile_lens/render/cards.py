@@ -396,9 +396,9 @@ def detail_lines(result: TargetResult, b: Benchmark, *, guessed_inputs: bool, no
     waiting = [p for p in MEASURE_PARTS if p in parts and parts[p].status == "pending"]
     recipe = result.inputs
     guessed = f" — **guessed** {(recipe.origin if recipe else '') or 'from the first layer'}; write them as a directive to be sure"
-    memory = (f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled "
-              f"{format_bytes(b.peak_memory_bytes.get('compiled'))}"
-              f" ({_md(b.peak_memory_bytes.get('method') or 'method unknown', 300)})")
+    memory = (f"- peak memory: eager {format_bytes(b.peak_memory_bytes.eager)}, compiled "
+              f"{format_bytes(b.peak_memory_bytes.compiled)}"
+              f" ({_md(b.peak_memory_bytes.method or 'method unknown', 300)})")
     lines = [
         f"- compile: {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} with warm caches"
         + (f", {remote} on a fresh machine" if (remote := warm_remote_words(b)) else ""),

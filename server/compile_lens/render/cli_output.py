@@ -321,7 +321,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "compile_s": _pick(b.compile_s, ("cold", "warm", *(k for k in ("cold_forward", "warm_forward", "warm_remote")
                                                             if k in b.compile_s))),
         "break_even_calls": b.break_even_calls,
-        "peak_memory_bytes": _pick(b.peak_memory_bytes, ("eager", "compiled", "method")),
+        "peak_memory_bytes": {k: _finite(v) for k, v in dataclasses.asdict(b.peak_memory_bytes).items()},
         "max_abs_error": _pick(b.max_abs_error, ("output", "grad")),
         "max_rel_error": _pick(b.max_rel_error, ("output", "grad")),
         "verdict": b.verdict,

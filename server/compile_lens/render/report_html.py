@@ -154,7 +154,7 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
     else:
         acc, acc_cls = _accuracy(b)
         calls = "never" if b.break_even_calls is None else f"{b.break_even_calls:,} calls"
-        eager_mem, compiled_mem = b.peak_memory_bytes.get("eager"), b.peak_memory_bytes.get("compiled")
+        eager_mem, compiled_mem = b.peak_memory_bytes.eager, b.peak_memory_bytes.compiled
         memory = "–" if eager_mem is None and compiled_mem is None else f"{format_bytes(eager_mem)} → {format_bytes(compiled_mem)}"
         cells += [
             _speed_cell(b.forward),
@@ -162,7 +162,7 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
             f'<td class="num" title="{_e(warm_remote_words(b) or "")}">{duration(b.compile_s.get("cold"))} / {duration(b.compile_s.get("warm"))}'
             + (f' / {duration(b.compile_s["warm_remote"])} remote' if b.compile_s.get("warm_remote") is not None else "") + '</td>',
             f'<td class="num">{calls}</td>',
-            f'<td class="num" title="{_e(b.peak_memory_bytes.get("method"))}">{memory}</td>',
+            f'<td class="num" title="{_e(b.peak_memory_bytes.method)}">{memory}</td>',
             f'<td class="num {acc_cls}">{_e(acc)}</td>',
         ]
     text, cls, tip = export_cell(t.export, t.unmeasured)

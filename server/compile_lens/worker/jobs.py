@@ -20,6 +20,7 @@ from ..protocol import (
     AnalyzeJob,
     ExportCheck,
     FallbackOp,
+    Known,
     PartStatus,
     Problem,
     Report,
@@ -398,12 +399,10 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
         result.report = Report(kernels=kernels["kernels"])
 
 
-def _known(result: TargetResult, earlier: dict[str, Any]) -> None:
-    from ..protocol import Benchmark, Recompile
-
-    if earlier.get("benchmark"):
-        result.benchmark = from_dict(Benchmark, earlier["benchmark"])
-    result.recompiles = [from_dict(Recompile, r) for r in earlier.get("recompiles") or []]
+def _known(result: TargetResult, earlier: Known) -> None:
+    if earlier.benchmark is not None:
+        result.benchmark = earlier.benchmark
+    result.recompiles = list(earlier.recompiles)
 
 
 def _levers(result: TargetResult, p: Callable[..., None], target: loader.BuiltTarget, job: AnalyzeJob) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ...protocol import AccuracyDrift, Benchmark, CompileTime, Timing
+from ...protocol import AccuracyDrift, Benchmark, CompileTime, PeakMemory, Timing
 from ...torch_text import cache_keys
 from . import precision
 from .devices import device_name
@@ -124,7 +124,8 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
         guard_latency_us=figures.guard_us, compile_time=_frames(colds),
         warm_cache=_warm_cache(figures, driver_wl, served),
         break_even_calls=calls,
-        peak_memory_bytes=dict(figures.memory),
+        peak_memory_bytes=PeakMemory(figures.memory.get("eager"), figures.memory.get("compiled"),
+                                     figures.memory.get("method") or ""),
         max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
         max_rel_error={"output": errors["output_rel"], "grad": errors["grad_rel"]},
         verdict=verdict(device, forward, train, cold_s, calls, n_breaks, accuracy_ok, figures.busy_seen),
