@@ -45,6 +45,14 @@ def test_the_json_and_the_phases_carry_the_levers_phase():
     result = _result()
     doc = _target_json(result)
     assert [lever["lever"] for lever in doc["levers"]] == ["regional", "dynamic", "guard_filter"]
+    # a lever's `Timing` in the names docs/levers.md gives it; {} where not timed
+    assert doc["levers"][0]["forward"] == {"before": 0.5, "after": 0.49, "speedup": 1.01, "ci": [0.97, 1.05],
+                                           "conclusive": False, "rounds": 12}
+    assert doc["levers"][0]["train_step"] == {} and doc["levers"][1]["forward"] == {}
+    busy = "machine busy: other processes used 150% CPU during timing (2 CPUs)"
+    result.levers[0].forward.busy, result.levers[0].forward.contention = busy, {"busy": True, "why": ["…"]}
+    said = _target_json(result)["levers"][0]["forward"]
+    assert (said["busy"], said["contention"]) == (busy, {"busy": True, "why": ["…"]})
     assert doc["phases"]["levers"] == {"status": "done", "error": None}
     failed = with_phase(result, LEVERS, "failed", Problem("timeout", "the levers phase took too long"))
     assert "levers phase failed: the levers phase took too long" in phases.summary(failed)
