@@ -143,7 +143,7 @@ class AccuracyDrift:
     max_abs: Optional[float]
     max_rel: Optional[float]
     inputs_max_abs: Optional[float]
-    of: str  # "output" | "grad", as `max_abs_error`'s keys
+    of: str  # "output" | "grad", as `Errors`' fields
 
 
 @dataclass
@@ -154,6 +154,15 @@ class Precision:
     source: str = "default"  # "setting" | "directive" | "pyproject" | "recorded" | "default"
     detail: str = ""  # what it meant on this device ("matmul TF32 off, cuDNN convolutions TF32 on")
     asked: str = ""  # what was asked, when this device could not run it (then `value` is what ran)
+
+
+@dataclass
+class Errors:
+    """The largest difference of the compiled call from eager (`worker/measure/accuracy.py`), absolute or
+    relative: of the output, and of the gradients after one backward (train mode); None: not compared."""
+
+    output: Optional[float] = None
+    grad: Optional[float] = None
 
 
 @dataclass
@@ -177,8 +186,8 @@ class Benchmark:
     compile_s: dict[str, Optional[float]]
     break_even_calls: Optional[int]
     peak_memory_bytes: PeakMemory
-    max_abs_error: dict[str, Optional[float]]  # {"output": .., "grad": ..}
-    max_rel_error: dict[str, Optional[float]]
+    max_abs_error: Errors
+    max_rel_error: Errors
     verdict: str
     torch: str = ""
     inputs: str = ""

@@ -27,6 +27,7 @@ from compile_lens.jobs.cache import (
 from compile_lens.positions import moved
 from compile_lens.protocol import (
     Benchmark,
+    Errors,
     ExportCheck,
     FallbackOp,
     Frame,
@@ -116,8 +117,7 @@ def swept(result: TargetResult, path: str, source: str = SOURCE) -> TargetResult
 def measured(result: TargetResult) -> TargetResult:
     timing = Timing(2.0, 1.0, 2.0, 0.1, 0.1, rounds=5)
     figures = Benchmark("cpu", "test cpu", "default", timing, None, {"cold": 9.0, "warm": 1.0}, 10,
-                        PeakMemory(1, 1, "rss"), {"output": 0.0, "grad": None},
-                        {"output": 0.0, "grad": None}, "faster")
+                        PeakMemory(1, 1, "rss"), Errors(0.0), Errors(0.0), "faster")
     done = dataclasses.replace(result, benchmark=figures, export=ExportCheck(ok=False, strict=True, line=21),
                                fallback_ops=[FallbackOp("aten.sort", 1)], report=Report())
     return with_phase(done, "measure", "done")

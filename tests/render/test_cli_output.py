@@ -10,6 +10,7 @@ import pytest
 from compile_lens import codes
 from compile_lens.protocol import (
     Benchmark,
+    Errors,
     FileReport,
     Finding,
     Frame,
@@ -74,7 +75,7 @@ def _reports() -> list[FileReport]:
         device="cpu", device_name="Intel(R) Xeon(R) CPU", mode="default", forward=timing, train_step=step,
         compile_s={"cold": 9.8, "warm": 1.7}, break_even_calls=222_727,
         peak_memory_bytes=PeakMemory(5_242_880, 6_291_456, "peak RSS of a fresh process"),
-        max_abs_error={"output": 1.3e-7, "grad": 2e-10}, max_rel_error={"output": 9e-3, "grad": float("nan")},
+        max_abs_error=Errors(1.3e-7, 2e-10), max_rel_error=Errors(9e-3, float("nan")),
         verdict="not worth it: 1.12× forward but pays back only after 222,727 calls",
         torch="2.13.0+cpu", inputs="(torch.randn(64, 512),)", measured_at=1767225600.0)
     mlp_report = FileReport(path=mlp, targets=[

@@ -11,6 +11,7 @@ import pytest
 from compile_lens.protocol import (
     BatchSweep,
     Benchmark,
+    Errors,
     ExportCheck,
     FallbackOp,
     FileReport,
@@ -44,7 +45,7 @@ def sample_reports() -> list[FileReport]:
         train_step=Timing(1.30, 1.383, 0.94, 0.05, 0.06, [0.91, 0.97], True, 12),
         compile_s={"cold": 9.8, "warm": 1.7}, break_even_calls=222_727,
         peak_memory_bytes=PeakMemory(5_242_880, 6_291_456, "peak RSS growth"),
-        max_abs_error={"output": 1.3e-7, "grad": 2e-10}, max_rel_error={"output": 9e-3, "grad": None},
+        max_abs_error=Errors(1.3e-7, 2e-10), max_rel_error=Errors(9e-3, None),
         verdict="not worth it: compiled is 0.94× (slower) on cpu (train step)",
         torch="2.13.0+cpu", inputs="float32[64, 512]", measured_at=1767225600.0,
         notes=["timing: the machine was busy (load average 3.1 on 2 CPUs)"])
@@ -69,7 +70,7 @@ def sample_reports() -> list[FileReport]:
         forward=Timing(0.30, 0.21, 1.43, 0.01, 0.01, [1.38, 1.47], True, 12), train_step=None,
         compile_s={"cold": 11.2, "warm": 2.1}, break_even_calls=124_445,
         peak_memory_bytes=PeakMemory(None, None, "not measured"),
-        max_abs_error={"output": 0.0, "grad": None}, max_rel_error={"output": 0.0, "grad": None},
+        max_abs_error=Errors(0.0, None), max_rel_error=Errors(0.0, None),
         verdict="only for long runs: 1.43× forward on cpu, compile 11.2 s, pays back after 124,445 calls; 1 graph break",
         torch="2.13.0+cpu", inputs="float32[8, 16]", measured_at=1767225600.0,
         notes=["graph breaks: 1 — the code after a break runs eagerly"])

@@ -103,9 +103,9 @@ def test_peak_memory_is_measured_and_labelled(measured):
 @pytest.mark.slow
 def test_deterministic_model_agrees(measured):
     b, _, _, _ = measured
-    assert 0 <= b.max_abs_error["output"] < 1e-5
-    assert 0 <= b.max_abs_error["grad"] < 1e-4
-    assert 0 <= b.max_rel_error["output"] < 1e-4
+    assert 0 <= b.max_abs_error.output < 1e-5
+    assert 0 <= b.max_abs_error.grad < 1e-4
+    assert 0 <= b.max_rel_error.output < 1e-4
     assert not [n for n in b.notes if n.startswith(("accuracy:", "graph breaks:", "recompiles:"))]
 
 
@@ -191,9 +191,9 @@ def test_the_parts_land_in_the_order_the_user_waits_for(measured):
     first, forward = parts[1][1], parts[2][1]
     # the child's figure: timed rounds of their own, no warm compile and no accuracy yet, and said so
     assert first.forward.rounds >= MIN_ROUNDS and first.compile_s["warm_forward"] is None
-    assert first.max_abs_error["output"] is None and "accuracy not checked yet" in first.verdict
+    assert first.max_abs_error.output is None and "accuracy not checked yet" in first.verdict
     assert first.compile_s["cold_forward"] == b.compile_s["cold_forward"]
-    assert forward.compile_s["warm_forward"] > 0 and forward.max_abs_error["output"] is not None
+    assert forward.compile_s["warm_forward"] > 0 and forward.max_abs_error.output is not None
     assert "accuracy not checked" not in forward.verdict
     assert forward.train_step is None and forward.peak_memory_bytes.eager is None
     assert forward.compile_s["cold"] == forward.compile_s["cold_forward"] == b.compile_s["cold_forward"]

@@ -47,7 +47,7 @@ def test_a_model_that_draws_random_numbers_is_not_judged_on_them(module, no_chil
     """Eager differs from itself under another seed: a compiled difference says nothing about
     accuracy (a GPT-2's dropout made its verdict read "outputs differ — check accuracy first")."""
     b = quick(module, "Noisy")
-    assert b.max_abs_error["output"] is None and b.max_abs_error["grad"] is None
+    assert b.max_abs_error.output is None and b.max_abs_error.grad is None
     said = [n for n in b.notes if n.startswith("accuracy not compared:")]
     assert sorted(n.split(" — ")[0] for n in said) == ["accuracy not compared: gradients", "accuracy not compared: outputs"]
     assert all("random numbers" in n and "fallback_random" in n for n in said)
@@ -74,7 +74,7 @@ def test_no_parameters_means_forward_only(module, no_children):
     b = quick(module, "Frozen")
     assert b.train_step is None
     assert any(n.startswith("train step:") for n in b.notes)
-    assert b.max_abs_error["grad"] is None
+    assert b.max_abs_error.grad is None
     assert [j["workloads"] for j in no_children] == [["forward"]]
     assert b.compile_s["cold"] == 8.0  # forward drives break-even
 

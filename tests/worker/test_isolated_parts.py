@@ -67,7 +67,7 @@ def _standing(b, base) -> None:
 
 def test_the_baseline_measures_every_part(baseline):
     assert baseline.unmeasured == {}
-    assert baseline.peak_memory_bytes.eager is not None and baseline.max_abs_error["output"] == 0.0
+    assert baseline.peak_memory_bytes.eager is not None and baseline.max_abs_error.output == 0.0
     if DEVICE == "cpu":  # the guard cost's rounds ran, each counted (the machine declared quiet)
         lo, hi = baseline.forward.guard_us_ci
         assert lo <= baseline.forward.guard_us_per_call <= hi and baseline.contention["declared_quiet"] is True
@@ -78,7 +78,7 @@ def test_guard_cost_that_needs_another_compile_is_not_measurable_alone(target, b
     assert b.unmeasured == {"guard cost": "not measurable (this call needs another compile with guards skipped)"}
     assert b.forward.guard_us_per_call is None and b.forward.guard_share is None
     _standing(b, baseline)
-    assert b.peak_memory_bytes.eager is not None and b.max_abs_error["output"] is not None
+    assert b.peak_memory_bytes.eager is not None and b.max_abs_error.output is not None
     assert "guard cost not measurable (this call needs another compile with guards skipped)" in b.notes
 
 
@@ -103,7 +103,7 @@ def test_accuracy_that_fails_is_not_measurable_alone(target, baseline):
     why = b.unmeasured.pop("accuracy")
     # the cast is Compile Lens's own call: a tool error, said as one (the report is in the log)
     assert why.startswith("not measurable: internal error in Compile Lens at compile_lens/worker/measure/accuracy.py:")
-    assert b.unmeasured == {} and b.max_abs_error["output"] is None and b.max_rel_error["output"] is None
+    assert b.unmeasured == {} and b.max_abs_error.output is None and b.max_rel_error.output is None
     assert not any(n.startswith("accuracy:") for n in b.notes)  # not a difference found
     _standing(b, baseline)
     assert b.peak_memory_bytes.eager is not None

@@ -407,8 +407,8 @@ def detail_lines(result: TargetResult, b: Benchmark, *, guessed_inputs: bool, no
          else "- never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
          else "- pays back: unknown until the timing is conclusive"),
         "- peak memory: not measured yet" if "memory" in waiting else memory,
-        f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
-        f"gradients {_err(b.max_abs_error.get('grad'))} abs",
+        f"- largest difference: output {_err(b.max_abs_error.output)} abs / {_err(b.max_rel_error.output)} rel, "
+        f"gradients {_err(b.max_abs_error.grad)} abs",
         f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode or 'default'}`"
         + (f" · precision {_md(precision_words(b.precision, detail=True), 300)}" if b.precision else ""),
         f"- timing: {contention_line(b)}",

@@ -81,7 +81,7 @@ def _speed_cell(t: Optional[Timing]) -> str:
 
 def _accuracy(b: Benchmark) -> tuple[str, str]:
     """Cell text and class: worst output and gradient difference, flagged when out of tolerance."""
-    out, grad = b.max_abs_error.get("output"), b.max_abs_error.get("grad")
+    out, grad = b.max_abs_error.output, b.max_abs_error.grad
     text = f"out {_sci(out)}" + (f" · grad {_sci(grad)}" if grad is not None else "")
     bad = any(n.startswith("accuracy:") for n in b.notes)
     return (("⚠ " if bad else "") + text), ("bad" if bad else "")

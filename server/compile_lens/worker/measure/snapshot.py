@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ...protocol import AccuracyDrift, Benchmark, CompileTime, PeakMemory, Timing
+from ...protocol import AccuracyDrift, Benchmark, CompileTime, Errors, PeakMemory, Timing
 from ...torch_text import cache_keys
 from . import precision
 from .devices import device_name
@@ -126,8 +126,8 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
         break_even_calls=calls,
         peak_memory_bytes=PeakMemory(figures.memory.get("eager"), figures.memory.get("compiled"),
                                      figures.memory.get("method") or ""),
-        max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
-        max_rel_error={"output": errors["output_rel"], "grad": errors["grad_rel"]},
+        max_abs_error=Errors(errors["output_abs"], errors["grad_abs"]),
+        max_rel_error=Errors(errors["output_rel"], errors["grad_rel"]),
         verdict=verdict(device, forward, train, cold_s, calls, n_breaks, accuracy_ok, figures.busy_seen),
         torch=torch.__version__,
         inputs=describe_inputs(job.target.args),
