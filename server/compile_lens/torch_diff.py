@@ -88,9 +88,9 @@ def _busy(result: Optional[TargetResult]) -> Optional[bool]:
 def _export(result: Optional[TargetResult]) -> Optional[str]:
     if result is None or not result.export:
         return None
-    if not result.export.get("ok"):
+    if not result.export.ok:
         return "fails"
-    return "strict" if result.export.get("strict") else "non-strict"
+    return "strict" if result.export.strict else "non-strict"
 
 
 def _status(result: Optional[TargetResult]) -> str:
