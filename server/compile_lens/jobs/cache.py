@@ -54,10 +54,12 @@ log = logging.getLogger(__name__)
 # cache would render in the old shape, so it is dropped
 # 3: a break inside a loop is the break at its own line, with its loop (`GraphBreak.loop`)
 # 4: warm_remote, warm_cache.remote, the forward's measured guard cost (guard_us_per_call, its interval, share)
-# 5: a lever's forward and train step are `Timing` records (were {"before", "after", "ci", …} dicts)
+# 5: a lever's forward and train step are `Timing` records (were {"before", "after", "ci", …} dicts); the
+# deployment answers, peak memory and errors are records (`ExportCheck`, `FallbackOp`, `Report`, …)
 SCHEMA_VERSION = 5
 # what each version changed, for the log line that drops an older cache's entries
-CHANGED = {5: "a lever's timings are Timing records; export, fallback ops and the report typed records"}
+CHANGED = {5: "a lever's timings are Timing records; export, fallback ops, the report, peak memory and errors "
+              "are typed records"}
 
 
 def why_dropped(version: int) -> str:
