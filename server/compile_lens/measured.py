@@ -157,6 +157,18 @@ class Precision:
 
 
 @dataclass
+class CompileSeconds:
+    """A measurement's compiles, seconds (None: not measured): cold, a fresh process with an empty cache;
+    warm, this machine's caches filled (`worker/measure/cold_children`, `benchmark`)."""
+
+    cold: Optional[float] = None  # the break-even workload's: the train step when there is one
+    warm: Optional[float] = None
+    cold_forward: Optional[float] = None  # the forward's, measured first
+    warm_forward: Optional[float] = None
+    warm_remote: Optional[float] = None  # a fresh process served by the team's remote cache; None: not measured
+
+
+@dataclass
 class Errors:
     """The largest difference of the compiled call from eager (`worker/measure/accuracy.py`), absolute or
     relative: of the output, and of the gradients after one backward (train mode); None: not compared."""
@@ -181,9 +193,7 @@ class Benchmark:
     mode: str
     forward: Timing
     train_step: Optional[Timing]
-    # {"cold": .., "warm": .. (the break-even workload's: the train step when there is one),
-    # "cold_forward", "warm_forward" (the forward's, measured first), "warm_remote": .. (with a remote cache)}
-    compile_s: dict[str, Optional[float]]
+    compile_s: CompileSeconds
     break_even_calls: Optional[int]
     peak_memory_bytes: PeakMemory
     max_abs_error: Errors

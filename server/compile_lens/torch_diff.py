@@ -69,7 +69,7 @@ def _apart(a: Optional[list[float]], b: Optional[list[float]]) -> bool:
 
 def _cold(result: Optional[TargetResult]) -> Optional[float]:
     bench = result.benchmark if result else None
-    return bench.compile_s.get("cold") if bench else None
+    return bench.compile_s.cold if bench else None
 
 
 def _busy(result: Optional[TargetResult]) -> Optional[bool]:

@@ -263,6 +263,7 @@ def test_a_measurements_notes_name_cli_flags_too():
     from compile_lens.cli.common import reword
     from compile_lens.protocol import (
         Benchmark,
+        CompileSeconds,
         Errors,
         FileReport,
         PeakMemory,
@@ -272,7 +273,7 @@ def test_a_measurements_notes_name_cli_flags_too():
 
     timing = Timing(eager_ms=1.0, compiled_ms=1.0, speedup=1.0, eager_iqr_ms=0.1, compiled_iqr_ms=0.1)
     note = "timing: compiling took most of the 15 s budget (raise compileLens.benchmark.maxSeconds for more)"
-    bench = Benchmark("cpu", "cpu", "default", timing, None, {}, None, PeakMemory(), Errors(), Errors(), "inconclusive", notes=[note])
+    bench = Benchmark("cpu", "cpu", "default", timing, None, CompileSeconds(), None, PeakMemory(), Errors(), Errors(), "inconclusive", notes=[note])
     report = FileReport(path="m.py", targets=[TargetResult(name="M", kind="module", line=1, benchmark=bench)])
     reword([report])
     assert report.targets[0].benchmark.notes == [note.replace("compileLens.benchmark.maxSeconds", "--max-seconds")]

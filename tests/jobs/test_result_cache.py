@@ -27,6 +27,7 @@ from compile_lens.jobs.cache import (
 from compile_lens.positions import moved
 from compile_lens.protocol import (
     Benchmark,
+    CompileSeconds,
     Errors,
     ExportCheck,
     FallbackOp,
@@ -116,7 +117,7 @@ def swept(result: TargetResult, path: str, source: str = SOURCE) -> TargetResult
 
 def measured(result: TargetResult) -> TargetResult:
     timing = Timing(2.0, 1.0, 2.0, 0.1, 0.1, rounds=5)
-    figures = Benchmark("cpu", "test cpu", "default", timing, None, {"cold": 9.0, "warm": 1.0}, 10,
+    figures = Benchmark("cpu", "test cpu", "default", timing, None, CompileSeconds(9.0, 1.0), 10,
                         PeakMemory(1, 1, "rss"), Errors(0.0), Errors(0.0), "faster")
     done = dataclasses.replace(result, benchmark=figures, export=ExportCheck(ok=False, strict=True, line=21),
                                fallback_ops=[FallbackOp("aten.sort", 1)], report=Report())
@@ -253,5 +254,5 @@ def test_turning_a_remote_cache_on_measures_again_and_keeps_the_trace(cache, pat
     # measured without it (it did not answer): not kept under its key, so the next run measures again
     assert not write_bench(cache, served, measured(traced(path)))
     with_remote = measured(traced(path))
-    with_remote.benchmark.compile_s["warm_remote"] = 2.0
-    assert write_bench(cache, served, with_remote) and read_bench(cache, served).compile_s["warm_remote"] == 2.0
+    with_remote.benchmark.compile_s.warm_remote = 2.0
+    assert write_bench(cache, served, with_remote) and read_bench(cache, served).compile_s.warm_remote == 2.0

@@ -11,6 +11,7 @@ import pytest
 from compile_lens.protocol import (
     BatchSweep,
     Benchmark,
+    CompileSeconds,
     Errors,
     ExportCheck,
     FallbackOp,
@@ -43,7 +44,7 @@ def sample_reports() -> list[FileReport]:
         device="cpu", device_name="Intel(R) Xeon(R) CPU (2 threads)", mode="default",
         forward=Timing(0.412, 0.368, 1.12, 0.02, 0.015, [1.08, 1.16], True, 12),
         train_step=Timing(1.30, 1.383, 0.94, 0.05, 0.06, [0.91, 0.97], True, 12),
-        compile_s={"cold": 9.8, "warm": 1.7}, break_even_calls=222_727,
+        compile_s=CompileSeconds(9.8, 1.7), break_even_calls=222_727,
         peak_memory_bytes=PeakMemory(5_242_880, 6_291_456, "peak RSS growth"),
         max_abs_error=Errors(1.3e-7, 2e-10), max_rel_error=Errors(9e-3, None),
         verdict="not worth it: compiled is 0.94× (slower) on cpu (train step)",
@@ -68,7 +69,7 @@ def sample_reports() -> list[FileReport]:
     item_bench = Benchmark(
         device="cpu", device_name="Intel(R) Xeon(R) CPU (2 threads)", mode="default",
         forward=Timing(0.30, 0.21, 1.43, 0.01, 0.01, [1.38, 1.47], True, 12), train_step=None,
-        compile_s={"cold": 11.2, "warm": 2.1}, break_even_calls=124_445,
+        compile_s=CompileSeconds(11.2, 2.1), break_even_calls=124_445,
         peak_memory_bytes=PeakMemory(None, None, "not measured"),
         max_abs_error=Errors(0.0, None), max_rel_error=Errors(0.0, None),
         verdict="only for long runs: 1.43× forward on cpu, compile 11.2 s, pays back after 124,445 calls; 1 graph break",

@@ -22,7 +22,15 @@ except ImportError:  # until the package is installed: run from the checkout
     sys.path.insert(0, str(SERVER))
 
 import paths  # noqa: E402
-from compile_lens.protocol import Benchmark, Errors, InputRecipe, PeakMemory, TargetSpec, Timing  # noqa: E402
+from compile_lens.protocol import (  # noqa: E402
+    Benchmark,
+    CompileSeconds,
+    Errors,
+    InputRecipe,
+    PeakMemory,
+    TargetSpec,
+    Timing,
+)
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
 from compile_lens.worker.measure import deployment as dep  # noqa: E402
 
@@ -230,7 +238,7 @@ def test_inputs_without_a_batch_dimension_skip_the_sweep_with_a_note(report):
 
 def _canned_benchmark(compile_s: dict) -> Benchmark:
     t = Timing(1.0, 0.5, 2.0, 0.1, 0.1)
-    return Benchmark("cpu", "cpu", "default", t, None, dict(compile_s), 10, PeakMemory(), Errors(), Errors(), "worth it")
+    return Benchmark("cpu", "cpu", "default", t, None, CompileSeconds(**compile_s), 10, PeakMemory(), Errors(), Errors(), "worth it")
 
 
 EMPTY_SWEEP = {"dim": 0, "example_batch": 8, "sizes": [], "points": [], "compiles": 1, "dynamic": True, "device": "cpu",

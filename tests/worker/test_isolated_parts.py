@@ -61,7 +61,7 @@ def _standing(b, base) -> None:
     """The measurement itself stands: timing, compile times, verdict."""
     t = b.forward
     assert t.rounds >= 1 and t.eager_ms > 0 and t.compiled_ms > 0 and t.speedup > 0
-    assert b.compile_s["cold"] == base.compile_s["cold"] == 8.0 and b.compile_s["warm"] is not None
+    assert b.compile_s.cold == base.compile_s.cold == 8.0 and b.compile_s.warm is not None
     assert b.verdict and "not measurable" not in b.verdict and b.device == base.device
 
 
@@ -124,7 +124,7 @@ def test_a_warm_remote_compile_that_fails_is_not_measurable_alone(target, baseli
     b = _measure(target, "import", remote_cache=redis_url)  # the fresh processes cannot import the model
     why = b.unmeasured.pop("warm-remote compile")
     assert why.startswith("not measurable: ") and "cannot be imported here" in why
-    assert b.unmeasured == {} and "warm_remote" not in b.compile_s
+    assert b.unmeasured == {} and b.compile_s.warm_remote is None
     _standing(b, baseline)
     assert (b.max_abs_error, b.peak_memory_bytes.method) == (baseline.max_abs_error, baseline.peak_memory_bytes.method)
 

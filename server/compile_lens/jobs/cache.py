@@ -386,7 +386,7 @@ def write_bench(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> b
         return False
     if any(state.status == "pending" for name, state in result.parts.items() if name in FIGURE_PARTS):
         return False  # the forward landed first: the figures are stored once the train step, memory and lines have
-    if keys.remote is not None and result.benchmark.compile_s.get("warm_remote") is None:
+    if keys.remote is not None and result.benchmark.compile_s.warm_remote is None:
         return False
     cache.put(keys.bench, "bench", anchored(dataclasses.asdict(result.benchmark), keys.root))
     return True

@@ -348,7 +348,7 @@ def _cost_line(b: Benchmark, waiting: Iterable[str] = ()) -> str:
             else f"pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
             else "never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
             else "pays back: unknown until the timing is conclusive")
-    return f"- compile {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} warm · {paid}"
+    return f"- compile {duration(b.compile_s.cold)} cold, {duration(b.compile_s.warm)} warm · {paid}"
 
 
 def _decisive_warning(result: TargetResult, b: Benchmark) -> Optional[str]:
@@ -400,7 +400,7 @@ def detail_lines(result: TargetResult, b: Benchmark, *, guessed_inputs: bool, no
               f"{format_bytes(b.peak_memory_bytes.compiled)}"
               f" ({_md(b.peak_memory_bytes.method or 'method unknown', 300)})")
     lines = [
-        f"- compile: {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} with warm caches"
+        f"- compile: {duration(b.compile_s.cold)} cold, {duration(b.compile_s.warm)} with warm caches"
         + (f", {remote} on a fresh machine" if (remote := warm_remote_words(b)) else ""),
         ("- pays back: not known until the train step is measured" if "train_step" in waiting
          else f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None

@@ -159,8 +159,8 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
         cells += [
             _speed_cell(b.forward),
             _speed_cell(b.train_step),
-            f'<td class="num" title="{_e(warm_remote_words(b) or "")}">{duration(b.compile_s.get("cold"))} / {duration(b.compile_s.get("warm"))}'
-            + (f' / {duration(b.compile_s["warm_remote"])} remote' if b.compile_s.get("warm_remote") is not None else "") + '</td>',
+            f'<td class="num" title="{_e(warm_remote_words(b) or "")}">{duration(b.compile_s.cold)} / {duration(b.compile_s.warm)}'
+            + (f' / {duration(b.compile_s.warm_remote)} remote' if b.compile_s.warm_remote is not None else "") + '</td>',
             f'<td class="num">{calls}</td>',
             f'<td class="num" title="{_e(b.peak_memory_bytes.method)}">{memory}</td>',
             f'<td class="num {acc_cls}">{_e(acc)}</td>',
@@ -235,8 +235,8 @@ def _charts(page: _Page, path: str, t: TargetResult) -> str:
         said = (why.split(":", 1)[1].strip() if why else
                 part_words("batch_sweep", state).split(": ", 1)[1] if state else "not measured yet")
         blocks.append(f'<figure class="empty"><p class="muted">Latency vs batch size: {_e(said)}</p></figure>')
-    cold = b.compile_s.get("cold") if b else None
-    warm = b.compile_s.get("warm") if b else None
+    cold = b.compile_s.cold if b else None
+    warm = b.compile_s.warm if b else None
     if breakdown or cold is not None:
         caption = ("Phases from torch's compilation metrics of the cold compiles, frame by frame, in the fresh "
                    "processes (imports are not in them); cold and warm: the benchmark's first compiled call "

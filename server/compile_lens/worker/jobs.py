@@ -332,7 +332,7 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
     from .measure.budget import bounded, part_status
     from .measure.isolated import isolated
 
-    seen = ((result.benchmark.compile_s if result.benchmark else None) or {})
+    seen = _asdict(result.benchmark.compile_s) if result.benchmark else {}
     cold = seen.get("cold_forward") or seen.get("cold") or 0.0
     # a part's stages may be silent for what the cold compile took, twice, as the measurement's own phases
     limit_s = max(job.max_seconds, 2.0 * cold)

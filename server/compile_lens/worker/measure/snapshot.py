@@ -14,7 +14,15 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ...protocol import AccuracyDrift, Benchmark, CompileTime, Errors, PeakMemory, Timing
+from ...protocol import (
+    AccuracyDrift,
+    Benchmark,
+    CompileSeconds,
+    CompileTime,
+    Errors,
+    PeakMemory,
+    Timing,
+)
 from ...torch_text import cache_keys
 from . import precision
 from .devices import device_name
@@ -118,9 +126,8 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
         mode=job.mode or "default",
         forward=forward,
         train_step=train,
-        compile_s={"cold": cold_s, "warm": figures.warm_s.get(driver_wl),
-                   "cold_forward": colds["forward"].compile_s, "warm_forward": figures.warm_s.get("forward"),
-                   **({"warm_remote": served.compile_s} if served else {})},
+        compile_s=CompileSeconds(cold_s, figures.warm_s.get(driver_wl), colds["forward"].compile_s,
+                                 figures.warm_s.get("forward"), served.compile_s if served else None),
         guard_latency_us=figures.guard_us, compile_time=_frames(colds),
         warm_cache=_warm_cache(figures, driver_wl, served),
         break_even_calls=calls,
