@@ -69,9 +69,10 @@ screenshots:
 test:
 	@bash scripts/test_stages.sh lint docs ts-test pytest,e2e
 
-# The benchmark harness (benchmarks/): every unit for the device, one JSON line each in
-# build/bench/ledger.jsonl, BENCHMARKS.md's generated blocks rewritten from it. BENCH=NAME… picks
-# units, BENCH_FLAGS=--quick runs each smaller (--dry: the rehearsal), `--list` names them all.
+# The benchmark harness (benchmarks/): every unit for the device, one JSON line each (its typed
+# figures: value, unit, goal; the machine's load) in build/bench/ledger.jsonl, BENCHMARKS.md's
+# generated blocks rewritten from it. BENCH=NAME… picks units, BENCH_FLAGS=--quick runs each smaller
+# (--dry: the rehearsal; --render: only rewrite BENCHMARKS.md), `--list` names them all.
 BENCH_DEVICE ?= cpu
 bench: setup
 	PYTHONPATH=server $(PY) -m benchmarks $(BENCH) --device $(BENCH_DEVICE) $(BENCH_FLAGS) --markdown

@@ -3,11 +3,15 @@ what it is compared against (torch's own floor) and a function returning figures
 (`python -m benchmarks`, `make bench`, `scripts/gpu-check`) runs them, appends one JSON line per
 unit to the ledger and regenerates BENCHMARKS.md's marked table from it (`ledger`).
 
-Not asv nor pytest-benchmark: both time a Python callable in the calling process, and every
-figure here is a comparison of two *processes* (the tool's worker against a fresh-process
-`torch.compile`), often on a shared, busy machine whose load must be recorded with the figure;
-asv also wants to build the project per commit in its own environments, which a GPU box with a
-fixed torch and no network cannot do.
+A unit returns its figures typed, as asv's benchmarks do (`figures.Result`: each `Figure` a number
+with its unit, the better direction and the goal's limit, so the verdict is read from the figures);
+where it must compare two processes (the tool's worker against a fresh-process `torch.compile`) its
+child writes them as one JSON line (`figures.emit`) that the unit reads back (`common.child_result`),
+never a regex over what the child prints. The runner records the machine's load with every row: the
+machines are shared and busy. The units not converted yet still return a dict (`ok` and figures).
+
+Not asv itself: asv times a Python callable in the calling process and builds the project per commit
+in its own environments, which a GPU box with a fixed torch and no network cannot do.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
+
+from .figures import Result
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,7 +43,7 @@ class Unit:
     name: str
     goal: str  # the figure and its limit, in words
     against: str  # torch's own floor it is compared with
-    run: Callable[[Context], dict[str, Any]]  # figures; "ok": True/False/None (no limit on this device)
+    run: Callable[[Context], Result | dict[str, Any]]  # typed figures; untyped: a dict with "ok" True/False/None
     gpu: int = 0  # place in the GPU check (1 first); 0: not part of it
     timeout_s: float = 300.0
     devices: tuple[str, ...] = ("cpu", "cuda")
@@ -51,8 +57,8 @@ CONCERNS = ("benchmarks.measure", "benchmarks.editor", "benchmarks.breaks", "ben
 
 
 def unit(name: str, goal: str, against: str, *, gpu: int = 0, timeout_s: float = 300.0,
-         devices: tuple[str, ...] = ("cpu", "cuda")) -> Callable[[Callable[[Context], dict]], Callable[[Context], dict]]:
-    def register(fn: Callable[[Context], dict]) -> Callable[[Context], dict]:
+         devices: tuple[str, ...] = ("cpu", "cuda")) -> Callable[[Callable], Callable]:
+    def register(fn: Callable[[Context], Result | dict]) -> Callable[[Context], Result | dict]:
         UNITS[name] = Unit(name, goal, against, fn, gpu, timeout_s, devices)
         return fn
     return register

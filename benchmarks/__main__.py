@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import REPO, Context, load_units
 from .common import busy, commit, machine, rounded
+from .figures import Result
 from .ledger import table, write_markdown
 
 
@@ -74,12 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         load = busy()
         t0 = time.perf_counter()
         try:
-            figures = u.run(Context(args.device, out, args.dry, min(u.timeout_s, left), args.quick))
+            got = u.run(Context(args.device, out, args.dry, min(u.timeout_s, left), args.quick))
         except Exception as exc:  # noqa: BLE001 - one unit's failure is its figure, not the run's end
-            figures = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        row = {"unit": u.name, "goal": u.goal, "against": u.against, **base, "load": load,
+            got = Result.failed(f"{type(exc).__name__}: {exc}")
+        row = {"unit": u.name, "goal": u.goal, "against": u.against, **base, "load": load.to_json(),
                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "seconds": round(time.perf_counter() - t0, 1), "ok": figures.pop("ok", None), "figures": rounded(figures)}
+               "seconds": round(time.perf_counter() - t0, 1), **outcome(got)}
         failed += row["ok"] is False
         rows.append(row)
         with ledger.open("a", encoding="utf-8") as f:
@@ -89,6 +90,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         write_markdown(ledger, Path(args.md), dry=args.dry, goals={u.name: u.goal for u in units.values()})
     return 1 if failed else 0
+
+
+def outcome(got: Result | dict) -> dict:
+    """A unit's answer as the ledger row holds it. Typed (`Result`): `typed`, its verdict, each figure
+    with its unit and goal, its notes and, where a child took them, that child's load. Untyped (a
+    dict, the units not converted yet): its `ok` and the rest as figures, as before."""
+    if isinstance(got, Result):
+        row = {"typed": True, "ok": got.verdict(), "figures": {k: f.to_json() for k, f in got.figures.items()}}
+        if got.notes:
+            row["notes"] = rounded(got.notes)
+        if got.load is not None:
+            row["load_at_figures"] = got.load.to_json()
+        return row
+    figures = dict(got)
+    return {"ok": figures.pop("ok", None), "figures": rounded(figures)}
 
 
 if __name__ == "__main__":

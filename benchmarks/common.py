@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from . import REPO, Context
+from .figures import Load, Result, read_line
 
 MODEL_DIR = REPO / "benchmarks" / "models"  # the held-out models units load (not examples/, not fixtures)
 MODELS = MODEL_DIR / "speedup_models.py"
@@ -76,13 +77,30 @@ def printed(proc: subprocess.CompletedProcess, n: int = 8) -> list[str]:
 
 
 def module_figures(ctx: Context, module: str, *args: str, timeout: Optional[float] = None, **more: str) -> dict[str, Any]:
-    """Run `benchmarks.<module>` as its own process: its last JSON line (a dict) as the figures, else
-    the lines it printed; a failed run is the figure `ok: False` with its output's tail."""
+    """The untyped form, for the units not yet on `child_result`: a child's last JSON line (a dict) as
+    the figures, else the lines it printed; a failed run is the figure `ok: False` with its output's tail."""
     proc = run(ctx, py(module, *args), timeout, **more)
     if proc.returncode != 0:
         return {"ok": False, "error": f"rc {proc.returncode}: {tail(proc)}"}
     got = last_json(proc)
     return dict(got) if isinstance(got, dict) else {"printed": printed(proc)}
+
+
+def child_result(ctx: Context, module: str, *args: str, timeout: Optional[float] = None, **more: str) -> Result:
+    """Run `benchmarks.<module>` as its own process and read back the one figures line it writes
+    (`figures.emit`); a failed run, or one that wrote no such line, is a failed result with its tail."""
+    return result_of(run(ctx, py(module, *args), timeout, **more))
+
+
+def result_of(proc: subprocess.CompletedProcess) -> Result:
+    """The figures line of a finished child, whatever its exit status (a child run by hand may exit 1 on
+    a missed goal: its figures say so); a child that wrote no such line is a failed result with its tail."""
+    got = read_line(proc.stdout or "")
+    if got is None:
+        return Result.failed(f"rc {proc.returncode}, no figures line: {tail(proc)}")
+    if proc.returncode != 0:
+        got.notes["rc"] = proc.returncode
+    return got
 
 
 def not_run(why: str) -> dict[str, Any]:
@@ -94,8 +112,8 @@ def tail(proc: subprocess.CompletedProcess, n: int = 600) -> str:
     return ((proc.stdout or "") + (proc.stderr or ""))[-n:]
 
 
-def busy() -> dict[str, Any]:
-    """The load as the figure was taken: load average, other processes' CPU, cores."""
+def busy() -> Load:
+    """The load as the figure was taken: load average, other processes' CPU (sampled over 0.5 s), cores."""
     import psutil
 
     me = os.getpid()
@@ -114,8 +132,7 @@ def busy() -> dict[str, Any]:
                 others += p.cpu_percent(None)
         except psutil.Error:
             pass
-    return {"load": [round(x, 2) for x in os.getloadavg()], "others_cpu_pct": round(others, 1),
-            "cores": os.cpu_count()}
+    return Load.now(round(others, 1))
 
 
 def machine(device: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ MAX_LINES = 500  # no exemption: a module over it is split by concern
 # package's own `__init__` (the version). The "Development" tree of docs/architecture.md is checked against it.
 LAYERS: list[tuple[str, ...]] = [
     ("compile_lens", "protocol", "measured", "codes", "comments", "cost", "processes", "ranks", "timeline",
-     "gpu", "interpreters", "torch_diff", "remote_cache", "speed_words", "torch_text", "kineto"),  # plain data and rules · is the GPU busy (NVML, psutil) · profiler traces read
+     "busy", "interpreters", "torch_diff", "remote_cache", "speed_words", "torch_text", "kineto"),  # plain data and rules · is the machine busy (the rule; psutil, NVML) · profiler traces read
     ("positions", "settings"),
     ("config",),  # pyproject.toml's [tool.compile-lens]
     ("record",),  # runs inside the user's program: stdlib and protocol only

@@ -75,7 +75,9 @@ def lens_view(path: str) -> dict:
 
 
 def main() -> int:
-    failures, skipped, compared = 0, [], 0
+    from benchmarks.figures import Figure, Result, emit
+
+    failures, skipped, compared, differences = 0, [], 0, []
     for path in sys.argv[1:]:
         try:
             ours, theirs = lens_view(path), torch_view(path)
@@ -87,9 +89,13 @@ def main() -> int:
         for name in sorted(set(ours) | set(theirs)):
             same = ours.get(name) == theirs.get(name)
             failures += not same
-            print(f"{'ok  ' if same else 'DIFF'} {path}:{name}: compile-lens {ours.get(name)} torch {theirs.get(name)}")
+            said = f"{path}:{name}: compile-lens {ours.get(name)} torch {theirs.get(name)}"
+            print(f"{'ok  ' if same else 'DIFF'} {said}")
+            differences += [] if same else [said]
     print(f"{failures} target(s) differ")
-    print(json.dumps({"targets": compared, "differ": failures, "files_not_compared": skipped}))
+    emit(Result({"files": Figure(len(sys.argv) - 1, "count"), "targets": Figure(compared, "count"),
+                 "differ": Figure(failures, "count", "lower", 0)},
+                notes={k: v for k, v in (("files_not_compared", skipped), ("differences", differences)) if v}))
     return 1 if failures else 0
 
 

@@ -5,7 +5,7 @@ Each round traces and sweeps every target of each file; even rounds read torch's
 the log text (`collector.STRUCTURED = False`). The collector's own time per record is what is
 compared; whole rounds (trace + sweep, which also hold the data path's wrapper around torch's
 break formatter and the reading of its arguments) are printed beside it, though on a shared
-machine they vary more than the difference.
+machine they vary more than the difference. Its figures go back as one JSON line (`figures.emit`).
 """
 
 import statistics
@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
+from benchmarks.figures import Figure, Result, emit  # noqa: E402
 from compile_lens.discovery import discover  # noqa: E402
 from compile_lens.discovery.inputs import resolve_inputs  # noqa: E402
 from compile_lens.worker.breaks import collector  # noqa: E402
@@ -49,7 +50,16 @@ for name in sys.argv[1:]:
             sweep_recompiles(target, path=str(path))
         rounds[collector.STRUCTURED].append(time.perf_counter() - started)
 collector.STRUCTURED = True
+figures: dict[str, Figure] = {}
 for structured in (True, False):
     times = cost[structured]
-    print(f"{'data' if structured else 'text'}: {len(times)} records, median {statistics.median(times) * 1e6:.1f} µs, "
+    side = "data" if structured else "text"
+    print(f"{side}: {len(times)} records, median {statistics.median(times) * 1e6:.1f} µs, "
           f"total {sum(times) * 1e3:.2f} ms; whole rounds {' '.join(f'{t * 1e3:.0f}' for t in rounds[structured])} ms")
+    figures |= {f"{side}.records": Figure(len(times), "count"),
+                f"{side}.median_us": Figure(statistics.median(times) * 1e6, "µs", "lower"),
+                f"{side}.total_ms": Figure(sum(times) * 1e3, "ms", "lower"),
+                f"{side}.rounds_median_ms": Figure(statistics.median(rounds[structured]) * 1e3, "ms", "lower")}
+# the goal: torch's data costs no more per record than the text readers did
+figures["data_over_text"] = Figure(figures["data.median_us"].value / figures["text.median_us"].value, "x", "lower", 1.0)
+emit(Result(figures))

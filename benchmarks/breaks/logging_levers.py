@@ -194,14 +194,21 @@ def run(cls: type, lever: str) -> tuple[list[str], str, list[str]]:
 
 
 def main() -> None:
+    from benchmarks.figures import Figure, Result, emit
+
     print(f"torch {torch.__version__}, Python {sys.version.split()[0]}")
     print("| case | lever | breaks (where torch puts them) | fullgraph | reached the user |")
     print("|---|---|---|---|---|")
+    rows, cleared = 0, 0
     for cls, levers in CASES.items():
         for lever in levers:
             where, full, reached = run(cls, lever)
+            rows, cleared = rows + 1, cleared + (not where)
             print(f"| `{cls.__name__}` | {lever} | {len(where)} {', '.join(where)} | {full} | "
                   f"{'; '.join(reached) or '**nothing**'} |")
+    # a table for people, no limit: the figures count what it holds
+    emit(Result({"cases_x_levers": Figure(rows, "count"), "cleared": Figure(cleared, "count")},
+                notes={"torch": torch.__version__}))
 
 
 if __name__ == "__main__":

@@ -46,14 +46,21 @@ def main(other: str, paths: list[str]) -> None:
     reports = {python: _check(python, paths) for python in (sys.executable, other)}
     (today, t_today), (old, t_old) = ((_summary(r), r.get("torch")) for r in reports.values())
     print(f"torch {t_today} (this venv) vs torch {t_old} ({other})\n")
+    moved = []
     for key in sorted(set(today) | set(old)):
         a, b = today.get(key), old.get(key)
         same_places = a and b and [x.split()[0] for x in a[0]] == [x.split()[0] for x in b[0]]
+        moved += [] if same_places else [key]
         print(f"{key}: breaks at the same lines: {'yes' if same_places else 'NO'}")
         for label, row in ((t_today, a), (t_old, b)):
             breaks, graphs, kinds, error = row or ((), None, {}, "not analysed")
             print(f"  {label:>8}: {', '.join(breaks) or 'no break'}; graphs {graphs}; recompiles {kinds}"
                   + (f"; error: {error}" if error else ""))
+    from benchmarks.figures import Figure, Result, emit
+
+    emit(Result({"targets": Figure(len(set(today) | set(old)), "count"),
+                 "breaks_moved": Figure(len(moved), "count", "lower", 0)},
+                notes={"torch": [t_today, t_old], "moved": moved}))
 
 
 if __name__ == "__main__":

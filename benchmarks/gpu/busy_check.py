@@ -1,12 +1,12 @@
 """On a real GPU box: the busy rule's verdict, and does the busy-GPU wait see what NVML sees?
 
-First the measurement's busy rule (`busy_rule.Contention`, the CUDA rule) over a couple of quiet
+First the measurement's busy rule (`busy.contention.Contention`, the CUDA rule) over a couple of quiet
 seconds on this box, as a timing would read it: an idle box must read not busy, also where
 /proc/<pid>/schedstat is missing (gVisor: the lent H200). Then NVML (this repository's CI machine has
-no GPU, so `tests/test_gpu_busy.py` plays NVML with a readings file; this checks the real one):
+no GPU, so `tests/busy/test_gpu_busy.py` plays NVML with a readings file; this checks the real one):
 
 Starts a process that keeps GPU 0 busy with matmuls, as a training run would, then reads NVML
-through `compile_lens.gpu.readers.NvmlReader` and prints the readings and the decision twice: with
+through `compile_lens.busy.gpu.NvmlReader` and prints the readings and the decision (`busy.rule.gpu_busy`) twice: with
 the load counted as another process (expected: busy, named `python busy_check.py --load`),
 and as our own tree (expected: free). Exit 0 when all come out as expected, 1 otherwise; without NVML
 (`pip install nvidia-ml-py`) or a GPU that part is said and skipped. The last line is JSON.
@@ -37,12 +37,13 @@ def load(seconds: float) -> None:
 def verdict(device: str, seconds: float = 2.0) -> dict[str, Any]:
     """The busy rule's report of `seconds` on this box (the CUDA rule on a GPU box; on the CPU
     rehearsal too: what matters is the no-schedstat branch's words)."""
-    from compile_lens.worker.measure import busy_rule
+    from compile_lens.busy.contention import Contention
+    from compile_lens.busy.cpu import thread_run_delay_s
 
-    watch = busy_rule.Contention("cuda" if device.startswith("cuda") or device == "cpu" else device)
+    watch = Contention("cuda" if device.startswith("cuda") or device == "cpu" else device)
     time.sleep(seconds)
     report = watch.report()
-    report["schedstat"] = busy_rule.thread_run_delay_s() is not None
+    report["schedstat"] = thread_run_delay_s() is not None
     return report
 
 
@@ -65,8 +66,8 @@ def main() -> int:
 
 def nvml_check(limit: float) -> str:
     """"ok", "absent" (no NVML) or "UNEXPECTED": NVML's view of a matmul load, within `limit` seconds."""
-    from compile_lens.gpu.busy import decide, measured_device
-    from compile_lens.gpu.readers import NvmlReader, open_reader, own_pids
+    from compile_lens.busy.gpu import NvmlReader, measured_device, open_reader, own_pids
+    from compile_lens.busy.rule import gpu_busy
 
     reader = open_reader()
     if not isinstance(reader, NvmlReader):
@@ -85,8 +86,8 @@ def nvml_check(limit: float) -> str:
             if gpu and any(p.pid == child.pid for p in gpu.processes) and gpu.utilization > 50:
                 break
         print(f"gpu-busy-check: loaded readings: {readings}")
-        as_other = decide(readings, threshold=50, device=device, own_pids={0})
-        as_ours = decide(readings, threshold=50, device=device, own_pids=own_pids())
+        as_other = gpu_busy(readings, threshold=50, device=device, own_pids={0})
+        as_ours = gpu_busy(readings, threshold=50, device=device, own_pids=own_pids())
         print(f"gpu-busy-check: the load as another process: {as_other.text if as_other else 'free'}")
         print(f"gpu-busy-check: the load as our own worker: {as_ours.text if as_ours else 'free'}")
         ok = (as_other is not None and any(p.pid == child.pid and "busy_check.py" in p.label

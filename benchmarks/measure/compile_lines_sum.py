@@ -90,7 +90,11 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child)))
         return
+    from benchmarks.figures import Figure, Result, emit
+
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(REPO, "server"), REPO])}
+    figures: dict[str, Figure] = {}
+    failed: list[str] = []
     for label in MODELS:
         if args.only and args.only not in label:
             continue
@@ -98,9 +102,16 @@ def main() -> None:
                              capture_output=True, text=True, env=env, cwd=REPO)
         if run.returncode:
             print(f"{label}: failed\n{run.stderr[-2000:]}")
+            failed.append(f"{label}: {run.stderr[-300:]}")
             continue
-        found = json.loads(run.stdout.strip().splitlines()[-1])
+        found = json.loads(run.stdout.strip().splitlines()[-1])  # the grandchild's one line: its figures
         print(f"{label}: cold compile {found['cold_s']} s")
+        figures[f"{label}.cold_s"] = Figure(found["cold_s"], "s")
+        for f in found["frames"]:
+            # reported, not held (as before): the lines' sum against the frame's Dynamo time, and tracing alone
+            figures |= {f"{label} {f['frame']}.dynamo_s": Figure(f["dynamo_s"], "s"),
+                        f"{label} {f['frame']}.lines_over_dynamo": Figure(f["lines_over_dynamo"], "x", "near"),
+                        f"{label} {f['frame']}.tracing_over_dynamo": Figure(f["tracing_over_dynamo"], "x")}
         for f in found["frames"]:
             print(f"  frame {f['frame']}: Dynamo {f['dynamo_s']:.3f} s, lines {f['lines_s']:.3f} s "
                   f"({f['lines_over_dynamo']:.1%}; tracing alone {f['tracing_over_dynamo']:.1%}), "
@@ -109,6 +120,7 @@ def main() -> None:
                 print(f"    {row}")
         print("  hints: " + " | ".join(found["hints"]))
         print("\n".join(found["text"]))
+    emit(Result(figures, ok=False if failed else None, notes={"failed": failed} if failed else {}))
 
 
 if __name__ == "__main__":

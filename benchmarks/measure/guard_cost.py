@@ -6,11 +6,11 @@ forward with guards and with them skipped, in the speedup's paired rounds).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
+from benchmarks.figures import Figure, Result, emit
 from compile_lens.protocol import InputRecipe, TargetSpec
 from compile_lens.worker.loader import build_target, import_file
 from compile_lens.worker.measure.benchmark import run_benchmark
@@ -28,9 +28,12 @@ def main(max_seconds: float) -> None:
     print(f"| MLP forward | {f.rounds} | {f.compiled_ms * 1e3:.1f} | {f.guard_us_per_call} | {f.guard_us_ci} | {share} "
           f"| {b.guard_latency_us} |")
     print("notes:", [n for n in b.notes if n.startswith("guards:")], f"load average {os.getloadavg()[0]:.1f}")
-    print(json.dumps({"rounds": f.rounds, "compiled_us": round(f.compiled_ms * 1e3, 1), "guard_us_per_call": f.guard_us_per_call,
-                      "guard_us_ci": f.guard_us_ci, "guard_share_pct": None if f.guard_share is None else round(100 * f.guard_share, 1),
-                      "guard_latency_us": b.guard_latency_us}))
+    # measured, no limit: the guard's share is a figure the speedup's notes read
+    emit(Result({"rounds": Figure(f.rounds, "count"), "compiled_us": Figure(f.compiled_ms * 1e3, "µs", "lower"),
+                 "guard_us_per_call": Figure(f.guard_us_per_call, "µs", "lower"),
+                 "guard_share_pct": Figure(None if f.guard_share is None else 100 * f.guard_share, "%", "lower"),
+                 "guard_latency_us": Figure(b.guard_latency_us, "µs", "lower")},
+                notes={"guard_us_ci": f.guard_us_ci}))
 
 
 if __name__ == "__main__":

@@ -97,6 +97,11 @@ def main() -> None:
                 print("  DIFFERS:\n" + "\n".join(list(difflib.unified_diff(code_only(a), code_only(b), lineterm="", n=0))[:20]))
     total = sum(len(r["codes"]) for r in runs[0].values())
     print(f"identical without comments: {same} of {total} graphs")
+    from benchmarks.figures import Figure, Result, emit
+
+    emit(Result({"graphs": Figure(total, "count"), "differing_graphs": Figure(total - same, "count", "lower", 0),
+                 **{f"{key}.compile_off_s": Figure(off["s"], "s") for key, off in runs[0].items()},
+                 **{f"{key}.compile_on_s": Figure(on["s"], "s") for key, on in runs[1].items()}}))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ default inductor; 2 ranks, gloo, CPU) for STEPS steps (default 3) twice: plain t
 TORCH_LOGS=dynamo,graph_breaks, and under `compile-lens trial`. Prints per rank: the frames torch's
 log says it compiled (`[N/M] ... start tracing FUNCTION FILE:LINE`) against the trial's
 `frames_compiled`, how often the model's `forward` was compiled in each, torch's break locations
-against where the trial shows them, and each command's wall time.
+against where the trial shows them, and each command's wall time; then its figures as one JSON line.
+(The regexes below read torch's own log, the floor compared against: they are the measurement.)
 """
 
 import json
@@ -20,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.figures import Figure, Result, emit
 from benchmarks.trial.torchrun import ENV, EXAMPLE, TORCHRUN  # the same program and launcher
 
 
@@ -53,6 +55,8 @@ def main() -> None:
     print("| rank | frames torch compiled (TORCH_LOGS=dynamo) | the trial's frames_compiled | same list | "
           f"`forward` ({forward}) compiles: torch / trial | torch's break locations | where the trial shows them |")
     print("|---|---|---|---|---|---|---|")
+    out = {"plain_torchrun_s": Figure(plain_s, "s", "lower"), "whole_trial_s": Figure(trial_s, "s", "lower")}
+    differing = 0
     for rank in figures["ranks"]:
         frames, breaks = torchs[rank["rank"]]
         ours = [(f["compile_id"], f["function"], os.path.basename(f["where"])) for f in rank["frames_compiled"]]
@@ -62,6 +66,13 @@ def main() -> None:
         print(f"| {rank['rank']} | {len(frames)}: {', '.join(f'{c} {n}' for c, n, _ in frames)} | {len(ours)} | "
               f"{'yes' if ours == frames else 'NO'} | {sum(f[1:] == ('forward', forward) for f in frames)} / "
               f"{sum(f[1:] == ('forward', forward) for f in ours)} | {', '.join(breaks)} | {'; '.join(shown)} |")
+        differing += ours != frames
+        out |= {f"rank{rank['rank']}.frames_torch": Figure(len(frames), "count"),
+                f"rank{rank['rank']}.frames_trial": Figure(len(ours), "count")}
+    # the goal: every rank's compiled frames are the ones torch's log lists; no rank read is no verdict
+    out["ranks"] = Figure(len(figures["ranks"]), "count")
+    out["ranks_differing"] = Figure(differing if figures["ranks"] else None, "count", "lower", 0)
+    emit(Result(out, notes={"backend": backend, "steps": steps}))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,9 @@ def main() -> None:
     print("| rank | plain torchrun: steps' wall | trial's compiled run: steps' wall | plain steady median "
           "| trial compiled steady median | trial compile time |")
     print("|---|---|---|---|---|---|")
+    from benchmarks.figures import Figure, Result, emit
+
+    out = {"plain_torchrun_s": Figure(plain_s, "s"), "whole_trial_s": Figure(trial_s, "s")}
     for rank in figures["ranks"]:
         compiled = rank["compiled"]
         total = sum(s["wall_s"] for s in compiled["steps"])
@@ -55,6 +58,14 @@ def main() -> None:
         p_total, p_median = own.get(rank["rank"], (None, None))
         print(f"| {rank['rank']} | {p_total:.2f} s | {total:.2f} s | {p_median:.1f} ms | "
               f"{median * 1000:.1f} ms | {(rank['compile_time'] or {}).get('total_s', 0):.1f} s |")
+        r = f"rank{rank['rank']}"
+        # the trial's compiled run against the plain torchrun's steady median, per rank: measured, no limit
+        out |= {f"{r}.plain_steady_median_ms": Figure(p_median, "ms"),
+                f"{r}.trial_steady_median_ms": Figure(None if median is None else median * 1000, "ms", "lower"),
+                f"{r}.trial_over_plain": Figure(None if median is None or not p_median else median * 1000 / p_median, "x",
+                                                "lower"),
+                f"{r}.trial_compile_s": Figure((rank["compile_time"] or {}).get("total_s"), "s", "lower")}
+    emit(Result(out))
 
 
 if __name__ == "__main__":

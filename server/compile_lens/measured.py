@@ -81,9 +81,9 @@ class Timing:
     kernel_sources: dict[str, str] = field(default_factory=dict)
     # a lever's paired rounds (`worker/levers/steady`; the benchmark says it in `Benchmark.contention`):
     # "machine busy: …" when other processes took our cores and the timing is inconclusive, with what
-    # the busy rule saw (`busy_rule.Contention.report`); None / {} otherwise
+    # the busy rule saw (`busy/contention.Contention.report`); None / {} otherwise
     busy: Optional[str] = None
-    contention: dict[str, Any] = field(default_factory=dict)  # open: busy_rule's report, reworked with the rule (issue 54 item 4)
+    contention: dict[str, Any] = field(default_factory=dict)  # open: the busy package's report, read back by its busy_words
 
 
 @dataclass
@@ -204,8 +204,8 @@ class Benchmark:
     measured_at: float = 0.0  # unix time
     notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
     conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
-    # what else ran while timing and the busy rule's verdict (fields: worker/measure/busy_rule.Contention.report)
-    contention: dict[str, Any] = field(default_factory=dict)  # open: busy_rule's report, reworked with the rule (issue 54 item 4)
+    # what else ran while timing and the busy rule's verdict (fields: busy/contention.Contention.report)
+    contention: dict[str, Any] = field(default_factory=dict)  # open: the busy package's report, read back by its busy_words
     # where the measurement's wall time went, seconds: {"build", "cold_child", "cold_child_train",
     # "cold_compile", "warm_compiles", "accuracy_warmup", "timing", "memory", "line_costs",
     # "to_forward" (until the forward's figures were sent), "total"}

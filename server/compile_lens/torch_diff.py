@@ -16,7 +16,7 @@ import os
 from collections import Counter
 from typing import Any, Optional
 
-from .processes import busy_threshold
+from .busy.rule import contention_busy
 from .protocol import FileReport, GraphBreak, TargetResult
 
 SCHEMA = 1
@@ -74,15 +74,11 @@ def _cold(result: Optional[TargetResult]) -> Optional[float]:
 
 def _busy(result: Optional[TargetResult]) -> Optional[bool]:
     """Did other processes take our cores (or GPU) while this side was measured (the worker's own
-    `contention`, judged by `processes.busy_threshold` as the worker's timing does)? None: not measured."""
+    `contention`, by the busy rule: `busy.rule.contention_busy`)? None: not measured."""
     bench = result.benchmark if result else None
     if bench is None:
         return None
-    found = bench.contention or {}
-    if "busy" in found:  # the worker's own busy rule (by device) said it
-        return bool(found["busy"])
-    threshold = busy_threshold(int(found.get("cpus") or 1), int(found.get("threads") or 1))
-    return (found.get("other_cpu_percent") or 0) > threshold or bool(found.get("gpu_other_processes"))
+    return contention_busy(bench.contention or {})
 
 
 def _export(result: Optional[TargetResult]) -> Optional[str]:

@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.__main__ import main  # noqa: E402
+from benchmarks.figures import Figure, Result  # noqa: E402
 from benchmarks.ledger import BEGIN, END, unit_block, write_markdown  # noqa: E402
 
 from benchmarks import UNITS, load_units, unit  # noqa: E402
@@ -31,6 +32,28 @@ def trivial_sum(ctx):
 @unit("trivial_fails", "a unit that reports a broken figure", "nothing")
 def trivial_fails(ctx):
     return {"ok": False, "why": "on purpose"}
+
+
+@unit("trivial_typed", "the sum's figure typed: a count with its goal", "Python's own arithmetic")
+def trivial_typed(ctx):
+    n = 3 if ctx.dry else 100
+    return Result({"sum": Figure(sum(range(n)), "count", "higher", n * (n - 1) // 2), "took": Figure(0.5, "s", "lower")},
+                  notes={"why": "a typed unit"})
+
+
+def test_a_typed_units_figures_carry_their_unit_and_goal_to_the_ledger_and_its_block(tmp_path, capsys):
+    assert main(["trivial_typed", "--out", str(tmp_path)]) == 0
+    row = json.loads((tmp_path / "ledger.jsonl").read_text())
+    assert row["typed"] is True and row["ok"] is True and row["notes"] == {"why": "a typed unit"}
+    assert row["figures"]["sum"] == {"value": 4950, "unit": "count", "better": "higher", "limit": 4950}
+    assert set(row["load"]) == {"load", "others_cpu_pct", "cores"} and row["load"]["others_cpu_pct"] is not None
+    assert "| trivial_typed | yes |" in capsys.readouterr().out
+    md = tmp_path / "B.md"
+    md.write_text(f"{BEGIN}\n{END}\n{unit_block('trivial_typed', 'old')}\n")
+    write_markdown(tmp_path / "ledger.jsonl", md)
+    text = md.read_text()
+    assert "sum 4950 (≥ 4950 ✓)" in text  # the summary's cell (a count reads as a number)
+    assert "| sum | 4950 | ≥ 4950 ✓ |" in text and "| took | 0.5 s |  |" in text and "| why (note) |" in text
 
 
 def test_a_unit_run_goes_to_the_ledger_and_the_table(tmp_path, capsys):
@@ -140,9 +163,11 @@ def test_a_cheap_units_rehearsal_writes_a_ledger_line_and_its_markdown_block(tmp
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines()]
     assert [(r["unit"], r["dry"], r["ok"]) for r in rows] == [("lints", True, True)]
-    assert rows[0]["figures"]["lines"] > 0 and rows[0]["figures"]["typing_ms"] >= 0 and rows[0]["machine"]["cores"]
+    figures = rows[0]["figures"]  # typed, from the one JSON line the child wrote
+    assert figures["lines"]["value"] > 0 and figures["typing_ms"]["unit"] == "ms" and figures["typing_ms"]["limit"] == 50
+    assert rows[0]["typed"] and rows[0]["machine"]["cores"] and rows[0]["load_at_figures"]["cores"]
     text = md.read_text()
     assert "| lints | yes |" in text and "cpu (dry)" in text
     block = text.split("<!-- benchmarks:unit lints -->", 1)[1].split("<!-- benchmarks:unit-end lints -->")[0]
-    assert "stale figures" not in block and "| typing_ms |" in block and "Against: ast.parse" in block
+    assert "stale figures" not in block and "| typing_ms |" in block and "≤ 50 ms ✓" in block and "Against: ast.parse" in block
     assert text.endswith("<!-- benchmarks:unit-end lints -->\n\nprose\n")

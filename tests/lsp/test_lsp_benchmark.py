@@ -72,7 +72,7 @@ def measured(titles):
     return any(title.startswith("⚡ torch.compile:") and "⏳" not in title for _, title in titles)
 
 
-QUIET = {"COMPILE_LENS_TEST_QUIET": "1"}  # the server's workers time as on an idle machine (busy_rule.declared_quiet)
+QUIET = {"COMPILE_LENS_TEST_QUIET": "1"}  # the server's workers time as on an idle machine (busy.contention.declared_quiet)
 CAPABILITIES = lsp.ClientCapabilities(workspace=lsp.WorkspaceClientCapabilities(
     code_lens=lsp.CodeLensWorkspaceClientCapabilities(refresh_support=True)))
 # a conclusive interval, as speed_words writes it: `faster: 3.10–4.62× (median 4.02×)` (`, imprecise` when wide)

@@ -249,13 +249,13 @@ def test_a_run_that_others_took_cpu_from_gives_no_verdict():
 
 
 def test_the_busy_run_names_who_ours_told_apart():
-    """The runner's reading (`processes.OthersCPU`, real): a process this one started burning a core is
+    """The runner's reading (`busy.cpu.OthersCPU`, real): a process this one started burning a core is
     ours, and the trial's words name it as ours."""
     import subprocess
     import sys
     import time
 
-    from compile_lens.processes import OthersCPU
+    from compile_lens.busy.cpu import OthersCPU
 
     burner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 5\nwhile time.time() < end: pass"])
     try:

@@ -15,6 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from compile_lens.busy.contention import Contention  # noqa: E402
+from compile_lens.busy.rule import busy_threshold, busy_words  # noqa: E402
 from compile_lens.protocol import Benchmark, CompileSeconds, Errors, PeakMemory, Timing  # noqa: E402
 from compile_lens.speed_words import speed_words  # noqa: E402
 from compile_lens.worker.measure import (  # noqa: E402
@@ -202,11 +204,11 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_median():
 def test_a_cpu_hog_beside_the_timing_is_measured():
     """Real contention: busy loops in processes this one started, while we wait, are counted as our
     own processes' CPU and make the machine busy (the CPU rule counts ours too; a foreign process is
-    counted as others': tests/worker/test_busy_rule.py)."""
+    counted as others': tests/busy/test_busy_rule.py)."""
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
     try:
         time.sleep(0.5)
-        watch = tm.Contention("cpu")
+        watch = Contention("cpu")
         time.sleep(2.0)
         seen = watch.report()
     finally:
@@ -216,7 +218,7 @@ def test_a_cpu_hog_beside_the_timing_is_measured():
     assert seen["cpus"] == (os.cpu_count() or seen["cpus"])
     assert seen["own_cpu_percent"] >= 20, seen  # two hogs on two cores: up to 200% (less under the other helpers)
     assert all(t["pid"] in {h.pid for h in hogs} for t in seen.get("top", []) if t["ours"]), seen["top"]
-    words = tm.busy_words(seen)
+    words = busy_words(seen)
     assert words and words.startswith("machine busy: ") and "% CPU during timing" in words
     assert ("our own processes used" in words) is (seen["own_cpu_percent"] > 50 or "other processes" not in words)
 
@@ -295,8 +297,8 @@ def test_rounds_during_which_others_took_our_cores_do_not_count():
     enough = tm.timing_of(tm.Paired(steady, slow_when_busy, [False] * 4 + [True] * 8))
     assert enough.conclusive and enough.rounds == 8 and enough.speedup == pytest.approx(2.0, rel=0.01)
     # two cores, two threads: others may use half a core; sixteen cores, eight threads: 8.5 cores
-    assert tm.busy_threshold(2, 2) == 50.0 and tm.busy_threshold(16, 8) == 850.0
-    assert tm.busy_words({"other_cpu_percent": 40.0, "cpus": 2, "threads": 2}) is None
-    assert tm.busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2}).startswith("machine busy")
+    assert busy_threshold(2, 2) == 50.0 and busy_threshold(16, 8) == 850.0
+    assert busy_words({"other_cpu_percent": 40.0, "cpus": 2, "threads": 2}) is None
+    assert busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2}).startswith("machine busy")
 
 

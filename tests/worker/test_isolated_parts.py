@@ -217,9 +217,9 @@ def test_the_rule_for_whose_fault_an_exception_is(tmp_path):
             return exc
         raise AssertionError("no exception")
 
-    ours = raised(verdict.inconclusive_why, 1.0, 2.0)  # a float where a dict goes: raised in our busy_rule.py
+    ours = raised(verdict.inconclusive_why, 1.0, 2.0)  # a float where a dict goes: raised in our busy/rule.py
     assert tool_errors.is_tool_error(ours)
-    assert tool_errors.where(tool_errors.raised_at(ours)).startswith("compile_lens/worker/measure/busy_rule.py:")
+    assert tool_errors.where(tool_errors.raised_at(ours)).startswith("compile_lens/busy/rule.py:")
     user = tmp_path / "user_model.py"
     user.write_text("def forward(x):\n    return x.missing\n")
     namespace: dict = {}
@@ -241,7 +241,7 @@ def test_a_measurement_that_fails_in_our_code_is_a_bug_report_not_a_warning(monk
     from compile_lens.render.findings import target_findings
     from compile_lens.worker.measure import verdict
 
-    # a real bug in our code: break-even handed to a function of another shape (raises in busy_rule.py)
+    # a real bug in our code: break-even handed to a function of another shape (raises in busy/rule.py)
     monkeypatch.setattr(bench, "break_even", verdict.inconclusive_why)
     monkeypatch.setattr(bench, "run_child", lambda job, **kw: json.loads(json.dumps(CANNED)))
     events: list[dict] = []
@@ -250,7 +250,7 @@ def test_a_measurement_that_fails_in_our_code_is_a_bug_report_not_a_warning(monk
     result = from_dict(TargetResult, [e for e in events if e["event"] == "target"][-1]["result"])
     phase = result.phases[-1]
     assert (phase.name, phase.status, phase.error.kind) == ("measure", "failed", "internal")
-    assert phase.error.message.startswith("internal error in Compile Lens at compile_lens/worker/measure/busy_rule.py:")
+    assert phase.error.message.startswith("internal error in Compile Lens at compile_lens/busy/rule.py:")
     assert "Traceback (most recent call last)" in phase.error.details and "raised at compile_lens/" in phase.error.details
     assert result.status == "ok"  # the target itself is fine: its trace and sweep stand
     assert [f for f in target_findings(result, MODEL) if f.code.startswith("CL")] == []  # no CL001 on the user's line

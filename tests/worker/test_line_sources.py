@@ -216,7 +216,7 @@ def test_a_busy_or_disagreeing_table_has_a_caveat():
     # item_scale.py seen under load: a 5.77 ms line in a compiled forward timed well under a millisecond
     off = line_costs.caveat(quiet, {"eager": 980.0, "compiled": 5770.0}, 1.0, 0.5, "cpu")
     assert off and "compiled" in off and "25%" in off
-    # a test that declared the machine quiet (busy_rule.declared_quiet) takes the load's disagreement as noise
+    # a test that declared the machine quiet (busy.contention.declared_quiet) takes the load's disagreement as noise
     assert line_costs.caveat({**quiet, "busy": False, "declared_quiet": True}, {"eager": 980.0, "compiled": 5770.0},
                              1.0, 0.5, "cpu") is None
     # CUDA: the kernels' busy time cannot exceed the call; idle below it is no disagreement

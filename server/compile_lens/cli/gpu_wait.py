@@ -8,9 +8,9 @@ import argparse
 import time
 from typing import Optional
 
-from ..gpu.busy import Busy
-from ..gpu.readers import open_reader
-from ..gpu.wait import wait_while_busy
+from ..busy.gpu import open_reader
+from ..busy.rule import Busy
+from ..busy.wait import wait_while_busy
 from ..settings import Settings
 from .common import say
 

@@ -8,9 +8,9 @@ import asyncio
 import logging
 from typing import Optional, Protocol
 
-from ..gpu.busy import Busy
-from ..gpu.readers import Reader, open_reader
-from ..gpu.wait import wait_while_busy
+from ..busy.gpu import Reader, open_reader
+from ..busy.rule import Busy
+from ..busy.wait import wait_while_busy
 from ..settings import Settings
 
 log = logging.getLogger("compile_lens")

@@ -11,8 +11,8 @@ import time
 import urllib.parse
 from typing import Iterable, Optional
 
+from ..busy.rule import top_words
 from ..cost import Bill
-from ..processes import top_words
 from ..protocol import (
     LEVERS,
     Benchmark,

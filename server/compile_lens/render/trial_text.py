@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from ..busy.rule import load_over_cores
 from ..trial.figures import Machine, RunBreak, RunFigures, TrialFigures
 from . import settings_text
 from .remote_cache_words import trial_miss_words, trial_remote_words
@@ -72,7 +73,7 @@ def busy_before(figures: TrialFigures) -> Optional[str]:
     """The machine's load before the trial when it was above its CPUs: the step times are noisy."""
     machine = figures.machine or Machine()
     cpus, load = machine.cpus or 0, machine.load_before
-    if cpus and load is not None and load > cpus:
+    if load is not None and load_over_cores(load, cpus):
         return (f"the machine was busy before the trial (load {load:.1f} on {cpus} CPUs): "
                 "step times are noisy; compare on a quiet machine before deciding")
     return None

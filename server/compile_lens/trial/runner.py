@@ -13,7 +13,8 @@ import shlex
 import uuid
 from typing import Optional
 
-from ..processes import CpuUse, OthersCPU
+from ..busy.cpu import OthersCPU
+from ..busy.rule import CpuUse
 from ..record.launch import BOOT, LIB, run_program
 from ..remote_cache import Remote, cold_env, remote_env
 from . import torchrun

@@ -13,8 +13,8 @@ import math
 import re
 from typing import Optional
 
+from ..busy.rule import CpuUse, Load, decide, top_words
 from ..cost import Bill, CostInputs, gpu_bill
-from ..processes import top_words
 from ..protocol import from_dict
 from ..torch_text import compile_settings
 from .figures import (
@@ -36,7 +36,6 @@ from .figures import (
 
 MIN_STEADY = 3
 LIMIT_HIT = re.compile(r"recompile[_ ]limit|cache[_ ]size[_ ]limit", re.IGNORECASE)  # a compile the limit refused
-BUSY_PERCENT = 50.0  # others' CPU (% of one CPU) during a run above which its step times are not its own
 
 
 def quartiles(values: list[float]) -> Optional[Quartiles]:
@@ -98,10 +97,12 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> RunFigures:
 
 
 def busy_during(eager: RunFigures, compiled: RunFigures) -> Optional[str]:
-    """`other processes used 180% CPU during the eager run` when they took time from the program:
-    more than half a CPU's worth (torch in the program uses every core by default)."""
+    """`other processes used 180% CPU during the eager run` when they took time from the program, by
+    the busy rule's CPU rule: torch in the program runs on every core by default (threads = cpus), so
+    more than half a CPU's worth of others' (and our own other processes') use is busy."""
     runs = [(name, run.other_cpu_percent, run.busy_top) for name, run in (("eager", eager), ("compiled", compiled))]
-    busy = [(name, pct, top) for name, pct, top in runs if pct is not None and pct > BUSY_PERCENT]
+    busy = [(name, pct, top) for name, pct, top in runs
+            if pct is not None and decide("cpu", Load(cpus=1, threads=1, cpu=CpuUse(pct, 0.0, top))).busy]
     if not busy:
         return None
     return "machine busy: other processes used " + " and ".join(
@@ -110,7 +111,7 @@ def busy_during(eager: RunFigures, compiled: RunFigures) -> Optional[str]:
 
 
 def _named(top: list[dict]) -> str:
-    """`python -m pytest 95%; ours: Inductor compile worker 30%`: who, others first (`processes.top_words`)."""
+    """`python -m pytest 95%; ours: Inductor compile worker 30%`: who, others first (`busy.rule.top_words`)."""
     others, ours = top_words(top, ours=False), top_words(top, ours=True)
     return "; ".join([w for w in (others, f"ours: {ours}" if ours else "") if w])
 

@@ -9,7 +9,8 @@ import tempfile
 import time
 from typing import Any, Callable, Optional
 
-from ...processes import OthersCPU, cpu_busy_words
+from ...busy.cpu import OthersCPU
+from ...busy.rule import CpuUse, Load, decide
 from ..loader import BuiltTarget
 from ..measure.cold_compile import CACHE_PREFIX, cold_limit, run_child
 
@@ -42,7 +43,8 @@ def compile_side(target: BuiltTarget, variant: str, *, path: str, root: str, dev
         pct = max(0.0, pct - 100.0 * found["descendants_cpu_s"] / max(1e-6, time.perf_counter() - started))
         top = [t for t in top if "compile_worker" not in str(t.get("cmdline"))]
     # a compile is CPU work on every device: the CPU rule, with the compile's single thread
-    words = cpu_busy_words(pct, use.ours, os.cpu_count() or 1, 1, top, "during the compile")
+    _, words = decide("cpu", Load(cpus=os.cpu_count() or 1, threads=1, cpu=CpuUse(pct, use.ours, top)),
+                      during="during the compile")
     if words:
         found["busy"] = " and ".join(words)
     return found

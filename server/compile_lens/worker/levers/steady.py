@@ -1,6 +1,6 @@
 """Two sides of a lever timed in the steady state, as the speedup is: paired rounds of the default
 compile and the lever, the ratio default/lever with its 95% interval (`measure/timing`), rounds
-the busy rule calls busy left out (`measure/busy_rule`, the benchmark's rule), and "inconclusive"
+the busy rule calls busy left out (`busy/`, the benchmark's rule), and "inconclusive"
 when it cannot tell.
 
 The forward (eval, no_grad) always; the train step too where the measurement timed one (`train`:

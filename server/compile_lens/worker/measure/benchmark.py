@@ -71,6 +71,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from ...busy.contention import Contention
 from ...protocol import Benchmark, Problem
 from ...remote_cache import Remote
 from ...remote_cache import resolve as resolve_remote
@@ -89,7 +90,7 @@ from .guard_cost import supported as guards_supported
 from .isolated import isolated
 from .later_parts import after_workloads, bound, cost, cut_short
 from .snapshot import Figures
-from .timing import Contention, Paired, busier
+from .timing import Paired, busier
 from .verdict import break_even
 from .workload import (
     Model,

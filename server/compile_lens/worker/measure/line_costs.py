@@ -49,6 +49,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
+from ...busy.contention import Contention
+from ...busy.rule import busy_words
 from ...protocol import KernelShare, LineCost, LineRef
 from ...torch_text.output_code import kernel_sources
 from . import line_windows as windows
@@ -57,7 +59,6 @@ from .isolated import isolated as isolated_part
 from .line_tags import TAG
 from .line_tags import LineTags as _LineTags
 from .line_tags import Places as _Places
-from .timing import Contention, busy_words
 
 CALL = windows.CALL  # one range per profiled call
 DISAGREE = 0.25  # a profile total this far from its timed call: the table is no finding (`caveat`)
@@ -431,9 +432,9 @@ def measure(eager_call: Callable[[], Any], make_compiled: Any, *, root: str,
 def caveat(contention: dict[str, Any], profile_us: dict[str, Optional[float]], eager_ms: Optional[float],
            compiled_ms: Optional[float], device: str, busy_us: Optional[float] = None) -> Optional[str]:
     """Why a line table's figures are no finding, or None: the machine was busy while it was
-    profiled (the timing's own rule, `timing.busy_words`), or the compiled call's profile total
+    profiled (the timing's own rule, `busy.rule.busy_words`), or the compiled call's profile total
     disagrees with its timed call by more than DISAGREE (on CUDA its kernels' busy time, which no
-    call can exceed; not where a test declared the machine quiet, `busy_rule`). The eager side is not held to it: its total leaves out the Python around the
+    call can exceed; not where a test declared the machine quiet, `busy.contention`). The eager side is not held to it: its total leaves out the Python around the
     ops, whose tagging (`LineTags`) the profile pays for and the timing does not."""
     busy = busy_words(contention)
     if busy or contention.get("declared_quiet"):  # a test's declared quiet: its load's noise is no disagreement

@@ -11,11 +11,11 @@ does not know, and a measure of what else was running meanwhile.
   is also at most `MAX_CI_WIDTH` of the speedup wide (wider: "imprecise"); rounds go on (at least
   `MIN_ROUNDS`, until the budget is spent) until it is both.
 - **contention**: what else ran while we timed, judged per round by the device's busy rule
-  (`busy_rule`: on the CPU others' and our own other processes' CPU time; on CUDA other processes
+  (`busy.rule`: on the CPU others' and our own other processes' CPU time; on CUDA other processes
   on the GPU and our launching thread's wait for a core); a busy round does not count. On two cores
   a small eager model runs its matmuls on two OpenMP threads that wait for each other: one thread
   pre-empted by someone else stalls the call for a scheduler slice, so load makes timings wrong by
-  100× here, not by 2×. Before the rounds, our own processes are let settle (`busy_rule.settle`).
+  100× here, not by 2×. Before the rounds, our own processes are let settle (`busy.contention.settle`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any, Callable, Optional
 import torch
 import torch.utils.benchmark as tbench
 
-from ...processes import busy_threshold  # noqa: F401 - read here by benchmarks/measure/ab.py and the tests
+from ...busy.contention import Contention, round_clock, settle
+from ...busy.rule import busy_words
 from ...protocol import Timing
 from ...speed_words import MAX_CI_WIDTH  # noqa: F401 - wider: imprecise (the direction may still be certain)
-from .busy_rule import Contention, busy_words, gpu_other_processes, round_clock, settle  # noqa: F401 - the rule, read here too
 
 MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
 MAX_ROUNDS = 400

@@ -8,10 +8,11 @@ from typing import Any, Callable, Optional
 
 import torch.utils.benchmark as tbench
 
+from ...busy.rule import busy_words
 from ...protocol import Timing
 from ...speed_words import speed_words
 from .guard_cost import SAY_SHARE, guard_words
-from .timing import MAX_CI_WIDTH, busy_words, timer
+from .timing import MAX_CI_WIDTH, timer
 
 MIN_ROUND_S, MAX_ROUND_S = 0.05, 2.0  # min_run_time of one round, whatever the budget says
 SPEEDUP_REAL = 1.1  # below this (or inside the spread) a speedup is not worth a compile

@@ -25,16 +25,15 @@ from typing import Any, Callable, Optional
 import torch
 import torch.utils.benchmark as tbench
 
+from ...busy.contention import Contention, settle
 from .cold_children import Cold
 from .estimates import LINES_PER_COLD, estimate_s
 from .guard_cost import guard_block, record_guard_cost
 from .timing import (
     OVERRUN,
-    Contention,
     Paired,
     busier,
     paired_rounds,
-    settle,
     settled,
     timer,
     timing_of,

@@ -16,9 +16,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from compile_lens.gpu.busy import process_label  # noqa: E402
-from compile_lens.processes import CpuUse, OthersCPU, busy_threshold, our_pids  # noqa: E402
-from compile_lens.worker.measure import busy_rule  # noqa: E402
+from compile_lens.busy import contention, rule  # noqa: E402
+from compile_lens.busy import cpu as cpu_readers  # noqa: E402
+from compile_lens.busy import gpu as gpu_readers  # noqa: E402
+from compile_lens.busy.cpu import OthersCPU  # noqa: E402
+from compile_lens.busy.rule import CpuUse, GpuProcess, Load, busy_threshold, decide, process_label  # noqa: E402
+from compile_lens.processes import our_pids  # noqa: E402
 from paths import SERVER  # noqa: E402
 
 BURN_S = 1.0
@@ -38,12 +41,13 @@ def _child(burn_py: str, seconds: float = 3 * BURN_S) -> subprocess.Popen:
 
 MEASURE = """
 import json, os, sys, time
-from compile_lens.processes import OthersCPU
-from compile_lens.worker.measure import busy_rule
+import torch  # as in the worker: the reading's threads are torch's
+from compile_lens.busy.contention import Contention
+from compile_lens.busy.cpu import OthersCPU, thread_run_delay_s
 device, seconds = sys.argv[1], float(sys.argv[2])
-watch, contention, d0 = OthersCPU(), busy_rule.Contention(device), busy_rule.thread_run_delay_s()
+watch, contention, d0 = OthersCPU(), Contention(device), thread_run_delay_s()
 time.sleep(seconds)
-use, d1 = watch.use(top_n=50), busy_rule.thread_run_delay_s()
+use, d1 = watch.use(top_n=50), thread_run_delay_s()
 print(json.dumps({"others": use.others, "ours": use.ours, "top": use.top, "report": contention.report(),
                   "sched": None if d0 is None else d1 - d0, "wall": seconds}))
 """
@@ -103,7 +107,7 @@ def test_a_foreign_burner_is_others_and_named(burn_py):
     # the rule as strict as ever on the CPU: busy exactly when others and ours pass the line
     line = busy_threshold(report["cpus"], report["threads"])
     assert report["busy"] == (report["other_cpu_percent"] + report["own_cpu_percent"] > line), report
-    words = busy_rule.busy_words(report)
+    words = rule.busy_words(report)
     if report["busy"] and report["other_cpu_percent"] >= report["own_cpu_percent"]:
         assert words.startswith("machine busy: other processes used") and "% CPU during timing" in words
         named = [t for t in report.get("top", []) if not t["ours"]][:3]
@@ -116,11 +120,11 @@ def _oversubscribed_wait(burn_py: str) -> tuple[float, float]:
     burners = [_child(burn_py, BURN_S + 0.5) for _ in range(2 * CPUS)]
     try:
         time.sleep(0.2)
-        d0, t0 = busy_rule.thread_run_delay_s(), time.perf_counter()
+        d0, t0 = cpu_readers.thread_run_delay_s(), time.perf_counter()
         end = t0 + BURN_S
         while time.perf_counter() < end:
             pass
-        return busy_rule.thread_run_delay_s() - d0, time.perf_counter() - t0
+        return cpu_readers.thread_run_delay_s() - d0, time.perf_counter() - t0
     finally:
         for b in burners:
             b.kill()
@@ -130,16 +134,16 @@ def _oversubscribed_wait(burn_py: str) -> tuple[float, float]:
 def test_a_tests_declaration_of_quiet_counts_busy_rounds_and_says_so(burn_py, monkeypatch):
     """`COMPILE_LENS_TEST_QUIET=1` under pytest: rounds beside real load count, and the reading says it
     was declared and what the rule saw; outside pytest (no PYTEST_CURRENT_TEST) it is ignored."""
-    monkeypatch.setenv(busy_rule.QUIET_ENV, "1")
+    monkeypatch.setenv(contention.QUIET_ENV, "1")
     burners = [_child(burn_py, BURN_S + 0.5) for _ in range(2 * CPUS)]  # ours: the CPU rule counts them
     try:
         time.sleep(0.2)
-        watch = busy_rule.Contention("cpu")
+        watch = contention.Contention("cpu")
         time.sleep(0.5)
         declared, quiet = watch.report(), watch.round_quiet()
-        clocks = busy_rule.round_clock("cpu"), busy_rule.round_clock("cuda:0")
+        clocks = contention.round_clock("cpu"), contention.round_clock("cuda:0")
         monkeypatch.delenv("PYTEST_CURRENT_TEST")
-        undeclared_clock = busy_rule.round_clock("cpu")
+        undeclared_clock = contention.round_clock("cpu")
         watch.start()
         time.sleep(0.5)
         plain, judged = watch.report(), watch.round_quiet()
@@ -149,16 +153,16 @@ def test_a_tests_declaration_of_quiet_counts_busy_rounds_and_says_so(burn_py, mo
             b.wait()
     assert declared["declared_quiet"] is True and declared["busy"] is False and quiet is True, declared
     assert declared["busy_by_rule"] is True and declared["why"], declared  # what the rule saw, kept
-    assert busy_rule.busy_words(declared) is None
+    assert rule.busy_words(declared) is None
     # its CPU rounds read the thread's CPU clock (others' load does not enter it), said in the reading;
     # CUDA's and an undeclared machine's rounds read the wall clock
     assert declared["clock"] == "thread CPU" and clocks == (time.thread_time, None) and undeclared_clock is None
     assert "declared_quiet" not in plain and plain["busy"] is True and judged is False, plain
-    assert busy_rule.busy_words(plain).startswith("machine busy: ")
+    assert rule.busy_words(plain).startswith("machine busy: ")
 
 
 def test_schedstat_says_a_thread_waited_when_the_cores_are_oversubscribed(burn_py):
-    if busy_rule.thread_run_delay_s() is None:
+    if cpu_readers.thread_run_delay_s() is None:
         pytest.skip("no /proc/self/task/TID/schedstat on this kernel")
     waited, wall = _oversubscribed_wait(burn_py)
     assert waited > 0.1 * wall, (waited, wall)  # 2×cores burners and us: we wait about half the time
@@ -166,8 +170,8 @@ def test_schedstat_says_a_thread_waited_when_the_cores_are_oversubscribed(burn_p
 
 def test_the_cuda_rule_decides_from_real_readings(burn_py, monkeypatch):
     monkeypatch.delenv("COMPILE_LENS_GPU_READINGS", raising=False)
-    monkeypatch.setattr(busy_rule, "_READER", None)
-    gpu, why = busy_rule.gpu_others()
+    monkeypatch.setattr(gpu_readers, "_READER", None)
+    gpu, why = gpu_readers.gpu_others()
     try:
         import pynvml
         pynvml.nvmlInit()
@@ -181,18 +185,17 @@ def test_the_cuda_rule_decides_from_real_readings(burn_py, monkeypatch):
     assert report["rule"] == "cuda" and report["gpu_other_processes"] is None
     assert any("GPU" in u for u in report["unknown"]), report  # said: GPU use by others was not read
     use, sched, wall = CpuUse(seen["others"], seen["ours"], seen["top"]), seen["sched"], seen["wall"]
-    on_cuda, _ = busy_rule.decide("cuda", cpus=CPUS, threads=CPUS, cpu=use, wall_s=wall, gpu=None, sched_delay_s=sched)
-    on_cpu, _ = busy_rule.decide("cpu", cpus=CPUS, threads=CPUS, cpu=use, wall_s=wall, gpu=None, sched_delay_s=sched)
-    assert on_cuda is (sched > busy_rule.SCHED_SHARE * wall)  # a sleeping thread barely waits: quiet
+    read = Load(cpus=CPUS, threads=CPUS, cpu=use, wall_s=wall, sched_delay_s=sched)
+    on_cuda, on_cpu = decide("cuda", read).busy, decide("cpu", read).busy
+    assert on_cuda is (sched > rule.SCHED_SHARE * wall)  # a sleeping thread barely waits: quiet
     assert not on_cuda, seen
     assert on_cpu is (use.others + use.ours > busy_threshold(CPUS, CPUS))
     # no schedstat: busy only when others and ours left no core for the launching thread
-    fallback, _ = busy_rule.decide("cuda", cpus=CPUS, threads=CPUS, cpu=use, wall_s=wall, gpu=None, sched_delay_s=None)
-    assert fallback is (use.others + use.ours > busy_rule.no_schedstat_threshold(CPUS))
+    fallback = decide("cuda", Load(cpus=CPUS, threads=CPUS, cpu=use, wall_s=wall)).busy
+    assert fallback is (use.others + use.ours > rule.no_schedstat_threshold(CPUS))
     # the oversubscribed thread's real wait: busy on CUDA, said as the launching thread's wait
     waited, wall = _oversubscribed_wait(burn_py)
-    busy, words = busy_rule.decide("cuda", cpus=CPUS, threads=CPUS, cpu=CpuUse(0.0, 0.0), wall_s=wall,
-                                   gpu=None, sched_delay_s=waited)
+    busy, words = decide("cuda", Load(cpus=CPUS, threads=CPUS, cpu=CpuUse(0.0, 0.0), wall_s=wall, sched_delay_s=waited))
     assert busy and words[0].startswith("our launching thread waited for a core"), words
 
 
@@ -203,10 +206,10 @@ def test_without_schedstat_an_idle_gpu_box_is_quiet_and_oversubscribed_cores_are
     read quiet, as the CPU rule did not (it called half a core of anyone's use busy); more burners
     than cores read busy."""
     monkeypatch.delenv("COMPILE_LENS_GPU_READINGS", raising=False)
-    monkeypatch.setattr(busy_rule, "_READER", None)
+    monkeypatch.setattr(gpu_readers, "_READER", None)
     (tmp_path / "loadavg").symlink_to("/proc/loadavg")
-    assert busy_rule.thread_run_delay_s(proc=str(tmp_path)) is None
-    watch = busy_rule.Contention("cuda", proc=str(tmp_path), cpus=16)
+    assert cpu_readers.thread_run_delay_s(proc=str(tmp_path)) is None
+    watch = contention.Contention("cuda", proc=str(tmp_path), cpus=16)
     time.sleep(0.5)
     idle = watch.report()
     assert "launch_wait_percent" not in idle and any("schedstat" in u for u in idle["unknown"]), idle
@@ -214,7 +217,7 @@ def test_without_schedstat_an_idle_gpu_box_is_quiet_and_oversubscribed_cores_are
     burners = [_child(burn_py, 4 * BURN_S) for _ in range(CPUS + 2)]
     try:
         time.sleep(0.3)
-        watch = busy_rule.Contention("cuda", proc=str(tmp_path))
+        watch = contention.Contention("cuda", proc=str(tmp_path))
         time.sleep(BURN_S)
         loaded = watch.report()
     finally:
@@ -223,8 +226,8 @@ def test_without_schedstat_an_idle_gpu_box_is_quiet_and_oversubscribed_cores_are
             b.wait()
     assert loaded["busy"] is True and "no core was left for our launching thread" in loaded["why"][0], loaded
     # no CPU times at all: the load average against the cores
-    assert busy_rule.no_schedstat_words(None, None, 16, 0.4, [], "during timing") == []
-    assert busy_rule.no_schedstat_words(None, None, 2, 5.0, [], "during timing") == [
+    assert rule.no_schedstat_words(None, None, 16, 0.4, [], "during timing") == []
+    assert rule.no_schedstat_words(None, None, 2, 5.0, [], "during timing") == [
         "the load average was 5.0 on 2 CPUs during timing"]
 
 
@@ -237,12 +240,12 @@ def test_another_process_on_the_gpu_is_named_and_ours_is_not(tmp_path, monkeypat
                                               "pids": [other, os.getpid()]}]}))
     monkeypatch.setenv("COMPILE_LENS_GPU_READINGS", str(readings))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(busy_rule, "_READER", None)
-    gpu, _ = busy_rule.gpu_others()
+    monkeypatch.setattr(gpu_readers, "_READER", None)
+    gpu, _ = gpu_readers.gpu_others()
     label = process_label(psutil.Process(other).cmdline(), psutil.Process(other).name())
-    assert gpu == [{"pid": other, "name": label}], gpu
-    busy, words = busy_rule.decide("cuda", cpus=CPUS, threads=CPUS, cpu=CpuUse(0.0, 0.0), wall_s=1.0,
-                                   gpu=gpu, sched_delay_s=0.0)
+    assert gpu == (GpuProcess(other, label),), gpu
+    busy, words = decide("cuda", Load(cpus=CPUS, threads=CPUS, cpu=CpuUse(0.0, 0.0), wall_s=1.0, sched_delay_s=0.0,
+                                      gpu_others=gpu))
     assert busy and words == [f"1 other process used the GPU: {label}"], words
 
 
@@ -250,7 +253,7 @@ def test_settle_waits_for_our_own_processes_to_go_quiet(burn_py):
     child = _child(burn_py, 0.8)
     try:
         time.sleep(0.1)
-        busy_rule.settle(max_s=5.0)
+        contention.settle(max_s=5.0)
         assert child.poll() is not None  # it waited for our burner to finish
     finally:
         child.kill()
@@ -258,10 +261,10 @@ def test_settle_waits_for_our_own_processes_to_go_quiet(burn_py):
 
 
 def test_a_reading_from_before_the_rule_is_judged_as_it_was():
-    assert busy_rule.busy_words({"other_cpu_percent": 40.0, "cpus": 2, "threads": 2}) is None
-    words = busy_rule.busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2, "gpu_other_processes": 1})
+    assert rule.busy_words({"other_cpu_percent": 40.0, "cpus": 2, "threads": 2}) is None
+    words = rule.busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2, "gpu_other_processes": 1})
     assert words == "machine busy: other processes used 60% CPU during timing (2 CPUs) and 1 other process used the GPU"
-    assert busy_rule.busy_words({"busy": False, "other_cpu_percent": 900.0, "cpus": 16, "threads": 16}) is None
+    assert rule.busy_words({"busy": False, "other_cpu_percent": 900.0, "cpus": 16, "threads": 16}) is None
 
 
 PARENT = """
@@ -294,8 +297,8 @@ def test_the_report_line_says_what_the_rule_read_and_could_not(monkeypatch):
     from compile_lens.render.cards import contention_line
 
     monkeypatch.delenv("COMPILE_LENS_GPU_READINGS", raising=False)
-    monkeypatch.setattr(busy_rule, "_READER", None)
-    watch = busy_rule.Contention("cuda")
+    monkeypatch.setattr(gpu_readers, "_READER", None)
+    watch = contention.Contention("cuda")
     time.sleep(0.3)
     seen = watch.report()
     line = contention_line(SimpleNamespace(train_step=None, forward=SimpleNamespace(rounds=12), contention=seen))
@@ -319,7 +322,7 @@ def test_inductors_compile_pool_is_ours_and_settles():
         pytest.skip("one compile thread here: Inductor starts no pool")
     AsyncCompile.warm_pool()
     try:
-        busy_rule.settle(max_s=60.0)
+        contention.settle(max_s=60.0)
         workers = [p.pid for p in psutil.Process().children(recursive=True)]
         assert len(workers) > get_compile_threads(), workers  # the sidecar and its workers, ready
         assert set(workers) <= our_pids()

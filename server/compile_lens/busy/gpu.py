@@ -1,5 +1,6 @@
 """Where GPU readings come from: NVML through `nvidia-ml-py` (import `pynvml`) when it is installed
-and a driver answers, else nowhere (never wait, say nothing). Process names come from psutil.
+and a driver answers, else nowhere (never wait; the timing says GPU use by others is unknown).
+Process names come from psutil; which GPU is ours to judge from CUDA_VISIBLE_DEVICES.
 
 `COMPILE_LENS_GPU_READINGS=<file.json>` replaces NVML with a JSON file read again on every poll;
 the tests use it to play a busy GPU through the real server (format in `FileReader`).
@@ -10,12 +11,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Union
 
 import psutil
 
 from ..processes import our_pids
-from .busy import GpuProcess, GpuReading, process_label
+from .rule import GpuProcess, GpuReading, process_label
 
 log = logging.getLogger("compile_lens")
 
@@ -41,6 +42,15 @@ def own_pids() -> set[int]:
         return our_pids()
     except psutil.Error:
         return {os.getpid()}
+
+
+def measured_device(cuda_visible_devices: Optional[str]) -> Union[int, str]:
+    """The NVML index or UUID of `cuda:0`, the device torch measures on: the first entry of
+    CUDA_VISIBLE_DEVICES when it is set (NVML ignores that variable), else GPU 0."""
+    first = (cuda_visible_devices or "").split(",")[0].strip()
+    if not first:
+        return 0
+    return int(first) if first.isdigit() else first
 
 
 class NvmlReader:
@@ -83,7 +93,7 @@ def open_reader() -> Optional[Reader]:
 
 
 def open_reader_why() -> tuple[Optional[Reader], str]:
-    """The reader, or None and why not, in words (the timing's busy rule says what it could not read)."""
+    """The reader, or None and why not, in words (the timing says what it could not read)."""
     path = os.environ.get(READINGS_ENV)
     if path:
         return FileReader(path), ""
@@ -97,3 +107,31 @@ def open_reader_why() -> tuple[Optional[Reader], str]:
         log.debug("NVML is installed but did not start (%s): measurements never wait for the GPU", exc)
         return None, f"NVML did not start ({type(exc).__name__})"
     return NvmlReader(pynvml), ""
+
+
+_READER: Optional[tuple[Optional[Reader], str]] = None  # opened once per process, at the first timing
+
+
+def _reader() -> tuple[Optional[Reader], str]:
+    global _READER
+    if _READER is None:
+        _READER = open_reader_why()
+    return _READER
+
+
+def gpu_others() -> tuple[Optional[tuple[GpuProcess, ...]], str]:
+    """Processes outside our family with a context on the GPU we time on, or None and why not (no NVML)."""
+    reader, why = _reader()
+    if reader is None:
+        return None, why
+    try:
+        readings = reader.read()
+    except Exception as exc:  # noqa: BLE001 - NVMLError_*: unknown this time, not a failed measurement
+        return None, f"NVML did not answer ({type(exc).__name__})"
+    device = measured_device(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    for gpu in readings:
+        if gpu.index == device or gpu.uuid == device:
+            held = [p for p in gpu.processes if p.pid != os.getpid()]
+            mine = own_pids() if held else set()  # a pass over the process table only when someone else holds it
+            return tuple(p for p in held if p.pid not in mine), ""
+    return (), ""

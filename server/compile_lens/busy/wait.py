@@ -1,5 +1,5 @@
 """Waiting for the GPU, shared by the server (background measurements, until released by
-"Measure anyway") and the CLI (`--wait-gpu SECONDS`)."""
+"Measure anyway") and the CLI (`--wait-gpu SECONDS`): the rule's `gpu_busy` on each poll."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import os
 import time
 from typing import Callable, Optional
 
-from .busy import Busy, decide, measured_device
-from .readers import Reader, own_pids
+from .gpu import Reader, measured_device, own_pids
+from .rule import Busy, gpu_busy
 
 log = logging.getLogger("compile_lens")
 
@@ -25,8 +25,8 @@ async def busy_now(reader: Reader, threshold: float) -> Optional[Busy]:
     except Exception as exc:  # noqa: BLE001 - NVMLError, a bad readings file: never a reason to wait
         log.warning("cannot read the GPU's use (%s): measuring without waiting", exc)
         return None
-    return decide(readings, threshold=threshold, device=measured_device(os.environ.get("CUDA_VISIBLE_DEVICES")),
-                  own_pids=own_pids())
+    return gpu_busy(readings, threshold=threshold, device=measured_device(os.environ.get("CUDA_VISIBLE_DEVICES")),
+                    own_pids=own_pids())
 
 
 async def wait_while_busy(reader: Reader, threshold: float, *, on_busy: Callable[[Busy], None],

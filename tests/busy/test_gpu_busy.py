@@ -1,5 +1,5 @@
-"""Whether background measurements wait for a busy GPU: the pure decision with readings written
-here, and the waiting (server and CLI share it) on readings from a JSON file that stands in for
+"""Whether background measurements wait for a busy GPU: the pure decision (`rule.gpu_busy`, the busy
+rule's GPU half with the wait's threshold) with readings written here, and the waiting (server and CLI share it) on readings from a JSON file that stands in for
 NVML (`COMPILE_LENS_GPU_READINGS`), about a real process named `python train.py`. What only a
 real GPU can confirm (NVML's own readings, the pids it lists) is the NvmlReader, which this
 machine cannot run."""
@@ -18,10 +18,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from compile_lens.busy.gpu import READINGS_ENV, FileReader, measured_device, open_reader, own_pids
+from compile_lens.busy.rule import GpuProcess, GpuReading, gpu_busy, process_label
+from compile_lens.busy.wait import wait_while_busy
 from compile_lens.cli.gpu_wait import GpuWait
-from compile_lens.gpu.busy import GpuProcess, GpuReading, decide, measured_device, process_label
-from compile_lens.gpu.readers import READINGS_ENV, FileReader, open_reader, own_pids
-from compile_lens.gpu.wait import wait_while_busy
 from compile_lens.settings import Settings
 from paths import FIXTURES
 
@@ -36,37 +36,37 @@ def gpu(utilization, *processes, index=0, uuid="GPU-aaaa"):
 # --- the decision -------------------------------------------------------------------------------
 
 def test_another_process_above_the_threshold_makes_the_gpu_busy():
-    busy = decide([gpu(92, TRAINING)], threshold=50, device=0, own_pids=set())
+    busy = gpu_busy([gpu(92, TRAINING)], threshold=50, device=0, own_pids=set())
     assert busy is not None and busy.text == "GPU busy (python train.py, 92%)"
 
 
 def test_at_or_below_the_threshold_the_gpu_is_free():
-    assert decide([gpu(50, TRAINING)], threshold=50, device=0, own_pids=set()) is None
-    assert decide([gpu(3, TRAINING)], threshold=0, device=0, own_pids=set()) is not None  # 0: any use waits
+    assert gpu_busy([gpu(50, TRAINING)], threshold=50, device=0, own_pids=set()) is None
+    assert gpu_busy([gpu(3, TRAINING)], threshold=0, device=0, own_pids=set()) is not None  # 0: any use waits
 
 
 def test_our_own_worker_on_the_gpu_is_no_reason_to_wait():
     ours = GpuProcess(77, "python -m compile_lens.worker")
-    assert decide([gpu(99, ours)], threshold=50, device=0, own_pids={77}) is None
-    busy = decide([gpu(99, ours, TRAINING)], threshold=50, device=0, own_pids={77})
+    assert gpu_busy([gpu(99, ours)], threshold=50, device=0, own_pids={77}) is None
+    busy = gpu_busy([gpu(99, ours, TRAINING)], threshold=50, device=0, own_pids={77})
     assert busy is not None and busy.others == (TRAINING,)
 
 
 def test_a_busy_gpu_nobody_else_holds_is_free():
     """Utilization with no process listed: NVML cannot see into another container's pids, and a
     reading nobody can be named for is not said as "busy (…)"."""
-    assert decide([gpu(95)], threshold=50, device=0, own_pids=set()) is None
+    assert gpu_busy([gpu(95)], threshold=50, device=0, own_pids=set()) is None
 
 
 def test_only_the_gpu_measurements_run_on_counts():
     readings = [gpu(95, TRAINING, index=0, uuid="GPU-aaaa"), gpu(0, index=1, uuid="GPU-bbbb")]
-    assert decide(readings, threshold=50, device=1, own_pids=set()) is None
-    assert decide(readings, threshold=50, device="GPU-aaaa", own_pids=set()) is not None
-    assert decide(readings, threshold=50, device=5, own_pids=set()) is None  # not in the readings
+    assert gpu_busy(readings, threshold=50, device=1, own_pids=set()) is None
+    assert gpu_busy(readings, threshold=50, device="GPU-aaaa", own_pids=set()) is not None
+    assert gpu_busy(readings, threshold=50, device=5, own_pids=set()) is None  # not in the readings
 
 
 def test_several_others_are_counted():
-    busy = decide([gpu(88, TRAINING, GpuProcess(5, "python eval.py"))], threshold=50, device=0, own_pids=set())
+    busy = gpu_busy([gpu(88, TRAINING, GpuProcess(5, "python eval.py"))], threshold=50, device=0, own_pids=set())
     assert busy.text == "GPU busy (python train.py and 1 more, 88%)"
 
 
