@@ -20,7 +20,7 @@ def main() -> int:
     parser.add_argument("--dry", action="store_true")
     args = parser.parse_args()
     from compile_lens.protocol import InputRecipe, TargetSpec
-    from compile_lens.render.levers_text import lever_line
+    from compile_lens.render.levers_text import lever_line, timing_json
     from compile_lens.worker.levers import autotune
     from compile_lens.worker.loader import build_target, import_file
 
@@ -34,7 +34,7 @@ def main() -> int:
     print(lever_line(lever), file=sys.stderr)
     print(json.dumps({"verdict": lever.verdict, "why": lever.why, "compile_s": lever.compile_s,
                       "payback_calls": lever.data.get("payback_calls"),
-                      "forward": {k: v for k, v in (lever.forward or {}).items() if isinstance(v, (int, float, str, bool))}}))
+                      "forward": {k: v for k, v in timing_json(lever.forward).items() if isinstance(v, (int, float, str, bool))}}))
     return 0
 
 

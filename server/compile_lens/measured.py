@@ -1,6 +1,7 @@
 """The measurement's records (`worker/measure`, `worker/levers`): eager vs compiled per workload with
 its lines and kernels, the cold compile by frame, where accuracy drifts, the precision it ran in,
-and each lever tried. Plain, JSON-safe, no torch, no pygls; `protocol` re-exports them, so every
+each lever tried, and the deployment answers measured with them (export, fallback ops, the batch
+sweep). Plain, JSON-safe, no torch, no pygls; `protocol` re-exports them, so every
 side names them from there."""
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ class Timing:
     # the generated kernels the lines name, their source from Inductor's output code (`compile-lens show`);
     # not in the check JSON
     kernel_sources: dict[str, str] = field(default_factory=dict)
+    # a lever's paired rounds (`worker/levers/steady`; the benchmark says it in `Benchmark.contention`):
+    # "machine busy: …" when other processes took our cores and the timing is inconclusive, with what
+    # the busy rule saw (`busy/contention.Contention.report`); None / {} otherwise
+    busy: Optional[str] = None
+    contention: dict[str, Any] = field(default_factory=dict)  # open: the busy package's report, read back by its busy_words
 
 
 @dataclass
@@ -137,7 +143,7 @@ class AccuracyDrift:
     max_abs: Optional[float]
     max_rel: Optional[float]
     inputs_max_abs: Optional[float]
-    of: str  # "output" | "grad", as `max_abs_error`'s keys
+    of: str  # "output" | "grad", as `Errors`' fields
 
 
 @dataclass
@@ -151,27 +157,55 @@ class Precision:
 
 
 @dataclass
+class CompileSeconds:
+    """A measurement's compiles, seconds (None: not measured): cold, a fresh process with an empty cache;
+    warm, this machine's caches filled (`worker/measure/cold_children`, `benchmark`)."""
+
+    cold: Optional[float] = None  # the break-even workload's: the train step when there is one
+    warm: Optional[float] = None
+    cold_forward: Optional[float] = None  # the forward's, measured first
+    warm_forward: Optional[float] = None
+    warm_remote: Optional[float] = None  # a fresh process served by the team's remote cache; None: not measured
+
+
+@dataclass
+class Errors:
+    """The largest difference of the compiled call from eager (`worker/measure/accuracy.py`), absolute or
+    relative: of the output, and of the gradients after one backward (train mode); None: not compared."""
+
+    output: Optional[float] = None
+    grad: Optional[float] = None
+
+
+@dataclass
+class PeakMemory:
+    """Peak memory of one call of the verdict's workload, eager and compiled (`worker/measure/memory.py`)."""
+
+    eager: Optional[int] = None  # bytes; None: not measured (`method` says why)
+    compiled: Optional[int] = None
+    method: str = ""  # how it was read ("allocator peak over …"), or why not ("unavailable: …")
+
+
+@dataclass
 class Benchmark:
     device: str  # "cpu" | "cuda"
     device_name: str
     mode: str
     forward: Timing
     train_step: Optional[Timing]
-    # {"cold": .., "warm": .. (the break-even workload's: the train step when there is one),
-    # "cold_forward", "warm_forward" (the forward's, measured first), "warm_remote": .. (with a remote cache)}
-    compile_s: dict[str, Optional[float]]
+    compile_s: CompileSeconds
     break_even_calls: Optional[int]
-    peak_memory_bytes: dict[str, Any]  # {"eager": .., "compiled": .., "method": ".."}
-    max_abs_error: dict[str, Optional[float]]  # {"output": .., "grad": ..}
-    max_rel_error: dict[str, Optional[float]]
+    peak_memory_bytes: PeakMemory
+    max_abs_error: Errors
+    max_rel_error: Errors
     verdict: str
     torch: str = ""
     inputs: str = ""
     measured_at: float = 0.0  # unix time
     notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
     conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
-    # what else ran while timing and the busy rule's verdict (fields: worker/measure/busy_rule.Contention.report)
-    contention: dict[str, Any] = field(default_factory=dict)
+    # what else ran while timing and the busy rule's verdict (fields: busy/contention.Contention.report)
+    contention: dict[str, Any] = field(default_factory=dict)  # open: the busy package's report, read back by its busy_words
     # where the measurement's wall time went, seconds: {"build", "cold_child", "cold_child_train",
     # "cold_compile", "warm_compiles", "accuracy_warmup", "timing", "memory", "line_costs",
     # "to_forward" (until the forward's figures were sent), "total"}
@@ -181,7 +215,7 @@ class Benchmark:
     # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"} (the break-even workload's; the
     # forward's apart under "forward": {"hits", "misses"} when that is the train step); with a remote cache also
     # "remote": {"fx_graph": {"hits", "misses"}, "aot_autograd": {..}, "autotune": ("n/a" on the CPU)}
-    warm_cache: Optional[dict[str, Any]] = None
+    warm_cache: Optional[dict[str, Any]] = None  # open: torch's cache counters, as this torch names them
     # the optional parts of the measurement that failed, and why, each on its own
     # (`worker/measure/isolated`): {"guard cost": "not measurable: …", "peak memory": …,
     # "accuracy": …, "warm-remote compile": …}; the other figures stand
@@ -203,16 +237,75 @@ class Lever:
     verdict: str  # "better" | "worse" | "no change" | "inconclusive" | "not measured"
     why: str = ""  # the figure that decided the verdict, or why it could not be measured
     action: str = ""  # the edit offered when better (code action title), else ""
-    # {"before", "after"} seconds: the cold compile ("cold"), and where measured the warm one
-    compile_s: dict[str, Any] = field(default_factory=dict)
-    warm_compile_s: dict[str, Any] = field(default_factory=dict)
-    # {"before", "after"} ms per call and the after/before speedup's 95% interval ("ci"), "speedup", "conclusive"
-    forward: dict[str, Any] = field(default_factory=dict)
-    train_step: dict[str, Any] = field(default_factory=dict)
-    recompiles: dict[str, Any] = field(default_factory=dict)  # {"before", "after"}: compiles counted
+    # {"before", "after"} seconds of the cold compile (None: not measured), with its CPU time as
+    # "cpu_before"/"cpu_after" where measured; and of the warm one where measured
+    compile_s: dict[str, Optional[float]] = field(default_factory=dict)
+    warm_compile_s: dict[str, Optional[float]] = field(default_factory=dict)
+    # the default (`eager_ms`: "before") against the lever (`compiled_ms`: "after") in paired rounds, ms per
+    # call; `speedup` default/lever; None: not timed (the train step where the measurement timed none).
+    # The CLI's JSON names them {"before", "after", "speedup", "ci", ...} (`render/levers_text.timing_json`)
+    forward: Optional[Timing] = None
+    train_step: Optional[Timing] = None
+    recompiles: dict[str, int] = field(default_factory=dict)  # {"before", "after"}: compiles counted
     # what the edit needs (`actions/levers.py`): {"attribute": "blocks", "block_class": "Block", ...}
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # open: each lever's own, read back by its edit
     wall_s: float = 0.0  # what trying this lever cost (BENCHMARKS)
     # CUDA graphs: {"before", "after"} the GPU idle share of the compiled call (`line_windows.gpu_idle_share`,
     # as `forward.gpu_idle_share`), the default compile and the lever's; {} where not measured
-    gpu_idle_share: dict[str, Any] = field(default_factory=dict)
+    gpu_idle_share: dict[str, Optional[float]] = field(default_factory=dict)
+
+
+# --- the deployment answers (`worker/measure/deployment`), measured with the benchmark ----------------
+
+@dataclass
+class ExportCheck:
+    """Does the target export with `torch.export` (`deployment.check_export`): non-strict, then strict."""
+
+    ok: bool  # non-strict export works
+    strict: Optional[bool]  # strict export works too; None: not checked (the budget had no room for its trace)
+    line: Optional[int] = None  # where the (first) failure is, at its innermost user line; None: no failure
+    path: Optional[str] = None
+    message: Optional[str] = None  # torch's own words, first paragraph; "strict export fails: …" when only strict does
+
+
+@dataclass
+class FallbackOp:
+    """An op Inductor's output code calls instead of generating code for it (`deployment.ops_in_code`)."""
+
+    op: str  # "aten.sort", "mylib.op", "extern_kernels.addmm"
+    count: int  # calls in the compiled forward's wrappers
+    kind: str = "fallback"  # "fallback" (an eager ATen kernel) | "extern" (a library GEMM/convolution: not eager)
+
+
+@dataclass
+class SweepPoint:
+    batch: int
+    eager_ms: float
+    compiled_ms: float
+    eager_iqr_ms: float
+    compiled_iqr_ms: float
+    speedup: float
+
+
+@dataclass
+class BatchSweep:
+    """Eager vs compiled latency across batch sizes (`deployment.batch_sweep`), compiled once with dim 0 dynamic."""
+
+    dim: int
+    example_batch: int
+    sizes: list[int]
+    points: list[SweepPoint]
+    compiles: int  # 1: the batch dimension stayed dynamic
+    dynamic: bool
+    device: str
+    workload: str  # "forward (eval, no_grad)"
+    seconds: float = 0.0  # what the sweep took
+
+
+@dataclass
+class Report:
+    """The compile report's figures (`deployment.report_data`): None until measured."""
+
+    batch_sweep: Optional[BatchSweep] = None  # None: not measured (its note, or `TargetResult.unmeasured`, says why)
+    kernels: Optional[int] = None  # generated kernels in the compiled forward's output code
+    notes: list[str] = field(default_factory=list)

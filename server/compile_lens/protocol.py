@@ -16,15 +16,23 @@ from typing import Any, Optional
 
 from .measured import (  # noqa: F401 - re-exported: the measurement's records, named from here
     AccuracyDrift,
+    BatchSweep,
     Benchmark,
     CompileFrame,
     CompileLine,
+    CompileSeconds,
     CompileTime,
+    Errors,
+    ExportCheck,
+    FallbackOp,
     KernelShare,
     Lever,
     LineCost,
     LineRef,
+    PeakMemory,
     Precision,
+    Report,
+    SweepPoint,
     Timing,
 )
 
@@ -43,7 +51,8 @@ class InputRecipe:
     init: Optional[str] = None  # how to build a module, e.g. "Net(hidden=64)"; None: Name()
     variants: list[str] = field(default_factory=list)  # more argument tuples (recompile sweep)
     line: Optional[int] = None  # where the directive is, when it is one
-    recorded_shapes: list = field(default_factory=list)  # shape sequence of a recorded run (recompile sweep)
+    # shape sequence of a recorded run (recompile sweep)
+    recorded_shapes: list = field(default_factory=list)  # open: the record's own entries (`record/store.py`), read by the sweep alone
     # a guess the worker makes after import, from what a library publishes (GPT2Config, timm's
     # pretrained_cfg, a first convolution): `text` is empty until then; `note` says what to do
     # when no library tells either (the message discovery would have shown)
@@ -91,7 +100,8 @@ class TargetSpec:
     end_column: int = 1
     inputs: Optional[InputRecipe] = None
     problem: Optional[str] = None  # why it cannot be run as is (shown on `line`)
-    compile_options: dict[str, Any] = field(default_factory=dict)  # literal kwargs of @torch.compile(...)
+    # literal kwargs of @torch.compile(...)
+    compile_options: dict[str, Any] = field(default_factory=dict)  # open: whatever torch.compile accepts, passed on as is
     fingerprint: str = ""  # hash of what matters (AST, not comments): cache key part
     # a class whose base the source alone cannot place (`GradientCheckpointingLayer`, a class
     # imported from another file): the worker checks `issubclass(obj, nn.Module)` and drops it if not
@@ -240,11 +250,9 @@ class TargetResult:
     recompiles: list[Recompile] = field(default_factory=list)
     benchmark: Optional[Benchmark] = None
     # deployment questions (measured with the benchmark): does it export, which ops run eagerly
-    export: Optional[dict[str, Any]] = None  # {"ok", "strict", "line", "path", "message"}
-    fallback_ops: list[dict[str, Any]] = field(default_factory=list)  # [{"op": "aten.nonzero", "count": 1}]
-    # the compile report's figures (worker/deployment.report_data): {"batch_sweep", "compile_breakdown",
-    # "kernels", "notes"}; None until measured
-    report: Optional[dict[str, Any]] = None
+    export: Optional[ExportCheck] = None
+    fallback_ops: list[FallbackOp] = field(default_factory=list)
+    report: Optional[Report] = None  # the compile report's figures; None until measured
     # optional parameters of `forward` (or the function) the example call leaves out, e.g. ["labels"]:
     # the traced path may differ from the one training takes
     left_out: list[str] = field(default_factory=list)
@@ -289,7 +297,8 @@ class Finding:
     message: str
     url: Optional[str] = None
     related: list[Frame] = field(default_factory=list)  # call chain for breaks inside helpers
-    data: dict[str, Any] = field(default_factory=dict)  # what a code action needs
+    # what a code action needs
+    data: dict[str, Any] = field(default_factory=dict)  # open: each code's own, written and read by its lint and action
     predicted: bool = False  # static lint: not confirmed by a trace
 
 
@@ -304,6 +313,15 @@ class FileReport:
 
 
 # --- worker pipe messages -------------------------------------------------------------------
+
+@dataclass
+class Known:
+    """What the levers phase reads of a target's earlier phases when they came from the cache or the
+    editor (`AnalyzeJob.known`, `jobs/levers.known_of`): the figures' guard share, the sweep's recompiles."""
+
+    benchmark: Optional[Benchmark] = None
+    recompiles: list[Recompile] = field(default_factory=list)
+
 
 @dataclass
 class AnalyzeJob:
@@ -326,9 +344,7 @@ class AnalyzeJob:
     stall_s: float = 0.0
     stamps: bool = False  # send the trace's timeline marks with each target (`compile_lens.timeline`)
     levers: bool = False  # run the levers phase after the measurement
-    # what the levers phase reads of earlier phases when they came from the cache:
-    # {target: {"benchmark": Benchmark dict, "recompiles": [Recompile dict]}}
-    known: dict[str, dict[str, Any]] = field(default_factory=dict)
+    known: dict[str, Known] = field(default_factory=dict)  # by target: earlier phases the levers phase reads
     # parts of the measurement (`OPT_IN`: "strict_export", "batch_sweep", …) run whatever the budget
     # (`max_seconds`) says; the others run only where they fit
     opt_in: list[str] = field(default_factory=list)
@@ -345,7 +361,8 @@ class WorkerEvent:
     phase: Optional[str] = None  # progress: the phase (`PHASES`) the worker is in for `target`
     result: Optional[TargetResult] = None
     error: Optional[Problem] = None  # done: the file-level problem (import failed, ...)
-    info: dict[str, Any] = field(default_factory=dict)  # hello: torch version, device names
+    # hello: torch version, device names; a target: its timeline's marks ("stamps", `compile_lens.timeline`)
+    info: dict[str, Any] = field(default_factory=dict)  # open: each event's own facts, for the log and the timeline
     # "target": the part of the measurement (`PARTS`) whose figures this event adds; None for a
     # phase's own event (trace, sweep, the measure phase's end, levers)
     part: Optional[str] = None

@@ -10,8 +10,9 @@ figure is loose. Only an interval that contains 1× (or a busy machine: `timing_
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import Any, Optional
+
+from .measured import Timing
 
 MAX_CI_WIDTH = 0.2  # an interval wider than this fraction of the speedup: imprecise
 
@@ -68,17 +69,15 @@ def short_speed(t: Any) -> str:
     return f"{t.speedup:.2f}× {way}" + (" (imprecise)" if imprecise(t) else "")
 
 
-def pair_words(timing: dict[str, Any], label: str = "forward") -> str:
-    """A lever's timing against its default (a `Lever.forward`/`train_step` dict: "speedup", "ci",
-    "conclusive", "busy"), in the same words: `forward 1.05× faster`, `forward 0.87× slower`, else
-    `forward: no measurable change`, or `forward: inconclusive, machine busy` — no bare noisy ratio."""
-    if not timing:
+def pair_words(timing: Optional[Timing], label: str = "forward") -> str:
+    """A lever's timing against its default (`Lever.forward`/`train_step`), in the same words:
+    `forward 1.05× faster`, `forward 0.87× slower`, else `forward: no measurable change`, or
+    `forward: inconclusive, machine busy` (`Timing.busy`) — no bare noisy ratio."""
+    if timing is None:
         return f"{label} not timed"
-    t = SimpleNamespace(speedup=timing.get("speedup", float("nan")), speedup_ci=timing.get("ci"),
-                        conclusive=bool(timing.get("conclusive")), ci_rel_width=None)
-    if direction(t) is not None:
-        return f"{label} {short_speed(t)}"
-    return f"{label}: inconclusive, machine busy" if timing.get("busy") else f"{label}: no measurable change"
+    if direction(timing) is not None:
+        return f"{label} {short_speed(timing)}"
+    return f"{label}: inconclusive, machine busy" if timing.busy else f"{label}: no measurable change"
 
 
 def idle_words(shares: dict[str, Any]) -> Optional[str]:

@@ -69,7 +69,7 @@ def _apart(a: Optional[list[float]], b: Optional[list[float]]) -> bool:
 
 def _cold(result: Optional[TargetResult]) -> Optional[float]:
     bench = result.benchmark if result else None
-    return bench.compile_s.get("cold") if bench else None
+    return bench.compile_s.cold if bench else None
 
 
 def _busy(result: Optional[TargetResult]) -> Optional[bool]:
@@ -84,9 +84,9 @@ def _busy(result: Optional[TargetResult]) -> Optional[bool]:
 def _export(result: Optional[TargetResult]) -> Optional[str]:
     if result is None or not result.export:
         return None
-    if not result.export.get("ok"):
+    if not result.export.ok:
         return "fails"
-    return "strict" if result.export.get("strict") else "non-strict"
+    return "strict" if result.export.strict else "non-strict"
 
 
 def _status(result: Optional[TargetResult]) -> str:

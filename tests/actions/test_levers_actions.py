@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 from compile_lens import actions
 from compile_lens.actions.levers import lever_actions
 from compile_lens.actions.source import Source
-from compile_lens.protocol import Lever, TargetSpec
+from compile_lens.protocol import CompileSeconds, Errors, Lever, PeakMemory, TargetSpec
 from edits import apply_edits
 from paths import FIXTURES
 
@@ -59,8 +59,8 @@ def test_the_loop_whose_block_takes_the_compile_is_offered_the_same_edit():
     # as measured (tests/worker/test_compile_lines.py): the call in the loop 65% of Dynamo's time, traced 4×
     ct = CompileTime([CompileFrame("0/0", "forward", path, loop - 2, 3.8, {"dynamo": 2.55}, traced_s=2.0)],
                      lines=[CompileLine("0/0", path, loop, 1.7, 0.04, 4), CompileLine("0/0", path, loop - 1, 0.19, 0.04, 5)])
-    benchmarks = {"Stack": Benchmark("cpu", "cpu", "default", Timing(1.0, 0.5, 2.0, 0.01, 0.01), None, {}, None, {}, {},
-                                     {}, "worth it", compile_time=ct)}
+    benchmarks = {"Stack": Benchmark("cpu", "cpu", "default", Timing(1.0, 0.5, 2.0, 0.01, 0.01), None, CompileSeconds(), None, PeakMemory(), Errors(),
+                                     Errors(), "worth it", compile_time=ct)}
     targets = [TargetSpec("Stack", "module", line)]
 
     def offered(at: int, verdict: str = "better") -> list[lsp.CodeAction]:

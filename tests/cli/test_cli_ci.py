@@ -261,11 +261,19 @@ def test_a_measurements_notes_name_cli_flags_too():
     """The measurement's notes and verdict were written for the editor; in the CLI's text and JSON
     they name the flag (`check --max-seconds`), and the measurement kept for the editor is untouched."""
     from compile_lens.cli.common import reword
-    from compile_lens.protocol import Benchmark, FileReport, TargetResult, Timing
+    from compile_lens.protocol import (
+        Benchmark,
+        CompileSeconds,
+        Errors,
+        FileReport,
+        PeakMemory,
+        TargetResult,
+        Timing,
+    )
 
     timing = Timing(eager_ms=1.0, compiled_ms=1.0, speedup=1.0, eager_iqr_ms=0.1, compiled_iqr_ms=0.1)
     note = "timing: compiling took most of the 15 s budget (raise compileLens.benchmark.maxSeconds for more)"
-    bench = Benchmark("cpu", "cpu", "default", timing, None, {}, None, {}, {}, {}, "inconclusive", notes=[note])
+    bench = Benchmark("cpu", "cpu", "default", timing, None, CompileSeconds(), None, PeakMemory(), Errors(), Errors(), "inconclusive", notes=[note])
     report = FileReport(path="m.py", targets=[TargetResult(name="M", kind="module", line=1, benchmark=bench)])
     reword([report])
     assert report.targets[0].benchmark.notes == [note.replace("compileLens.benchmark.maxSeconds", "--max-seconds")]

@@ -9,7 +9,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compile_lens.protocol import Benchmark, KernelShare, LineCost, LineRef, TargetResult, Timing
+from compile_lens.protocol import (
+    Benchmark,
+    CompileSeconds,
+    Errors,
+    KernelShare,
+    LineCost,
+    LineRef,
+    PeakMemory,
+    TargetResult,
+    Timing,
+)
 from compile_lens.render.kernels_text import kernels_json, kernels_text, line_costs_at
 
 MODEL = '''import torch
@@ -63,7 +73,7 @@ def test_the_kernels_of_a_line_from_its_line_costs():
     t.lines = [LineCost(path, 14, 80.0, 30.0, [KernelShare("extern_kernels.addmm", "extern", 20.0),
                                                KernelShare("cpp_fused_relu_0", "generated", 20.0, 2)],
                         [LineRef(path, 15)])]
-    result = TargetResult("Net", "module", 6, benchmark=Benchmark("cpu", "cpu", "default", t, None, {}, None, {}, {}, {}, "x"))
+    result = TargetResult("Net", "module", 6, benchmark=Benchmark("cpu", "cpu", "default", t, None, CompileSeconds(), None, PeakMemory(), Errors(), Errors(), "x"))
     found = line_costs_at(result, path, 14)
     text = kernels_text(result, path, 14, found)
     assert "forward: eager 80.0 µs → compiled 30.0 µs, fused with net.py:15" in text

@@ -201,8 +201,8 @@ def test_a_cold_compile_is_named_only_when_neither_side_was_measured_on_a_busy_m
     base, _ = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
     measured = other[0].targets[0].benchmark
     assert measured is not None and measured.contention["other_cpu_percent"] > 100  # recorded on a busy machine
-    cold = measured.compile_s["cold"]
-    base[0].targets[0].benchmark.compile_s["cold"] = cold / 2
+    cold = measured.compile_s.cold
+    base[0].targets[0].benchmark.compile_s.cold = cold / 2
     busy = compare(base, {"torch": "2.13.0"}, other, runtime, str(EXAMPLES))
     assert busy["targets"][0]["changes"] == [] and busy["targets"][0]["busy"] == {"base": True, "other": True}
     assert busy["verdict"].endswith("(1 measured while other processes used the machine: re-measure when idle to "

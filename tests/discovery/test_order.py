@@ -8,7 +8,7 @@ import shutil
 import textwrap
 
 from compile_lens.discovery import discover, measure_order, note_importers
-from compile_lens.protocol import Benchmark, LineCost, Timing
+from compile_lens.protocol import Benchmark, CompileSeconds, Errors, LineCost, PeakMemory, Timing
 from compile_lens.render.lens_titles import within_lens_title
 from paths import FIXTURES
 
@@ -108,6 +108,6 @@ def test_the_inner_lens_says_what_the_outer_measurement_found_on_its_lines(tmp_p
         LineCost(path, 95, 300.0, 100.0), LineCost(path, 96, 200.0, None),  # Block's lines
         LineCost(path, 130, 5000.0, 2000.0),  # GPT's own line: not Block's
     ])
-    b = Benchmark("cpu", "cpu", "default", forward, None, {}, None, {}, {}, {}, "worth it")
+    b = Benchmark("cpu", "cpu", "default", forward, None, CompileSeconds(), None, PeakMemory(), Errors(), Errors(), "worth it")
     assert within_lens_title("GPT", b, path, 87, 100) == "▶ Measure · within GPT: its lines 0.50 ms eager → 0.10 ms compiled per forward"
     assert within_lens_title("GPT", b, path, 1, 10) == "▶ Measure · measured within GPT: see its line costs"

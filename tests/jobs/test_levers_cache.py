@@ -4,7 +4,13 @@ machine, the budget) is not stored: it says nothing about the code."""
 
 from __future__ import annotations
 
-from compile_lens.jobs.cache import ResultCache, TargetKeys, read_levers, write_levers
+from compile_lens.jobs.cache import (
+    SCHEMA_VERSION,
+    ResultCache,
+    TargetKeys,
+    read_levers,
+    write_levers,
+)
 from compile_lens.protocol import LEVERS, Lever, TargetResult, with_phase
 
 KEYS = TargetKeys("t", "s", "b")
@@ -42,3 +48,22 @@ def test_the_trace_entry_never_keeps_the_levers(tmp_path):
     result = with_phase(_result("better"), "trace", "done")
     assert write_trace(cache, KEYS, result, "class Stack: pass\n")
     assert read_trace(cache, KEYS, "class Stack: pass\n", "/w/blocks.py").levers == []
+
+
+def test_a_cache_of_the_dict_shaped_timings_is_dropped_saying_why(tmp_path, caplog):
+    """Schema 4 stored a lever's forward as {"before", "after", "ci", …}: read as a `Timing` it would fail
+    on the user's model, so the whole cache is dropped, with the change named in the log."""
+    import json
+    import sqlite3
+
+    db = sqlite3.connect(str(tmp_path / "results.sqlite"))
+    db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL, source TEXT,"
+               " created REAL NOT NULL)")
+    old = {"lever": "regional", "change": "", "verdict": "better", "forward": {"before": 0.5, "after": 0.4}}
+    db.execute("INSERT INTO results VALUES (?, 'levers', ?, NULL, 0)", (KEYS.levers, json.dumps([old])))
+    db.execute("PRAGMA user_version=4")
+    db.commit()
+    db.close()
+    with caplog.at_level("WARNING", logger="compile_lens.jobs.cache"):
+        assert read_levers(ResultCache(str(tmp_path)), KEYS) is None
+    assert f"holds schema 4, this version reads {SCHEMA_VERSION} (a lever's timings are Timing records" in caplog.text

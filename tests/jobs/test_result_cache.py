@@ -27,10 +27,16 @@ from compile_lens.jobs.cache import (
 from compile_lens.positions import moved
 from compile_lens.protocol import (
     Benchmark,
+    CompileSeconds,
+    Errors,
+    ExportCheck,
+    FallbackOp,
     Frame,
     GraphBreak,
+    PeakMemory,
     Problem,
     Recompile,
+    Report,
     SkippedLoop,
     TargetResult,
     Timing,
@@ -111,11 +117,10 @@ def swept(result: TargetResult, path: str, source: str = SOURCE) -> TargetResult
 
 def measured(result: TargetResult) -> TargetResult:
     timing = Timing(2.0, 1.0, 2.0, 0.1, 0.1, rounds=5)
-    figures = Benchmark("cpu", "test cpu", "default", timing, None, {"cold": 9.0, "warm": 1.0}, 10,
-                        {"eager": 1, "compiled": 1, "method": "rss"}, {"output": 0.0, "grad": None},
-                        {"output": 0.0, "grad": None}, "faster")
-    done = dataclasses.replace(result, benchmark=figures, export={"ok": False, "strict": True, "line": 21},
-                               fallback_ops=[{"op": "aten.sort", "count": 1}], report={"notes": []})
+    figures = Benchmark("cpu", "test cpu", "default", timing, None, CompileSeconds(9.0, 1.0), 10,
+                        PeakMemory(1, 1, "rss"), Errors(0.0), Errors(0.0), "faster")
+    done = dataclasses.replace(result, benchmark=figures, export=ExportCheck(ok=False, strict=True, line=21),
+                               fallback_ops=[FallbackOp("aten.sort", 1)], report=Report())
     return with_phase(done, "measure", "done")
 
 
@@ -185,8 +190,10 @@ def test_the_writer_stores_every_settled_phase_and_the_whole_answer_reads_back(c
     assert [(p.name, p.status) for p in whole.phases] == [("trace", "done"), ("sweep", "done"), ("measure", "done")]
     assert [r.line for r in whole.recompiles] == [line_of(COMMENTED, "B, T, C")]
     assert read_bench(cache, keys) == result.benchmark
-    assert read_deployment(cache, keys) == {"export": result.export, "fallback_ops": result.fallback_ops,
-                                            "report": result.report, "unmeasured": {}, "parts": {}, "parts_s": {}}
+    assert read_deployment(cache, keys) == {  # stored as plain JSON, read back as the records above
+        "export": {"ok": False, "strict": True, "line": 21, "path": None, "message": None},
+        "fallback_ops": [{"op": "aten.sort", "count": 1, "kind": "fallback"}],
+        "report": {"batch_sweep": None, "kernels": None, "notes": []}, "unmeasured": {}, "parts": {}, "parts_s": {}}
 
 
 def test_figures_whose_deployment_check_killed_the_worker_keep_no_deployment(cache, path):
@@ -247,5 +254,5 @@ def test_turning_a_remote_cache_on_measures_again_and_keeps_the_trace(cache, pat
     # measured without it (it did not answer): not kept under its key, so the next run measures again
     assert not write_bench(cache, served, measured(traced(path)))
     with_remote = measured(traced(path))
-    with_remote.benchmark.compile_s["warm_remote"] = 2.0
-    assert write_bench(cache, served, with_remote) and read_bench(cache, served).compile_s["warm_remote"] == 2.0
+    with_remote.benchmark.compile_s.warm_remote = 2.0
+    assert write_bench(cache, served, with_remote) and read_bench(cache, served).compile_s.warm_remote == 2.0

@@ -10,11 +10,14 @@ import pytest
 from compile_lens import codes
 from compile_lens.protocol import (
     Benchmark,
+    CompileSeconds,
+    Errors,
     FileReport,
     Finding,
     Frame,
     GraphBreak,
     InputRecipe,
+    PeakMemory,
     Problem,
     Recompile,
     TargetResult,
@@ -71,9 +74,9 @@ def _reports() -> list[FileReport]:
                   speedup_ci=[0.91, 0.97], conclusive=True, rounds=12)
     bench = Benchmark(
         device="cpu", device_name="Intel(R) Xeon(R) CPU", mode="default", forward=timing, train_step=step,
-        compile_s={"cold": 9.8, "warm": 1.7}, break_even_calls=222_727,
-        peak_memory_bytes={"eager": 5_242_880, "compiled": 6_291_456, "method": "peak RSS of a fresh process"},
-        max_abs_error={"output": 1.3e-7, "grad": 2e-10}, max_rel_error={"output": 9e-3, "grad": float("nan")},
+        compile_s=CompileSeconds(9.8, 1.7, 8.1, 1.2), break_even_calls=222_727,
+        peak_memory_bytes=PeakMemory(5_242_880, 6_291_456, "peak RSS of a fresh process"),
+        max_abs_error=Errors(1.3e-7, 2e-10), max_rel_error=Errors(9e-3, float("nan")),
         verdict="not worth it: 1.12× forward but pays back only after 222,727 calls",
         torch="2.13.0+cpu", inputs="(torch.randn(64, 512),)", measured_at=1767225600.0)
     mlp_report = FileReport(path=mlp, targets=[
@@ -193,7 +196,8 @@ def test_json_shape():
                 assert set(b) == BENCH_KEYS
                 assert set(b["forward"]) == TIMING_KEYS
                 assert b["train_step"] is None or set(b["train_step"]) == TIMING_KEYS
-                assert set(b["compile_s"]) == {"cold", "warm"}
+                # as every measurement gives them (`warm_remote` too where a remote cache served it)
+                assert set(b["compile_s"]) == {"cold", "warm", "cold_forward", "warm_forward"}
                 assert set(b["peak_memory_bytes"]) == {"eager", "compiled", "method"}
                 assert set(b["max_abs_error"]) == set(b["max_rel_error"]) == {"output", "grad"}
         for d in f["diagnostics"]:
@@ -225,7 +229,7 @@ def test_json_shape():
 
     b = files[f"{ROOT}/examples/mlp.py"]["targets"][0]["benchmark"]
     assert b["forward"]["speedup"] == 1.12 and b["train_step"]["speedup"] == 0.94
-    assert b["compile_s"] == {"cold": 9.8, "warm": 1.7} and b["break_even_calls"] == 222_727
+    assert b["compile_s"] == {"cold": 9.8, "warm": 1.7, "cold_forward": 8.1, "warm_forward": 1.2} and b["break_even_calls"] == 222_727
     assert b["max_rel_error"] == {"output": 9e-3, "grad": None}  # NaN is not JSON: null
 
     broken = files[f"{ROOT}/examples/broken.py"]

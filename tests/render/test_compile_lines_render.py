@@ -10,10 +10,13 @@ from compile_lens.protocol import (
     Benchmark,
     CompileFrame,
     CompileLine,
+    CompileSeconds,
     CompileTime,
+    Errors,
     FileReport,
     Lever,
     LineRef,
+    PeakMemory,
     Phase,
     TargetResult,
     Timing,
@@ -44,7 +47,7 @@ def compile_time() -> CompileTime:
 
 def bench(ct: CompileTime) -> Benchmark:
     t = Timing(1.0, 0.5, 2.0, 0.01, 0.01)
-    return Benchmark("cpu", "cpu", "default", t, None, {"cold": 9.8}, None, {}, {}, {}, "worth it", compile_time=ct)
+    return Benchmark("cpu", "cpu", "default", t, None, CompileSeconds(9.8), None, PeakMemory(), Errors(), Errors(), "worth it", compile_time=ct)
 
 
 def test_cli_lists_the_top_compile_lines_with_their_frame_and_the_graph_not_split():

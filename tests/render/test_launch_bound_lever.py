@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from test_line_costs_render import PATH, bench, timing
 
-from compile_lens.protocol import FileReport, TargetResult
+from compile_lens.protocol import FileReport, TargetResult, Timing
 from compile_lens.render import cards, cli_output, report_html
 from compile_lens.render import line_costs as lc
 from compile_lens.worker.levers import cudagraphs
 
-FASTER = {"before": 1.0, "after": 0.7, "speedup": 1.43, "ci": [1.35, 1.5], "conclusive": True, "rounds": 12}
+FASTER = Timing(1.0, 0.7, 1.43, 0.0, 0.0, [1.35, 1.5], True, 12)
 
 
 def test_the_launch_bound_line_points_to_the_lever_and_says_what_it_measured():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from compile_lens.protocol import LEVERS, Lever, Problem, TargetResult, with_phase
+from compile_lens.protocol import LEVERS, Lever, Problem, TargetResult, Timing, with_phase
 from compile_lens.render import phases
 from compile_lens.render.cli_output import _target_json
 from compile_lens.render.levers_text import levers_lines, offered, table_rows
@@ -18,7 +18,7 @@ def _result() -> TargetResult:
                    why="cold compile 40.0 s → 12.0 s, forward 1.01×",
                    action="Compile each Block once: cold compile 40.0 s → 12.0 s, forward 1.01× (measured)",
                    compile_s={"before": 40.0, "after": 12.0}, warm_compile_s={"before": 5.0, "after": 2.0},
-                   forward={"before": 0.5, "after": 0.49, "speedup": 1.01, "ci": [0.97, 1.05], "conclusive": False},
+                   forward=Timing(0.5, 0.49, 1.01, 0.0, 0.0, [0.97, 1.05], False, 12),
                    recompiles={"before": 1, "after": 1})
     failed = Lever("dynamic", "torch.compile(..., dynamic=True)", "not measured",
                    why="not measured: RuntimeError: Inductor fell over")
@@ -37,7 +37,7 @@ def test_one_line_per_lever_and_only_the_better_one_offered():
     row = table_rows(result)[0]
     # an interval that cannot tell shows no ratio; a train step not timed shows none
     assert row[2:7] == ["40.0 s → 12.0 s", "5.0 s → 2.0 s", "no measurable change", "—", "1 → 1"]
-    result.levers[0].train_step = {"before": 2.0, "after": 1.6, "speedup": 1.25, "ci": [1.2, 1.3], "conclusive": True}
+    result.levers[0].train_step = Timing(2.0, 1.6, 1.25, 0.0, 0.0, [1.2, 1.3], True, 12)
     assert table_rows(result)[0][5] == "1.25× faster [1.20, 1.30]"
 
 
@@ -45,6 +45,14 @@ def test_the_json_and_the_phases_carry_the_levers_phase():
     result = _result()
     doc = _target_json(result)
     assert [lever["lever"] for lever in doc["levers"]] == ["regional", "dynamic", "guard_filter"]
+    # a lever's `Timing` in the names docs/levers.md gives it; {} where not timed
+    assert doc["levers"][0]["forward"] == {"before": 0.5, "after": 0.49, "speedup": 1.01, "ci": [0.97, 1.05],
+                                           "conclusive": False, "rounds": 12}
+    assert doc["levers"][0]["train_step"] == {} and doc["levers"][1]["forward"] == {}
+    busy = "machine busy: other processes used 150% CPU during timing (2 CPUs)"
+    result.levers[0].forward.busy, result.levers[0].forward.contention = busy, {"busy": True, "why": ["…"]}
+    said = _target_json(result)["levers"][0]["forward"]
+    assert (said["busy"], said["contention"]) == (busy, {"busy": True, "why": ["…"]})
     assert doc["phases"]["levers"] == {"status": "done", "error": None}
     failed = with_phase(result, LEVERS, "failed", Problem("timeout", "the levers phase took too long"))
     assert "levers phase failed: the levers phase took too long" in phases.summary(failed)

@@ -7,11 +7,14 @@ import re
 from compile_lens.protocol import (
     Benchmark,
     CompileFrame,
+    CompileSeconds,
     CompileTime,
+    Errors,
     FileReport,
     KernelShare,
     LineCost,
     LineRef,
+    PeakMemory,
     TargetResult,
     Timing,
 )
@@ -45,7 +48,7 @@ def bench(t: Timing) -> Benchmark:
     frames = CompileTime([CompileFrame("0/0", "forward", PATH, 14, 6.2, {"dynamo": 0.5, "aot_autograd": 0.7,
                                                                           "inductor": 0.4, "codegen_build": 4.6}),
                           CompileFrame("1/0", "torch_dynamo_resume_in_forward_at_20", PATH, 20, 1.1, {"dynamo": 0.2})])
-    return Benchmark("cpu", "cpu", "default", t, None, {"cold": 8.0, "warm": 1.0}, None, {}, {}, {}, "worth it",
+    return Benchmark("cpu", "cpu", "default", t, None, CompileSeconds(8.0, 1.0), None, PeakMemory(), Errors(), Errors(), "worth it",
                      compile_time=frames)
 
 

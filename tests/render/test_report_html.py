@@ -9,17 +9,25 @@ from html.parser import HTMLParser
 import pytest
 
 from compile_lens.protocol import (
+    BatchSweep,
     Benchmark,
+    CompileSeconds,
+    Errors,
+    ExportCheck,
+    FallbackOp,
     FileReport,
     Finding,
     Frame,
     GraphBreak,
     InputRecipe,
+    PeakMemory,
     Problem,
     Recompile,
+    Report,
     SkippedLoop,
     TargetResult,
     Timing,
+    from_dict,
 )
 from compile_lens.render import report_html as rh
 
@@ -36,9 +44,9 @@ def sample_reports() -> list[FileReport]:
         device="cpu", device_name="Intel(R) Xeon(R) CPU (2 threads)", mode="default",
         forward=Timing(0.412, 0.368, 1.12, 0.02, 0.015, [1.08, 1.16], True, 12),
         train_step=Timing(1.30, 1.383, 0.94, 0.05, 0.06, [0.91, 0.97], True, 12),
-        compile_s={"cold": 9.8, "warm": 1.7}, break_even_calls=222_727,
-        peak_memory_bytes={"eager": 5_242_880, "compiled": 6_291_456, "method": "peak RSS growth"},
-        max_abs_error={"output": 1.3e-7, "grad": 2e-10}, max_rel_error={"output": 9e-3, "grad": None},
+        compile_s=CompileSeconds(9.8, 1.7), break_even_calls=222_727,
+        peak_memory_bytes=PeakMemory(5_242_880, 6_291_456, "peak RSS growth"),
+        max_abs_error=Errors(1.3e-7, 2e-10), max_rel_error=Errors(9e-3, None),
         verdict="not worth it: compiled is 0.94× (slower) on cpu (train step)",
         torch="2.13.0+cpu", inputs="float32[64, 512]", measured_at=1767225600.0,
         notes=["timing: the machine was busy (load average 3.1 on 2 CPUs)"])
@@ -47,14 +55,11 @@ def sample_reports() -> list[FileReport]:
                  {"batch": b, "eager_ms": e, "compiled_ms": c, "eager_iqr_ms": e * 0.05,
                   "compiled_iqr_ms": c * 0.04, "speedup": e / c}
                  for b, e, c in ((16, 0.11, 0.12), (32, 0.2, 0.19), (64, 0.41, 0.37), (128, 0.83, 0.7), (256, 1.7, 1.35))]}
-    breakdown = {"dynamo_s": 0.08, "aot_autograd_s": 0.52, "inductor_s": 0.06, "codegen_s": 1.9,
-                 "total_s": 2.56, "graphs": 1, "method": "get_compilation_metrics"}
     mlp = TargetResult(
         name="MLP", kind="module", line=5, inputs=InputRecipe("directive", "(torch.randn(64, 512),)"),
         graph_count=1, benchmark=bench,
-        export={"ok": True, "strict": True, "line": None, "path": None, "message": None},
-        fallback_ops=[{"op": "extern_kernels.addmm", "count": 3, "kind": "extern"}],
-        report={"batch_sweep": sweep, "compile_breakdown": breakdown, "kernels": 2, "notes": []})
+        export=ExportCheck(ok=True, strict=True), fallback_ops=[FallbackOp("extern_kernels.addmm", 3, "extern")],
+        report=Report(from_dict(BatchSweep, sweep), kernels=2))
 
     stack = [Frame(item_path, 14, "forward"), Frame(helper, 4, "scale_of")]
     gb = GraphBreak(path=helper, line=4, column=12, end_line=4, end_column=25, gb_id="GB0124", gb_type=GB_TYPE,
@@ -64,9 +69,9 @@ def sample_reports() -> list[FileReport]:
     item_bench = Benchmark(
         device="cpu", device_name="Intel(R) Xeon(R) CPU (2 threads)", mode="default",
         forward=Timing(0.30, 0.21, 1.43, 0.01, 0.01, [1.38, 1.47], True, 12), train_step=None,
-        compile_s={"cold": 11.2, "warm": 2.1}, break_even_calls=124_445,
-        peak_memory_bytes={"eager": None, "compiled": None, "method": "not measured"},
-        max_abs_error={"output": 0.0, "grad": None}, max_rel_error={"output": 0.0, "grad": None},
+        compile_s=CompileSeconds(11.2, 2.1), break_even_calls=124_445,
+        peak_memory_bytes=PeakMemory(None, None, "not measured"),
+        max_abs_error=Errors(0.0, None), max_rel_error=Errors(0.0, None),
         verdict="only for long runs: 1.43× forward on cpu, compile 11.2 s, pays back after 124,445 calls; 1 graph break",
         torch="2.13.0+cpu", inputs="float32[8, 16]", measured_at=1767225600.0,
         notes=["graph breaks: 1 — the code after a break runs eagerly"])
@@ -76,13 +81,11 @@ def sample_reports() -> list[FileReport]:
         recompiles=[Recompile(line=14, variation="batch 17", kind="automatic-dynamic",
                               reason="tensor 'x' size mismatch at index 0. expected 8, actual 17", changed="x",
                               path=item_path)],
-        export={"ok": False, "strict": False, "line": 16, "path": item_path,
-                "message": "GuardOnDataDependentSymNode: Could not guard on data-dependent expression zuf0 > 0.0"},
-        fallback_ops=[{"op": "aten.sort", "count": 1, "kind": "fallback"},
-                      {"op": "mylib.shifted_sin", "count": 2, "kind": "fallback"},
-                      {"op": "extern_kernels.mm", "count": 1, "kind": "extern"}],
-        report={"batch_sweep": None, "compile_breakdown": {**breakdown, "graphs": 2}, "kernels": 3,
-                "notes": ["batch sweep: failed: RuntimeError: shape mismatch"]})
+        export=ExportCheck(ok=False, strict=False, line=16, path=item_path,
+                           message="GuardOnDataDependentSymNode: Could not guard on data-dependent expression zuf0 > 0.0"),
+        fallback_ops=[FallbackOp("aten.sort", 1), FallbackOp("mylib.shifted_sin", 2),
+                      FallbackOp("extern_kernels.mm", 1, "extern")],
+        report=Report(None, kernels=3, notes=["batch sweep: failed: RuntimeError: shape mismatch"]))
     broken = TargetResult(name="Big", kind="module", line=30, status="error",
                           error=Problem("build", "building `Big()` failed: TypeError: missing 'hidden'", item_path, 30))
     scale = TargetResult(name="scale", kind="function", line=40, inputs=InputRecipe("inferred", "(torch.randn(16),)"),

@@ -6,8 +6,11 @@ from __future__ import annotations
 from compile_lens.protocol import (
     Benchmark,
     CompileFrame,
+    CompileSeconds,
     CompileTime,
+    Errors,
     PartStatus,
+    PeakMemory,
     TargetResult,
     Timing,
 )
@@ -22,8 +25,8 @@ def _frame(cid: str, total: float, **phases: float) -> CompileFrame:
 def _target() -> TargetResult:
     bench = Benchmark(
         device="cpu", device_name="cpu", mode="default", forward=Timing(0.4, 0.2, 2.0, 0.01, 0.01, [1.9, 2.1], True, 12),
-        train_step=None, compile_s={"cold": 9.0, "warm": 1.5}, break_even_calls=10,
-        peak_memory_bytes={"eager": 10, "compiled": 8, "method": "x"}, max_abs_error={}, max_rel_error={},
+        train_step=None, compile_s=CompileSeconds(9.0, 1.5), break_even_calls=10,
+        peak_memory_bytes=PeakMemory(10, 8, "x"), max_abs_error=Errors(), max_rel_error=Errors(),
         verdict="worth it", phases_s={"build": 1.0, "cold_child": 9.5, "warm_compiles": 1.5, "timing": 6.0,
                                       "to_forward": 18.2, "total": 25.0},
         compile_time=CompileTime([_frame("0/0", 3.0, dynamo=0.5, aot_autograd=0.5, inductor=1.0, codegen_build=1.0),

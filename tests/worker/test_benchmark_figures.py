@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from compile_lens.busy.contention import Contention  # noqa: E402
 from compile_lens.busy.rule import busy_threshold, busy_words  # noqa: E402
-from compile_lens.protocol import Benchmark, Timing  # noqa: E402
+from compile_lens.protocol import Benchmark, CompileSeconds, Errors, PeakMemory, Timing  # noqa: E402
 from compile_lens.speed_words import speed_words  # noqa: E402
 from compile_lens.worker.measure import (  # noqa: E402
     accuracy,
@@ -190,7 +190,7 @@ def test_a_certain_direction_is_said_however_wide_and_fail_on_slower_reads_it():
     assert verdicts.verdict("cpu", wide_above, None, 9.0, 9, 0, True).startswith(
         "worth it: forward faster: 1.90–2.42× (median 2.10×, imprecise) on cpu")
     for t, slower in ((wide_below, True), (wide_above, False), (around, False)):
-        b = Benchmark("cpu", "cpu", "default", t, None, {}, None, {}, {}, {}, "v", conclusive=t.conclusive)
+        b = Benchmark("cpu", "cpu", "default", t, None, CompileSeconds(), None, PeakMemory(), Errors(), Errors(), "v", conclusive=t.conclusive)
         assert gate._slower(TargetResult("Net", "module", 1, benchmark=b)) is slower
 
 
@@ -231,9 +231,9 @@ def _figures(conclusive: bool) -> Benchmark:
     else:
         fwd = Timing(0.412, 0.1, 4.13, 3.0, 0.9, [0.31, 9.2], False, 16)
     busy = {"other_cpu_percent": 180.0, "cpus": 2}
-    return Benchmark("cpu", "Xeon (2 threads)", "default", fwd, None, {"cold": 12.0, "warm": 2.0},
-                     9000 if conclusive else None, {"eager": 262144, "compiled": 262144, "method": "m"},
-                     {"output": 0.0, "grad": None}, {"output": 0.0, "grad": None},
+    return Benchmark("cpu", "Xeon (2 threads)", "default", fwd, None, CompileSeconds(12.0, 2.0),
+                     9000 if conclusive else None, PeakMemory(262144, 262144, "m"),
+                     Errors(0.0), Errors(0.0),
                      verdicts.verdict("cpu", fwd, None, 12.0, 9000, 0, True, busy), conclusive=conclusive,
                      contention=busy)
 

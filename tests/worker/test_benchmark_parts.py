@@ -47,7 +47,7 @@ def test_a_model_that_draws_random_numbers_is_not_judged_on_them(module, no_chil
     """Eager differs from itself under another seed: a compiled difference says nothing about
     accuracy (a GPT-2's dropout made its verdict read "outputs differ — check accuracy first")."""
     b = quick(module, "Noisy")
-    assert b.max_abs_error["output"] is None and b.max_abs_error["grad"] is None
+    assert b.max_abs_error.output is None and b.max_abs_error.grad is None
     said = [n for n in b.notes if n.startswith("accuracy not compared:")]
     assert sorted(n.split(" — ")[0] for n in said) == ["accuracy not compared: gradients", "accuracy not compared: outputs"]
     assert all("random numbers" in n and "fallback_random" in n for n in said)
@@ -55,7 +55,7 @@ def test_a_model_that_draws_random_numbers_is_not_judged_on_them(module, no_chil
     assert "check accuracy" not in b.verdict
     # the canned cold compiles flow through; the warm ones are measured here, imports added; one
     # child per workload, the forward's first
-    assert b.compile_s["cold"] == 9.0 and b.compile_s["warm"] > 1.5 and b.compile_s["cold_forward"] == 8.0
+    assert b.compile_s.cold == 9.0 and b.compile_s.warm > 1.5 and b.compile_s.cold_forward == 8.0
     assert [j["tasks"] for j in no_children] == [["compile", "first_look"], ["compile"]]
     assert [j["workloads"] for j in no_children] == [["forward"], ["train"]]
 
@@ -74,9 +74,9 @@ def test_no_parameters_means_forward_only(module, no_children):
     b = quick(module, "Frozen")
     assert b.train_step is None
     assert any(n.startswith("train step:") for n in b.notes)
-    assert b.max_abs_error["grad"] is None
+    assert b.max_abs_error.grad is None
     assert [j["workloads"] for j in no_children] == [["forward"]]
-    assert b.compile_s["cold"] == 8.0  # forward drives break-even
+    assert b.compile_s.cold == 8.0  # forward drives break-even
 
 
 @pytest.mark.slow
@@ -340,9 +340,9 @@ def test_a_train_step_whose_child_dies_fails_alone(module, monkeypatch):
                             on_part=lambda *a: parts.append(a))
     assert [(p[0], p[2]) for p in parts][:3] == [("train_step", "pending"), ("forward", "done"), ("train_step", "failed")]
     assert "exited with code -9" in parts[2][3]
-    assert b.forward.rounds >= 1 and b.train_step is None and b.compile_s["cold"] == 8.0
-    assert b.unmeasured["train step"].startswith("not measurable: ") and "one forward" in b.peak_memory_bytes["method"]
-    assert b.peak_memory_bytes["eager"] > 0 and any(n.startswith("train step not measurable:") for n in b.notes)
+    assert b.forward.rounds >= 1 and b.train_step is None and b.compile_s.cold == 8.0
+    assert b.unmeasured["train step"].startswith("not measurable: ") and "one forward" in b.peak_memory_bytes.method
+    assert b.peak_memory_bytes.eager > 0 and any(n.startswith("train step not measurable:") for n in b.notes)
     # the line costs compile nothing of their own: they run whatever the budget, on the forward alone
     assert parts[-1][0] == "lines" and parts[-1][2] == "done", parts[-1]
     assert b.forward.lines_note is None and b.forward.lines_caveat is None, (b.forward.lines_note, b.forward.lines_caveat)

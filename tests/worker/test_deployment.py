@@ -22,7 +22,15 @@ except ImportError:  # until the package is installed: run from the checkout
     sys.path.insert(0, str(SERVER))
 
 import paths  # noqa: E402
-from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec, Timing  # noqa: E402
+from compile_lens.protocol import (  # noqa: E402
+    Benchmark,
+    CompileSeconds,
+    Errors,
+    InputRecipe,
+    PeakMemory,
+    TargetSpec,
+    Timing,
+)
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
 from compile_lens.worker.measure import deployment as dep  # noqa: E402
 
@@ -230,7 +238,11 @@ def test_inputs_without_a_batch_dimension_skip_the_sweep_with_a_note(report):
 
 def _canned_benchmark(compile_s: dict) -> Benchmark:
     t = Timing(1.0, 0.5, 2.0, 0.1, 0.1)
-    return Benchmark("cpu", "cpu", "default", t, None, dict(compile_s), 10, {}, {}, {}, "worth it")
+    return Benchmark("cpu", "cpu", "default", t, None, CompileSeconds(**compile_s), 10, PeakMemory(), Errors(), Errors(), "worth it")
+
+
+EMPTY_SWEEP = {"dim": 0, "example_batch": 8, "sizes": [], "points": [], "compiles": 1, "dynamic": True, "device": "cpu",
+               "workload": "forward (eval, no_grad)", "seconds": 0.0}
 
 
 def _run_canned(monkeypatch, max_seconds: float, compile_s: dict, opt_in: tuple = ()) -> tuple[list[dict], list]:
@@ -251,9 +263,9 @@ def _run_canned(monkeypatch, max_seconds: float, compile_s: dict, opt_in: tuple 
     monkeypatch.setattr(dep, "inspect_inductor", lambda *a, **k: pytest.fail("the fallback ops compiled again"))
     swept: list = []
 
-    def fake_report(target, **k):
+    def fake_report(target, **k):  # a sweep of no sizes, in `batch_sweep`'s whole shape (`BatchSweep`)
         swept.append(k["inductor"])
-        return {"batch_sweep": {"points": []}, "kernels": k["inductor"]["kernels"], "notes": []}
+        return {"batch_sweep": EMPTY_SWEEP, "kernels": k["inductor"]["kernels"], "notes": []}
 
     monkeypatch.setattr(dep, "report_data", fake_report)
     sent: list[dict] = []
@@ -284,7 +296,7 @@ def test_each_part_is_its_own_event_and_a_failing_one_loses_nothing_else(monkeyp
     assert "export exploded" in last["parts"]["export"]["why"] and "export exploded" in last["unmeasured"]["torch.export"]
     assert last["fallback_ops"] == [{"op": "aten.sort", "count": 1, "kind": "fallback"}]
     assert last["parts"]["fallback_ops"]["status"] == "done" and swept == [{"kernels": 1}]
-    assert last["report"]["batch_sweep"] == {"points": []} and last["parts"]["batch_sweep"]["status"] == "done"
+    assert last["report"]["batch_sweep"] == EMPTY_SWEEP and last["parts"]["batch_sweep"]["status"] == "done"
     assert set(last["parts_s"]) == {"export", "fallback_ops", "batch_sweep"}
     assert sent[-1]["event"] == "done"
 
@@ -295,7 +307,8 @@ def test_parts_that_would_not_fit_the_budget_are_named_not_run(monkeypatch):
     compile) and the fallback ops (free: read from the output code) still run. The batch sweep (a
     compile of its own and its timing) runs only when asked for."""
     exported: list[bool] = []
-    monkeypatch.setattr(dep, "check_export", lambda *a, strict, **k: exported.append(strict) or {"ok": True})
+    non_strict = {"ok": True, "strict": None, "line": None, "path": None, "message": None}  # strict not checked
+    monkeypatch.setattr(dep, "check_export", lambda *a, strict, **k: exported.append(strict) or non_strict)
     sent, swept = _run_canned(monkeypatch, 12.0, {"cold": 12.0, "warm": 8.0, "cold_forward": 12.0, "warm_forward": 8.0})
     last = [m for m in sent if m["event"] == "target"][-1]["result"]
     from compile_lens.worker import jobs

@@ -107,14 +107,22 @@ def test_gradients_that_differ_under_agreeing_outputs_name_the_first_module_in_b
 def test_the_accuracy_finding_points_at_where_the_difference_starts():
     """CL301 stays on the target's line; the drift is its related location, with the drift's words, and
     in the JSON."""
-    from compile_lens.protocol import AccuracyDrift, Benchmark, TargetResult, Timing
+    from compile_lens.protocol import (
+        AccuracyDrift,
+        Benchmark,
+        CompileSeconds,
+        Errors,
+        PeakMemory,
+        TargetResult,
+        Timing,
+    )
     from compile_lens.render import cli_output
     from compile_lens.render.findings import target_findings
 
     found = AccuracyDrift("blocks.1.scale", "/ws/model.py", 16, 0.0165, 0.0101, 2.4e-7, "output")
     notes = ["accuracy: compiled outputs differ from eager by up to 0.0165 (relative 0.0101), beyond float32 "
              "tolerance (rtol 0.0001, atol 1e-05)", drift.words(found)]
-    b = Benchmark("cpu", "cpu", "default", Timing(1.0, 1.0, 1.0, 0.0, 0.0), None, {}, None, {}, {}, {}, "x",
+    b = Benchmark("cpu", "cpu", "default", Timing(1.0, 1.0, 1.0, 0.0, 0.0), None, CompileSeconds(), None, PeakMemory(), Errors(), Errors(), "x",
                   notes=notes, accuracy_drift=found)
     result = TargetResult("Stack", "module", 30, benchmark=b)
     [finding] = [f for f in target_findings(result, "/ws/model.py") if f.code == "CL301"]

@@ -8,7 +8,14 @@ import random
 
 import pytest
 
-from compile_lens.protocol import Benchmark, TargetResult, Timing
+from compile_lens.protocol import (
+    Benchmark,
+    CompileSeconds,
+    Errors,
+    PeakMemory,
+    TargetResult,
+    Timing,
+)
 from compile_lens.render.cards import detail_lines
 from compile_lens.render.cli_output import benchmark_json
 from compile_lens.worker.measure import guard_cost as gc
@@ -56,8 +63,8 @@ def test_busy_rounds_are_left_out_as_the_speedup_leaves_them_out():
 
 def _bench(forward: Timing) -> Benchmark:
     return Benchmark(device="cpu", device_name="cpu", mode="default", forward=forward, train_step=None,
-                     compile_s={"cold": 9.0, "warm": 1.5}, break_even_calls=None, peak_memory_bytes={},
-                     max_abs_error={}, max_rel_error={}, verdict="no clear gain", notes=_metric_notes(forward, None))
+                     compile_s=CompileSeconds(9.0, 1.5), break_even_calls=None, peak_memory_bytes=PeakMemory(),
+                     max_abs_error=Errors(), max_rel_error=Errors(), verdict="no clear gain", notes=_metric_notes(forward, None))
 
 
 def test_the_hover_and_json_say_it_when_over_five_percent_of_the_call():

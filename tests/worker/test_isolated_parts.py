@@ -21,7 +21,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import paths  # noqa: E402
-from compile_lens.protocol import AnalyzeJob, InputRecipe, TargetResult, TargetSpec  # noqa: E402
+from compile_lens.protocol import AnalyzeJob, InputRecipe, PeakMemory, TargetResult, TargetSpec  # noqa: E402
 from compile_lens.worker import jobs  # noqa: E402
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
 from compile_lens.worker.measure import benchmark as bench  # noqa: E402
@@ -61,13 +61,13 @@ def _standing(b, base) -> None:
     """The measurement itself stands: timing, compile times, verdict."""
     t = b.forward
     assert t.rounds >= 1 and t.eager_ms > 0 and t.compiled_ms > 0 and t.speedup > 0
-    assert b.compile_s["cold"] == base.compile_s["cold"] == 8.0 and b.compile_s["warm"] is not None
+    assert b.compile_s.cold == base.compile_s.cold == 8.0 and b.compile_s.warm is not None
     assert b.verdict and "not measurable" not in b.verdict and b.device == base.device
 
 
 def test_the_baseline_measures_every_part(baseline):
     assert baseline.unmeasured == {}
-    assert baseline.peak_memory_bytes["eager"] is not None and baseline.max_abs_error["output"] == 0.0
+    assert baseline.peak_memory_bytes.eager is not None and baseline.max_abs_error.output == 0.0
     if DEVICE == "cpu":  # the guard cost's rounds ran, each counted (the machine declared quiet)
         lo, hi = baseline.forward.guard_us_ci
         assert lo <= baseline.forward.guard_us_per_call <= hi and baseline.contention["declared_quiet"] is True
@@ -78,7 +78,7 @@ def test_guard_cost_that_needs_another_compile_is_not_measurable_alone(target, b
     assert b.unmeasured == {"guard cost": "not measurable (this call needs another compile with guards skipped)"}, (b.unmeasured, b.notes)
     assert b.forward.guard_us_per_call is None and b.forward.guard_share is None
     _standing(b, baseline)
-    assert b.peak_memory_bytes["eager"] is not None and b.max_abs_error["output"] is not None
+    assert b.peak_memory_bytes.eager is not None and b.max_abs_error.output is not None
     assert "guard cost not measurable (this call needs another compile with guards skipped)" in b.notes
 
 
@@ -87,7 +87,7 @@ def test_peak_memory_that_fails_is_not_measurable_alone(target, baseline):
     b = _measure(target, "memory")
     why = b.unmeasured.pop("peak memory")
     assert why == "not measurable: RuntimeError: Net refuses to run under the profiler" and b.unmeasured == {}
-    assert b.peak_memory_bytes == {"eager": None, "compiled": None, "method": why}
+    assert b.peak_memory_bytes == PeakMemory(None, None, why)
     _standing(b, baseline)
     # the same model as the baseline's: the other parts' figures are the baseline's
     assert (b.max_abs_error, b.max_rel_error) == (baseline.max_abs_error, baseline.max_rel_error)
@@ -103,10 +103,10 @@ def test_accuracy_that_fails_is_not_measurable_alone(target, baseline):
     why = b.unmeasured.pop("accuracy")
     # the cast is Compile Lens's own call: a tool error, said as one (the report is in the log)
     assert why.startswith("not measurable: internal error in Compile Lens at compile_lens/worker/measure/accuracy.py:")
-    assert b.unmeasured == {} and b.max_abs_error["output"] is None and b.max_rel_error["output"] is None
+    assert b.unmeasured == {} and b.max_abs_error.output is None and b.max_rel_error.output is None
     assert not any(n.startswith("accuracy:") for n in b.notes)  # not a difference found
     _standing(b, baseline)
-    assert b.peak_memory_bytes["eager"] is not None
+    assert b.peak_memory_bytes.eager is not None
 
 
 def test_a_difference_beyond_tolerance_is_traced_to_the_module_that_makes_it(target, baseline):
@@ -124,9 +124,9 @@ def test_a_warm_remote_compile_that_fails_is_not_measurable_alone(target, baseli
     b = _measure(target, "import", remote_cache=redis_url)  # the fresh processes cannot import the model
     why = b.unmeasured.pop("warm-remote compile")
     assert why.startswith("not measurable: ") and "cannot be imported here" in why
-    assert b.unmeasured == {} and "warm_remote" not in b.compile_s
+    assert b.unmeasured == {} and b.compile_s.warm_remote is None
     _standing(b, baseline)
-    assert (b.max_abs_error, b.peak_memory_bytes["method"]) == (baseline.max_abs_error, baseline.peak_memory_bytes["method"])
+    assert (b.max_abs_error, b.peak_memory_bytes.method) == (baseline.max_abs_error, baseline.peak_memory_bytes.method)
 
 
 # --- the deployment questions, after the benchmark --------------------------------------------
@@ -163,7 +163,7 @@ PARTS = {"build:1": "torch.export", "build:2": "fallback ops", "build:3": "batch
 
 @pytest.mark.parametrize("fault", list(PARTS))
 def test_each_deployment_question_fails_alone(target, baseline, deployed, fault):
-    assert deployed.unmeasured == {} and deployed.export["ok"] and deployed.report["batch_sweep"]
+    assert deployed.unmeasured == {} and deployed.export.ok and deployed.report.batch_sweep
     result = _deploy(target, baseline, fault)
     part = PARTS[fault]
     assert result.unmeasured == {part: f"not measurable: RuntimeError: Net cannot be built a {fault[-1]}th time here"}
@@ -173,10 +173,10 @@ def test_each_deployment_question_fails_alone(target, baseline, deployed, fault)
     if part != "fallback ops":
         assert result.fallback_ops == deployed.fallback_ops
     if part != "batch sweep":
-        assert result.report["batch_sweep"]["sizes"] == deployed.report["batch_sweep"]["sizes"]
+        assert result.report.batch_sweep.sizes == deployed.report.batch_sweep.sizes
     else:
-        assert result.report["batch_sweep"] is None
-        assert result.report["kernels"] == deployed.report["kernels"]
+        assert result.report.batch_sweep is None
+        assert result.report.kernels == deployed.report.kernels
 
 
 def test_the_renderers_say_not_measurable_on_that_figure(baseline):

@@ -16,7 +16,7 @@ import pytest
 from compile_lens import actions
 from compile_lens.actions.levers import lever_actions
 from compile_lens.actions.source import Source
-from compile_lens.protocol import InputRecipe, TargetResult, TargetSpec
+from compile_lens.protocol import InputRecipe, TargetResult, TargetSpec, Timing
 from compile_lens.worker.levers import isolated as isolated_module
 from compile_lens.worker.levers.dynamic import Specialisations, specialised_words
 from compile_lens.worker.levers.judge import figures_words
@@ -63,7 +63,7 @@ def test_regional_is_measured_both_ways_in_fresh_processes(tried):
     before, after = regional.compile_s["before"], regional.compile_s["after"]
     assert before > 0 and after > 0 and regional.warm_compile_s["after"] > 0
     assert regional.recompiles["after"] == 1  # one Block compiled, reused by the seven others
-    assert regional.forward["rounds"] >= 2 and regional.forward["before"] > 0
+    assert regional.forward.rounds >= 2 and regional.forward.eager_ms > 0
     assert regional.verdict in ("better", "no change", "worse", "inconclusive")
     assert (regional.verdict == "better") == bool(regional.action)
     if regional.verdict == "better":
@@ -106,15 +106,15 @@ def test_a_lever_that_fails_says_why_and_alone(monkeypatch):
 
 
 def test_a_levers_figures_say_what_each_timing_tells_and_bracket_what_it_cannot():
-    faster = {"speedup": 1.2, "ci": [1.1, 1.3], "conclusive": True}
-    unsure = {"speedup": 0.61, "ci": [0.3, 1.4], "conclusive": False}
-    busy = {**unsure, "busy": "machine busy: other processes used 150% CPU during timing (2 CPUs)"}
+    faster = Timing(1.2, 1.0, 1.2, 0.0, 0.0, [1.1, 1.3], True, 12)
+    unsure = Timing(0.61, 1.0, 0.61, 0.0, 0.0, [0.3, 1.4], False, 12)
+    busy = dataclasses.replace(unsure, busy="machine busy: other processes used 150% CPU during timing (2 CPUs)")
     cold = "cold compile 41.0 s → 7.0 s"
     assert figures_words(cold, faster) == "cold compile 41.0 s → 7.0 s, forward 1.20× faster"
     assert figures_words(cold, unsure) == "cold compile 41.0 s → 7.0 s (forward: no measurable change)"
     assert figures_words(cold, faster, busy) == \
         "cold compile 41.0 s → 7.0 s, forward 1.20× faster (train step: inconclusive, machine busy)"
-    assert figures_words("", {"speedup": 0.8, "ci": [0.7, 0.85], "conclusive": True}) == "forward 0.80× slower"
+    assert figures_words("", Timing(0.8, 1.0, 0.8, 0.0, 0.0, [0.7, 0.85], True, 12)) == "forward 0.80× slower"
     assert "0.61" not in figures_words(cold, unsure)  # never a bare noisy ratio
 
 
@@ -174,7 +174,7 @@ def test_the_dynamic_lever_times_the_train_step_and_its_edit_recompiles_as_measu
     lever = dynamic.measure(target, dynamic.size_shapes(seen), path=str(path), root=str(tmp_path), device="cpu",
                             mode="default", max_seconds=30.0, progress=lambda stage, **kw: None, steady_s=3.0,
                             train=True, recompiles=seen)
-    assert lever.train_step["rounds"] >= 2 and lever.train_step["before"] > 0 and lever.forward["before"] > 0
+    assert lever.train_step.rounds >= 2 and lever.train_step.eager_ms > 0 and lever.forward.eager_ms > 0
     assert lever.recompiles == {"before": 2, "after": 1}  # automatic dynamic recompiles once; dynamic=True not
     assert lever.data["dims"] == [["x", 0]] and "specialized" not in lever.data
     if lever.verdict != "better":  # a busy machine may leave it inconclusive: the edit is checked all the same

@@ -77,13 +77,13 @@ def test_measured_on_the_cpu_it_reports_both_compiles_and_the_forward_it_timed(t
     assert extra == pytest.approx(compile_s["after"] - compile_s["before"], abs=0.011)
     # the forward: both sides timed in paired rounds, the ratio with its interval
     forward = lever.forward
-    assert forward["before"] > 0 and forward["after"] > 0 and forward["speedup"] > 0 and forward["rounds"] >= 1
-    assert (forward["ci"] is None) == (forward["rounds"] < 2)  # an interval needs two rounds
-    if forward["ci"]:
-        assert forward["ci"][0] <= forward["speedup"] <= forward["ci"][1]
-    assert not forward["conclusive"] or forward["rounds"] >= MIN_ROUNDS
-    assert lever.train_step == {}  # not asked for (`train` False)
-    calls = autotune.payback_calls(extra, forward["before"], forward["after"])  # extra rounded: ±1%
+    assert forward.eager_ms > 0 and forward.compiled_ms > 0 and forward.speedup > 0 and forward.rounds >= 1
+    assert (forward.speedup_ci is None) == (forward.rounds < 2)  # an interval needs two rounds
+    if forward.speedup_ci:
+        assert forward.speedup_ci[0] <= forward.speedup <= forward.speedup_ci[1]
+    assert not forward.conclusive or forward.rounds >= MIN_ROUNDS
+    assert lever.train_step is None  # not asked for (`train` False)
+    calls = autotune.payback_calls(extra, forward.eager_ms, forward.compiled_ms)  # extra rounded: ±1%
     assert lever.data["payback_calls"] == (None if calls is None else pytest.approx(calls, rel=0.01))
     # what it says: the cold compiles it measured, then the forward's words, and the verdict they make
     cold = re.match(r"cold compile (\d+\.\d) s → (\d+\.\d) s", lever.why)
@@ -95,7 +95,7 @@ def test_measured_on_the_cpu_it_reports_both_compiles_and_the_forward_it_timed(t
     elif forward_slower(forward):
         expected = "worse"
     else:
-        expected = "inconclusive" if not forward["conclusive"] and forward.get("busy") else "no change"
+        expected = "inconclusive" if not forward.conclusive and forward.busy else "no change"
     assert lever.verdict == expected, (lever.verdict, forward)
     assert bool(lever.action) == (expected == "better")
     assert lever.why.startswith(figures_words(cold[0], forward, {}))

@@ -6,6 +6,7 @@ its stack trace names; the recordings as cudagraph_trees logs them. On the CPU t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from compile_lens.protocol import InputRecipe, Lever, TargetResult, TargetSpec, from_dict
+from compile_lens.protocol import InputRecipe, Lever, TargetResult, TargetSpec, Timing, from_dict
 from compile_lens.render.levers_text import cudagraph_skips_in, lever_line, levers_json
 from compile_lens.torch_text.cudagraph_events import LOGGER, SKIP_LOGGER, skip_of
 from compile_lens.worker.levers import cudagraphs
@@ -111,7 +112,7 @@ def test_on_the_cpu_the_phase_does_not_show_the_lever():
     assert [lv.lever for lv in levers] == []
 
 
-FASTER = {"before": 1.0, "after": 0.7, "speedup": 1.43, "ci": [1.35, 1.5], "conclusive": True, "rounds": 12}
+FASTER = Timing(1.0, 0.7, 1.43, 0.0, 0.0, [1.35, 1.5], True, 12)
 GRAPHED = cudagraphs.graphed_words(1, 0, [])
 
 
@@ -122,14 +123,16 @@ def test_the_verdict_reads_the_gpu_idle_share_before_and_after():
     assert lever.action == ('CUDA graphs (mode="reduce-overhead"): forward 1.43× faster, GPU idle 64% → 8% of the '
                             "call, 1 of 1 graph(s) CUDA-graphed (measured)")
     assert lever_line(lever) == "CUDA graphs: " + "better — " + lever.why
-    # the JSON and the cache carry it as a field of its own
+    # the JSON and the cache carry it as a field of its own; the JSON names the timing as the levers page does
     [row] = levers_json(TargetResult("Net", "module", 10, levers=[lever]))
     assert row["gpu_idle_share"] == {"before": 0.64, "after": 0.08}
-    assert from_dict(Lever, json.loads(json.dumps(row))) == lever
+    assert row["forward"] == {"before": 1.0, "after": 0.7, "speedup": 1.43, "ci": [1.35, 1.5], "conclusive": True,
+                              "rounds": 12} and row["train_step"] == {}
+    assert from_dict(Lever, json.loads(json.dumps(dataclasses.asdict(lever)))) == lever
 
 
 def test_a_side_without_an_idle_share_leaves_the_words_as_they_were():
-    busy = {"before": 1.0, "after": 1.0, "speedup": 1.0, "ci": [0.8, 1.25], "conclusive": False, "busy": "machine busy"}
+    busy = Timing(1.0, 1.0, 1.0, 0.0, 0.0, [0.8, 1.25], False, 12, busy="machine busy")
     lever = cudagraphs.judged(busy, GRAPHED, {"before": 0.5, "after": None}, {})
     assert lever.verdict == "inconclusive" and "GPU idle" not in lever.why and not lever.action
     assert lever.gpu_idle_share == {"before": 0.5, "after": None}

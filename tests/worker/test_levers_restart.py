@@ -19,9 +19,12 @@ import torch
 from compile_lens.cost import CostInputs, restart_lines
 from compile_lens.protocol import (
     Benchmark,
+    CompileSeconds,
+    Errors,
     FileReport,
     InputRecipe,
     Lever,
+    PeakMemory,
     Phase,
     TargetResult,
     TargetSpec,
@@ -104,8 +107,8 @@ def test_the_fastest_path_measured_is_named():
 def test_the_remote_path_is_a_restart_path_only_when_the_measurement_timed_the_forward_alone():
     forward = Timing(1.0, 0.5, 2.0, 0.1, 0.1)
     default, loaded = {"cold_s": 35.004, "warm_s": 7.5}, {"cold_s": 4.75}
-    served_forward = Benchmark("cpu", "cpu", "default", forward, None, {"cold": 30.0, "warm_remote": 6.0}, None, {},
-                               {}, {}, "faster")
+    served_forward = Benchmark("cpu", "cpu", "default", forward, None, CompileSeconds(30.0, warm_remote=6.0), None, PeakMemory(),
+                               Errors(), Errors(), "faster")
     paths, apart = aot_artifact.restart_paths(default, {"cold_s": 12.0}, loaded, served_forward)
     assert paths == {"cold": 35.0, "warm": 7.5, "mega_cache": 12.0, "warm_remote": 6.0, "aot_artifact": 4.75}
     assert apart == {}

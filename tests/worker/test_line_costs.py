@@ -113,7 +113,14 @@ def test_fused_lines_name_each_other_and_the_kernel_in_the_output_code(profiled)
 def test_the_code_behind_a_fused_line_is_its_kernels_source(profiled):
     """`compile-lens show FILE:LINE`: the generated kernel the line became, its C++ from the output code,
     with the lines fused into it named; extern kernels by name (no source of ours)."""
-    from compile_lens.protocol import Benchmark, TargetResult, Timing
+    from compile_lens.protocol import (
+        Benchmark,
+        CompileSeconds,
+        Errors,
+        PeakMemory,
+        TargetResult,
+        Timing,
+    )
     from compile_lens.render.kernels_text import kernels_json, kernels_text, line_costs_at
 
     timing = Timing(1.0, 1.0, 1.0, 0.0, 0.0)
@@ -121,8 +128,8 @@ def test_the_code_behind_a_fused_line_is_its_kernels_source(profiled):
     named = {k.name for ln in profiled.lines for k in ln.kernels if k.kind == "generated"}
     assert named and set(timing.kernel_sources) == named
     assert all("kernel(" in text for text in timing.kernel_sources.values())  # Inductor's C++ kernels
-    result = TargetResult("Lines", "module", 1, benchmark=Benchmark("cpu", "cpu", "default", timing, None, {}, None,
-                                                                    {}, {}, {}, "x"))
+    result = TargetResult("Lines", "module", 1, benchmark=Benchmark("cpu", "cpu", "default", timing, None, CompileSeconds(), None,
+                                                                    PeakMemory(), Errors(), Errors(), "x"))
     relu = line("relu")
     found = line_costs_at(result, str(MODELS), relu)
     text = kernels_text(result, str(MODELS), relu, found)

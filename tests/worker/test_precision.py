@@ -60,7 +60,7 @@ def test_the_cold_child_compiles_the_same_program(measured):
 
 @pytest.mark.slow
 def test_accuracy_is_compared_in_bf16(measured):
-    assert measured.max_abs_error["output"] is not None and measured.max_abs_error["grad"] is not None
+    assert measured.max_abs_error.output is not None and measured.max_abs_error.grad is not None
     assert not [n for n in measured.notes if n.startswith("accuracy")], measured.notes
 
 

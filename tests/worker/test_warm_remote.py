@@ -61,7 +61,7 @@ def test_warm_remote_is_served_by_redis_alone(measured, redis_url):
     # Served, not faster: how much it saves is a figure (benchmarks/cache/remote_cache.py, BENCHMARKS.md),
     # and on two loaded cores a single fresh-process compile swings by more than the saving.
     remote = measured.warm_cache["remote"]
-    assert measured.compile_s["warm_remote"] > 0 and measured.compile_s["cold"] > 0
+    assert measured.compile_s.warm_remote > 0 and measured.compile_s.cold > 0
     assert key_count(redis_url) > 0  # the fill compile wrote to the real server
     # every FX-graph and AOTAutograd lookup of the fresh process (empty local folder) hit Redis
     assert remote["fx_graph"]["hits"] > 0 and remote["fx_graph"]["misses"] == 0, remote
@@ -81,5 +81,5 @@ def test_the_cold_compile_stays_cold_with_a_warm_redis_in_the_users_environment(
         cold = _cold_child(cache_dir)
     assert cold["remote_cache"]["fx_graph"] == {"hits": 0, "misses": 0}  # never asked the warm Redis
     assert cold["cache"]["hits"] == 0
-    ratio = cold["compile_s"]["train"] / measured.compile_s["cold"]
+    ratio = cold["compile_s"]["train"] / measured.compile_s.cold
     print(f"cold with a warm Redis in the environment / cold with an empty one: {ratio:.2f}")

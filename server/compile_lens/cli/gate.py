@@ -39,7 +39,7 @@ def _slower(t: TargetResult) -> bool:
 
 
 def _export_failed(t: TargetResult) -> bool:
-    return isinstance(t.export, dict) and t.export.get("ok") is False
+    return t.export is not None and t.export.ok is False
 
 
 _ANALYSIS = (codes.IMPORT, codes.WORKER)

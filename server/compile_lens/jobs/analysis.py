@@ -20,6 +20,7 @@ from ..protocol import (
     PHASES,
     AnalyzeJob,
     Finding,
+    Known,
     Phase,
     Problem,
     TargetResult,
@@ -118,7 +119,7 @@ async def analyze_file(
     trace_dir: Optional[str] = None,  # the worker writes torch's structured trace here (tlparse)
     timeline: Optional[Timeline] = None,  # the worker's marks go here (`compile_lens.timeline`)
     levers: bool = False,  # the levers phase after the measurement (`worker/levers`)
-    known: Optional[dict[str, dict]] = None,  # earlier phases' figures the levers read, from the cache
+    known: Optional[dict[str, Known]] = None,  # earlier phases' figures the levers read, from the cache
 ) -> FileRun:
     """Every requested phase of every target, each its own result. A worker that dies (crash,
     timeout, memory) fails the phase it was in, for that target; its later phases are not run

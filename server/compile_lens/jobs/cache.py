@@ -35,9 +35,12 @@ from ..positions import moved
 from ..protocol import (
     LEVERS,
     Benchmark,
+    ExportCheck,
+    FallbackOp,
     Lever,
     PartStatus,
     Recompile,
+    Report,
     TargetResult,
     from_dict,
     phase_of,
@@ -51,7 +54,19 @@ log = logging.getLogger(__name__)
 # cache would render in the old shape, so it is dropped
 # 3: a break inside a loop is the break at its own line, with its loop (`GraphBreak.loop`)
 # 4: warm_remote, warm_cache.remote, the forward's measured guard cost (guard_us_per_call, its interval, share)
-SCHEMA_VERSION = 4
+# 5: a lever's forward and train step are `Timing` records (were {"before", "after", "ci", …} dicts); the
+# deployment answers, peak memory and errors are records (`ExportCheck`, `FallbackOp`, `Report`, …)
+SCHEMA_VERSION = 5
+# what each version changed, for the log line that drops an older cache's entries
+CHANGED = {5: "a lever's timings are Timing records; export, fallback ops, the report, peak memory and errors "
+              "are typed records"}
+
+
+def why_dropped(version: int) -> str:
+    """Why a cache of schema `version` is not read: what changed since, or that a newer version wrote it."""
+    if version > SCHEMA_VERSION:
+        return "written by a newer Compile Lens"
+    return "; ".join(CHANGED[v] for v in range(version + 1, SCHEMA_VERSION + 1) if v in CHANGED) or "an older shape"
 
 WORKER_FAILURES = ("crash", "timeout", "memory", "exit")  # not the code's answer: never cached
 
@@ -175,6 +190,9 @@ class ResultCache:
         db.execute("PRAGMA synchronous=NORMAL")  # a cache: no fsync per result, on the editor's path
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, SCHEMA_VERSION):
+            # another shape would render wrong or not at all: its entries are measured again, and the log says why
+            log.warning("result cache %s holds schema %s, this version reads %s (%s): its entries are dropped",
+                        self.path, version, SCHEMA_VERSION, why_dropped(version))
             db.execute("DROP TABLE IF EXISTS results")
         db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
                    " value TEXT NOT NULL, source TEXT, created REAL NOT NULL)")
@@ -283,17 +301,24 @@ def with_recompiles(result: TargetResult, recompiles: list[Recompile]) -> Target
     return with_phase(dataclasses.replace(result, recompiles=recompiles), "sweep", "done")
 
 
+def _plain(record: Any) -> Any:
+    return None if record is None else dataclasses.asdict(record)
+
+
 def with_deployment(result: TargetResult, deployment: Mapping[str, Any]) -> TargetResult:
     """`result` with the deployment answers measured with its figures (see `deployment_of`)."""
     parts = {name: from_dict(PartStatus, state) for name, state in (deployment.get("parts") or {}).items()}
-    return dataclasses.replace(result, export=deployment.get("export"),
-                               fallback_ops=deployment.get("fallback_ops") or [], report=deployment.get("report"),
+    export, report = deployment.get("export"), deployment.get("report")
+    return dataclasses.replace(result, export=from_dict(ExportCheck, export) if export else None,
+                               fallback_ops=[from_dict(FallbackOp, o) for o in deployment.get("fallback_ops") or []],
+                               report=from_dict(Report, report) if report else None,
                                unmeasured=dict(deployment.get("unmeasured") or {}), parts=parts,
                                parts_s=dict(deployment.get("parts_s") or {}))
 
 
 def deployment_of(result: TargetResult) -> dict:
-    return {"export": result.export, "fallback_ops": result.fallback_ops, "report": result.report,
+    return {"export": _plain(result.export), "fallback_ops": [dataclasses.asdict(o) for o in result.fallback_ops or []],
+            "report": _plain(result.report),
             "unmeasured": result.unmeasured, "parts": {k: dataclasses.asdict(v) for k, v in result.parts.items()},
             "parts_s": result.parts_s}
 
@@ -361,7 +386,7 @@ def write_bench(cache: ResultCache, keys: TargetKeys, result: TargetResult) -> b
         return False
     if any(state.status == "pending" for name, state in result.parts.items() if name in FIGURE_PARTS):
         return False  # the forward landed first: the figures are stored once the train step, memory and lines have
-    if keys.remote is not None and result.benchmark.compile_s.get("warm_remote") is None:
+    if keys.remote is not None and result.benchmark.compile_s.warm_remote is None:
         return False
     cache.put(keys.bench, "bench", anchored(dataclasses.asdict(result.benchmark), keys.root))
     return True

@@ -7,14 +7,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional
 
-from ..protocol import LEVERS, TargetResult, phase_of, with_phase
+from ..protocol import LEVERS, Known, TargetResult, phase_of, with_phase
 from .analysis import analyze_file
 
 
-def known_of(result: TargetResult) -> dict[str, Any]:
+def known_of(result: TargetResult) -> Known:
     """What the levers phase reads of a result's earlier phases."""
-    return {"benchmark": dataclasses.asdict(result.benchmark) if result.benchmark else None,
-            "recompiles": [dataclasses.asdict(r) for r in result.recompiles]}
+    return Known(result.benchmark, list(result.recompiles))
 
 
 async def levers_only(slot: Any, path: str, root: str, discovery: Any, settings: Any,

@@ -9,11 +9,21 @@ import os
 import re
 import time
 import urllib.parse
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
 from ..busy.rule import top_words
 from ..cost import Bill
-from ..protocol import LEVERS, Benchmark, Lever, TargetResult, Timing, phase_of
+from ..protocol import (
+    LEVERS,
+    Benchmark,
+    ExportCheck,
+    FallbackOp,
+    Lever,
+    Report,
+    TargetResult,
+    Timing,
+    phase_of,
+)
 from ..speed_words import direction, speed_words
 from ..trial.figures import ShapeRow, TrialRecord
 from . import settings_text
@@ -150,8 +160,8 @@ def _code(text: str, limit: int = 160) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _where(export: dict[str, Any]) -> str:
-    line, path = export.get("line"), export.get("path")
+def _where(export: ExportCheck) -> str:
+    line, path = export.line, export.path
     if line is None:
         return ""
     return f" at `{os.path.basename(path)}:{line}`" if path else f" at line {line}"
@@ -160,35 +170,35 @@ def _where(export: dict[str, Any]) -> str:
 EXPORT_PART, FALLBACK_PART = "torch.export", "fallback ops"  # their names in `TargetResult.unmeasured`
 
 
-def export_line(export: Optional[dict[str, Any]], unmeasured: Optional[dict[str, str]] = None) -> Optional[str]:
+def export_line(export: Optional[ExportCheck], unmeasured: Optional[dict[str, str]] = None) -> Optional[str]:
     """`torch.export: ✓ …` / `✗ fails at line N: …` / `not measurable: …` for the hover card; None
     when not checked."""
     if unmeasured and EXPORT_PART in unmeasured:
         return f"- torch.export: {_md(unmeasured[EXPORT_PART], 300)}"
     if not export:
         return None
-    if export.get("ok") and export.get("strict"):
+    if export.ok and export.strict:
         return "- torch.export: ✓ exports (strict and non-strict)"
-    if export.get("ok") and export.get("strict") is None:  # the budget had no room for strict's trace
+    if export.ok and export.strict is None:  # the budget had no room for strict's trace
         return "- torch.export: ✓ exports non-strict (strict not checked: the budget)"
-    why = _md((export.get("message") or "").removeprefix("strict export fails: "))
-    if export.get("ok"):
+    why = _md((export.message or "").removeprefix("strict export fails: "))
+    if export.ok:
         return f"- torch.export: ✓ exports non-strict; strict export fails{_where(export)}" + (f": {why}" if why else "")
     return f"- torch.export: ✗ fails{_where(export)}" + (f": {why}" if why else "")
 
 
-def _ops(ops: list[dict[str, Any]]) -> str:
-    return ", ".join(f"`{o.get('op')}` ×{o.get('count', 1)}" for o in ops)
+def _ops(ops: list[FallbackOp]) -> str:
+    return ", ".join(f"`{o.op}` ×{o.count}" for o in ops)
 
 
-def fallback_line(ops: list[dict[str, Any]], report: Optional[dict[str, Any]] = None,
+def fallback_line(ops: list[FallbackOp], report: Optional[Report] = None,
                   unmeasured: Optional[dict[str, str]] = None) -> Optional[str]:
     """Ops Inductor runs through eager ATen kernels, and its library calls, apart; None when unknown."""
     if unmeasured and FALLBACK_PART in unmeasured:
         return f"- ops that fall back to eager: {_md(unmeasured[FALLBACK_PART], 300)}"
-    fallbacks = [o for o in ops if o.get("kind", "fallback") == "fallback"]
-    library = [o for o in ops if o.get("kind") == "extern"]
-    if not ops and not (report and report.get("kernels") is not None):
+    fallbacks = [o for o in ops if o.kind == "fallback"]
+    library = [o for o in ops if o.kind == "extern"]
+    if not ops and not (report and report.kernels is not None):
         return None
     text = "- ops that fall back to eager: " + (_ops(fallbacks) if fallbacks else "none")
     if library:
@@ -338,7 +348,7 @@ def _cost_line(b: Benchmark, waiting: Iterable[str] = ()) -> str:
             else f"pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
             else "never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
             else "pays back: unknown until the timing is conclusive")
-    return f"- compile {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} warm · {paid}"
+    return f"- compile {duration(b.compile_s.cold)} cold, {duration(b.compile_s.warm)} warm · {paid}"
 
 
 def _decisive_warning(result: TargetResult, b: Benchmark) -> Optional[str]:
@@ -386,19 +396,19 @@ def detail_lines(result: TargetResult, b: Benchmark, *, guessed_inputs: bool, no
     waiting = [p for p in MEASURE_PARTS if p in parts and parts[p].status == "pending"]
     recipe = result.inputs
     guessed = f" — **guessed** {(recipe.origin if recipe else '') or 'from the first layer'}; write them as a directive to be sure"
-    memory = (f"- peak memory: eager {format_bytes(b.peak_memory_bytes.get('eager'))}, compiled "
-              f"{format_bytes(b.peak_memory_bytes.get('compiled'))}"
-              f" ({_md(b.peak_memory_bytes.get('method') or 'method unknown', 300)})")
+    memory = (f"- peak memory: eager {format_bytes(b.peak_memory_bytes.eager)}, compiled "
+              f"{format_bytes(b.peak_memory_bytes.compiled)}"
+              f" ({_md(b.peak_memory_bytes.method or 'method unknown', 300)})")
     lines = [
-        f"- compile: {duration(b.compile_s.get('cold'))} cold, {duration(b.compile_s.get('warm'))} with warm caches"
+        f"- compile: {duration(b.compile_s.cold)} cold, {duration(b.compile_s.warm)} with warm caches"
         + (f", {remote} on a fresh machine" if (remote := warm_remote_words(b)) else ""),
         ("- pays back: not known until the train step is measured" if "train_step" in waiting
          else f"- pays back after {b.break_even_calls:,} calls" if b.break_even_calls is not None
          else "- never pays back (compiled is not faster)" if (b.train_step or b.forward).conclusive
          else "- pays back: unknown until the timing is conclusive"),
         "- peak memory: not measured yet" if "memory" in waiting else memory,
-        f"- largest difference: output {_err(b.max_abs_error.get('output'))} abs / {_err(b.max_rel_error.get('output'))} rel, "
-        f"gradients {_err(b.max_abs_error.get('grad'))} abs",
+        f"- largest difference: output {_err(b.max_abs_error.output)} abs / {_err(b.max_rel_error.output)} rel, "
+        f"gradients {_err(b.max_abs_error.grad)} abs",
         f"- {b.device_name} ({b.device}) · torch {b.torch} · mode `{b.mode or 'default'}`"
         + (f" · precision {_md(precision_words(b.precision, detail=True), 300)}" if b.precision else ""),
         f"- timing: {contention_line(b)}",

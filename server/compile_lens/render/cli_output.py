@@ -165,10 +165,10 @@ def benchmark_summary(b: Benchmark) -> str:
     parts = [f"forward {_speed(b.forward)}"]
     if b.train_step is not None:
         parts.append(f"train step {_speed(b.train_step)}")
-    cold, warm = b.compile_s.get("cold"), b.compile_s.get("warm")
+    cold, warm = b.compile_s.cold, b.compile_s.warm
     compile_parts = [f"{duration(v, SECONDS)} {label}" for label, v in (("cold", cold), ("warm", warm)) if v is not None]
-    if b.compile_s.get("warm_remote") is not None:
-        compile_parts.append(f"{duration(b.compile_s['warm_remote'], SECONDS)} warm-remote")
+    if b.compile_s.warm_remote is not None:
+        compile_parts.append(f"{duration(b.compile_s.warm_remote, SECONDS)} warm-remote")
     if compile_parts:
         parts.append("compile " + " / ".join(compile_parts))
     main = b.train_step or b.forward
@@ -318,12 +318,13 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "device": b.device, "device_name": b.device_name, "mode": b.mode,
         "precision": None if b.precision is None else dataclasses.asdict(b.precision),  # value, source, detail, asked
         "forward": _timing_json(b.forward), "train_step": _timing_json(b.train_step),
-        "compile_s": _pick(b.compile_s, ("cold", "warm", *(k for k in ("cold_forward", "warm_forward", "warm_remote")
-                                                            if k in b.compile_s))),
+        # warm_remote only where a remote cache served the measurement
+        "compile_s": {k: _finite(v) for k, v in dataclasses.asdict(b.compile_s).items()
+                      if k != "warm_remote" or v is not None},
         "break_even_calls": b.break_even_calls,
-        "peak_memory_bytes": _pick(b.peak_memory_bytes, ("eager", "compiled", "method")),
-        "max_abs_error": _pick(b.max_abs_error, ("output", "grad")),
-        "max_rel_error": _pick(b.max_rel_error, ("output", "grad")),
+        "peak_memory_bytes": {k: _finite(v) for k, v in dataclasses.asdict(b.peak_memory_bytes).items()},
+        "max_abs_error": {k: _finite(v) for k, v in dataclasses.asdict(b.max_abs_error).items()},
+        "max_rel_error": {k: _finite(v) for k, v in dataclasses.asdict(b.max_rel_error).items()},
         "verdict": b.verdict,
         "conclusive": bool(b.conclusive), "contention": dict(b.contention),
         "torch": b.torch, "inputs": b.inputs, "measured_at": _finite(b.measured_at), "notes": list(b.notes),
@@ -349,11 +350,11 @@ def _target_json(t: TargetResult) -> dict[str, Any]:
         "graph_breaks": [_graph_break_json(g) for g in t.graph_breaks],
         "recompiles": [_recompile_json(r) for r in t.recompiles],
         "benchmark": benchmark_json(t.benchmark),
-        "export": None if t.export is None else dict(t.export),
-        "fallback_ops": [dict(o) for o in t.fallback_ops],
+        "export": None if t.export is None else dataclasses.asdict(t.export),
+        "fallback_ops": [dataclasses.asdict(o) for o in t.fallback_ops or []],
         "unmeasured": dict(t.unmeasured),  # export, fallback ops, batch sweep…: why not measured
         # eager vs compiled latency across batch sizes (`deployment.batch_sweep`); null: not measured
-        "batch_sweep": (t.report or {}).get("batch_sweep"),
+        "batch_sweep": dataclasses.asdict(t.report.batch_sweep) if t.report and t.report.batch_sweep else None,
         # each part of the measurement: {"status": "pending" | "done" | "not-run" | "failed", "why", "seconds"}
         "parts": {name: dataclasses.asdict(state) for name, state in t.parts.items()},
         "parts_s": {k: _finite(v) for k, v in t.parts_s.items()},  # the deployment parts' wall seconds

@@ -12,7 +12,16 @@ from typing import Iterable, Optional
 from .. import codes
 from ..comments import IGNORE_COMMENT
 from ..positions import same_file
-from ..protocol import Finding, Frame, GraphBreak, Problem, Recompile, TargetResult, TargetSpec
+from ..protocol import (
+    CompileSeconds,
+    Finding,
+    Frame,
+    GraphBreak,
+    Problem,
+    Recompile,
+    TargetResult,
+    TargetSpec,
+)
 
 # Codes of problems that are not graph breaks (CL1xx are predictions, CL2xx recompiles).
 CODE_TARGET, CODE_IMPORT, CODE_WORKER = codes.TARGET, codes.IMPORT, codes.WORKER
@@ -142,11 +151,11 @@ def recompile_findings(result: TargetResult, path: str) -> list[Finding]:
     return found
 
 
-def recompile_message(rc: Recompile, state_switch: bool = False, compile_s: Optional[dict] = None) -> str:
+def recompile_message(rc: Recompile, state_switch: bool = False, compile_s: Optional[CompileSeconds] = None) -> str:
     # The sweep compiles with backend "eager" (guards only): its compile times are not what a
     # recompile costs with Inductor. Only the measured Inductor compile times are quoted, as what
     # they are: a recompile in a warm process usually costs less than the first, cold compile.
-    cold, warm = (compile_s or {}).get("cold"), (compile_s or {}).get("warm")
+    cold, warm = (compile_s.cold, compile_s.warm) if compile_s else (None, None)
     cost = ""
     if cold:
         cost = f" (the first compile with Inductor took {cold:.1f} s cold" + (

@@ -29,7 +29,8 @@ def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
     yet (`render.parts`), while the measurement runs: the figures so far, and `⏳ train step…`
     instead of a payback not known yet. At most LENS_COLUMNS wide (`fit_lens`)."""
     main = b.train_step or b.forward
-    compile_part = f"compile {duration(b.compile_s.get('cold', b.compile_s.get('cold_forward')))}"
+    cold = b.compile_s.cold if b.compile_s.cold is not None else b.compile_s.cold_forward
+    compile_part = f"compile {duration(cold)}"
     # the payback is the train step's: until it lands, it is said to come (later parts are the hover's)
     coming = ["⏳ train step…"] if "train_step" in pending else []
     if not main.conclusive:

@@ -1,7 +1,8 @@
 """The levers phase in words and rows, for every view (CLI text and JSON, hover, report). Pure.
 
 One line per lever tried: `regional: better — cold compile 41.0 s → 7.0 s, forward 0.98× (each Block
-in `blocks` (8) compiled once…)`; a table per target for the report; the JSON is `Lever` as is."""
+in `blocks` (8) compiled once…)`; a table per target for the report; the JSON is `Lever` as is, its
+timings in the names the levers page gives them (`timing_json`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 from typing import Any, Optional
 
 from ..positions import same_file
-from ..protocol import Lever, TargetResult
+from ..protocol import Lever, TargetResult, Timing
 from ..speed_words import pair_words
 
 NAMES = {"regional": "regional compilation", "dynamic": "dynamic shapes", "static": "static shapes",
@@ -51,7 +52,21 @@ def cudagraph_skips_in(results: list[TargetResult], path: str) -> list[tuple[int
 
 
 def levers_json(result: TargetResult) -> list[dict[str, Any]]:
-    return [dataclasses.asdict(lever) for lever in result.levers]
+    return [{**dataclasses.asdict(lever), "forward": timing_json(lever.forward),
+             "train_step": timing_json(lever.train_step)} for lever in result.levers]
+
+
+def timing_json(t: Optional[Timing]) -> dict[str, Any]:
+    """A lever's `Timing` as docs/levers.md names it: {"before", "after", "speedup", "ci", "conclusive",
+    "rounds"}, with "busy" (and the busy rule's "contention") where other processes took our cores; {}:
+    not timed."""
+    if t is None:
+        return {}
+    found: dict[str, Any] = {"before": t.eager_ms, "after": t.compiled_ms, "speedup": t.speedup, "ci": t.speedup_ci,
+                             "conclusive": t.conclusive, "rounds": t.rounds}
+    if t.busy:
+        found.update(busy=t.busy, contention=dict(t.contention))
+    return found
 
 
 def specialised_here(results: list[TargetResult], path: str, line: int) -> list[str]:
@@ -81,13 +96,13 @@ def _figure(pair: dict[str, Any], unit: str) -> str:
     return f"{before:.2f} {unit} → {after:.2f} {unit}" if unit == "ms" else f"{before:.1f} {unit} → {after:.1f} {unit}"
 
 
-def _speed(timing: dict[str, Any]) -> str:
+def _speed(timing: Optional[Timing]) -> str:
     """`1.20× faster [1.10, 1.30]`, `no measurable change`, `inconclusive, machine busy` (`speed_words`)."""
-    if timing.get("speedup") is None:
+    if timing is None:
         return "—"
     words = pair_words(timing, "").lstrip(": ").strip()
-    ci = timing.get("ci")
-    return words + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if timing.get("conclusive") and ci else "")
+    ci = timing.speedup_ci
+    return words + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if timing.conclusive and ci else "")
 
 
 def table_rows(result: TargetResult) -> list[list[str]]:

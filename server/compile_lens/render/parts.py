@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..protocol import Benchmark, TargetResult, phase_of
+from ..protocol import Benchmark, Report, TargetResult, phase_of
 
 MEASURE_PARTS = ("forward", "train_step", "memory", "lines", "export", "fallback_ops", "batch_sweep")
 PARTS = ("trace", "recompiles", *MEASURE_PARTS)
@@ -106,13 +106,13 @@ def _from_figures(result: TargetResult, part: str) -> Optional[PartState]:
         if note and note.startswith("not run"):
             return PartState("not-run", note.removeprefix("not run").lstrip(": "))
         return PartState("failed", note.removeprefix("not measurable").lstrip(": ")) if note else PartState("done")
-    report = result.report or {}
+    report = result.report or Report()
     if part == "export":
         return PartState("done") if result.export is not None else None
     if part == "fallback_ops":
-        return PartState("done") if result.fallback_ops or report.get("kernels") is not None else None
+        return PartState("done") if result.fallback_ops or report.kernels is not None else None
     if part == "batch_sweep":
-        return PartState("done") if report.get("batch_sweep") is not None else None
+        return PartState("done") if report.batch_sweep is not None else None
     return None
 
 

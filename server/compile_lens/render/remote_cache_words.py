@@ -26,7 +26,7 @@ def hits_words(remote: Optional[dict[str, Any]]) -> str:
 
 def warm_remote_words(b: Benchmark) -> Optional[str]:
     """`1.9 s from the remote cache (fx_graph 3/3 hits, …)`, None when no remote cache was measured."""
-    s = b.compile_s.get("warm_remote")
+    s = b.compile_s.warm_remote
     if s is None:
         return None
     hits = hits_words((b.warm_cache or {}).get("remote"))

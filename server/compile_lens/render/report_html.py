@@ -20,6 +20,7 @@ location, registry id (linked) and hints; recompiles; other findings; notes.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import secrets
 import time
@@ -27,7 +28,17 @@ from typing import Any, Iterable, Optional
 
 from .. import __version__, codes
 from ..cost import Bill, CostInputs
-from ..protocol import Benchmark, FileReport, Finding, GraphBreak, TargetResult, Timing
+from ..protocol import (
+    Benchmark,
+    ExportCheck,
+    FallbackOp,
+    FileReport,
+    Finding,
+    GraphBreak,
+    Report,
+    TargetResult,
+    Timing,
+)
 from ..speed_words import direction, speed_words
 from ..trial.figures import TrialRecord
 from .cards import EXPORT_PART, FALLBACK_PART
@@ -70,44 +81,44 @@ def _speed_cell(t: Optional[Timing]) -> str:
 
 def _accuracy(b: Benchmark) -> tuple[str, str]:
     """Cell text and class: worst output and gradient difference, flagged when out of tolerance."""
-    out, grad = b.max_abs_error.get("output"), b.max_abs_error.get("grad")
+    out, grad = b.max_abs_error.output, b.max_abs_error.grad
     text = f"out {_sci(out)}" + (f" · grad {_sci(grad)}" if grad is not None else "")
     bad = any(n.startswith("accuracy:") for n in b.notes)
     return (("⚠ " if bad else "") + text), ("bad" if bad else "")
 
 
-def export_cell(export: Optional[dict[str, Any]], unmeasured: Optional[dict[str, str]] = None) -> tuple[str, str, str]:
+def export_cell(export: Optional[ExportCheck], unmeasured: Optional[dict[str, str]] = None) -> tuple[str, str, str]:
     """(text, class, tooltip) for a target's torch.export result."""
     if unmeasured and EXPORT_PART in unmeasured:
         why = unmeasured[EXPORT_PART]
         return ("not run", "muted", why) if why.startswith("not run") else ("not measurable", "warn", why)
     if not export:
         return "–", "muted", "not checked (measure the target)"
-    where = f" line {export['line']}" if export.get("line") else ""
-    message = export.get("message") or ""
-    if export.get("ok") and export.get("strict"):
+    where = f" line {export.line}" if export.line else ""
+    message = export.message or ""
+    if export.ok and export.strict:
         return "✓ strict", "good", "torch.export works, strict and non-strict"
-    if export.get("ok") and export.get("strict") is None:
+    if export.ok and export.strict is None:
         return "✓ non-strict", "good", "torch.export works non-strict; strict not checked (the budget)"
-    if export.get("ok"):
+    if export.ok:
         return "✓ non-strict", "warn", message or "strict export fails"
     return f"✗{where}", "bad", message or "torch.export failed"
 
 
-def fallback_cell(ops: list[dict[str, Any]], report: Optional[dict[str, Any]],
+def fallback_cell(ops: list[FallbackOp], report: Optional[Report],
                   unmeasured: Optional[dict[str, str]] = None) -> tuple[str, str, str]:
     if unmeasured and FALLBACK_PART in unmeasured:
         why = unmeasured[FALLBACK_PART]
         return ("not run", "muted", why) if why.startswith("not run") else ("not measurable", "warn", why)
-    fallbacks = [o for o in ops if o.get("kind", "fallback") == "fallback"]
-    library = [o for o in ops if o.get("kind") == "extern"]
-    if not ops and not (report and report.get("kernels") is not None):
+    fallbacks = [o for o in ops if o.kind == "fallback"]
+    library = [o for o in ops if o.kind == "extern"]
+    if not ops and not (report and report.kernels is not None):
         return "–", "muted", "not checked (measure the target)"
-    lib = ", ".join(f"{o['op']} ×{o.get('count', 1)}" for o in library)
+    lib = ", ".join(f"{o.op} ×{o.count}" for o in library)
     tip = f"library calls (not generated code, not eager): {lib}" if lib else "no library calls"
     if not fallbacks:
-        return "none" + (f" (+{sum(o.get('count', 1) for o in library)} library)" if library else ""), "good", tip
-    text = ", ".join(f"{o['op']} ×{o.get('count', 1)}" for o in fallbacks)
+        return "none" + (f" (+{sum(o.count for o in library)} library)" if library else ""), "good", tip
+    text = ", ".join(f"{o.op} ×{o.count}" for o in fallbacks)
     return text, "warn", tip
 
 
@@ -143,19 +154,19 @@ def _target_row(page: _Page, path: str, t: TargetResult) -> str:
     else:
         acc, acc_cls = _accuracy(b)
         calls = "never" if b.break_even_calls is None else f"{b.break_even_calls:,} calls"
-        eager_mem, compiled_mem = b.peak_memory_bytes.get("eager"), b.peak_memory_bytes.get("compiled")
+        eager_mem, compiled_mem = b.peak_memory_bytes.eager, b.peak_memory_bytes.compiled
         memory = "–" if eager_mem is None and compiled_mem is None else f"{format_bytes(eager_mem)} → {format_bytes(compiled_mem)}"
         cells += [
             _speed_cell(b.forward),
             _speed_cell(b.train_step),
-            f'<td class="num" title="{_e(warm_remote_words(b) or "")}">{duration(b.compile_s.get("cold"))} / {duration(b.compile_s.get("warm"))}'
-            + (f' / {duration(b.compile_s["warm_remote"])} remote' if b.compile_s.get("warm_remote") is not None else "") + '</td>',
+            f'<td class="num" title="{_e(warm_remote_words(b) or "")}">{duration(b.compile_s.cold)} / {duration(b.compile_s.warm)}'
+            + (f' / {duration(b.compile_s.warm_remote)} remote' if b.compile_s.warm_remote is not None else "") + '</td>',
             f'<td class="num">{calls}</td>',
-            f'<td class="num" title="{_e(b.peak_memory_bytes.get("method"))}">{memory}</td>',
+            f'<td class="num" title="{_e(b.peak_memory_bytes.method)}">{memory}</td>',
             f'<td class="num {acc_cls}">{_e(acc)}</td>',
         ]
     text, cls, tip = export_cell(t.export, t.unmeasured)
-    where = (t.export or {}).get("path"), (t.export or {}).get("line")
+    where = (t.export.path, t.export.line) if t.export else (None, None)
     if where[0] and where[1] and EXPORT_PART not in t.unmeasured:  # the line that does not export: a location like any other
         mark, _, label = text.partition(" ")
         shown = f"{_e(mark)} {page.loc(where[0], where[1], label=label or f'line {where[1]}')}"
@@ -205,35 +216,34 @@ TABLE_HEAD = '<tr class="head">' + "".join(f"<th>{_e(c)}</th>" for c in COLUMNS)
 # --- sections -------------------------------------------------------------------------------
 
 def _charts(page: _Page, path: str, t: TargetResult) -> str:
-    report = t.report or {}
+    report = t.report
     b = t.benchmark
-    sweep = report.get("batch_sweep")
+    sweep = report.batch_sweep if report else None
     breakdown = breakdown_of(b.compile_time) if b else None  # the cold child's frames: no compile of its own
-    if not report and b is None:
+    if report is None and b is None:
         return ""
     blocks = []
-    if sweep and sweep.get("points"):
-        blocks.append('<figure>' + latency_chart(sweep) + '<figcaption>'
-                      f'{_e(sweep.get("workload", "forward"))} on {_e(sweep.get("device", b.device if b else ""))}; '
+    if sweep and sweep.points:
+        blocks.append('<figure>' + latency_chart(dataclasses.asdict(sweep)) + '<figcaption>'
+                      f'{_e(sweep.workload)} on {_e(sweep.device)}; '
                       'median of each size, whiskers: interquartile range; compiled once with the batch '
-                      'dimension dynamic' + ("" if sweep.get("dynamic", True) else
-                                             f" (it recompiled: {sweep.get('compiles')} compiles)")
+                      'dimension dynamic' + ("" if sweep.dynamic else f" (it recompiled: {sweep.compiles} compiles)")
                       + '.</figcaption></figure>')
     else:
-        why = next((n for n in report.get("notes", []) if n.startswith("batch sweep:")), None)
+        why = next((n for n in (report.notes if report else []) if n.startswith("batch sweep:")), None)
         state = t.parts.get("batch_sweep")
         said = (why.split(":", 1)[1].strip() if why else
                 part_words("batch_sweep", state).split(": ", 1)[1] if state else "not measured yet")
         blocks.append(f'<figure class="empty"><p class="muted">Latency vs batch size: {_e(said)}</p></figure>')
-    cold = b.compile_s.get("cold") if b else None
-    warm = b.compile_s.get("warm") if b else None
+    cold = b.compile_s.cold if b else None
+    warm = b.compile_s.warm if b else None
     if breakdown or cold is not None:
         caption = ("Phases from torch's compilation metrics of the cold compiles, frame by frame, in the fresh "
                    "processes (imports are not in them); cold and warm: the benchmark's first compiled call "
                    "in a fresh process") if breakdown else \
                   "The benchmark's first compiled call in a fresh process (no per-phase figures)"
         blocks.append('<figure>' + breakdown_chart(breakdown, cold, warm) + f'<figcaption>{_e(caption)}.</figcaption></figure>')
-    kernels = report.get("kernels")
+    kernels = report.kernels if report else None
     extra = ""
     if kernels is not None:
         extra = f'<p class="muted">Inductor generated {_plural(int(kernels), "kernel")} for the forward.</p>'
@@ -344,9 +354,9 @@ def _notes(reports: list[FileReport]) -> str:
     items = []
     for r in reports:
         for t in r.targets:
-            notes = list(t.benchmark.notes if t.benchmark else []) + list((t.report or {}).get("notes", []))
-            if t.export and t.export.get("message"):
-                notes.append(f"torch.export: {t.export['message']}")
+            notes = list(t.benchmark.notes if t.benchmark else []) + list(t.report.notes if t.report else [])
+            if t.export and t.export.message:
+                notes.append(f"torch.export: {t.export.message}")
             notes += [f"{part}: {why}" for part, why in t.unmeasured.items()]
             if notes:
                 items.append(f"<h3>{_e(t.name)}</h3><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
@@ -361,8 +371,8 @@ def _summary(reports: list[FileReport]) -> str:
     breaks = len({(g.path, g.line, g.gb_id) for t in targets for g in t.graph_breaks})  # a shared helper's break once
     graphs = [t.graph_count for t in targets if t.graph_count is not None and t.graph_count >= 0]
     recs = sum(len(recompile_findings(t, r.path)) for r in reports for t in r.targets)
-    no_export = sum(1 for t in targets if t.export and not t.export.get("ok"))
-    falls = sum(1 for t in targets if any(o.get("kind", "fallback") == "fallback" for o in t.fallback_ops))
+    no_export = sum(1 for t in targets if t.export and not t.export.ok)
+    falls = sum(1 for t in targets if any(o.kind == "fallback" for o in t.fallback_ops))
     pills = [_plural(len(reports), "file"), _plural(len(targets), "target"), f"{len(measured)} measured",
              break_count_text(breaks, sum(graphs) if graphs else None), _plural(recs, "recompile")]
     if no_export:

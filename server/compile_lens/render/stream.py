@@ -56,7 +56,8 @@ def headline(result: TargetResult) -> Optional[str]:
         ci = f" (95% CI {t.speedup_ci[0]:.2f}–{t.speedup_ci[1]:.2f}×)" if t.speedup_ci else ""
         speed = f"forward inconclusive{ci}"
     # the forward's own compiles where the worker says them apart from the train step's
-    cold = b.compile_s.get("cold_forward", b.compile_s.get("cold"))
-    warm = b.compile_s.get("warm_forward", b.compile_s.get("warm"))
+    c = b.compile_s  # the forward's, else (a target timed without it apart) the break-even workload's
+    cold = c.cold_forward if c.cold_forward is not None else c.cold
+    warm = c.warm_forward if c.warm_forward is not None else c.warm
     compiles = [f"{duration(v, SECONDS)} {label}" for label, v in (("cold", cold), ("warm", warm)) if v is not None]
     return f"{result.name}: {speed}" + (f" · compile {' / '.join(compiles)}" if compiles else "") + f" ({b.device})"

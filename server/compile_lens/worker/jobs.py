@@ -18,8 +18,12 @@ import torch
 from ..protocol import (
     PARTS,
     AnalyzeJob,
+    ExportCheck,
+    FallbackOp,
+    Known,
     PartStatus,
     Problem,
+    Report,
     TargetResult,
     TargetSpec,
     from_dict,
@@ -328,7 +332,7 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
     from .measure.budget import bounded, part_status
     from .measure.isolated import isolated
 
-    seen = ((result.benchmark.compile_s if result.benchmark else None) or {})
+    seen = _asdict(result.benchmark.compile_s) if result.benchmark else {}
     cold = seen.get("cold_forward") or seen.get("cold") or 0.0
     # a part's stages may be silent for what the cold compile took, twice, as the measurement's own phases
     limit_s = max(job.max_seconds, 2.0 * cold)
@@ -350,19 +354,21 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
 
     def export() -> None:
         strict = fits("strict_export")  # strict export too (a Dynamo trace more) only where it fits
-        result.export = deployment.check_export(target, root=job.root, device=job.device, progress=p, strict=strict)
+        found = deployment.check_export(target, root=job.root, device=job.device, progress=p, strict=strict)
+        result.export = from_dict(ExportCheck, found)
 
     def fallback() -> None:
         if output_code:
             found = deployment.read_output_code(output_code)
         else:  # no output code seen (an older torch): one compile of its own
             found = deployment.inspect_inductor(target, device=job.device, mode=job.mode, progress=p)
-        result.fallback_ops, kernels["kernels"] = found["fallback_ops"], found.get("kernels")
+        result.fallback_ops = [from_dict(FallbackOp, o) for o in found["fallback_ops"]]
+        kernels["kernels"] = found.get("kernels")
 
     def sweep() -> None:
-        result.report = deployment.report_data(
+        result.report = from_dict(Report, deployment.report_data(
             target, device=job.device, mode=job.mode, progress=p, max_seconds=deployment.report_budget(job.max_seconds),
-            inductor=kernels, unmeasured=result.unmeasured)
+            inductor=kernels, unmeasured=result.unmeasured))
 
     kernels: dict[str, Any] = {}
     for part, label, what, run in (
@@ -390,15 +396,13 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
         result.parts[part] = PartStatus("failed" if why else "done", why, result.parts_s[part])
         send_part(part)
     if result.report is None and kernels.get("kernels") is not None:  # no sweep: the kernel count stands
-        result.report = {"batch_sweep": None, "kernels": kernels["kernels"], "notes": []}
+        result.report = Report(kernels=kernels["kernels"])
 
 
-def _known(result: TargetResult, earlier: dict[str, Any]) -> None:
-    from ..protocol import Benchmark, Recompile
-
-    if earlier.get("benchmark"):
-        result.benchmark = from_dict(Benchmark, earlier["benchmark"])
-    result.recompiles = [from_dict(Recompile, r) for r in earlier.get("recompiles") or []]
+def _known(result: TargetResult, earlier: Known) -> None:
+    if earlier.benchmark is not None:
+        result.benchmark = earlier.benchmark
+    result.recompiles = list(earlier.recompiles)
 
 
 def _levers(result: TargetResult, p: Callable[..., None], target: loader.BuiltTarget, job: AnalyzeJob) -> None:

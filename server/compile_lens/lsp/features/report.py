@@ -41,8 +41,8 @@ def _remap(ls: CompileLensServer, state: DocState, result: TargetResult) -> Targ
         return result
     moved = remap_result(result, mapping, state.path)
     export = moved.export
-    if export and export.get("line") and same_file(export.get("path"), state.path):
-        moved = dataclasses.replace(moved, export={**export, "line": mapping.line(export["line"])})
+    if export and export.line and same_file(export.path, state.path):
+        moved = dataclasses.replace(moved, export=dataclasses.replace(export, line=mapping.line(export.line)))
     return moved
 
 

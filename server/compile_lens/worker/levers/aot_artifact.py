@@ -77,7 +77,7 @@ def restart_paths(default: dict[str, Any], mega: Optional[dict[str, Any]], loade
                   bench: Optional[Benchmark]) -> tuple[dict[str, Optional[float]], dict[str, float]]:
     """Seconds per restart path (None: not measured), and what was measured of another first call: the
     measurement's served compile is of its first workload, the forward only when it timed no train step."""
-    remote = (bench.compile_s or {}).get("warm_remote") if bench else None
+    remote = bench.compile_s.warm_remote if bench else None
     forward_remote = remote if bench is not None and bench.train_step is None else None
     paths = {"cold": default["cold_s"], "warm": default.get("warm_s"),
              "mega_cache": mega["cold_s"] if mega else None, "warm_remote": forward_remote,

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 from ...protocol import Lever
 from ..loader import BuiltTarget
 from ..measure.workload import uses_cudagraphs
-from .judge import figures_words, forward_faster, forward_slower
+from .judge import busy_unsure, figures_words, forward_faster, forward_slower
 from .sides import compile_side
 from .steady import timed
 
@@ -54,7 +54,7 @@ def measure(target: BuiltTarget, *, path: str, root: str, device: str, mode: str
     forward, step = timed(target, "default", "autotune", device=device, mode=mode, budget_s=steady_s, train=train)
     before, after = sides["before"], sides["after"]
     extra = after["cold_s"] - before["cold_s"]
-    calls = payback_calls(extra, forward.get("before"), forward.get("after"))
+    calls = payback_calls(extra, forward.eager_ms, forward.compiled_ms)
     lever = Lever("max_autotune", CHANGE, "no change",
                   compile_s={"before": _r(before["cold_s"]), "after": _r(after["cold_s"]),
                              "cpu_before": _r(before.get("cold_cpu_s")), "cpu_after": _r(after.get("cold_cpu_s"))},
@@ -69,8 +69,8 @@ def measure(target: BuiltTarget, *, path: str, root: str, device: str, mode: str
         lever.action = f'Autotune kernels (mode="{MODE}"): {lever.why} (measured)'
     elif forward_slower(forward) or forward_slower(step):
         lever.verdict, lever.why = "worse", figures
-    elif not forward.get("conclusive") and forward.get("busy"):
-        lever.verdict, lever.why = "inconclusive", f"{figures} ({forward['busy']})"
+    elif busy_unsure(forward):
+        lever.verdict, lever.why = "inconclusive", f"{figures} ({forward.busy})"
     else:
         lever.why = figures
     return lever

@@ -19,7 +19,7 @@ import logging
 import os
 from typing import Any, Iterator, Optional
 
-from ...protocol import Lever
+from ...protocol import Lever, Timing
 from ...speed_words import idle_words
 from ...torch_text.cudagraph_events import LOGGER, SKIP_LOGGER, event_of, skip_of
 from ...torch_text.frames import is_user_file
@@ -27,7 +27,7 @@ from ..loader import BuiltTarget
 from ..measure import line_windows as windows
 from ..measure.line_costs import calls_to_profile
 from ..measure.workload import uses_cudagraphs
-from .judge import forward_faster, forward_slower, ratio_words
+from .judge import busy_unsure, forward_faster, forward_slower, ratio_words
 from .steady import forward_pair
 
 CHANGE = 'torch.compile(..., mode="reduce-overhead")'
@@ -103,12 +103,12 @@ def graphed_words(graphed: int, skipped: int, rows: list[dict[str, Any]]) -> str
     return text
 
 
-def idle_shares(calls: dict[str, Any], forward: dict[str, Any], device: str) -> dict[str, Optional[float]]:
+def idle_shares(calls: dict[str, Any], forward: Timing, device: str) -> dict[str, Optional[float]]:
     """{"before", "after"}: each side's GPU idle share of its compiled call, profiled after the rounds
     (never inside them) against its timed call; None for a side with no call or no profile."""
     shares: dict[str, Optional[float]] = {}
     for side in ("before", "after"):
-        call, ms = calls.get(side), forward.get(side)
+        call, ms = calls.get(side), forward.eager_ms if side == "before" else forward.compiled_ms
         if call is None:
             shares[side] = None
             continue
@@ -118,7 +118,7 @@ def idle_shares(calls: dict[str, Any], forward: dict[str, Any], device: str) -> 
     return shares
 
 
-def judged(forward: dict[str, Any], graphs: str, shares: dict[str, Optional[float]], data: dict[str, Any]) -> Lever:
+def judged(forward: Timing, graphs: str, shares: dict[str, Optional[float]], data: dict[str, Any]) -> Lever:
     """The lever from its figures: the verdict by the forward's paired rounds, its words (and the
     action's title) with the GPU idle share before and after where both were read:
     `forward 1.40× faster; GPU idle 64% → 8% of the call; 1 of 1 graph(s) CUDA-graphed`."""
@@ -132,8 +132,8 @@ def judged(forward: dict[str, Any], graphs: str, shares: dict[str, Optional[floa
             f"{graphs} (measured)"
     elif forward_slower(forward):
         lever.verdict, lever.why = "worse", f"{fwd}; {said}"
-    elif not forward.get("conclusive") and forward.get("busy"):  # `fwd` already says "machine busy"
-        lever.verdict, lever.why = "inconclusive", f"{fwd} ({forward['busy']}); {said}"
+    elif busy_unsure(forward):  # `fwd` already says "machine busy"
+        lever.verdict, lever.why = "inconclusive", f"{fwd} ({forward.busy}); {said}"
     else:
         lever.why = f"{fwd}; {said}"  # "forward: no measurable change"
     return lever

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ...protocol import Lever
 from ..loader import BuiltTarget
-from .judge import figures_words, forward_faster, forward_slower
+from .judge import busy_unsure, figures_words, forward_faster, forward_slower
 from .steady import timed
 
 SHARE = 0.05  # the guard share above which filters are worth trying
@@ -27,8 +27,8 @@ def measure(target: BuiltTarget, name: str, assumption: str, *, device: str, mod
         lever.action = f"Skip guards ({name}): {figures} — assumes {assumption}"
     elif slower:
         lever.verdict, lever.why = "worse", figures
-    elif forward.get("busy") and not forward.get("conclusive"):
-        lever.verdict, lever.why = "inconclusive", f"{figures}: {forward['busy']}"
+    elif busy_unsure(forward):
+        lever.verdict, lever.why = "inconclusive", f"{figures}: {forward.busy}"
     else:
         lever.why = figures
     return lever

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ...measured import Timing
 from ...speed_words import pair_words
 
 CLEAR_DROP = 0.8  # after/before at or below this: compiles faster; at or above 1/CLEAR_DROP: slower
@@ -32,21 +33,26 @@ def compile_change(before: dict[str, Any], after: dict[str, Any], busy: Optional
     return None
 
 
-def forward_slower(forward: dict[str, Any]) -> bool:
-    ci = forward.get("ci")
-    return bool(forward.get("conclusive") and ci and ci[1] < SLOWER_OK)
+def forward_slower(timing: Optional[Timing]) -> bool:
+    ci = timing.speedup_ci if timing is not None else None
+    return bool(timing is not None and timing.conclusive and ci and ci[1] < SLOWER_OK)
 
 
-def forward_faster(forward: dict[str, Any]) -> bool:
-    ci = forward.get("ci")
-    return bool(forward.get("conclusive") and ci and ci[0] > 1.0)
+def forward_faster(timing: Optional[Timing]) -> bool:
+    ci = timing.speedup_ci if timing is not None else None
+    return bool(timing is not None and timing.conclusive and ci and ci[0] > 1.0)
 
 
-def ratio_words(forward: dict[str, Any]) -> str:
+def ratio_words(forward: Optional[Timing]) -> str:
     return pair_words(forward, "forward")
 
 
-def figures_words(main: str, forward: dict[str, Any], train: Optional[dict[str, Any]] = None) -> str:
+def busy_unsure(timing: Optional[Timing]) -> Optional[str]:
+    """Why a timing cannot tell, where the machine was busy (`Timing.busy`); None where it can, or was quiet."""
+    return timing.busy if timing is not None and not timing.conclusive else None
+
+
+def figures_words(main: str, forward: Optional[Timing], train: Optional[Timing] = None) -> str:
     """A lever's figures in one phrase, for its `why` and its action's title alike: `cold compile 41.0 s
     → 7.0 s, forward 1.05× faster`, or with the timings that cannot tell in brackets: `cold compile
     41.0 s → 7.0 s (forward: no measurable change)`."""

@@ -43,7 +43,7 @@ def run_levers(result: TargetResult, target: BuiltTarget, *, path: str, root: st
     started = time.monotonic()
     budget_s = BUDGET_FACTOR * measurement_s(result.benchmark, max_seconds)
     steady_s = max(MIN_STEADY_S, STEADY_SHARE * max_seconds)
-    cold = (result.benchmark.compile_s or {}).get("cold") if result.benchmark else None
+    cold = result.benchmark.compile_s.cold if result.benchmark else None
     train = bool(result.benchmark and result.benchmark.train_step)  # the measurement timed a train step: so does each lever
 
     def fits(compiles: int) -> Optional[str]:

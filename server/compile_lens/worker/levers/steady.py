@@ -10,10 +10,12 @@ benchmark times), each side compiled again in train mode so its timed calls comp
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any, Callable, ContextManager, Optional
 
 import torch
 
+from ...measured import Timing
 from ..loader import BuiltTarget
 from ..measure.devices import to_device
 from ..measure.timing import Contention, busy_words, paired_rounds, settle, timer, timing_of
@@ -25,9 +27,10 @@ WORKLOADS = {"forward": "forward", "train": "train step"}
 
 def forward_pair(target: BuiltTarget, before: str, after: str, *, device: str, mode: str,
                  budget_s: float, compiling: Optional[ContextManager[Any]] = None,
-                 keep: Optional[dict[str, Callable[[], Any]]] = None) -> dict[str, Any]:
-    """{"before", "after"} ms per forward (eval, no_grad), "speedup" (before/after: above 1 the lever
-    is faster), "ci", "conclusive", and "busy" when other processes took our cores. `compiling`:
+                 keep: Optional[dict[str, Callable[[], Any]]] = None) -> Timing:
+    """The default (`eager_ms`) against the lever (`compiled_ms`), ms per forward (eval, no_grad), `speedup`
+    default/lever (above 1 the lever is faster) with its interval, and `busy` when other processes took
+    our cores. `compiling`:
     entered while the lever's side compiles (e.g. to read what torch logs then); `keep` receives
     each side's compiled call ("before", "after"), to profile after the rounds."""
     return _pair(target, before, after, "forward", device=device, mode=mode, budget_s=budget_s,
@@ -35,14 +38,14 @@ def forward_pair(target: BuiltTarget, before: str, after: str, *, device: str, m
 
 
 def train_pair(target: BuiltTarget, before: str, after: str, *, device: str, mode: str,
-               budget_s: float) -> dict[str, Any]:
+               budget_s: float) -> Timing:
     """The same figures for the train step (forward, loss, backward, SGD step) in train mode."""
     return _pair(target, before, after, "train", device=device, mode=mode, budget_s=budget_s)
 
 
 def _pair(target: BuiltTarget, before: str, after: str, workload: str, *, device: str, mode: str,
           budget_s: float, compiling: Optional[ContextManager[Any]] = None,
-          keep: Optional[dict[str, Callable[[], Any]]] = None) -> dict[str, Any]:
+          keep: Optional[dict[str, Callable[[], Any]]] = None) -> Timing:
     kwargs = compile_kwargs(target, mode)
     args = to_device(target.args, device)
     sides = {}
@@ -61,21 +64,22 @@ def _pair(target: BuiltTarget, before: str, after: str, workload: str, *, device
     watch = Contention(device)
     rounds = paired_rounds(sides["before"], sides["after"], budget_s=budget_s, watch=watch)
     t = timing_of(rounds)
-    found = {"before": round(t.eager_ms, 4), "after": round(t.compiled_ms, 4), "speedup": round(t.speedup, 3),
-             "ci": [round(v, 3) for v in t.speedup_ci] if t.speedup_ci else None, "conclusive": t.conclusive,
-             "rounds": t.rounds}
+    # rounded as the lever's JSON has always given them
+    found = dataclasses.replace(t, eager_ms=round(t.eager_ms, 4), compiled_ms=round(t.compiled_ms, 4),
+                                speedup=round(t.speedup, 3),
+                                speedup_ci=[round(v, 3) for v in t.speedup_ci] if t.speedup_ci else None)
     seen = watch.report()
     busy = busy_words(seen)
     if busy and not t.conclusive:
-        found["busy"] = busy
-        found["contention"] = seen  # who, by name (`contention.top`), as the benchmark's JSON says it
+        found.busy = busy
+        found.contention = seen  # who, by name (`contention.top`), as the benchmark's JSON says it
     return found
 
 
 def timed(target: BuiltTarget, before: str, after: str, *, device: str, mode: str, budget_s: float,
-          train: bool, compiling: Optional[ContextManager[Any]] = None) -> tuple[dict[str, Any], dict[str, Any]]:
+          train: bool, compiling: Optional[ContextManager[Any]] = None) -> tuple[Timing, Optional[Timing]]:
     """(forward, train step) of a lever against its default, each in its own paired rounds of
-    `budget_s`; the train step `{}` where the measurement timed none (`train` False)."""
+    `budget_s`; the train step None where the measurement timed none (`train` False)."""
     forward = forward_pair(target, before, after, device=device, mode=mode, budget_s=budget_s, compiling=compiling)
-    step = train_pair(target, before, after, device=device, mode=mode, budget_s=budget_s) if train else {}
+    step = train_pair(target, before, after, device=device, mode=mode, budget_s=budget_s) if train else None
     return forward, step

@@ -10,8 +10,8 @@ Where each figure comes from:
   calls run (and are checked for recompiles) before anything is timed.
 - **cold compile** — `torch.compile()` (it imports Dynamo) plus the first compiled call of each
   workload, each in a *fresh process* with an *empty* Inductor cache dir of its own (`bench_child`,
-  `cold_children`); `compile_s["cold"]` is the training step's (the forward's when there is none),
-  `compile_s["cold_forward"]` the forward's. A process that already compiled something pays far
+  `cold_children`); `compile_s.cold` is the training step's (the forward's when there is none),
+  `compile_s.cold_forward` the forward's. A process that already compiled something pays far
   less (≈1.5 s instead of ≈10 s here: Inductor keeps most of its one-time cost in memory), so only
   a fresh one is honest.
 - **warm compile** — in this process, after `torch._dynamo.reset()` with Inductor's in-memory

@@ -14,7 +14,15 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ...protocol import AccuracyDrift, Benchmark, CompileTime, Timing
+from ...protocol import (
+    AccuracyDrift,
+    Benchmark,
+    CompileSeconds,
+    CompileTime,
+    Errors,
+    PeakMemory,
+    Timing,
+)
 from ...torch_text import cache_keys
 from . import precision
 from .devices import device_name
@@ -118,15 +126,15 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
         mode=job.mode or "default",
         forward=forward,
         train_step=train,
-        compile_s={"cold": cold_s, "warm": figures.warm_s.get(driver_wl),
-                   "cold_forward": colds["forward"].compile_s, "warm_forward": figures.warm_s.get("forward"),
-                   **({"warm_remote": served.compile_s} if served else {})},
+        compile_s=CompileSeconds(cold_s, figures.warm_s.get(driver_wl), colds["forward"].compile_s,
+                                 figures.warm_s.get("forward"), served.compile_s if served else None),
         guard_latency_us=figures.guard_us, compile_time=_frames(colds),
         warm_cache=_warm_cache(figures, driver_wl, served),
         break_even_calls=calls,
-        peak_memory_bytes=dict(figures.memory),
-        max_abs_error={"output": errors["output_abs"], "grad": errors["grad_abs"]},
-        max_rel_error={"output": errors["output_rel"], "grad": errors["grad_rel"]},
+        peak_memory_bytes=PeakMemory(figures.memory.get("eager"), figures.memory.get("compiled"),
+                                     figures.memory.get("method") or ""),
+        max_abs_error=Errors(errors["output_abs"], errors["grad_abs"]),
+        max_rel_error=Errors(errors["output_rel"], errors["grad_rel"]),
         verdict=verdict(device, forward, train, cold_s, calls, n_breaks, accuracy_ok, figures.busy_seen),
         torch=torch.__version__,
         inputs=describe_inputs(job.target.args),
