@@ -43,8 +43,11 @@ demo: setup
 # its JUnit XML kept for the ledger (scripts/suite_ledger.py, BENCHMARKS.md). PYTEST_WORKERS=0: one process.
 # Tests marked `alone` (they assert on their own timing figures) run after, in one process.
 PYTEST_WORKERS ?= 2
+# Our own files' bytecode first, once: where PYTHONDONTWRITEBYTECODE is set, every process the suite
+# starts (servers, workers, CLIs, cold children) compiled them again (0.1-0.5 s each).
 pytest: setup
 	@mkdir -p build
+	@$(PY) -m compileall -q server tests benchmarks
 	$(PY) -m pytest -q -m "not alone" -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=20 --junitxml=build/pytest.xml
 	$(PY) -m pytest -q -m alone --durations=10 --junitxml=build/pytest-alone.xml
 	@$(PY) scripts/suite_ledger.py build/pytest.xml build/pytest-alone.xml --top 20
