@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("worker",),  # the torch process (what it shares with trial/, render/ and trace_import/ is torch_text/, floor 0)
     ("jobs", "trial"),  # what runs where (lanes, cache) · a trial's runs and their figures
     ("render", "trace_import"),  # results in, LSP types or CLI text/JSON/SARIF/HTML out · a torch trace read
-    ("actions",),  # code actions: edits from findings
+    ("actions", "engine"),  # code actions: edits from findings · the batch sequence the front ends share
     ("lsp", "cli", "mcp_server", "__main__"),  # the front ends: editor, terminal, agents (and `python -m compile_lens`)
 ]
 # Imports that run back up a floor on purpose, each with its reason (none today: the boot hook

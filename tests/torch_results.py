@@ -35,7 +35,8 @@ def load_recorded(path: os.PathLike, root: os.PathLike) -> tuple[list[FileReport
 
 
 def main() -> None:
-    from compile_lens.cli.check import check
+    from compile_lens.cli.common import say
+    from compile_lens.engine.check import check
     from compile_lens.interpreters import probe
     from compile_lens.jobs.cache import ResultCache, cache_dir
     from compile_lens.settings import Settings
@@ -51,7 +52,7 @@ def main() -> None:
     other = probe(args.python)
     root = os.path.abspath(args.root or os.path.dirname(args.files[0]))
     reports, runtime = asyncio.run(check([os.path.abspath(f) for f in args.files], Settings(),
-                                         benchmark=args.benchmark, quiet=False, root=root, python=other.python,
+                                         benchmark=args.benchmark, on_progress=say, root=root, python=other.python,
                                          cache=ResultCache(cache_dir()) if args.cache else None))
     runtime = {k: v for k, v in runtime.items() if k not in ("pid",)}
     doc = {"runtime": {**runtime, "python_path": other.python},

@@ -1,5 +1,5 @@
 """The hover card's length on a measured target (issue 52, item 2: a hover card read in five seconds):
-one measurement of FILE (`compile_lens.cli.check.check`, the results kept whole: the `--format json`
+one measurement of FILE (`compile_lens.engine.check.check`, the results kept whole: the `--format json`
 document leaves out what the card reads), then the card each `--server DIR` (a checkout's `server/`)
 renders from that same result, as its `textDocument/hover` composes it for VS Code (the report link
 shown, no trial), and its counts: lines, non-blank lines, bullets, words, and the non-blank lines
@@ -32,16 +32,17 @@ def measure(path: Path, out: Path) -> None:
     `TargetResult` written to `out`."""
     import asyncio
 
-    from compile_lens.cli.check import analysis_inputs, check
-    from compile_lens.cli.common import open_cache
+    from compile_lens.cli.check import analysis_inputs
     from compile_lens.cli.main import build_parser
+    from compile_lens.engine.check import check
+    from compile_lens.engine.project import open_cache
 
     args = build_parser().parse_args(["check", str(path)])
     inputs = analysis_inputs(args)
     assert not isinstance(inputs, int), f"compile-lens check {path}: usage error {inputs}"
     cache = open_cache(False)
     try:
-        reports, _ = asyncio.run(check(inputs.files, inputs.settings, benchmark=True, quiet=True, root=inputs.root,
+        reports, _ = asyncio.run(check(inputs.files, inputs.settings, benchmark=True, root=inputs.root,
                                        cache=cache))
     finally:
         if cache is not None:

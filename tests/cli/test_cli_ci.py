@@ -260,7 +260,7 @@ def test_messages_name_cli_flags():
 def test_a_measurements_notes_name_cli_flags_too():
     """The measurement's notes and verdict were written for the editor; in the CLI's text and JSON
     they name the flag (`check --max-seconds`), and the measurement kept for the editor is untouched."""
-    from compile_lens.cli.common import reword
+    from compile_lens.engine.finish import reword
     from compile_lens.protocol import (
         Benchmark,
         CompileSeconds,

@@ -16,8 +16,8 @@ import pytest
 from lsprotocol import types as lsp
 
 import paths
-from compile_lens.cli import check as cli
-from compile_lens.cli.common import finish
+from compile_lens.engine import check as cli
+from compile_lens.engine.finish import finish
 from compile_lens.render.cli_output import render_json, render_text
 from compile_lens.render.report_html import render_report
 from compile_lens.settings import Settings
@@ -44,7 +44,7 @@ def test_cli_keeps_the_trace_of_a_target_whose_measurement_timed_out_and_measure
     root = _workspace(tmp_path)
     path, greedy_path = root / "lm.py", root / "greedy.py"
     settings = Settings(timeout_s=TIMEOUT_S, max_seconds=MAX_SECONDS, memory_limit_mb=MEMORY_LIMIT_MB)
-    reports, _runtime = asyncio.run(cli.check([str(greedy_path), str(path)], settings, benchmark=True, quiet=True))
+    reports, _runtime = asyncio.run(cli.check([str(greedy_path), str(path)], settings, benchmark=True))
     finish(reports)  # as the CLI does: ignores applied, messages in its words (`--memory-limit`)
     held, report = reports
     assert report.error is None and held.error is None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from compile_lens.cli.check import check
+from compile_lens.engine.check import check
 from compile_lens.interpreters import MIN_TORCH, InterpreterError, probe
 from compile_lens.render.report_torch_diff import compare_section
 from compile_lens.render.torch_diff_text import render_torch_diff_text
@@ -157,7 +157,7 @@ def test_a_recorded_torch_2_14_1_against_this_torch_names_what_changed_and_nothi
     recorded, runtime = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
     assert runtime["torch"].startswith("2.14.1")
     settings = Settings()
-    ours, our_runtime = asyncio.run(check([str(EXAMPLES / "item_scale.py")], settings, benchmark=False, quiet=True,
+    ours, our_runtime = asyncio.run(check([str(EXAMPLES / "item_scale.py")], settings, benchmark=False,
                                           root=str(EXAMPLES)))
     diff = compare(ours, {**our_runtime, "python_path": sys.executable}, recorded, runtime, str(EXAMPLES))
     assert diff["verdict"].startswith(f"torch {our_runtime['torch'].split('+')[0]} → 2.14.1: ")

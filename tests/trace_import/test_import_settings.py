@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from compile_lens.cli.trace_import import import_json, import_text
+from compile_lens.cli.trace_import import import_text
+from compile_lens.render.imported_json import import_json
 from compile_lens.torch_text import compile_settings
 from compile_lens.trace_import.report import import_trace
 from paths import DATA

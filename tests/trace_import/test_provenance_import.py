@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compile_lens.cli.trace_import import import_json, import_text
+from compile_lens.cli.trace_import import import_text
+from compile_lens.render.imported_json import import_json
 from compile_lens.trace_import.report import import_trace
 from paths import DATA
 

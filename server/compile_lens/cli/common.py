@@ -1,20 +1,18 @@
-"""What the subcommands share: argument checks, settings from pyproject and flags, `-- PROGRAM`,
-the result cache, and the last touches on findings (ignore comments, the terminal's words)."""
+"""What the subcommands share: argument checks, settings from pyproject and flags, `-- PROGRAM`.
+The project's root, settings and cache, and the findings' last touches, are the engine's
+(`engine/project.py`, `engine/finish.py`): the MCP server uses them too."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from typing import Callable, Optional, Union
 
-from ..config import find_root, load_project_config, python_files
-from ..jobs.cache import ResultCache, cache_dir
-from ..protocol import OPT_IN, Benchmark, FileReport, Problem
+from ..config import python_files
+from ..engine.project import project_settings, workspace_root
+from ..protocol import OPT_IN
 from ..remote_cache import parse as parse_remote
-from ..render import findings as fnd
-from ..render.cli_output import cli_words
 from ..settings import Settings, opt_in_parts
 
 
@@ -38,13 +36,6 @@ def write_output(path: Optional[str], text: str) -> bool:
     return True
 
 
-def workspace_root(files: list[str], override: Optional[str] = None) -> str:
-    """The root the output's paths are relative to: `--root`, else the first file's (found like ruff)."""
-    if override:
-        return os.path.abspath(override)
-    return find_root(files[0]) if files else os.getcwd()
-
-
 def files_and_root(args: argparse.Namespace) -> Union[int, tuple[list[str], str]]:
     """The Python files under `args.paths` and their root, or 2 (said on stderr) for a usage error."""
     if args.root and not os.path.isdir(args.root):
@@ -59,14 +50,6 @@ def files_and_root(args: argparse.Namespace) -> Union[int, tuple[list[str], str]
         say(f"no Python files in {', '.join(args.paths)}")
         return 2
     return files, workspace_root(files, args.root)
-
-
-def project_settings(files: list[str], root: str) -> Settings:
-    """[tool.compile-lens] in the root's pyproject.toml: the defaults that flags override."""
-    settings, problems = Settings.from_client(load_project_config(files[0], root).settings)
-    for problem in problems:
-        print(f"compile-lens: {problem}", file=sys.stderr)
-    return settings
 
 
 # flag (argparse dest) -> the setting it overrides; a subcommand without the flag leaves it be
@@ -124,54 +107,3 @@ def program(args: argparse.Namespace, example: str) -> Optional[list[str]]:
         print(f"{who}: give the program to run after `--`, e.g. {example}", file=sys.stderr)
         return None
     return found
-
-
-def open_cache(no_cache: bool, read: bool = True) -> Optional[ResultCache]:
-    """The result cache the editor uses too (one folder rule: `jobs.cache.cache_dir`); `read=False`:
-    written, never read (a run whose side files — the kept profiles — only a fresh measurement makes)."""
-    return None if no_cache else ResultCache(cache_dir(), read=read)
-
-
-def lines_of(path: str, cache: dict[str, list[str]]) -> list[str]:
-    if path not in cache:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                cache[path] = fh.read().splitlines()
-        except (OSError, UnicodeDecodeError):
-            cache[path] = []
-    return cache[path]
-
-
-def apply_ignores(reports: list[FileReport]) -> None:
-    """Drop what `# compile-lens: ignore` comments silence; findings span their whole line."""
-    cache: dict[str, list[str]] = {}
-    for report in reports:
-        kept = []
-        for f in report.findings:
-            lines = lines_of(f.path, cache)
-            if not fnd.suppressed(f, lines):
-                kept.append(fnd.whole_line(f, lines))
-        report.findings = kept
-
-
-def reword(reports: list[FileReport]) -> None:
-    """Messages written for the editor, in the terminal's words (`raise --timeout`)."""
-    def problem(p: Optional[Problem]) -> Optional[Problem]:
-        return p and dataclasses.replace(p, message=cli_words(p.message) or p.message, hint=cli_words(p.hint))
-
-    def measured(b: Optional[Benchmark]) -> Optional[Benchmark]:
-        return b and dataclasses.replace(b, notes=[cli_words(n) or n for n in b.notes],
-                                         verdict=cli_words(b.verdict) or b.verdict)
-
-    for report in reports:
-        report.error = problem(report.error)
-        report.targets = [dataclasses.replace(t, error=problem(t.error), benchmark=measured(t.benchmark))
-                          for t in report.targets]
-        # copies: a file's lint findings are kept by `lints` for its next lint
-        report.findings = [dataclasses.replace(f, message=cli_words(f.message) or f.message)
-                           for f in report.findings]
-
-
-def finish(reports: list[FileReport]) -> None:
-    apply_ignores(reports)
-    reword(reports)

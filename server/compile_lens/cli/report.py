@@ -16,11 +16,13 @@ import os
 import sys
 from typing import Any
 
+from ..engine.finish import finish
+from ..engine.project import open_cache
 from ..settings import DEVICES, MODES
 from ..trial import store as trial_store
 from ..trial import summary as trial_summary
 from .check import analysis_inputs, check_with_other
-from .common import add_remote_cache_argument, add_with_argument, finish, open_cache
+from .common import add_remote_cache_argument, add_with_argument
 from .gpu_wait import add_wait_gpu_argument
 from .levers import FLAG_HELP as LEVERS_HELP
 from .shard import add_shard_argument

@@ -38,16 +38,3 @@ def _out(line: dict[str, Any]) -> None:
 def last_line(doc: dict[str, Any]) -> str:
     """The whole `--format json` document, on one line: the stream's last."""
     return json.dumps(doc)
-
-
-def both(writer: Optional[Callable[[TargetResult], None]], on_result: Optional[Callable[[str, TargetResult], None]],
-         path: str) -> Optional[Callable[[TargetResult], None]]:
-    """The worker's results to the cache, then to `on_result`."""
-    if on_result is None:
-        return writer
-
-    def to_both(result: TargetResult) -> None:
-        if writer is not None:
-            writer(result)
-        on_result(path, result)
-    return to_both

@@ -13,9 +13,10 @@ import sys
 from typing import Any
 
 from .. import __version__
-from ..ranks import parting_json
+from ..engine.finish import finish
 from ..render import sarif_limits
-from ..render.cli_output import display_path, exit_code, render_json, render_text
+from ..render.cli_output import display_path, exit_code, render_text
+from ..render.imported_json import import_json
 from ..render.profile_text import profiles_text
 from ..render.sarif import render_sarif
 from ..torch_text import compile_settings
@@ -23,41 +24,15 @@ from ..trace_import import kernel_lines
 from ..trace_import.paths import parse_maps
 from ..trace_import.profiles import import_profiles, is_profile, profiles_json
 from ..trace_import.report import (
-    SOURCE,
     Imported,
     NotATrace,
     divergence_text,
     import_trace,
     ranks_json,
 )
-from .common import finish, say, write_output
+from .common import say, write_output
 
-# what `check` measures and a recorded frame does not have: null in the JSON, not "none"
-NOT_RECORDED = ("inputs", "benchmark", "export", "fallback_ops", "left_out")
 SARIF_CATEGORY = "import"  # automationDetails.id "compile-lens/import/", apart from check's "compile-lens/all/"
-
-
-def import_json(imported: Imported) -> dict[str, Any]:
-    doc = render_json(imported.reports, torch_version=next((t.torch_version for t in imported.traces if t.torch_version), None),
-                      device=None, checks={"graph_breaks": True, "recompiles": True, "benchmark": False})  # type: ignore[arg-type]
-    by_path = {e["path"]: e for e in doc["files"]}
-    for report in imported.reports:
-        entry = by_path.get(report.path)
-        if entry is None:
-            continue
-        entry["mapped"] = report.path not in imported.unmapped
-        for target, extra in zip(entry["targets"], imported.target_extras.get(report.path, [])):
-            target.update(extra)
-            target.update({k: None for k in NOT_RECORDED})
-            target["phases"] = None
-    for entry in doc["files"]:
-        for diagnostic in entry["diagnostics"]:
-            diagnostic["source"] = SOURCE
-    doc["ranks"] = ranks_json(imported)
-    doc["rank_divergence"] = [parting_json(p) for p in imported.rank_divergence]
-    doc["unmapped"] = [{"path": p, "why": why} for p, why in sorted(imported.unmapped.items())]
-    doc["notes"] = list(imported.notes)
-    return doc
 
 
 def import_text(imported: Imported, root: str) -> str:

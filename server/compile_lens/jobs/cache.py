@@ -46,6 +46,8 @@ from ..protocol import (
     phase_of,
     with_phase,
 )
+from ..remote_cache import in_use as remote_cache_in_use
+from ..settings import Settings
 from .project import anchored, placed, project_identity
 
 log = logging.getLogger(__name__)
@@ -145,6 +147,14 @@ def target_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_
     asked = (("opt_in", tuple(sorted(set(opt_in)))),) if opt_in else ()
     return TargetKeys(key("trace"), key("sweep"), key("bench-paired", device, mode, *served, *precision, *asked),
                       remote, root)
+
+
+def run_keys(torch_version: Optional[str], path: str, fingerprint: str, deps_fingerprint: str, spec: Any,
+             settings: Settings, python: Optional[str] = None) -> TargetKeys:
+    """`target_keys` under a run's settings (device, mode, the remote cache in use, the parts opted
+    in): the one way the engine's `check` and the editor's scheduler key a target."""
+    return target_keys(torch_version, path, fingerprint, deps_fingerprint, spec, settings.device, settings.mode,
+                       python, remote_cache_in_use(settings.remote_cache, os.environ), settings.opt_in)
 
 
 def torch_version(python: Optional[str] = None) -> Optional[str]:

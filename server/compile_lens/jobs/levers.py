@@ -1,6 +1,7 @@
 """The levers phase run on its own, for targets whose earlier phases are known (from the cache, or
 held by the editor): the worker is handed what it reads of them (the figures' guard share, the
-sweep's recompiles), and the outcome is merged into those results. Shared by the CLI and the LSP."""
+sweep's recompiles), and the outcome is merged into those results. Shared by the engine (`engine/check.py`) and the LSP; `with_cached_levers`: a cached result with
+the levers measured on the same code."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Callable, Optional
 
 from ..protocol import LEVERS, Known, TargetResult, phase_of, with_phase
 from .analysis import analyze_file
+from .cache import ResultCache, TargetKeys, read_levers
 
 
 def known_of(result: TargetResult) -> Known:
@@ -35,3 +37,14 @@ async def levers_only(slot: Any, path: str, root: str, discovery: Any, settings:
         if on_target:
             on_target(merged)
     return run
+
+
+def with_cached_levers(cache: Optional[ResultCache], keys: Optional[TargetKeys],
+                       hit: TargetResult) -> Optional[TargetResult]:
+    """`hit` with its cached levers, or None when they are not cached."""
+    if cache is None or keys is None:
+        return None
+    levers = read_levers(cache, keys)
+    if levers is None:
+        return None
+    return with_phase(dataclasses.replace(hit, levers=levers), LEVERS, "done")

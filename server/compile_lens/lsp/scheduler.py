@@ -31,8 +31,8 @@ from ..jobs.cache import (
     read_deployment,
     read_sweep,
     read_trace,
+    run_keys,
     settled,
-    target_keys,
     with_deployment,
     with_recompiles,
     write_bench,
@@ -45,7 +45,6 @@ from ..positions import moved
 from ..protocol import Benchmark, Problem, TargetResult, TargetSpec
 from ..protocol import phase_of as phase
 from ..protocol import with_phase as set_phase
-from ..remote_cache import in_use as remote_cache_in_use
 from ..render import lens_titles
 from .documents import read_saved, version_on_disk
 from .state import CompileLensServer, DocState, Saved, same_code
@@ -123,21 +122,27 @@ def _all_settled(found: Iterable[TargetResult], phase_name: str) -> bool:
 
 
 def _keys(ls: CompileLensServer, saved: Saved, spec: TargetSpec) -> TargetKeys:
-    return target_keys(ls.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint, spec,
-                       ls.settings.device, ls.settings.mode, remote=remote_cache_in_use(ls.settings.remote_cache, os.environ),
-                       opt_in=ls.settings.opt_in)
+    return run_keys(ls.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint, spec,
+                    ls.settings)
+
+
+def _cached_traces(ls: CompileLensServer, saved: Saved, keys: dict[str, TargetKeys],
+                   path: str) -> dict[str, TargetResult]:
+    """The traces the result cache holds for this code, by target."""
+    found = {}
+    for name, entry_keys in keys.items():
+        cached = read_trace(ls.cache, entry_keys, saved.source, path)
+        if cached is not None:
+            found[name] = cached
+            ls.stats["trace_cache_hits"] += 1
+    return found
 
 
 async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> None:
     assert ls.traces is not None
     started = time.perf_counter()
-    fresh: dict[str, TargetResult] = {}
     keys = {t.name: _keys(ls, saved, t) for t in saved.discovery.targets if t.inputs}
-    for name, entry_keys in keys.items():
-        cached = read_trace(ls.cache, entry_keys, saved.source, state.path)
-        if cached is not None:
-            fresh[name] = cached
-            ls.stats["trace_cache_hits"] += 1
+    fresh = _cached_traces(ls, saved, keys, state.path)
 
     benchmarks = cached_benchmarks(ls, saved, state.path)
     specs = {t.name: t for t in saved.discovery.targets}

@@ -1,10 +1,10 @@
 """The MCP tools' work, without the SDK: plain arguments in, the CLI's JSON documents out.
 
-`check` is `cli.check.check` and `cli.check.json_document` (what `check --format json` prints);
+`check` is the engine's (`engine.check.check`) and its `json_document` (what `check --format json` prints);
 `fixes` are `actions.code_actions` resolved into edits, as the editor's light bulb offers them;
 `apply_fix` writes one and traces the file again; `trial` is `compile-lens trial --json` run as a
 subprocess (its figures file is the answer; killing it stops the user's program too); `import` is
-`cli.trace_import.import_json`. A bad argument or a refusal raises `ToolProblem` with one line.
+`render.imported_json.import_json`. A bad argument or a refusal raises `ToolProblem` with one line.
 `note` receives progress lines while a tool runs.
 """
 
@@ -23,14 +23,15 @@ import psutil
 from lsprotocol import types as lsp
 
 from .. import actions
-from ..cli.check import TargetPick, json_document
-from ..cli.check import check as run_check
-from ..cli.common import finish, open_cache, project_settings, workspace_root
-from ..cli.trace_import import import_json
 from ..config import python_files
+from ..engine.check import TargetPick, json_document
+from ..engine.check import check as run_check
+from ..engine.finish import finish
+from ..engine.project import open_cache, project_settings, workspace_root
 from ..protocol import FileReport, Finding
 from ..render import keys
 from ..render.assembly import in_workspace
+from ..render.imported_json import import_json
 from ..render.lsp import to_diagnostic, to_range, uri_of
 from ..trace_import.paths import parse_maps
 from ..trace_import.profiles import import_profiles, is_profile, profiles_json
@@ -77,7 +78,7 @@ async def _check(path: str, trust: Trust, target: Optional[str], phases: tuple[s
     runs = {"recompiles": trusted and "recompiles" in phases, "benchmark": trusted and "benchmark" in phases}
     cache = open_cache(False)
     try:
-        reports, runtime = await run_check(files, settings, quiet=True, targets=picks, cache=cache,
+        reports, runtime = await run_check(files, settings, targets=picks, cache=cache,
                                            on_progress=note, static_only=not trusted, **runs)
     finally:
         if cache is not None:
@@ -101,7 +102,7 @@ async def check(path: str, trust: Trust, *, target: Optional[str] = None,
 async def show(path: str, line: int, trust: Trust, *, graph: bool, note: Note = None) -> dict[str, Any]:
     """`compile-lens show`'s JSON document with its text: the graphs Dynamo captured for the target at
     `line` (`graph`), or the kernels the line became (a measurement). Trusted folders only: it runs the file."""
-    from ..cli.show import ShowProblem, show_document
+    from ..engine.show import ShowProblem, show_document
 
     if not trust.covers(path):
         raise ToolProblem(trust.refusal(path))

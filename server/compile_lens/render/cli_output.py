@@ -103,7 +103,7 @@ def _problem_location(problem: Problem, default_path: str, default_line: int) ->
 
 
 # A hint names the editor's setting; in a terminal the flag that sets it is what to change.
-# The one map of it: the CLI's messages (cli/common.py) use it too.
+# The one map of it: the CLI's and the MCP server's messages (engine/finish.py) use it too.
 CLI_FLAGS = {"compileLens.benchmark.maxSeconds": "--max-seconds", "compileLens.worker.timeoutSeconds": "--timeout",
              "benchmark.maxSeconds": "--max-seconds", "worker.timeoutSeconds": "--timeout",
              "compileLens.worker.memoryLimitMB": "--memory-limit", "compileLens.benchmark.mode": "--mode",
