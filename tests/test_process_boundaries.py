@@ -17,17 +17,17 @@ def test_the_server_and_cli_do_not_import_torch():
 
 
 def test_the_worker_does_not_import_pygls():
-    loaded = _modules_after("import compile_lens.worker.jobs, compile_lens.worker.measure.deployment, "
-                            "compile_lens.worker.breaks.recompiles, compile_lens.worker.measure.bench_child")
+    loaded = _modules_after("import compile_lens.worker.jobs, compile_lens.worker.measure.deployment.questions, "
+                            "compile_lens.worker.breaks.recompiles, compile_lens.worker.measure.compile.bench_child")
     assert "torch" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("pygls", "lsprotocol")}
 
 
 def test_the_worker_does_not_import_the_servers_modules():
     # discovery.inputs pulls config, discovery and the record reader; jobs.lanes is the server's side
-    loaded = _modules_after("import compile_lens.worker.jobs, compile_lens.worker.measure.deployment, "
-                            "compile_lens.worker.breaks.recompiles, compile_lens.worker.measure.bench_child, "
-                            "compile_lens.worker.measure.benchmark")
+    loaded = _modules_after("import compile_lens.worker.jobs, compile_lens.worker.measure.deployment.questions, "
+                            "compile_lens.worker.breaks.recompiles, compile_lens.worker.measure.compile.bench_child, "
+                            "compile_lens.worker.measure.run.benchmark")
     assert not loaded & {"compile_lens.discovery", "compile_lens.discovery.inputs", "compile_lens.jobs",
                          "compile_lens.jobs.lanes", "compile_lens.config", "compile_lens.lsp", "compile_lens.cli"}
 

@@ -23,8 +23,8 @@ from benchmarks.figures import Figure, Result, emit  # noqa: E402
 from compile_lens import remote_cache as rc  # noqa: E402
 from compile_lens.protocol import InputRecipe, TargetSpec  # noqa: E402
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
-from compile_lens.worker.measure.benchmark import run_benchmark  # noqa: E402
-from compile_lens.worker.measure.cold_compile import run_child  # noqa: E402
+from compile_lens.worker.measure.compile.cold import run_child  # noqa: E402
+from compile_lens.worker.measure.run.benchmark import run_benchmark  # noqa: E402
 from redis_server import key_count, redis_server  # noqa: E402
 
 ROOT = HERE / "tests" / "fixtures" / "remote"

@@ -112,9 +112,10 @@ def capture_model(out: Path, device: str, key: str, dry: bool) -> dict[str, Any]
     import torch
     import torch._inductor.config as inductor_config
 
-    from compile_lens.worker.measure import precision, provenance
-    from compile_lens.worker.measure.cold_compile import inductor_cache
-    from compile_lens.worker.measure.workload import Model
+    from compile_lens.worker.measure.compile.cold import inductor_cache
+    from compile_lens.worker.measure.lines import provenance
+    from compile_lens.worker.measure.workload import precision
+    from compile_lens.worker.measure.workload.model import Model
 
     sys.path.insert(0, str(REPO / "benchmarks" / "models"))
     import speedup_models as m

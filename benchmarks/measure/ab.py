@@ -51,8 +51,8 @@ from benchmarks.figures import Figure, Result, emit  # noqa: E402
 from benchmarks.measure.speedup_check import DEFAULT_MODELS, build, find_spec  # noqa: E402
 from compile_lens.busy.contention import Contention  # noqa: E402
 from compile_lens.busy.rule import busy_threshold  # noqa: E402
-from compile_lens.worker.measure import benchmark as bench  # noqa: E402
-from compile_lens.worker.measure import timing  # noqa: E402
+from compile_lens.worker.measure.run import benchmark as bench  # noqa: E402
+from compile_lens.worker.measure.timing import rounds as timing  # noqa: E402
 
 Toggle = tuple[Callable[[], None], Callable[[], None]]
 NOTHING: Toggle = (lambda: None, lambda: None)
@@ -93,7 +93,7 @@ def independent(eager_obj: Any, args: tuple) -> Any:
 FRESH = r"""
 import copy, sys, torch
 sys.path.insert(0, {root!r}); sys.path.insert(0, {server!r})
-from compile_lens.worker.measure import timing
+from compile_lens.worker.measure.timing import rounds as timing
 {imports}
 model = {init}
 args = {inputs}

@@ -6,7 +6,7 @@
 For each budget, `compile-lens check FILE --no-recompiles --no-cache --max-seconds B --stream`, each
 stream line timed as it arrives: the measurement runs from the trace's line (the last phase before it)
 to its last part's line, the forward's figure arrives with the "forward" line, and the bound is
-max(B, that) × 1.1 + 5 s (`worker/measure/budget.py`). One row per budget and target: the whole run's
+max(B, that) × 1.1 + 5 s (`worker/measure/run/budget.py`). One row per budget and target: the whole run's
 wall, the measurement's, the time to the forward's figure, the bound, the first look's seconds
 (`phases_s.first_look`), and the parts the budget left out. `--server DIR`: another checkout's server
 (the figures before a change). Exit 1 when a measurement ran past its bound.

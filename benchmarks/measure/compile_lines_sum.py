@@ -54,7 +54,8 @@ def child(label: str) -> dict:
     import torch._inductor.compile_fx  # noqa: F401
 
     from compile_lens.render import compile_lines as text
-    from compile_lens.worker.measure import compile_frames, compile_lines
+    from compile_lens.worker.measure.compile import per_frame as compile_frames
+    from compile_lens.worker.measure.compile import per_line as compile_lines
 
     model, inputs, root = build(label)
     model.eval()

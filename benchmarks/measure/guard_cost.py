@@ -13,7 +13,7 @@ from pathlib import Path
 from benchmarks.figures import Figure, Result, emit
 from compile_lens.protocol import InputRecipe, TargetSpec
 from compile_lens.worker.loader import build_target, import_file
-from compile_lens.worker.measure.benchmark import run_benchmark
+from compile_lens.worker.measure.run.benchmark import run_benchmark
 
 ROOT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "remote"
 MODEL = str(ROOT / "mlp.py")

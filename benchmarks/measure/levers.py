@@ -23,7 +23,7 @@ def main() -> int:
     parser.add_argument("--max-seconds", type=float, default=20.0)
     args = parser.parse_args()
     from compile_lens.worker.levers.phase import run_levers
-    from compile_lens.worker.measure.benchmark import run_benchmark
+    from compile_lens.worker.measure.run.benchmark import run_benchmark
 
     figures: dict[str, Figure] = {}
     unbuilt: list[str] = []

@@ -47,8 +47,8 @@ def _clocked(fn, name):
 def child(path: str, name: str, inputs: str, root: str, seconds: float, off: bool) -> None:
     from compile_lens.protocol import InputRecipe, TargetSpec
     from compile_lens.worker.loader import build_target, import_file
-    from compile_lens.worker.measure import line_costs
-    from compile_lens.worker.measure.benchmark import run_benchmark
+    from compile_lens.worker.measure.lines import costs as line_costs
+    from compile_lens.worker.measure.run.benchmark import run_benchmark
 
     step_cpu = [0.0]
     if off:

@@ -34,7 +34,7 @@ def child(level: int, out: str, only: str | None) -> None:
     import line_costs_models as lcm
 
     from compile_lens.worker.dynamo import structured_trace
-    from compile_lens.worker.measure.workload import Model
+    from compile_lens.worker.measure.workload.model import Model
 
     class Codes(logging.Handler):
         def __init__(self) -> None:

@@ -88,7 +88,7 @@ def build(path: str, spec: TargetSpec):
 
 def measure(path: str, spec: TargetSpec, device: str, mode: str, max_seconds: float) -> tuple[Benchmark, float]:
     """In this process (the `--table` form)."""
-    from compile_lens.worker.measure.benchmark import run_benchmark
+    from compile_lens.worker.measure.run.benchmark import run_benchmark
 
     target, root = build(path, spec)
     started = time.perf_counter()
@@ -292,7 +292,7 @@ def _s(seconds: Optional[float]) -> str:
 
 
 def _machine() -> str:
-    from compile_lens.worker.measure.devices import cpu_name
+    from compile_lens.worker.measure.workload.devices import cpu_name
 
     return f"{cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
 

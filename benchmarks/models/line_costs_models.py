@@ -23,9 +23,9 @@ import torch
 import torch.utils.benchmark as tbench
 
 from compile_lens.worker.loader import import_file
-from compile_lens.worker.measure import line_costs
-from compile_lens.worker.measure.dynamo_watch import _clear_in_memory_caches
-from compile_lens.worker.measure.workload import Model
+from compile_lens.worker.measure.compile.dynamo_watch import _clear_in_memory_caches
+from compile_lens.worker.measure.lines import costs as line_costs
+from compile_lens.worker.measure.workload.model import Model
 
 NANOGPT = '''
 import math

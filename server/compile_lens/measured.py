@@ -18,7 +18,7 @@ class LineRef:
 
 @dataclass
 class KernelShare:
-    """A kernel a line became (worker/measure/line_costs.py)."""
+    """A kernel a line became (worker/measure/lines/costs.py)."""
 
     name: str  # "cpp_fused_mul_relu_0", "triton_poi_fused_add_0", "extern_kernels.addmm", "aten._fft_r2c"
     kind: str  # "generated" (fused by Inductor) | "extern" (a library kernel) | "fallback" (an aten op Inductor did not lower)
@@ -29,7 +29,7 @@ class KernelShare:
 
 @dataclass
 class LineCost:
-    """One source line's steady-state cost per call, eager and compiled (worker/measure/line_costs.py)."""
+    """One source line's steady-state cost per call, eager and compiled (worker/measure/lines/costs.py)."""
 
     path: str
     line: int
@@ -56,13 +56,13 @@ class Timing:
     # the interval's width relative to the speedup, (hi - lo) / speedup; above MAX_CI_WIDTH (0.2)
     # a conclusive figure is shown as "imprecise" (`speed_words`); None: no interval
     ci_rel_width: Optional[float] = None
-    # the forward only (worker/measure/guard_cost.py): guard evaluation per compiled call, median of the
+    # the forward only (worker/measure/timing/guard_cost.py): guard evaluation per compiled call, median of the
     # rounds' (compiled − guards skipped), its 95% interval, and its share of the compiled call
     # (None: not measurable, the interval is not wholly above 0); all None: not measured on this torch
     guard_us_per_call: Optional[float] = None
     guard_us_ci: Optional[list[float]] = None
     guard_share: Optional[float] = None
-    # where the time goes, line by line (worker/measure/line_costs.py; a train step's lines include their backward),
+    # where the time goes, line by line (worker/measure/lines/costs.py; a train step's lines include their backward),
     # profiled after the timing rounds: lines by cost; what no line took, per reason; each side's
     # profile total per call ({"eager", "compiled"}: lines + unattributed_us = "compiled")
     lines: list[LineCost] = field(default_factory=list)
@@ -104,7 +104,7 @@ class CompileFrame:
 
 @dataclass
 class CompileLine:
-    """One source line's share of a frame's Dynamo tracing (`worker/measure/compile_lines.py`).
+    """One source line's share of a frame's Dynamo tracing (`worker/measure/compile/per_line.py`).
     AOTAutograd and Inductor compile a frame's graph as a whole: their time is the frame's, not a line's."""
 
     compile_id: str  # the frame it was traced in (`CompileFrame.compile_id`)
@@ -133,7 +133,7 @@ class CompileTime:
 
 @dataclass
 class AccuracyDrift:
-    """Where the compiled model's accuracy first drifts from eager (`worker/measure/drift`): the module
+    """Where the compiled model's accuracy first drifts from eager (`worker/measure/accuracy/drift`): the module
     (its dotted name; "" the model's own forward), its file and `def forward` line, the difference of
     its output (or its own parameters' gradients) and of its inputs (None: not compared)."""
 
@@ -148,7 +148,7 @@ class AccuracyDrift:
 
 @dataclass
 class Precision:
-    """What a measurement ran in (`worker/measure/precision.py`): named beside every figure."""
+    """What a measurement ran in (`worker/measure/workload/precision.py`): named beside every figure."""
 
     value: str = "fp32"  # "fp32" | "tf32" | "bf16-autocast" | "fp16-autocast": what the figures are
     source: str = "default"  # "setting" | "directive" | "pyproject" | "recorded" | "default"
@@ -159,7 +159,7 @@ class Precision:
 @dataclass
 class CompileSeconds:
     """A measurement's compiles, seconds (None: not measured): cold, a fresh process with an empty cache;
-    warm, this machine's caches filled (`worker/measure/cold_children`, `benchmark`)."""
+    warm, this machine's caches filled (`worker/measure/compile/children`, `benchmark`)."""
 
     cold: Optional[float] = None  # the break-even workload's: the train step when there is one
     warm: Optional[float] = None
@@ -170,7 +170,7 @@ class CompileSeconds:
 
 @dataclass
 class Errors:
-    """The largest difference of the compiled call from eager (`worker/measure/accuracy.py`), absolute or
+    """The largest difference of the compiled call from eager (`worker/measure/accuracy/compare.py`), absolute or
     relative: of the output, and of the gradients after one backward (train mode); None: not compared."""
 
     output: Optional[float] = None
@@ -179,7 +179,7 @@ class Errors:
 
 @dataclass
 class PeakMemory:
-    """Peak memory of one call of the verdict's workload, eager and compiled (`worker/measure/memory.py`)."""
+    """Peak memory of one call of the verdict's workload, eager and compiled (`worker/measure/memory/peak.py`)."""
 
     eager: Optional[int] = None  # bytes; None: not measured (`method` says why)
     compiled: Optional[int] = None
@@ -217,7 +217,7 @@ class Benchmark:
     # "remote": {"fx_graph": {"hits", "misses"}, "aot_autograd": {..}, "autotune": ("n/a" on the CPU)}
     warm_cache: Optional[dict[str, Any]] = None  # open: torch's cache counters, as this torch names them
     # the optional parts of the measurement that failed, and why, each on its own
-    # (`worker/measure/isolated`): {"guard cost": "not measurable: …", "peak memory": …,
+    # (`worker/measure/run/isolated`): {"guard cost": "not measurable: …", "peak memory": …,
     # "accuracy": …, "warm-remote compile": …}; the other figures stand
     unmeasured: dict[str, str] = field(default_factory=dict)
     compile_time: Optional[CompileTime] = None  # the cold compile, frame by frame
@@ -250,12 +250,12 @@ class Lever:
     # what the edit needs (`actions/levers.py`): {"attribute": "blocks", "block_class": "Block", ...}
     data: dict[str, Any] = field(default_factory=dict)  # open: each lever's own, read back by its edit
     wall_s: float = 0.0  # what trying this lever cost (BENCHMARKS)
-    # CUDA graphs: {"before", "after"} the GPU idle share of the compiled call (`line_windows.gpu_idle_share`,
+    # CUDA graphs: {"before", "after"} the GPU idle share of the compiled call (`lines.windows.gpu_idle_share`,
     # as `forward.gpu_idle_share`), the default compile and the lever's; {} where not measured
     gpu_idle_share: dict[str, Optional[float]] = field(default_factory=dict)
 
 
-# --- the deployment answers (`worker/measure/deployment`), measured with the benchmark ----------------
+# --- the deployment answers (`worker/measure/deployment/questions`), measured with the benchmark ----------------
 
 @dataclass
 class ExportCheck:

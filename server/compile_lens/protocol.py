@@ -39,7 +39,7 @@ from .measured import (  # noqa: F401 - re-exported: the measurement's records, 
 SCHEMA = 1
 
 
-# `check --profile-dir DIR`: the workers keep the profiles of the measured calls there (`line_windows`)
+# `check --profile-dir DIR`: the workers keep the profiles of the measured calls there (`lines.windows`)
 PROFILE_DIR_ENV = "COMPILE_LENS_PROFILE_DIR"
 
 @dataclass
@@ -220,7 +220,7 @@ PARTS = ("forward", "train_step", "memory", "lines", "export", "fallback_ops", "
 # The parts a user may ask for whatever the budget (`AnalyzeJob.opt_in`; `check --with`, the setting
 # `benchmark.optIn`): those the budget may skip or stop, strict export (a second, strict trace) on its
 # own, and the warm-remote compile (with a remote cache). Only the forward's headline is never cut
-# (`worker/measure/budget.py`); the forward's warm compile and accuracy check run with any of the first three
+# (`worker/measure/run/budget.py`); the forward's warm compile and accuracy check run with any of the first three
 # and the fallback ops (read from its output code).
 OPT_IN = ("train_step", "memory", "lines", "export", "strict_export", "fallback_ops", "batch_sweep", "warm_remote")
 
@@ -257,7 +257,7 @@ class TargetResult:
     # the traced path may differ from the one training takes
     left_out: list[str] = field(default_factory=list)
     # the optional parts measured after the benchmark that failed, and why ("torch.export",
-    # "fallback ops", "batch sweep", …: `worker/measure/isolated`); the benchmark stands
+    # "fallback ops", "batch sweep", …: `worker/measure/run/isolated`); the benchmark stands
     unmeasured: dict[str, str] = field(default_factory=dict)
     # bug reports (traceback included) of optional parts that failed in Compile Lens's own code
     # (`worker/tool_errors`): for the log only (the server's output channel, the CLI's stderr)

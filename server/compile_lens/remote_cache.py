@@ -5,7 +5,7 @@ the environment of a child that must not (the cold compile, cold by construction
 torch reads these variables when its configs are first imported, so they are set on child
 processes, never changed in this one. Plain rules, no torch: the settings and the CLI check an
 address's form, the server's worker environment (`jobs.lanes.worker_env`) and the benchmark's
-children (`worker.measure.cold_compile`) use the same environments.
+children (`worker.measure.compile.cold`) use the same environments.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ the measurement runs, and the last line the document `--format json` prints (rea
 cache the streamed run wrote, so both describe the same measurement). The measurement runs with the
 machine declared quiet (`COMPILE_LENS_TEST_QUIET`, under pytest only): its figures are asserted —
 Broken's graph break makes its compiled forward several times slower than eager. The stream's lines,
-timed as they arrive, also show the budget as a bound (`worker/measure/budget.py`)."""
+timed as they arrive, also show the budget as a bound (`worker/measure/run/budget.py`)."""
 
 from __future__ import annotations
 

@@ -198,7 +198,7 @@ def test_one_timing_round_after_a_big_compile_is_inconclusive_with_its_reason():
     """GPT-2 124M on 2 CPU cores (BENCHMARKS.md): the cold compile takes most of the 60 s budget and
     one eager/compiled pair is timed. One ratio has no interval: no verdict, no payback from it."""
     from compile_lens.protocol import Timing
-    from compile_lens.worker.measure.verdict import break_even, verdict
+    from compile_lens.worker.measure.timing.verdict import break_even, verdict
 
     one = Timing(eager_ms=5274.4, compiled_ms=4569.2, speedup=1.154, eager_iqr_ms=0.0, compiled_iqr_ms=0.0,
                  speedup_ci=None, conclusive=False, rounds=1)

@@ -13,7 +13,7 @@ from pathlib import Path
 import paths
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec
 from compile_lens.worker.loader import build_target, import_file
-from compile_lens.worker.measure import benchmark as bench
+from compile_lens.worker.measure.run import benchmark as bench
 
 FIXTURES = paths.FIXTURES / "bench"
 MODELS = str(FIXTURES / "bench_models.py")

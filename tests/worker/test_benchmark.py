@@ -25,7 +25,7 @@ from bench_support import (  # noqa: E402
 )
 
 from compile_lens.protocol import Benchmark, Timing, from_dict  # noqa: E402
-from compile_lens.worker.measure import verdict as verdicts  # noqa: E402
+from compile_lens.worker.measure.timing import verdict as verdicts  # noqa: E402
 
 # its module fixture times a model and the tests assert on those figures (rounds, an interval): the
 # machine declared quiet (busy_rule's declaration: the rounds on the thread's CPU clock), so a test
@@ -134,7 +134,7 @@ def test_result_survives_json(measured):
 
 @pytest.mark.slow
 def test_the_forward_has_its_lines_and_the_cold_compile_its_frames(measured):
-    """After the timing rounds: where the forward's and the train step's time go per line (worker/measure/line_costs.py,
+    """After the timing rounds: where the forward's and the train step's time go per line (worker/measure/lines/costs.py,
     its own tests in test_line_costs.py), and the fresh process's compile per frame."""
     b, stages, _, _ = measured
     f = b.forward
@@ -185,7 +185,7 @@ def test_the_parts_land_in_the_order_the_user_waits_for(measured):
     """The forward's figures are sent first, alone — the first look its cold child timed right after
     compiling, before this process's warm compile and accuracy check, which follow in a second
     send —; then the train step, memory and line costs, each a Benchmark of what is known by then."""
-    from compile_lens.worker.measure.timing import MIN_ROUNDS
+    from compile_lens.worker.measure.timing.rounds import MIN_ROUNDS
 
     b, _, elapsed, parts = measured
     assert [(p[0], p[2]) for p in parts] == [("train_step", "pending"), ("forward", "done"), ("forward", "done"),
@@ -214,7 +214,7 @@ def test_the_parts_land_in_the_order_the_user_waits_for(measured):
 def test_the_fallback_ops_come_from_the_warm_forward_compile(measured):
     """Its output code was captured from torch's structured trace while the warm compile read the cold
     child's cache (no compile of their own): a GEMM library call per Linear, generated kernels."""
-    from compile_lens.worker.measure.deployment import read_output_code
+    from compile_lens.worker.measure.deployment.questions import read_output_code
 
     b, _, _, _ = measured
     codes = bench_support.MEASURED_OUTPUT_CODE

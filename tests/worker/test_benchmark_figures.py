@@ -19,13 +19,11 @@ from compile_lens.busy.contention import Contention  # noqa: E402
 from compile_lens.busy.rule import busy_threshold, busy_words  # noqa: E402
 from compile_lens.protocol import Benchmark, CompileSeconds, Errors, PeakMemory, Timing  # noqa: E402
 from compile_lens.speed_words import speed_words  # noqa: E402
-from compile_lens.worker.measure import (  # noqa: E402
-    accuracy,
-    devices,  # noqa: E402
-    workload,
-)
-from compile_lens.worker.measure import timing as tm  # noqa: E402
-from compile_lens.worker.measure import verdict as verdicts  # noqa: E402
+from compile_lens.worker.measure.accuracy import compare as accuracy  # noqa: E402
+from compile_lens.worker.measure.timing import rounds as tm  # noqa: E402
+from compile_lens.worker.measure.timing import verdict as verdicts  # noqa: E402
+from compile_lens.worker.measure.workload import devices  # noqa: E402
+from compile_lens.worker.measure.workload import model as workload  # noqa: E402
 
 # --- figures from measurements: pure functions ---------------------------------------------
 

@@ -27,8 +27,10 @@ from bench_support import (  # noqa: E402
 )
 
 from compile_lens.worker.loader import TargetError  # noqa: E402
-from compile_lens.worker.measure import benchmark as bench  # noqa: E402
-from compile_lens.worker.measure import cold_compile, devices, memory  # noqa: E402
+from compile_lens.worker.measure.compile import cold as cold_compile  # noqa: E402
+from compile_lens.worker.measure.memory import peak as memory  # noqa: E402
+from compile_lens.worker.measure.run import benchmark as bench  # noqa: E402
+from compile_lens.worker.measure.workload import devices  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -158,8 +160,8 @@ def test_the_forward_child_takes_the_first_look_right_after_its_compile(tmp_path
     rounds with the busy reading, and calls 2 and 3 compile nothing again (a Dynamo reset or other
     Inductor settings there compiled the whole model again before the rounds). The machine declared
     quiet (the child inherits it): every round counts."""
-    from compile_lens.worker.measure.cold_children import child_job as forward_job
-    from compile_lens.worker.measure.timing import MIN_ROUNDS, Paired, timing_of
+    from compile_lens.worker.measure.compile.children import child_job as forward_job
+    from compile_lens.worker.measure.timing.rounds import MIN_ROUNDS, Paired, timing_of
 
     monkeypatch.setenv("COMPILE_LENS_TEST_QUIET", "1")
     job = forward_job(MODELS, ROOT, asdict(spec("Tiny", TINY_INPUTS)), DEVICE, "default", False, "forward", 30.0)
@@ -185,9 +187,9 @@ def test_the_forward_child_takes_the_first_look_right_after_its_compile(tmp_path
 def test_the_first_look_is_the_childs_only_when_it_took_one():
     """A child that could not take the first look (its rounds compiled again) leaves the forward's
     timing to this process; one that did gives its rounds as the forward's figure."""
-    from compile_lens.worker.measure.cold_children import Cold
-    from compile_lens.worker.measure.snapshot import Figures
-    from compile_lens.worker.measure.workload_timing import looked
+    from compile_lens.worker.measure.compile.children import Cold
+    from compile_lens.worker.measure.run.snapshot import Figures
+    from compile_lens.worker.measure.timing.per_workload import looked
 
     figures = Figures(memory={})
     cold = Cold("forward", 1.0, 0.5, 60.0, {}, [], "", None, {"why": "compiled again while timing"})
@@ -205,7 +207,7 @@ def test_a_gated_child_takes_no_cpu_while_paused(tmp_path):
     its imports take no CPU then, and go on after."""
     import psutil
 
-    from compile_lens.worker.measure.cold_children import child_job as cold_job
+    from compile_lens.worker.measure.compile.children import child_job as cold_job
 
     job = cold_job(MODELS, ROOT, asdict(spec("Tiny", TINY_INPUTS)), DEVICE, "default", False, "train", 30.0)
     child = cold_compile.Child(job, cache_dir=str(tmp_path), timeout=60, gated=True)
@@ -252,10 +254,10 @@ def test_child_timeout_kills_it(tmp_path):
 
 
 def test_an_early_child_waits_for_the_word_and_ends_when_not_taken(tmp_path):
-    """The cold children started as the job arrives (`cold_children.Early`) build the model and
+    """The cold children started as the job arrives (`compile.children.Early`) build the model and
     then wait: a child's tasks run only once the measurement that takes it says so; one asked for
     something else is ended; those not taken end with the job, and the folder goes."""
-    from compile_lens.worker.measure.cold_children import Early
+    from compile_lens.worker.measure.compile.children import Early
 
     job = child_job("Tiny", ["memory_eager"])
     early = Early("Tiny", {"forward": job, "train": job}, 60)

@@ -1,4 +1,4 @@
-"""The budget as a bound (`worker/measure/budget.py`), on the clock alone (no torch): a part that would
+"""The budget as a bound (`worker/measure/run/budget.py`), on the clock alone (no torch): a part that would
 not fit is not run, one that runs past the stop point is stopped there — even one that swallows
 `Exception`, as user code and torch do — and the forward's figure stretches the bound."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from compile_lens.worker.measure.budget import (
+from compile_lens.worker.measure.run.budget import (
     GRACE,
     SLACK_S,
     WRAP_UP_S,

@@ -11,8 +11,8 @@ import pytest
 
 from compile_lens.protocol import InputRecipe, TargetSpec, Timing
 from compile_lens.torch_text import cache_keys
-from compile_lens.worker.measure.cold_compile import run_child
-from compile_lens.worker.measure.verdict import _metric_notes
+from compile_lens.worker.measure.compile.cold import run_child
+from compile_lens.worker.measure.timing.verdict import _metric_notes
 from paths import FIXTURES
 
 ROOT = FIXTURES / "remote"

@@ -1,4 +1,4 @@
-"""Dynamo's tracing time per source line (`compile_lines`), on a stack of 4 blocks that Dynamo
+"""Dynamo's tracing time per source line (`compile.per_line`), on a stack of 4 blocks that Dynamo
 unrolls: one real compile, checked against torch's own timers and metrics; and the aggregation."""
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def test_each_line_gets_its_tracing_seconds_and_the_block_is_traced_once_per_pas
 
     from compile_lens.worker import dynamo
     from compile_lens.worker.loader import import_file
-    from compile_lens.worker.measure import compile_frames, compile_lines
+    from compile_lens.worker.measure.compile import per_frame as compile_frames
+    from compile_lens.worker.measure.compile import per_line as compile_lines
 
     _, (loop, returned) = _lines("Stack")
     _, block = _lines("Block")
@@ -81,7 +82,7 @@ def test_each_line_gets_its_tracing_seconds_and_the_block_is_traced_once_per_pas
 
 def test_a_stack_counts_toward_each_of_its_lines_once_and_its_own_seconds_to_the_innermost():
     from compile_lens.protocol import CompileFrame
-    from compile_lens.worker.measure.compile_lines import Traced, after_tracing, lines
+    from compile_lens.worker.measure.compile.per_line import Traced, after_tracing, lines
 
     m, torch_nn = "/ws/m.py", "/venv/torch/nn/modules/module.py"
     out = Traced()

@@ -14,7 +14,7 @@ import pytest
 from compile_lens.protocol import InputRecipe, TargetSpec, Timing
 from compile_lens.worker.breaks.recompiles import sweep_recompiles
 from compile_lens.worker.loader import build_target, import_file
-from compile_lens.worker.measure import verdict
+from compile_lens.worker.measure.timing import verdict
 from paths import FIXTURES
 
 MODELS = str(FIXTURES / "recompiles" / "models.py")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from compile_lens.worker.measure import line_windows as windows
+from compile_lens.worker.measure.lines import windows
 from paths import REPO
 
 DATA = Path(os.environ.get("COMPILE_LENS_REPLAY_DIR") or Path(__file__).resolve().parents[1] / "data" / "cuda")

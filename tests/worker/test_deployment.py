@@ -32,7 +32,7 @@ from compile_lens.protocol import (  # noqa: E402
     Timing,
 )
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
-from compile_lens.worker.measure import deployment as dep  # noqa: E402
+from compile_lens.worker.measure.deployment import questions as dep  # noqa: E402
 
 FIXTURES = paths.FIXTURES / "deployment"
 MODELS = str(FIXTURES / "deploy_models.py")
@@ -249,7 +249,7 @@ def _run_canned(monkeypatch, max_seconds: float, compile_s: dict, opt_in: tuple 
     """A measure job with canned benchmark figures (no compile): its events, and the output code
     the fallback ops were read from."""
     from compile_lens.worker import jobs
-    from compile_lens.worker.measure import benchmark as bench
+    from compile_lens.worker.measure.run import benchmark as bench
 
     def canned(*a, on_part, output_code, **k):
         b = _canned_benchmark(compile_s)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from compile_lens.worker.measure import drift
+from compile_lens.worker.measure.accuracy import drift
 
 
 class Planted(nn.Module):
@@ -89,8 +89,8 @@ def test_a_model_that_compiles_to_eagers_results_names_no_module():
 
 
 def test_gradients_that_differ_under_agreeing_outputs_name_the_first_module_in_backward_order():
-    from compile_lens.worker.measure.accuracy import _grads
-    from compile_lens.worker.measure.workload import Model
+    from compile_lens.worker.measure.accuracy.compare import _grads
+    from compile_lens.worker.measure.workload.model import Model
 
     torch.manual_seed(0)
     model = GradStack()

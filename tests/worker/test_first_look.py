@@ -1,4 +1,4 @@
-"""The forward's first look (`workload_timing.first_look`) ends within the limit docs/cli.md states,
+"""The forward's first look (`timing.per_workload.first_look`) ends within the limit docs/cli.md states,
 whatever the model: a call slow enough that its minimum pairs would take longer stops at the limit
 with fewer pairs (the worker refines that figure). Its own timing figure: run `alone`."""
 
@@ -10,9 +10,9 @@ import time
 import pytest
 import torch
 
-from compile_lens.worker.measure.timing import MIN_ROUNDS
-from compile_lens.worker.measure.workload import Model
-from compile_lens.worker.measure.workload_timing import FIRST_LOOK_MAX_S, first_look
+from compile_lens.worker.measure.timing.per_workload import FIRST_LOOK_MAX_S, first_look
+from compile_lens.worker.measure.timing.rounds import MIN_ROUNDS
+from compile_lens.worker.measure.workload.model import Model
 from paths import REPO
 
 # per call: 8 pairs of three blocks (eager, compiled, guards skipped) would take ≈ 7 s, and 3× faster calls

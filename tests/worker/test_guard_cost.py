@@ -1,4 +1,4 @@
-"""Guard evaluation per compiled call (worker/measure/guard_cost.py): the figure from paired rounds, when it
+"""Guard evaluation per compiled call (worker/measure/timing/guard_cost.py): the figure from paired rounds, when it
 is a figure, and where it is said. The measurement on a real forward is in test_benchmark.py
 (`test_guard_latency_and_warm_cache_come_from_torch_metrics`, shared measurement)."""
 
@@ -18,9 +18,9 @@ from compile_lens.protocol import (
 )
 from compile_lens.render.cards import detail_lines
 from compile_lens.render.cli_output import benchmark_json
-from compile_lens.worker.measure import guard_cost as gc
-from compile_lens.worker.measure import timing as tm
-from compile_lens.worker.measure.verdict import _metric_notes
+from compile_lens.worker.measure.timing import guard_cost as gc
+from compile_lens.worker.measure.timing import rounds as tm
+from compile_lens.worker.measure.timing.verdict import _metric_notes
 
 
 def _rounds(compiled_us: float, skipped_us: float, jitter_us: float, n: int = 16, seed: int = 1) -> tm.Paired:
@@ -84,8 +84,8 @@ def test_the_hover_and_json_say_it_when_over_five_percent_of_the_call():
 # model to a trace, not an Inductor compile. The forward is timed as the benchmark times it.
 
 def _skipping(module, *args):
-    from compile_lens.worker.measure.benchmark import _user_forward
-    from compile_lens.worker.measure.workload import Model
+    from compile_lens.worker.measure.run.benchmark import _user_forward
+    from compile_lens.worker.measure.workload.model import Model
 
     torch = pytest.importorskip("torch")
     torch._dynamo.reset()

@@ -1,4 +1,4 @@
-"""Each optional part of a measurement fails on its own (worker/measure/isolated.py): a real failure
+"""Each optional part of a measurement fails on its own (worker/measure/run/isolated.py): a real failure
 injected into one part at a time (tests/fixtures/isolated/faults.py: the model, its output or its
 import makes that part's real torch call raise) leaves "not measurable: <why>" on that figure and
 the rest of the result as the shared baseline has it: the timing, compile times and verdict, and
@@ -24,7 +24,7 @@ import paths  # noqa: E402
 from compile_lens.protocol import AnalyzeJob, InputRecipe, PeakMemory, TargetResult, TargetSpec  # noqa: E402
 from compile_lens.worker import jobs  # noqa: E402
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
-from compile_lens.worker.measure import benchmark as bench  # noqa: E402
+from compile_lens.worker.measure.run import benchmark as bench  # noqa: E402
 
 ROOT = str(paths.FIXTURES / "isolated")
 MODEL = os.path.join(ROOT, "faults.py")
@@ -102,7 +102,7 @@ def test_accuracy_that_fails_is_not_measurable_alone(target, baseline):
         b = _measure(target, "accuracy")
     why = b.unmeasured.pop("accuracy")
     # the cast is Compile Lens's own call: a tool error, said as one (the report is in the log)
-    assert why.startswith("not measurable: internal error in Compile Lens at compile_lens/worker/measure/accuracy.py:")
+    assert why.startswith("not measurable: internal error in Compile Lens at compile_lens/worker/measure/accuracy/compare.py:")
     assert b.unmeasured == {} and b.max_abs_error.output is None and b.max_rel_error.output is None
     assert not any(n.startswith("accuracy:") for n in b.notes)  # not a difference found
     _standing(b, baseline)
@@ -208,7 +208,7 @@ def test_the_renderers_say_not_measurable_on_that_figure(baseline):
 def test_the_rule_for_whose_fault_an_exception_is(tmp_path):
     from compile_lens.worker import tool_errors
     from compile_lens.worker.loader import TargetError
-    from compile_lens.worker.measure import verdict
+    from compile_lens.worker.measure.timing import verdict
 
     def raised(fn, *args):
         try:
@@ -239,7 +239,7 @@ def test_a_measurement_that_fails_in_our_code_is_a_bug_report_not_a_warning(monk
     from compile_lens.jobs.analysis import _log_bug_reports
     from compile_lens.protocol import from_dict
     from compile_lens.render.findings import target_findings
-    from compile_lens.worker.measure import verdict
+    from compile_lens.worker.measure.timing import verdict
 
     # a real bug in our code: break-even handed to a function of another shape (raises in busy/rule.py)
     monkeypatch.setattr(bench, "break_even", verdict.inconclusive_why)

@@ -13,7 +13,7 @@ from compile_lens.render.levers_text import lever_line
 from compile_lens.worker.levers import autotune
 from compile_lens.worker.levers.judge import figures_words, forward_faster, forward_slower
 from compile_lens.worker.loader import build_target, import_file
-from compile_lens.worker.measure.timing import MIN_ROUNDS
+from compile_lens.worker.measure.timing.rounds import MIN_ROUNDS
 
 
 def test_it_applies_on_a_gpu_unless_the_measurement_autotunes_or_graphs_already():

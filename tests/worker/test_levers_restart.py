@@ -34,8 +34,8 @@ from compile_lens.render.report_levers import levers_section
 from compile_lens.worker.levers import aot_artifact
 from compile_lens.worker.levers.sides import compile_side
 from compile_lens.worker.loader import build_target, import_file
-from compile_lens.worker.measure.cold_compile import run_child
-from compile_lens.worker.measure.workload import compile_kwargs
+from compile_lens.worker.measure.compile.cold import run_child
+from compile_lens.worker.measure.workload.model import compile_kwargs
 from paths import FIXTURES
 
 

@@ -1,4 +1,4 @@
-"""Where the forward's and the train step's time go, line by line (worker/measure/line_costs.py), against real torch
+"""Where the forward's and the train step's time go, line by line (worker/measure/lines/costs.py), against real torch
 and Inductor on the CPU (CUDA under scripts/gpu-check): one profiled compile of `Lines` is shared by the tests of its figures.
 
 What is checked is what must hold on any machine: lines + unattributed = the compiled profile's
@@ -27,8 +27,10 @@ except ImportError:
     sys.path.insert(0, str(SERVER))
 
 from compile_lens.worker.loader import import_file  # noqa: E402
-from compile_lens.worker.measure import line_costs, line_windows, provenance  # noqa: E402
-from compile_lens.worker.measure.dynamo_watch import _clear_in_memory_caches  # noqa: E402
+from compile_lens.worker.measure.compile.dynamo_watch import _clear_in_memory_caches  # noqa: E402
+from compile_lens.worker.measure.lines import costs as line_costs  # noqa: E402
+from compile_lens.worker.measure.lines import provenance  # noqa: E402
+from compile_lens.worker.measure.lines import windows as line_windows  # noqa: E402
 
 MODELS = FIXTURES / "line_costs" / "models.py"
 DEVICE = os.environ.get("COMPILE_LENS_TEST_DEVICE", "cpu")  # scripts/gpu-check sets cuda
@@ -203,8 +205,8 @@ def test_lines_come_from_this_compile_not_a_cached_one(profiled, tmp_path):
 def trained(one_thread, tmp_path_factory):
     """The train step (forward, loss, backward, SGD step) of `Lines`, profiled once for the tests below, as
     the benchmark does it: the timed compile, its provenance caught as it compiled (`reading_timed_compiles`)."""
-    from compile_lens.worker.measure.cold_compile import inductor_cache
-    from compile_lens.worker.measure.workload import Model
+    from compile_lens.worker.measure.compile.cold import inductor_cache
+    from compile_lens.worker.measure.workload.model import Model
 
     torch.manual_seed(0)
     model = import_file(str(MODELS), ROOT).Lines().to(DEVICE)
@@ -303,7 +305,7 @@ def test_a_second_train_step_names_none_of_the_firsts_lines(trained, tmp_path):
     """Inductor's provenance globals keep every earlier lazily compiled backward graph's kernels
     (`kernel_provenance`, stale entries): after `trained`, another model's train step must still name
     only its own lines."""
-    from compile_lens.worker.measure.workload import Model
+    from compile_lens.worker.measure.workload.model import Model
 
     other = tmp_path / "other.py"
     other.write_text("import torch\n\n\nclass Two(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"

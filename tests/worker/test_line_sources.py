@@ -26,9 +26,11 @@ except ImportError:
     sys.path.insert(0, str(SERVER))
 
 from compile_lens.worker.loader import import_file  # noqa: E402
-from compile_lens.worker.measure import line_costs, line_windows, provenance  # noqa: E402
-from compile_lens.worker.measure.cold_compile import inductor_cache  # noqa: E402
-from compile_lens.worker.measure.dynamo_watch import _clear_in_memory_caches  # noqa: E402
+from compile_lens.worker.measure.compile.cold import inductor_cache  # noqa: E402
+from compile_lens.worker.measure.compile.dynamo_watch import _clear_in_memory_caches  # noqa: E402
+from compile_lens.worker.measure.lines import costs as line_costs  # noqa: E402
+from compile_lens.worker.measure.lines import provenance  # noqa: E402
+from compile_lens.worker.measure.lines import windows as line_windows  # noqa: E402
 
 MODELS = FIXTURES / "line_costs" / "models.py"
 TWO = "import torch\n\n\nclass Two(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n" \
@@ -107,8 +109,8 @@ FORCED = textwrap.dedent('''
     import torch
     torch.set_num_threads(1)
     from compile_lens.worker.loader import import_file
-    from compile_lens.worker.measure import line_costs
-    from compile_lens.worker.measure.dynamo_watch import _clear_in_memory_caches
+    from compile_lens.worker.measure.lines import costs as line_costs
+    from compile_lens.worker.measure.compile.dynamo_watch import _clear_in_memory_caches
     x = torch.randn(256, 1024)
     out = []
     for path, root in zip(sys.argv[1::2], sys.argv[2::2]):
@@ -154,7 +156,7 @@ def test_a_forced_fx_graph_cache_in_the_environment_cannot_serve_the_profiled_co
 
 FORKED = """
 import sys, torch
-from compile_lens.worker.measure import line_windows
+from compile_lens.worker.measure.lines import windows as line_windows
 
 @torch.jit.script
 def _half(x):

@@ -1,4 +1,4 @@
-"""Measuring in the precision the user trains in (`worker/measure/precision.py`), against real torch on
+"""Measuring in the precision the user trains in (`worker/measure/workload/precision.py`), against real torch on
 the CPU: bf16 autocast around eager and compiled calls alike, the cold child compiling the same
 program, accuracy held to bf16's tolerance, and the figures naming it. CUDA's TF32 flags are set and
 restored here too (they are plain flags on a CPU build); what TF32 does to a GPU's kernels is not."""
@@ -16,9 +16,10 @@ from compile_lens.protocol import InputRecipe, TargetSpec  # noqa: E402
 from compile_lens.render.cli_output import benchmark_json, benchmark_summary  # noqa: E402
 from compile_lens.render.precision import precision_words  # noqa: E402
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
-from compile_lens.worker.measure import accuracy, precision  # noqa: E402
-from compile_lens.worker.measure import benchmark as bench  # noqa: E402
-from compile_lens.worker.measure.workload import Model  # noqa: E402
+from compile_lens.worker.measure.accuracy import compare as accuracy  # noqa: E402
+from compile_lens.worker.measure.run import benchmark as bench  # noqa: E402
+from compile_lens.worker.measure.workload import precision  # noqa: E402
+from compile_lens.worker.measure.workload.model import Model  # noqa: E402
 
 MODELS = str(paths.FIXTURES / "bench" / "bench_models.py")
 ROOT = str(paths.FIXTURES / "bench")

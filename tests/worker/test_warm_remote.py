@@ -15,7 +15,7 @@ import pytest
 from compile_lens import remote_cache as rc
 from compile_lens.jobs.lanes import worker_env
 from compile_lens.protocol import InputRecipe, TargetSpec
-from compile_lens.worker.measure.cold_compile import _child_env, run_child
+from compile_lens.worker.measure.compile.cold import _child_env, run_child
 from paths import FIXTURES
 from redis_server import key_count
 
@@ -48,7 +48,7 @@ def _cold_child(cache_dir: str) -> dict:
 @pytest.fixture(scope="module")
 def measured(redis_url):
     from compile_lens.worker.loader import build_target, import_file
-    from compile_lens.worker.measure.benchmark import run_benchmark
+    from compile_lens.worker.measure.run.benchmark import run_benchmark
 
     target = build_target(import_file(MODEL, str(ROOT)), SPEC, MODEL)
     result = run_benchmark(target, path=MODEL, root=str(ROOT), device="cpu", max_seconds=5,

@@ -4,7 +4,7 @@ recorded run > torch's defaults.
 The user trains in bf16 autocast or with TF32 on a GPU; timing plain fp32 there gives a figure that
 is not theirs. The choice is made here, on the server (no torch), so that it is part of the result's
 cache key (`jobs.cache.target_keys`) and travels to the worker on the `TargetSpec`
-(`spec.precision`, `spec.precision_source`); `worker/measure/precision.py` applies it.
+(`spec.precision`, `spec.precision_source`); `worker/measure/workload/precision.py` applies it.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 
 def worker_env(cache_dir: Optional[str]) -> dict[str, str]:
     # No remote cache or PGO profile in the worker either: its warm compile reads what the cold
-    # compile (`worker/measure/cold_compile`, the same environment) wrote, with the same cache keys
+    # compile (`worker/measure/compile/cold`, the same environment) wrote, with the same cache keys
     env = cold_env(os.environ)
     # The worker must import this same compile_lens, whatever the user's cwd holds.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)

@@ -383,7 +383,7 @@ def _costliest_line(b: Benchmark) -> Optional[str]:
     """`- costliest line (train step): `model.py:17` train 0.81 ms → 0.20 ms · fused ×3`."""
     for label, t in (("train step", b.train_step), ("forward", b.forward)):
         if t is not None and t.lines and not t.lines_note:
-            top = t.lines[0]  # costliest first (worker/measure/line_costs.py)
+            top = t.lines[0]  # costliest first (worker/measure/lines/costs.py)
             return f"- costliest line ({label}): `{os.path.basename(top.path)}:{top.line}` {_md(line_label(top, t))}"
     return None
 

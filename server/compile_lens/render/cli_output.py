@@ -332,7 +332,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "unmeasured": dict(b.unmeasured),  # optional figures that could not be measured: why
         "compile_time": line_costs.compile_time_json(b.compile_time),
         "phases_s": {k: _finite(v) for k, v in b.phases_s.items()},  # where the measurement's time went
-        # where a difference beyond tolerance starts (worker/measure/drift.py); null: none found
+        # where a difference beyond tolerance starts (worker/measure/accuracy/drift.py); null: none found
         "accuracy_drift": None if b.accuracy_drift is None else {
             **dataclasses.asdict(b.accuracy_drift), "max_abs": _finite(b.accuracy_drift.max_abs),
             "max_rel": _finite(b.accuracy_drift.max_rel), "inputs_max_abs": _finite(b.accuracy_drift.inputs_max_abs)},

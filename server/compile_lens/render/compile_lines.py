@@ -1,4 +1,4 @@
-"""The cold compile on its lines (`CompileTime.lines`, `worker/measure/compile_lines.py`) → CLI text,
+"""The cold compile on its lines (`CompileTime.lines`, `worker/measure/compile/per_line.py`) → CLI text,
 JSON, hover text and inlay hints. Dynamo's tracing is per line, its guards, graph and bytecode on the
 frame's def line; AOTAutograd and Inductor compile a frame's graph as a whole, so their seconds are
 said per graph, never split by line. A line of the frame's own whose calls, repeated by a loop, take

@@ -30,7 +30,7 @@ PARTS = ("trace", "recompiles", *MEASURE_PARTS)
 LABELS = {"trace": "graph breaks", "recompiles": "recompiles", "forward": "forward", "train_step": "train step",
           "memory": "peak memory", "lines": "line costs", "export": "torch.export", "fallback_ops": "fallback ops",
           "batch_sweep": "batch sweep"}
-# their names in `TargetResult.unmeasured` / `Benchmark.unmeasured` (`worker/measure/isolated`)
+# their names in `TargetResult.unmeasured` / `Benchmark.unmeasured` (`worker/measure/run/isolated`)
 UNMEASURED_KEYS = {"export": "torch.export", "fallback_ops": "fallback ops", "batch_sweep": "batch sweep",
                    "memory": "peak memory"}
 PHASE_OF_PART = {"trace": "trace", "recompiles": "sweep"}

@@ -1,5 +1,5 @@
 """Inductor's provenance artifacts read as text (stdlib only): which kernels a compiled graph has and
-the user stack traces of the FX nodes each came from. Shared by the worker (`measure/provenance`,
+the user stack traces of the FX nodes each came from. Shared by the worker (`measure/lines/provenance`,
 caught in-process) and `trace_import` (read from a TORCH_TRACE log).
 
 torch 2.13 writes, per compiled graph when `trace.provenance_tracking_level` is on (`INDUCTOR_PROVENANCE=1`),

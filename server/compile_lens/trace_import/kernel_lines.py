@@ -6,7 +6,7 @@ extern, fallback; a backward kernel says so) as `check`'s line costs do, with `e
 
 Which line: per FX node a kernel came from, the innermost frame of its stack trace that maps onto a
 workspace file (`paths`); an extern or fallback kernel is one op, at the first line its nodes name
-(as `worker/measure/line_costs` gives it). A frame in torch's own files is never the line
+(as `worker/measure/lines/costs` gives it). A frame in torch's own files is never the line
 (`paths`: they map onto no workspace file): a node whose only frame is torch's (AOTInductor's
 pre-grad graph names `torch/nn/modules/linear.py` for a module call) gives its kernel no line.
 """

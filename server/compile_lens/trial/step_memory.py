@@ -4,7 +4,7 @@ torch has no CPU counterpart of `torch.cuda.max_memory_allocated`, so one steady
 one of `--steps` (past warm-up; the fourth without it), the same index in both runs — runs under
 torch's profiler with `profile_memory=True`, and the peak of its allocations' running sum is the
 most tensor memory the step held at once (activations, gradients, optimizer work), above what
-existed when it began, as the benchmark measures one train step (`worker/measure/memory.py`). The profiler
+existed when it began, as the benchmark measures one train step (`worker/measure/memory/peak.py`). The profiler
 slows that step, so the summary leaves it out of the step times. Stdlib only at import.
 """
 
@@ -26,7 +26,7 @@ def start(index: int, steps_limit: int) -> None:
     if _profiler is not None or _figure or index != profiled_step(steps_limit):
         return
     try:
-        from compile_lens.worker.measure.memory import start_memory_profile
+        from compile_lens.worker.measure.memory.peak import start_memory_profile
 
         _profiler = start_memory_profile()
     except Exception as exc:  # noqa: BLE001 - never change what the program does
@@ -45,7 +45,7 @@ def end(step: dict) -> None:
     step["profiled"] = True
     try:
         profiler.__exit__(None, None, None)
-        from compile_lens.worker.measure.memory import allocation_peak
+        from compile_lens.worker.measure.memory.peak import allocation_peak
 
         peak = allocation_peak(profiler)
         if peak is None:

@@ -32,7 +32,7 @@ from ..protocol import (
 from ..timeline import Timeline
 from . import loader
 from .breaks.graph_breaks import trace_graph_breaks
-from .measure.devices import cpu_name
+from .measure.workload.devices import cpu_name
 from .stall_watch import StallWatch, install_compile_callbacks
 from .tool_errors import BUG_HINT, bug_report, is_tool_error, raised_at, take_reports, where
 from .torch_trace import torch_trace
@@ -132,7 +132,7 @@ EARLY_TRAIN_CORES = 4  # cores before the train step's cold child starts early t
 
 
 def _early_cold(job: AnalyzeJob) -> Any:
-    """The cold children of the first target this job measures (`cold_children.Early`), started
+    """The cold children of the first target this job measures (`compile.children.Early`), started
     now, so that fresh processes' imports run beside this one's import and trace; None when
     the job measures nothing or the target's inputs are known only after the import."""
     if not job.benchmark:
@@ -140,10 +140,10 @@ def _early_cold(job: AnalyzeJob) -> Any:
     spec = next((s for s in job.targets if "measure" not in job.skip.get(s.name, ())), None)
     if spec is None or spec.inputs is None or (spec.inputs.after_import and not spec.inputs.text):
         return None
-    from .measure.cold_children import Early, child_job
-    from .measure.cold_compile import allowed_cpus
-    from .measure.devices import resolve_device
-    from .measure.workload import uses_cudagraphs
+    from .measure.compile.children import Early, child_job
+    from .measure.compile.cold import allowed_cpus
+    from .measure.workload.devices import resolve_device
+    from .measure.workload.model import uses_cudagraphs
 
     device, _ = resolve_device(job.device)
     step_begin = uses_cudagraphs(job.mode) and device.startswith("cuda")
@@ -276,7 +276,7 @@ def _measure_target(result: TargetResult, p: Callable[..., None], target: loader
     the forward first, then the train step, memory, line costs, then the deployment questions.
     Every part is "pending" until then (`TargetResult.parts`). A part that fails after the forward
     fails alone; a forward that fails fails the phase (nothing measured)."""
-    from .measure.budget import Budget
+    from .measure.run.budget import Budget
 
     started = time.perf_counter()
     budget = Budget(job.max_seconds, started)  # the bound: every part after the forward's headline within it
@@ -324,13 +324,13 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
     """The deployment questions and the report's data, after the benchmark: each `isolated`, so a
     failure in one is "not measurable: <why>" on its own figure (`result.unmeasured`) and never
     loses the benchmark or another part. Each runs only when what is left of the target's budget
-    (`budget`, the measurement's `measure.budget.Budget`; None: no budget) fits what it should take
+    (`budget`, the measurement's `measure.run.budget.Budget`; None: no budget) fits what it should take
     (`deployment.estimate_s`), else it is "not run: N s budget", and one that runs on past the budget's
     stop point is stopped ("stopped: N s budget"). The fallback ops are read from the warm forward compile's
     `output_code`, no compile of their own (compiled afresh only without it)."""
-    from .measure import deployment
-    from .measure.budget import bounded, part_status
-    from .measure.isolated import isolated
+    from .measure.deployment import questions as deployment
+    from .measure.run.budget import bounded, part_status
+    from .measure.run.isolated import isolated
 
     seen = _asdict(result.benchmark.compile_s) if result.benchmark else {}
     cold = seen.get("cold_forward") or seen.get("cold") or 0.0
@@ -438,7 +438,7 @@ def _sweep(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str],
 
 def _benchmark(built: loader.BuiltTarget, job: AnalyzeJob, progress: Callable[[str], None],
                on_part: Callable[..., None], output_code: list[str], early: Any = None, budget: Any = None) -> Any:
-    from .measure.benchmark import run_benchmark
+    from .measure.run.benchmark import run_benchmark
 
     # the requested device, not the resolved one: the benchmark notes a cuda → cpu fallback
     return run_benchmark(built, path=job.path, root=job.root, device=job.device, mode=job.mode,

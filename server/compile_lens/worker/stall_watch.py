@@ -34,7 +34,7 @@ PHASES: tuple[tuple[str, str], ...] = (
 
 # the worker's own frames that wait on something else (innermost torch frame first, then these)
 OWN_WAITS: tuple[tuple[str, str], ...] = (
-    ("compile_lens/worker/measure/cold_compile", "waiting for a fresh process (a cold compile or timing child; "
+    ("compile_lens/worker/measure/compile/cold", "waiting for a fresh process (a cold compile or timing child; "
                                                 "its stack is its own)"),
 )
 

@@ -57,7 +57,7 @@ def is_tool_error(exc: BaseException) -> bool:
 
 
 def where(frame: traceback.FrameSummary) -> str:
-    """`compile_lens/worker/measure/benchmark.py:412 in _result`."""
+    """`compile_lens/worker/measure/run/benchmark.py:412 in _result`."""
     shown = os.path.relpath(real(frame.filename), os.path.dirname(OUR_DIR.rstrip(os.sep)))
     return f"{shown}:{frame.lineno} in {frame.name}"
 

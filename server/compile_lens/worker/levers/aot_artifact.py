@@ -25,7 +25,7 @@ import torch
 
 from ...protocol import Benchmark, Lever, TargetResult
 from ..loader import BuiltTarget
-from ..measure.workload import compile_kwargs
+from ..measure.workload.model import compile_kwargs
 from .judge import compile_change
 from .sides import compile_side
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 from ...protocol import Lever
 from ..loader import BuiltTarget
-from ..measure.workload import uses_cudagraphs
+from ..measure.workload.model import uses_cudagraphs
 from .judge import busy_unsure, figures_words, forward_faster, forward_slower
 from .sides import compile_side
 from .steady import timed

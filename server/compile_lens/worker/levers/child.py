@@ -1,8 +1,8 @@
 """`python -m compile_lens.worker.levers.child <job json>`: one side of a lever (`variants`) compiled
-in a fresh process with an empty Inductor cache (the parent's `measure.cold_compile.run_child`).
+in a fresh process with an empty Inductor cache (the parent's `measure.compile.cold.run_child`).
 
 - cold: `import torch._dynamo` and Inductor, the compile call and the first forward (eval, no_grad),
-  as the measurement's cold compile is timed (`measure/bench_child`); then, with `shapes`, one call
+  as the measurement's cold compile is timed (`measure/compile/bench_child`); then, with `shapes`, one call
   at each of those input shapes (the recompile sweep's), each compile it causes included;
 - warm: Dynamo reset and Inductor's in-memory caches cleared, the same calls again: they read the
   on-disk caches the cold calls filled, as re-running an unchanged script does;
@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
     from ..loader import TargetError
-    from ..measure.bench_child import _problem
+    from ..measure.compile.bench_child import _problem
 
     result: dict[str, Any] = {}
     where = {"stage": "importing"}
@@ -34,7 +34,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         import torch._dynamo  # noqa: F401 - what torch.compile's first call imports
         import torch._inductor.compile_fx  # noqa: F401
         import_s = time.perf_counter() - t0
-        from ..measure.dynamo_watch import _clear_in_memory_caches
+        from ..measure.compile.dynamo_watch import _clear_in_memory_caches
 
         torch._dynamo.utils.clear_compilation_metrics()
         where["stage"] = f"compiling ({job['variant']})"
@@ -64,8 +64,8 @@ def _build(job: dict[str, Any], where: dict[str, str]) -> tuple[list[tuple], Cal
     from ...protocol import TargetSpec, from_dict
     from ..breaks.variations import batch_variations, sequence_variations
     from ..loader import build_target, import_file
-    from ..measure.devices import to_device
-    from ..measure.workload import compile_kwargs
+    from ..measure.workload.devices import to_device
+    from ..measure.workload.model import compile_kwargs
     from .variants import compile_variant
 
     path, device = job["path"], job["device"]
@@ -131,7 +131,7 @@ def descendants_cpu_s() -> float:
 
 
 def main(argv: list[str]) -> int:
-    from ..measure.bench_child import serve
+    from ..measure.compile.bench_child import serve
 
     return serve(run, argv)
 

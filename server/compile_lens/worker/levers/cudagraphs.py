@@ -8,7 +8,7 @@ graph captured (re-recordings are not new graphs), one skip message per graph le
 
 Why it pays is the GPU's idle time: a launch-bound call leaves the GPU idle between kernels, and a
 CUDA graph launches them at once. After the paired rounds each side's compiled call is profiled and
-its GPU idle share read as the line costs read `forward.gpu_idle_share` (`line_windows.gpu_idle_share`,
+its GPU idle share read as the line costs read `forward.gpu_idle_share` (`lines.windows.gpu_idle_share`,
 against the side's timed call), so the verdict reads one figure before and after: `GPU idle 64% → 8%
 of the call` (`Lever.gpu_idle_share`)."""
 
@@ -24,9 +24,9 @@ from ...speed_words import idle_words
 from ...torch_text.cudagraph_events import LOGGER, SKIP_LOGGER, event_of, skip_of
 from ...torch_text.frames import is_user_file
 from ..loader import BuiltTarget
-from ..measure import line_windows as windows
-from ..measure.line_costs import calls_to_profile
-from ..measure.workload import uses_cudagraphs
+from ..measure.lines import windows
+from ..measure.lines.costs import calls_to_profile
+from ..measure.workload.model import uses_cudagraphs
 from .judge import busy_unsure, forward_faster, forward_slower, ratio_words
 from .steady import forward_pair
 

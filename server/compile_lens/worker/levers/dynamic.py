@@ -42,7 +42,7 @@ def varied_dims(recompiles: list[Recompile]) -> set[tuple[str, int]]:
 
 class Specialisations(logging.Handler):
     """torch's `symbolic_shape_specialization` records while a compile runs (`trace_log` handler, as
-    `measure/provenance.catching` reads Inductor's): each dimension the traced code made a constant."""
+    `measure/lines/provenance.catching` reads Inductor's): each dimension the traced code made a constant."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)

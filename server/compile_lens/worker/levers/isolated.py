@@ -1,6 +1,6 @@
 """Each lever on its own: a failure (user code, a torch that lacks the lever, a compile error, a bug
 of ours) becomes that lever's "not measured: <why>", never the phase's — through the measurement's
-one isolation rule (`measure/isolated`: tool errors logged as bug reports, out of memory freed)."""
+one isolation rule (`measure/run/isolated`: tool errors logged as bug reports, out of memory freed)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 from typing import Callable, Optional
 
 from ...protocol import Lever
-from ..measure.isolated import NOT_MEASURABLE
-from ..measure.isolated import isolated as isolated_part
+from ..measure.run.isolated import NOT_MEASURABLE
+from ..measure.run.isolated import isolated as isolated_part
 
 
 def isolated(lever: str, change: str, run: Callable[[], Lever], data: Optional[dict] = None) -> Lever:

@@ -30,8 +30,8 @@ def measurement_s(bench: Optional[Benchmark], max_seconds: float) -> float:
 
 def run_levers(result: TargetResult, target: BuiltTarget, *, path: str, root: str, device: str, mode: str,
                max_seconds: float, progress: Callable[..., None]) -> list[Lever]:
-    from ..measure.cold_compile import cold_limit
-    from ..measure.devices import resolve_device
+    from ..measure.compile.cold import cold_limit
+    from ..measure.workload.devices import resolve_device
 
     device, _ = resolve_device(device)
     silent_s = cold_limit(max_seconds)  # a lever compiles in this process too: a hang guard, as the cold compile's

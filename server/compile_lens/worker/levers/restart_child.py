@@ -30,7 +30,7 @@ from .child import run as run_side
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
     from ..loader import TargetError
-    from ..measure.bench_child import _problem
+    from ..measure.compile.bench_child import _problem
 
     task = job["task"]
     if task == "default":
@@ -102,7 +102,7 @@ def _aot_save(job: dict[str, Any], model: Any, args: tuple) -> dict[str, Any]:
 def _eager_output(model: Any, args: tuple) -> Any:
     import torch
 
-    from ..measure.workload import first_float_tensor
+    from ..measure.workload.model import first_float_tensor
 
     with torch.no_grad():
         return first_float_tensor(model(*args))
@@ -112,7 +112,7 @@ def _aot_load(path: str, model: Any, args: tuple, want: Any) -> dict[str, Any]:
     """The artifact loaded and called; the largest difference of its output from the eager one."""
     import torch
 
-    from ..measure.workload import first_float_tensor
+    from ..measure.workload.model import first_float_tensor
 
     _, with_model = _entry(model)
     with open(path, "rb") as f:
@@ -163,7 +163,7 @@ def _is_graph_break(exc: BaseException) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    from ..measure.bench_child import serve
+    from ..measure.compile.bench_child import serve
 
     return serve(run, argv)
 

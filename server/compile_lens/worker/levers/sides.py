@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 from ...busy.cpu import OthersCPU
 from ...busy.rule import CpuUse, Load, decide
 from ..loader import BuiltTarget
-from ..measure.cold_compile import CACHE_PREFIX, cold_limit, run_child
+from ..measure.compile.cold import CACHE_PREFIX, cold_limit, run_child
 
 CHILD = "compile_lens.worker.levers.child"
 

@@ -1,10 +1,10 @@
 """Two sides of a lever timed in the steady state, as the speedup is: paired rounds of the default
-compile and the lever, the ratio default/lever with its 95% interval (`measure/timing`), rounds
+compile and the lever, the ratio default/lever with its 95% interval (`measure/timing/rounds`), rounds
 the busy rule calls busy left out (`busy/`, the benchmark's rule), and "inconclusive"
 when it cannot tell.
 
 The forward (eval, no_grad) always; the train step too where the measurement timed one (`train`:
-forward, loss, backward and an eager SGD step — `measure/workload.Model.train_step`, the step the
+forward, loss, backward and an eager SGD step — `measure/workload/model.Model.train_step`, the step the
 benchmark times), each side compiled again in train mode so its timed calls compile nothing."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import torch
 
 from ...measured import Timing
 from ..loader import BuiltTarget
-from ..measure.devices import to_device
-from ..measure.timing import Contention, busy_words, paired_rounds, settle, timer, timing_of
-from ..measure.workload import Model, compile_kwargs
+from ..measure.timing.rounds import Contention, busy_words, paired_rounds, settle, timer, timing_of
+from ..measure.workload.devices import to_device
+from ..measure.workload.model import Model, compile_kwargs
 from .variants import compile_variant
 
 WORKLOADS = {"forward": "forward", "train": "train step"}
