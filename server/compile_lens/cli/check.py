@@ -191,7 +191,7 @@ def run_check(args: argparse.Namespace) -> int:
     # kept profiles are of a measurement made now: results are written to the cache, never read from it
     cache = open_cache(args.no_cache or bool(args.trace_dir), read=not args.profile_dir)
     trace_dir = os.path.abspath(args.trace_dir) if args.trace_dir else None  # the worker runs elsewhere
-    if args.profile_dir:  # the workers this run starts inherit it (`protocol.PROFILE_DIR_ENV`, read by `line_windows`)
+    if args.profile_dir:  # the workers this run starts inherit it (`protocol.PROFILE_DIR_ENV`, read by `worker/measure/lines/windows`)
         os.makedirs(args.profile_dir, exist_ok=True)
         os.environ[PROFILE_DIR_ENV] = os.path.abspath(args.profile_dir)
     if args.levers and args.no_benchmark:  # a lever is measured against the measurement's own figures
