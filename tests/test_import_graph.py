@@ -133,6 +133,16 @@ def test_modules_are_small():
     assert long == []
 
 
+MAX_FUNCTION_LINES = 80  # a function over it is split where its steps are
+
+
+def test_functions_are_short():
+    long = [f"{p.relative_to(PACKAGE)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+            for p in _modules(with_boot=True).values() for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    assert long == []
+
+
 CODE = (".py", ".ts", ".mjs", ".js", ".sh")
 
 

@@ -169,15 +169,8 @@ async def analyze_file(
                 _log_bug_reports(event.result, path, logged)
                 await publish(merge_result(run.results.get(name), event.result, skip.get(name, [])))
 
-        job = AnalyzeJob(
-            id=next(_job_ids), path=path, root=root, targets=pending, trace="trace" in wanted,
-            recompiles="sweep" in wanted, benchmark="measure" in wanted, device=settings.device,
-            mode=settings.mode, max_seconds=settings.max_seconds, remote_cache=remote_cache_in_use(settings.remote_cache, os.environ),
-            skip=skip, opt_in=list(settings.opt_in),
-            trace_dir=trace_dir, stamps=timeline is not None,
-            stall_s=stall_after(limits.timeout_s),
-            levers=LEVERS in wanted, known={k: v for k, v in (known or {}).items() if k in {t.name for t in pending}},
-        )
+        job = _job(path, root, pending, wanted, skip, settings, stall_after(limits.timeout_s), trace_dir,
+                   timeline is not None, known)
         try:
             problem = await slot.run(job, on_event, limits)
             run.problem = from_dict(Problem, problem) if isinstance(problem, dict) else problem
@@ -188,6 +181,20 @@ async def analyze_file(
             if await _after_death(run, gone, current, pending, wanted, path, publish):
                 return run
     return run
+
+
+def _job(path: str, root: str, pending: list[TargetSpec], wanted: list[str], skip: dict[str, list[str]],
+         settings: Settings, stall_s: float, trace_dir: Optional[str], stamps: bool,
+         known: Optional[dict[str, Known]]) -> AnalyzeJob:
+    """One worker job for the targets still pending: the phases wanted, what each already settled."""
+    return AnalyzeJob(
+        id=next(_job_ids), path=path, root=root, targets=pending, trace="trace" in wanted,
+        recompiles="sweep" in wanted, benchmark="measure" in wanted, device=settings.device,
+        mode=settings.mode, max_seconds=settings.max_seconds,
+        remote_cache=remote_cache_in_use(settings.remote_cache, os.environ), skip=skip, opt_in=list(settings.opt_in),
+        trace_dir=trace_dir, stamps=stamps, stall_s=stall_s, levers=LEVERS in wanted,
+        known={k: v for k, v in (known or {}).items() if k in {t.name for t in pending}},
+    )
 
 
 def stall_after(timeout_s: float) -> float:

@@ -26,17 +26,14 @@ through provenance to the forward lines they are the gradient of (`KernelShare.b
   On CUDA the figures are the device's clock: kernel time per launching op, plus "kernels without
   a line" and the "GPU idle within the call" (`lines.windows`). Lines plus unattributed equal the
   profile's total per call.
-- Which call an event belongs to: the call whose time window holds it, on any thread; the mean
-  over the quieter half of the calls (`lines.windows`).
+- An event is the call's whose time window holds it (any thread); the mean is over the quieter half of calls (`lines.windows`).
 - A table taken while the machine was busy, or whose compiled profile total is more than 25% off
   the timed compiled call, carries a `caveat`: renderers then show no per-line eager→compiled ratio as a finding.
 
-Which line: the innermost frame inside the workspace; when the forward never passes through the
-workspace (a `transformers` model built from a config), the innermost frame outside torch, the
-standard library and this package (the library's own line).
+Which line: the innermost workspace frame; for a forward that never passes through the workspace
+(a `transformers` model from a config), the innermost frame outside torch, stdlib and this package.
 
-`measure()` raises nothing: any failure becomes `lines_note = "not measurable: <why>"` and the
-timing, the verdict and every other figure stand (`isolated`; issue 37's shared helper replaces it).
+`measure()` raises nothing: a failure is `lines_note = "not measurable: <why>"` (`isolated`).
 """
 
 from __future__ import annotations
@@ -273,8 +270,7 @@ def _attribute(found: windows.Calls, graphs: list[provenance.Graph], places: _Pl
     train = any(g.backward for g in graphs)
     out = _Compiled(defaultdict(float), defaultdict(dict), defaultdict(set), set(), 0.0, defaultdict(float))
     counted: set[int] = set()  # events whose time a kernel already took (an extern op's helper ops)
-    for evt in events:
-        out.total += _self_us(evt, device)
+    out.total += sum(_self_us(evt, device) for evt in events)
     for evt in events:
         if not evt.name.startswith("## Call CompiledFxGraph"):
             continue
@@ -307,6 +303,26 @@ def _attribute(found: windows.Calls, graphs: list[provenance.Graph], places: _Pl
             _mark(child, counted)
             _give(out, kernel, us, places, backward)
     attributed = sum(out.per_line.values())
+    _unmatched(events, counted, device, out, train)
+    # what the matched kernels took minus what was given to lines: kernels without provenance
+    missing = out.total - attributed - sum(out.loose.values())
+    if missing > 0.5:
+        out.loose[WHY_NO_PROVENANCE] += missing
+    out.per_line = {k: v / n for k, v in out.per_line.items()}
+    for shares in out.kernels.values():
+        for s in shares.values():
+            s.us = round(s.us / n, 2) if s.us is not None else None
+    out.total /= n
+    out.loose = {k: v / n for k, v in out.loose.items() if v > 0}
+    if windows.cuda(device):  # busy + idle: the kernels no op took, and the GPU's idle time
+        out.total, parts = windows.device_parts(found, out.total, timed_us)
+        out.loose.update({k: v for k, v in parts.items() if v > 0})
+        out.busy_us = out.total - parts[windows.WHY_GPU_IDLE]
+    return out
+
+
+def _unmatched(events: list[Any], counted: set[int], device: str, out: _Compiled, train: bool) -> None:
+    """The time of the events no kernel took, into `out.loose` by why."""
     runtime = eager_between = 0.0
     for evt in events:
         if id(evt) in counted:
@@ -329,21 +345,6 @@ def _attribute(found: windows.Calls, graphs: list[provenance.Graph], places: _Pl
     out.loose[WHY_RUNTIME] += runtime
     if eager_between:
         out.loose[WHY_EAGER_OUTSIDE if train else WHY_EAGER_BETWEEN] += eager_between
-    # what the matched kernels took minus what was given to lines: kernels without provenance
-    missing = out.total - attributed - sum(out.loose.values())
-    if missing > 0.5:
-        out.loose[WHY_NO_PROVENANCE] += missing
-    out.per_line = {k: v / n for k, v in out.per_line.items()}
-    for shares in out.kernels.values():
-        for s in shares.values():
-            s.us = round(s.us / n, 2) if s.us is not None else None
-    out.total /= n
-    out.loose = {k: v / n for k, v in out.loose.items() if v > 0}
-    if windows.cuda(device):  # busy + idle: the kernels no op took, and the GPU's idle time
-        out.total, parts = windows.device_parts(found, out.total, timed_us)
-        out.loose.update({k: v for k, v in parts.items() if v > 0})
-        out.busy_us = out.total - parts[windows.WHY_GPU_IDLE]
-    return out
 
 
 def _mark(evt: Any, counted: set[int]) -> None:

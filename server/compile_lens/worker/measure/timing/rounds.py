@@ -183,6 +183,25 @@ def _block(t: Any, per_call: float, block_s: float) -> float:
     return spent / calls
 
 
+def _first_per_call(timers: dict[str, Any], p: Paired) -> dict[str, float]:
+    """Each side's seconds per call from one call (the caller warmed them up; each round renews it:
+    `timeit(3)` was five calls a side with its warm-up, most of a first look's seconds on a loaded
+    machine). An extra that fails is dropped, with why (`p.dropped`)."""
+    per_call = {}
+    for side, t in timers.items():
+        if side in p.dropped:
+            continue
+        try:
+            raw = getattr(t, "_timeit", None)
+            per_call[side] = max(raw(1) if raw is not None else t.timeit(1).mean, 1e-7)
+        except Exception as exc:  # noqa: BLE001 - an extra is optional (see the rounds)
+            if side not in p.extra:
+                raise
+            p.dropped[side] = f"not measurable: {type(exc).__name__}: {str(exc).strip()[:160]}"
+            del p.extra[side]
+    return per_call
+
+
 def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: float,
                   on_round: Callable[[int, Paired], None] = lambda n, p: None,
                   min_rounds: int = MIN_ROUNDS, clock: Optional[Callable[[], float]] = None,
@@ -208,20 +227,7 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     p = resume if resume is not None else Paired(extra={name: [] for name in extra or {}})
     if watch is not None:  # our own compile workers and parent quiet before the first round
         settle(min(SETTLE_SHARE * budget_s, 5.0))
-    per_call = {}
-    for side, t in timers.items():
-        if side in p.dropped:
-            continue
-        try:
-            # one call sizes the first block (the caller warmed them up; each round renews it): `timeit(3)`
-            # was five calls a side with its warm-up, most of a first look's seconds on a loaded machine
-            raw = getattr(t, "_timeit", None)
-            per_call[side] = max(raw(1) if raw is not None else t.timeit(1).mean, 1e-7)
-        except Exception as exc:  # noqa: BLE001 - an extra is optional (see the rounds below)
-            if side not in p.extra:
-                raise
-            p.dropped[side] = f"not measurable: {type(exc).__name__}: {str(exc).strip()[:160]}"
-            del p.extra[side]
+    per_call = _first_per_call(timers, p)
     block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
     forward_order = ["eager", "compiled", *(extra or {})]
     longest = 0.0  # the longest round so far: whether the next would end past `max_s` (`keep_max`)
