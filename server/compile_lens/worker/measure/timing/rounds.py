@@ -219,6 +219,7 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     `clock`: what the budget and `max_s` are counted on; by default the rounds' own (wall time; a
     test's declared quiet: the thread's CPU time, so that a loaded test machine gets the rounds an
     idle one would, in more wall time)."""
+    cpu_clock = clock is None and _round_clock() is not None  # a test's declared quiet
     clock = clock or _round_clock() or time.perf_counter
     started = clock()
     timers = {"eager": eager, "compiled": compiled, **(extra or {})}
@@ -227,6 +228,8 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     p = resume if resume is not None else Paired(extra={name: [] for name in extra or {}})
     if watch is not None:  # our own compile workers and parent quiet before the first round
         settle(min(SETTLE_SHARE * budget_s, 5.0))
+        if cpu_clock:  # it counts the rounds alone, not the settling's polls
+            started = clock()
     per_call = _first_per_call(timers, p)
     block_s = min(MAX_BLOCK_S, max(MIN_BLOCK_S, budget_s / (2 * TARGET_ROUNDS)))
     forward_order = ["eager", "compiled", *(extra or {})]
