@@ -11,9 +11,10 @@ the contention then says so (`declared_quiet: true`, and what the rule would hav
 figure pretends. Its rounds on the CPU are timed on the timing thread's CPU clock (`round_clock`,
 `clock: "thread CPU"`): on a 2-core machine shared with an editor and another test worker, wall
 time per call rose ×4–×7 and the train step's ratio fell to ×1.2 from ×2.2, while CPU time is what
-the call itself did. Their budget is counted on that clock too (`timing.paired_rounds`): as
-many rounds as on an idle machine, in more wall time. (The clock sees the timing thread's work
-alone: the tests' models are too small for torch to split a call across threads.)
+the call itself did. Their budget is counted on that clock too (`timing.rounds.paired_rounds`),
+and a declared round reads no process table (that reading spent the clock): as many rounds as on
+an idle machine, in more wall time. (The clock sees the timing thread's work alone: the tests'
+models are too small for torch to split a call across threads.)
 Never a user setting: docs/settings.md does not name it.
 
 Before the rounds, `settle` waits for Inductor's compile pool to be ready and for our own
