@@ -219,8 +219,9 @@ def paired_rounds(eager: tbench.Timer, compiled: tbench.Timer, *, budget_s: floa
     `clock`: what the budget and `max_s` are counted on; by default the rounds' own (wall time; a
     test's declared quiet: the thread's CPU time, so that a loaded test machine gets the rounds an
     idle one would, in more wall time)."""
-    cpu_clock = clock is None and _round_clock() is not None  # a test's declared quiet
-    clock = clock or _round_clock() or time.perf_counter
+    declared = _round_clock()  # a test's declared quiet: the thread's CPU clock
+    cpu_clock = clock is None and declared is not None
+    clock = clock or declared or time.perf_counter
     started = clock()
     timers = {"eager": eager, "compiled": compiled, **(extra or {})}
     # per-call estimates (after the caller's warm-up), renewed every round: under load a call
