@@ -14,6 +14,7 @@ _KEYS = {
     "device": "device",
     "worker.timeoutSeconds": "timeout_s",
     "worker.memoryLimitMB": "memory_limit_mb",
+    "worker.spare": "spare_worker",
     "benchmark.onSave": "benchmark_on_save",
     "benchmark.mode": "mode",
     "benchmark.maxSeconds": "max_seconds",
@@ -27,7 +28,7 @@ _KEYS = {
 }
 # What each bill key must be, said in the words a rejected value is answered with
 _BILL_WORDS = {f.cost: f.words for f in BILL_FIELDS}
-_OPTIONAL = {"memory_limit_mb": int} | {f.cost: f.kind for f in BILL_FIELDS if f.optional} | {"remote_cache": str}
+_OPTIONAL = {"memory_limit_mb": int, "spare_worker": bool} | {f.cost: f.kind for f in BILL_FIELDS if f.optional} | {"remote_cache": str}
 DEVICES = ("auto", "cpu", "cuda")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # autocast / TF32 the measurement runs in (`discovery/precision.py`); "auto": as recorded, else torch's defaults
@@ -41,6 +42,9 @@ class Settings(CostInputs):
     device: str = "auto"
     timeout_s: float = 60.0  # the longest one step (import, one trace, one benchmark stage) may take
     memory_limit_mb: Optional[int] = None  # the worker's whole process tree (PSS); None: half of the machine's
+    # a second trace worker kept imported, to replace a crashed one at once; None: where the machine
+    # has cores for it (`jobs.lanes.spare_by_default`)
+    spare_worker: Optional[bool] = None
     benchmark_on_save: bool = True
     mode: str = "default"
     max_seconds: float = 60.0

@@ -27,7 +27,9 @@ FAULTS = FIXTURES / "faults"
 
 # Generous limits by default (a loaded 2-core CI machine is slow); the rows that test a limit
 # lower it for their file only, through workspace/didChangeConfiguration.
-SETTINGS: dict[str, Any] = {"benchmark.onSave": False, "worker.timeoutSeconds": 60, "worker.memoryLimitMB": 4096}
+# a spare worker whatever the machine's cores (`worker.spare`): the faults replace the current worker by it
+SETTINGS: dict[str, Any] = {"benchmark.onSave": False, "worker.timeoutSeconds": 60, "worker.memoryLimitMB": 4096,
+                            "worker.spare": True}
 
 
 @dataclass

@@ -319,6 +319,20 @@ class Worker:
             self._stderr_task.cancel()
 
 
+SPARE_MIN_CPUS = 4  # the cores a machine needs before a lane keeps a spare worker by default
+
+
+def spare_by_default() -> bool:
+    """Whether a lane keeps a warm spare where the user has not said: on at least SPARE_MIN_CPUS cores.
+    On fewer, the spare's torch import (about 5 s of a core, 400 MB) competes with the first trace and
+    with a measurement's timing rounds, to save that import only after a crash or a cancelled job."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return cpus >= SPARE_MIN_CPUS
+
+
 class WorkerSlot:
     """One lane of work (tracing, or benchmarking) with a warm worker and a warm spare behind it.
 

@@ -21,7 +21,7 @@ from ..config import find_root
 from ..discovery import Discovery
 from ..discovery.statements import StatementParser
 from ..jobs.cache import ResultCache, cache_dir, torch_version
-from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
+from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, spare_by_default, worker_env
 from ..positions import PositionMap, position_map
 from ..protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec
 from ..settings import Settings
@@ -186,7 +186,8 @@ class CompileLensServer(LanguageServer):
     def start_workers(self) -> None:
         if not self.trusted or self.traces is not None:
             return
-        self.traces = self._slot("trace")
+        spare = self.settings.spare_worker
+        self.traces = self._slot("trace", spare=spare_by_default() if spare is None else spare)
         self.traces.warm_up(self.settings.timeout_s)
         asyncio.get_running_loop().create_task(self._announce_worker())
 
