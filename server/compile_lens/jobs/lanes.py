@@ -334,10 +334,12 @@ def spare_by_default() -> bool:
 
 
 class WorkerSlot:
-    """One lane of work (tracing, or benchmarking) with a warm worker and a warm spare behind it.
+    """One lane of work (tracing, or benchmarking) with a warm worker and, where `spare`, a warm spare
+    behind it.
 
     Jobs in a lane run one at a time. A worker that failed, or ran `recycle_after` jobs (RSS grows
-    ≈ 0.6 MB per trace), is replaced by the spare, so the next job does not wait for torch to import.
+    ≈ 0.6 MB per trace), is replaced by the spare, so the next job does not wait for torch to import;
+    without a spare the next job starts a new worker.
     """
 
     def __init__(self, name: str, python: str, cwd: str, env: dict[str, str], *,
