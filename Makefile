@@ -75,7 +75,7 @@ screenshots:
 
 # each stage's time and the total are printed at the end (the budget: 20 minutes on CI's 2 cores)
 test:
-	@bash scripts/test_stages.sh lint docs ts-test pytest,e2e
+	@bash scripts/test_stages.sh lint,ts-test docs pytest,e2e
 
 # The benchmark harness (benchmarks/): every unit for the device, one JSON line each (its typed
 # figures: value, unit, goal; the machine's load) in build/bench/ledger.jsonl, BENCHMARKS.md's
