@@ -16,23 +16,15 @@ from ..config import find_root
 from ..discovery import Discovery, dependency_fingerprint, discover, note_importers
 from ..discovery.inputs import resolve_inputs
 from ..interpreters import is_own
-from ..jobs.analysis import analyze_file, safe_lint
-from ..jobs.cache import (
-    ResultCache,
-    ResultWriter,
-    TargetKeys,
-    cache_dir,
-    cache_key,
-    read_result,
-    run_keys,
-    torch_version,
-)
+from ..jobs.analysis import analyze_file
+from ..jobs.cache import ResultCache, cache_dir, cache_key, torch_version
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
-from ..jobs.levers import levers_only, with_cached_levers
-from ..protocol import FileReport, Finding, Problem, TargetResult, TargetSpec
-from ..render import assembly
+from ..jobs.levers import levers_only
+from ..protocol import FileReport, Problem, TargetResult, TargetSpec
 from ..render.cli_output import render_json
 from ..settings import Settings
+from .cached import FileCache, cached_whole
+from .findings import fill, static_part, syntax_error
 
 Note = Optional[Callable[[str], None]]
 OnResult = Optional[Callable[[str, TargetResult], None]]
@@ -170,7 +162,7 @@ async def _check_file(run: _Run, path: str, reports: list[FileReport]) -> bool:
     discovery = discover(source, path=path, root=file_root)
     if discovery is None:
         if run.targets is None:
-            report.findings += _syntax_error(source, path)
+            report.findings += syntax_error(source, path)
             reports.append(report)
         return True
     discovery.targets = resolve_inputs(path, file_root, discovery.targets, source=source,
@@ -182,13 +174,14 @@ async def _check_file(run: _Run, path: str, reports: list[FileReport]) -> bool:
         note_importers(discovery, path, file_root)
     reports.append(report)
     chosen = [t for t in discovery.targets if picked is None or t.name in picked]
-    lints, statics = _static_findings(source, path, chosen, discovery, picked)
+    lints, statics = static_part(source, path, chosen, discovery, picked)
     report.findings = lints + statics
     runnable = [] if run.static_only else [t for t in chosen if t.inputs is not None]
     if not runnable:
         return True
-    keys = _keys(run, path, source, file_root, discovery, runnable)
-    results, levers_todo = _from_cache(run, keys, source, path)
+    cached = _file_cache(run, path, source, file_root, discovery)
+    results, levers_todo = cached_whole(cached, runnable, recompiles=run.recompiles, benchmark=run.benchmark,
+                                        levers=run.levers)
     todo = {t.name for t in runnable if t.name not in results}
     if todo or levers_todo:
         try:
@@ -202,7 +195,7 @@ async def _check_file(run: _Run, path: str, reports: list[FileReport]) -> bool:
         if note:
             note(f"tracing {os.path.relpath(path)}"
                  + (f" ({len(results)} of {len(runnable)} targets from the cache)" if results else ""))
-        writer = ResultWriter(run.cache, keys, source) if run.cache else None
+        writer = cached.writer(runnable) if cached is not None else None
         told = (note and (lambda stage, target: note(f"  {stage}")))
         if todo:
             done = await analyze_file(
@@ -218,41 +211,18 @@ async def _check_file(run: _Run, path: str, reports: list[FileReport]) -> bool:
             report.error = done.problem
     elif run.note:
         run.note(f"{os.path.relpath(path)}: from the cache")
-    _fill(report, discovery, results, runnable, lints, statics, file_root)
+    fill(report, discovery, results, runnable, lints, statics, file_root)
     for result in report.targets if run.on_result else ():  # what no event said (the cache's, a part never sent)
         run.on_result(path, result)  # type: ignore[misc]
     return True
 
 
-def _keys(run: _Run, path: str, source: str, file_root: str, discovery: Discovery,
-          runnable: list[TargetSpec]) -> dict[str, TargetKeys]:
-    """Each runnable target's cache keys; none without a cache."""
+def _file_cache(run: _Run, path: str, source: str, file_root: str, discovery: Discovery) -> Optional[FileCache]:
+    """The file's entries in the run's cache; none without a cache."""
     if run.cache is None:
-        return {}
+        return None
     deps, _ = dependency_fingerprint(path, source, file_root)
-    return {t.name: run_keys(run.version, path, discovery.fingerprint, deps, t, run.settings, run.python)
-            for t in runnable}
-
-
-def _from_cache(run: _Run, keys: dict[str, TargetKeys], source: str,
-                path: str) -> tuple[dict[str, TargetResult], set[str]]:
-    """The results the cache has whole, and the targets among them whose levers it lacks."""
-    results: dict[str, TargetResult] = {}
-    if run.cache is not None:
-        for name, entry in keys.items():
-            hit = read_result(run.cache, entry, source, path, recompiles=run.recompiles, benchmark=run.benchmark)
-            if hit is not None:
-                results[name] = hit
-    # figures from the cache, levers not: the levers phase alone, handed those figures
-    levers_todo: set[str] = set()
-    for name, hit in list(results.items()):
-        if run.levers and hit.status == "ok":
-            with_levers = with_cached_levers(run.cache, keys.get(name), hit)
-            if with_levers is None:
-                levers_todo.add(name)
-            else:
-                results[name] = with_levers
-    return results, levers_todo
+    return FileCache(run.cache, path, source, discovery.fingerprint, deps, run.settings, run.version, run.python)
 
 
 def json_document(reports: list[FileReport], runtime: dict, settings: Settings, *, recompiles: bool,
@@ -262,39 +232,6 @@ def json_document(reports: list[FileReport], runtime: dict, settings: Settings, 
     device = "cuda" if runtime.get("cuda") and settings.device != "cpu" else "cpu"
     checks = {"graph_breaks": graph_breaks, "recompiles": recompiles, "benchmark": benchmark}
     return render_json(reports, torch_version=runtime.get("torch"), device=device, checks=checks)
-
-
-def _static_findings(source: str, path: str, chosen: list[TargetSpec], discovery: Discovery,
-                     picked: Optional[set[str]]) -> tuple[list[Finding], list[Finding]]:
-    """The lints and the findings about targets that need no torch; with --target, only inside the picked ones."""
-    lints = safe_lint(source, path) or []
-    statics = assembly.static_findings(path, chosen, discovery.errors)
-    if picked is not None:  # only what lies in the picked targets
-        spans = [(t.line, max(t.end_line, t.line)) for t in chosen]
-        lints, statics = ([f for f in found if any(a <= f.line <= b for a, b in spans)]
-                          for found in (lints, statics))
-    return lints, statics
-
-
-def _fill(report: FileReport, discovery: Discovery, results: dict[str, TargetResult], runnable: list[TargetSpec],
-          lints: list[Finding], statics: list[Finding], file_root: str) -> None:
-    """The report's targets and every finding of the file, the traced ones with the static ones they confirm."""
-    path = report.path
-    report.targets = [results[t.name] for t in discovery.targets  # not an nn.Module after all: dropped
-                      if t.name in results and results[t.name].status != "skipped"]
-    here, elsewhere = assembly.traced_findings(report.targets, path, file_root)
-    traced = here + [f for found in elsewhere.values() for f in found]  # a helper's break: in this report
-    report.findings = assembly.file_findings(lints, statics, traced, assembly.covered_lines(runnable, results))
-
-
-def _syntax_error(source: str, path: str) -> list[Finding]:
-    try:
-        compile(source, path, "exec")
-    except SyntaxError as exc:
-        line = exc.lineno or 1
-        return [Finding(path, line, exc.offset or 1, line, (exc.offset or 1) + 1, "error", "syntax-error",
-                        f"cannot parse: {exc.msg}")]
-    return []
 
 
 def _both(writer: Optional[Callable[[TargetResult], None]], on_result: OnResult,

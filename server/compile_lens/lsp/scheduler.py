@@ -1,10 +1,11 @@
 """What runs in the workers, and when: a trace on open and save, then recompile sweeps and
 measurements in the second lane, one file's work in order, newest code first.
 
-Results are cached (`jobs.cache`) and merged into the document's state only while they describe
-its code; each step emits an event ("traced", "swept", "measured", "changed") that the diagnostics
-feature publishes on, and once a phase of a file is done (its diagnostics published) the client is
-told so (`compileLens/analyzed`, `announce`). Saves that arrive during a trace collapse into one;
+Results are cached (`engine.cached`: the keys and phase entries the CLI's `check` uses too) and
+merged into the document's state only while they describe its code; each step emits an event
+("traced", "swept", "measured", "changed") that the diagnostics feature publishes on, and once a
+phase of a file is done (its diagnostics published) the client is told so (`compileLens/analyzed`,
+`announce`). Saves that arrive during a trace collapse into one;
 sweeps and measurements wait `FOLLOWUP_DELAY_S` after a trace so rapid saves skip them.
 """
 
@@ -23,23 +24,9 @@ from lsprotocol import types as lsp
 
 from .. import timeline
 from ..discovery import measure_order
+from ..engine.cached import FileCache, cached_figures
 from ..jobs.analysis import analyze_file
-from ..jobs.cache import (
-    TargetKeys,
-    deployment_of,
-    read_bench,
-    read_deployment,
-    read_sweep,
-    read_trace,
-    run_keys,
-    settled,
-    with_deployment,
-    with_recompiles,
-    write_bench,
-    write_deployment,
-    write_sweep,
-    write_trace,
-)
+from ..jobs.cache import deployment_of, settled, with_deployment, with_recompiles
 from ..jobs.lanes import WorkerGone
 from ..positions import moved
 from ..protocol import Benchmark, Problem, TargetResult, TargetSpec
@@ -121,19 +108,20 @@ def _all_settled(found: Iterable[TargetResult], phase_name: str) -> bool:
     return all(settled(r, phase_name) for r in found if phase(r, phase_name) is not None)
 
 
-def _keys(ls: CompileLensServer, saved: Saved, spec: TargetSpec) -> TargetKeys:
-    return run_keys(ls.torch_version, saved.path, saved.discovery.fingerprint, saved.deps_fingerprint, spec,
-                    ls.settings)
+def file_cache(ls: CompileLensServer, saved: Saved, path: str) -> FileCache:
+    """The saved code's entries in the result cache under the settings of now (`engine.cached`: the
+    CLI's keys too). Keyed by the saved file's real path; its results name it `path`, as the worker did."""
+    return FileCache(ls.cache, path, saved.source, saved.discovery.fingerprint, saved.deps_fingerprint, ls.settings,
+                     ls.torch_version, key_path=saved.path)
 
 
-def _cached_traces(ls: CompileLensServer, saved: Saved, keys: dict[str, TargetKeys],
-                   path: str) -> dict[str, TargetResult]:
+def _cached_traces(ls: CompileLensServer, cached: FileCache, specs: list[TargetSpec]) -> dict[str, TargetResult]:
     """The traces the result cache holds for this code, by target."""
     found = {}
-    for name, entry_keys in keys.items():
-        cached = read_trace(ls.cache, entry_keys, saved.source, path)
-        if cached is not None:
-            found[name] = cached
+    for spec in specs:
+        hit = cached.trace(spec)
+        if hit is not None:
+            found[spec.name] = hit
             ls.stats["trace_cache_hits"] += 1
     return found
 
@@ -141,8 +129,9 @@ def _cached_traces(ls: CompileLensServer, saved: Saved, keys: dict[str, TargetKe
 async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> None:
     assert ls.traces is not None
     started = time.perf_counter()
-    keys = {t.name: _keys(ls, saved, t) for t in saved.discovery.targets if t.inputs}
-    fresh = _cached_traces(ls, saved, keys, state.path)
+    cached = file_cache(ls, saved, state.path)
+    runnable = [t for t in saved.discovery.targets if t.inputs]
+    fresh = _cached_traces(ls, cached, runnable)
 
     benchmarks = cached_benchmarks(ls, saved, state.path)
     specs = {t.name: t for t in saved.discovery.targets}
@@ -156,10 +145,11 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
         if state.saved is not saved:
             state.benchmarks = dict(benchmarks)
         state.traced, state.saved, state.problem = dict(results), saved, problem
+        now = file_cache(ls, saved, state.path)  # the figures' keys: the settings of now
         for name in state.benchmarks:  # export and fallback answers were measured with the figures
-            deployment = read_deployment(ls.cache, _keys(ls, saved, spec_of(name))) if spec_of(name) else None
-            if deployment is not None:
-                _set_deployment(state, name, deployment)
+            spec = spec_of(name)
+            if spec is not None and name in state.traced:
+                state.traced[name] = now.with_deployment(spec, state.traced[name])
         state.last_stream_publish = time.monotonic()
         ls.emit("traced", state.uri)
 
@@ -169,9 +159,9 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
         # target that brings breaks goes out at once, whatever the last publish: that is the squiggle
         if current() and (result.graph_breaks or time.monotonic() - state.last_stream_publish > STREAM_PUBLISH_S):
             accept(fresh, None)
-        write_trace(ls.cache, keys[result.name], result, saved.source)
+        cached.store_trace(specs[result.name], result)
 
-    todo = {name for name in keys if name not in fresh}
+    todo = {t.name for t in runnable if t.name not in fresh}
     problem = None
     if todo:
         ls.status("tracing", os.path.basename(state.path), lane="trace")
@@ -198,7 +188,7 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
              len(fresh), len(fresh) - len(todo), time.perf_counter() - started)
     ls.status("error" if problem else "idle", problem.message if problem else "", lane="trace")
     ok = {n for n, r in fresh.items() if r.status == "ok"}
-    sweep = {n for n in ok if not _merge_cached_sweep(ls, state, saved, n)}
+    sweep = {n for n in ok if not _merge_cached_sweep(ls, state, cached, specs[n])}
     if sweep != ok:
         ls.emit("swept", state.uri)  # recompile warnings from the cache
         if not sweep:
@@ -219,25 +209,21 @@ async def _trace_once(ls: CompileLensServer, state: DocState, saved: Saved) -> N
 # --- sweeps and measurements (the second lane) ----------------------------------------------
 
 def cached_benchmarks(ls: CompileLensServer, saved: Saved, path: str) -> dict[str, Benchmark]:
-    found = {}
-    for spec in saved.discovery.targets:
-        if spec.inputs is not None:
-            cached = read_bench(ls.cache, _keys(ls, saved, spec))
-            if cached is not None:
-                found[spec.name] = cached
-                ls.stats["bench_cache_hits"] += 1
+    """The figures the cache holds for the saved code under the settings of now, by target."""
+    found = cached_figures(file_cache(ls, saved, path), saved.discovery.targets)
+    ls.stats["bench_cache_hits"] += len(found)
     return found
 
 
-def _merge_cached_sweep(ls: CompileLensServer, state: DocState, saved: Saved, name: str) -> bool:
-    spec = next(t for t in saved.discovery.targets if t.name == name)
-    if name not in state.traced:
+def _merge_cached_sweep(ls: CompileLensServer, state: DocState, cached: FileCache, spec: TargetSpec) -> bool:
+    """The target's traced result with its cached sweep; False when there is none to merge."""
+    if spec.name not in state.traced:
         return False
-    recompiles = read_sweep(ls.cache, _keys(ls, saved, spec), saved.source, state.path)
-    if recompiles is None:
+    swept = cached.with_sweep(spec, state.traced[spec.name])
+    if swept is None:
         return False
     ls.stats["sweep_cache_hits"] = ls.stats.get("sweep_cache_hits", 0) + 1
-    state.traced[name] = with_recompiles(state.traced[name], recompiles)
+    state.traced[spec.name] = swept
     return True
 
 
@@ -306,7 +292,7 @@ async def _sweep_once(ls: CompileLensServer, state: DocState, saved: Saved, name
                 ls.emit("swept", state.uri)
             return
         spec = next(t for t in saved.discovery.targets if t.name == result.name)
-        write_sweep(ls.cache, _keys(ls, saved, spec), result, saved.source)
+        file_cache(ls, saved, state.path).store_sweep(spec, result)
         if here:
             assert state.saved is not None
             found = moved(result, saved.source, state.saved.source, state.path) or result
@@ -355,9 +341,7 @@ async def _benchmark_once(ls: CompileLensServer, state: DocState, saved: Saved, 
         log.info("measured %s: %s", result.name, lens_titles.lens_title(result.benchmark) if result.benchmark
                  else (result.error.message if result.error else "no figures"))
         if result.benchmark is not None:
-            keys = _keys(ls, saved, spec)
-            write_bench(ls.cache, keys, result)
-            write_deployment(ls.cache, keys, result)
+            file_cache(ls, saved, state.path).store_measure(spec, result)  # keyed by the settings of now, as ever
             deployment = deployment_of(result)
             if same_code(state.saved, saved):
                 state.benchmarks[result.name] = result.benchmark

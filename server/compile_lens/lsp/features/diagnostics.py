@@ -12,6 +12,7 @@ from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
 from ... import timeline as timelines
+from ...engine.findings import traced_part
 from ...jobs.cache import WORKER_FAILURES
 from ...positions import remap_finding
 from ...protocol import Finding
@@ -30,9 +31,8 @@ def traced_findings(ls: CompileLensServer, state: DocState) -> Traced:
     """Trace findings for this file, for other files (helpers) by uri, and the lines traced cleanly."""
     if not ls.is_current(state) or state.saved is None:
         return [], {}, []  # results of older code are never shown as current
-    here, elsewhere = assembly.traced_findings(state.traced.values(), state.path, ls.root_for(state.path),
-                                               state.benchmarks)
-    covered = assembly.covered_lines(state.saved.discovery.targets, state.traced)
+    here, elsewhere, covered = traced_part(state.traced.values(), state.saved.discovery.targets, state.path,
+                                           ls.root_for(state.path), state.benchmarks)
     if state.problem is not None:
         code = fnd.CODE_WORKER if state.problem.kind in WORKER_FAILURES else fnd.CODE_IMPORT
         here.append(fnd.problem_finding(state.problem, state.path, 1, code, "error"))

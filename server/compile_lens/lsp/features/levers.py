@@ -14,7 +14,6 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from ...jobs.analysis import analyze_file
-from ...jobs.cache import read_levers, write_levers
 from ...jobs.levers import known_of
 from ...protocol import LEVERS, TargetResult, phase_of, with_phase
 from ...render.levers_text import lever_line
@@ -74,10 +73,11 @@ def try_levers(ls: CompileLensServer, uri: str, target: str) -> dict:
     if target in _running(state):
         return {"started": False, "reason": f"trying levers on `{target}` already"}
     saved = state.saved
-    keys = scheduler._keys(ls, saved, next(t for t in saved.discovery.targets if t.name == target))
-    cached = read_levers(ls.cache, keys)
-    if cached is not None:
-        _accept(ls, state, target, with_phase(dataclasses.replace(state.traced[target], levers=cached), LEVERS, "done"))
+    spec = next(t for t in saved.discovery.targets if t.name == target)
+    cached = scheduler.file_cache(ls, saved, state.path)
+    with_levers = cached.with_levers(spec, state.traced[target])
+    if with_levers is not None:
+        _accept(ls, state, target, with_levers)
         ls.analyzed(uri, LEVERS, saved.version, True)
         return {"started": False, "cached": True}
     state.levers_running = _running(state) | {target}  # type: ignore[attr-defined]
@@ -92,7 +92,7 @@ def try_levers(ls: CompileLensServer, uri: str, target: str) -> dict:
                                        on_progress=lambda stage, t: ls.status("benchmarking", stage, lane="deep"))
             done = found.results.get(target)
             if done is not None:
-                write_levers(ls.cache, keys, done)
+                cached.store_levers(spec, done)
                 phase = phase_of(done, LEVERS)
                 if ls.matches(state, saved) and target in state.traced:
                     merged = dataclasses.replace(state.traced[target], levers=done.levers)
