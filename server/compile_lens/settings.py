@@ -39,7 +39,7 @@ class Settings(CostInputs):
     """The editor's settings, and the GPU bill's inputs (`bill.*`, inherited from `cost.CostInputs`)."""
 
     device: str = "auto"
-    timeout_s: float = 60.0  # the longest one step (import, one trace, one benchmark stage) may take
+    timeout_s: float = 60.0  # the longest the worker may go silent (the import, one trace, one stage of a measurement)
     memory_limit_mb: Optional[int] = None  # the worker's whole process tree (PSS); None: half of the machine's
     benchmark_on_save: bool = True
     mode: str = "default"
