@@ -86,3 +86,14 @@ def test_a_result_crosses_the_pipe_and_the_cache_as_the_same_records():
     job = protocol.AnalyzeJob(1, "m.py", str(REPO), [], known={"Net": protocol.Known(None, [
         protocol.Recompile(3, "batch 17", "automatic-dynamic", "size mismatch", "x")])})
     assert protocol.from_dict(protocol.AnalyzeJob, json.loads(protocol.to_json(job))) == job
+
+
+def test_a_result_written_before_a_rename_reads_under_the_new_name():
+    """`phases_s` became `stages_s` (0.2.0 drops the old name): a cached, recorded or saved result that
+    has the old name reads into the new field; where both are there (the CLI JSON), the new one wins."""
+    frame = {"compile_id": "0/0", "function": "forward", "path": "m.py", "line": 3, "total_s": 2.0,
+             "phases_s": {"dynamo": 1.5, "inductor": 0.5}}
+    assert protocol.from_dict(protocol.CompileFrame, frame).stages_s == {"dynamo": 1.5, "inductor": 0.5}
+    both = {**frame, "stages_s": {"dynamo": 1.0}}
+    assert protocol.from_dict(protocol.CompileFrame, both).stages_s == {"dynamo": 1.0}
+    assert all(new in {f.name for f in dataclasses.fields(measured.Benchmark)} for new in protocol.RENAMED.values())

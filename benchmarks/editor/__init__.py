@@ -113,14 +113,14 @@ def lints(ctx: Context) -> Result:
 
 
 @unit("hover_under_load", "hover and code lens p99 < 50 ms with 50 files × 20 targets open while a measurement runs",
-      "the same requests on an idle server (the phase after the measurement)", timeout_s=1200, devices=("cpu",))
+      "the same requests on an idle server (while the recompile sweeps run, after the measurement)", timeout_s=1200, devices=("cpu",))
 def hover_under_load(ctx: Context) -> Result:
     args = ["--files", "3", "--targets", "2", "--after-samples", "10", "--max-bench-seconds", "5"] if ctx.dry else \
         ["--files", "10", "--targets", "5", "--after-samples", "100"] if ctx.quick else []
     f = _json_out(ctx, "editor.load", *args)
     if isinstance(f, dict) and f.get("ok") is False:
         return typed(f)
-    rows = {f"{r['phase']} {r['request']}": {k: v for k, v in r.items() if k not in ("phase", "request")} for r in f}
+    rows = {f"{r['while']} {r['request']}": {k: v for k, v in r.items() if k not in ("while", "request")} for r in f}
     # the goal is strict (p99 < 50 ms), a Figure's limit is inclusive: the verdict is said here
     return typed({"rows": rows}, ok=all(r.get("p99_ms", 0) < 50 for r in rows.values()))
 

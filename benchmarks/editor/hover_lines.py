@@ -56,7 +56,7 @@ def render(result_file: Path) -> dict[str, str]:
     composes it (the old hover: the report link and the lever lines; the new: the Details link)."""
     from compile_lens.lsp.features.levers import hover_lines
     from compile_lens.protocol import TargetResult, from_dict
-    from compile_lens.render import cards, parts
+    from compile_lens.render import cards, progress_rows
 
     kept = json.loads(result_file.read_text())
     relpath, uri = os.path.basename(kept["path"]), Path(kept["path"]).as_uri()
@@ -70,7 +70,7 @@ def render(result_file: Path) -> dict[str, str]:
         report = details(True, relpath, uri, result.name) if details else cards.report_line(True, relpath)
         guessed = bool(result.inputs and result.inputs.source == "inferred")
         card = cards.hover_card(result, bench, guessed_inputs=guessed, report=report,
-                                parts=parts.states(result, in_flight=False))
+                                rows=progress_rows.states(result, in_flight=False))
         tried = hover_lines(result)
         if tried and not details:  # before: the lever lines under every card; after: in a measured one's details
             card += "\n\n" + "\n".join(tried)

@@ -93,11 +93,11 @@ class Sampler:
         assert hover is not None and f"M{j}" in hover.contents.value
 
 
-def summary(phase: str, samples: dict[str, list[float]]) -> list[dict[str, Any]]:
+def summary(during: str, samples: dict[str, list[float]]) -> list[dict[str, Any]]:
     rows = []
     for request, values in samples.items():
         ms = [v * 1000 for v in values]
-        rows.append({"phase": phase, "request": request, "n": len(ms), "p50_ms": round(statistics.median(ms), 2),
+        rows.append({"while": during, "request": request, "n": len(ms), "p50_ms": round(statistics.median(ms), 2),
                      "p99_ms": round(percentile(ms, 99), 2), "max_ms": round(max(ms), 2)})
     return rows
 
@@ -192,9 +192,9 @@ async def main() -> None:
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
 
-    print("| phase | request | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|---|")
+    print("| while | request | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['phase']} | {row['request']} | {row['n']} | {row['p50_ms']} | {row['p99_ms']} | {row['max_ms']} |")
+        print(f"| {row['while']} | {row['request']} | {row['n']} | {row['p50_ms']} | {row['p99_ms']} | {row['max_ms']} |")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

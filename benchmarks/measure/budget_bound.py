@@ -8,7 +8,7 @@ stream line timed as it arrives: the measurement runs from the trace's line (the
 to its last part's line, the forward's figure arrives with the "forward" line, and the bound is
 max(B, that) × 1.1 + 5 s (`worker/measure/run/budget.py`). One row per budget and target: the whole run's
 wall, the measurement's, the time to the forward's figure, the bound, the first look's seconds
-(`phases_s.first_look`), and the parts the budget left out. `--server DIR`: another checkout's server
+(`stages_s.first_look`), and the parts the budget left out. `--server DIR`: another checkout's server
 (the figures before a change). Exit 1 when a measurement ran past its bound.
 """
 
@@ -42,12 +42,13 @@ def run(path: Path, budget: float, server: Path) -> list[dict[str, Any]]:
             end = max(t for part, t in at.items() if part in MEASURE)
             to_forward = at["forward"] - start
             bound = max(budget, to_forward) * 1.1 + 5.0
-            phases = (target.get("benchmark") or {}).get("phases_s") or {}
+            bench = target.get("benchmark") or {}
+            stages = bench.get("stages_s") or bench.get("phases_s") or {}  # phases_s: a checkout before 0.2.0
             left_out = {p: s.get("why") for p, s in (target.get("parts") or {}).items() if s.get("status") != "done"}
             rows.append({"target": target["name"], "budget": budget, "wall": round(wall, 1),
                          "measurement": round(end - start, 1), "to_forward": round(to_forward, 1),
                          "bound": round(bound, 1), "within": end - start <= bound,
-                         "first_look": phases.get("first_look"), "left_out": left_out})
+                         "first_look": stages.get("first_look"), "left_out": left_out})
     return rows
 
 

@@ -68,7 +68,7 @@ def child(label: str) -> dict:
     for f in ct.frames:
         own = [c for c in ct.lines if c.compile_id == f.compile_id]
         top = sum(c.s for c in own if c.top)
-        dynamo = f.phases_s.get("dynamo") or 0.0
+        dynamo = f.stages_s.get("dynamo") or 0.0
         after = sum(c.after_s for c in own)
         frames.append({"frame": f"{f.compile_id} {f.function}", "total_s": f.total_s, "dynamo_s": dynamo,
                        "traced_s": f.traced_s, "guards_s": f.guards_s, "lines_s": round(top, 4),

@@ -3,7 +3,7 @@
 Each target is measured twice, each time in a fresh process (`run_benchmark`, as the worker runs
 it): once with the line-cost step switched off (`line_costs.after_timing` replaced by a no-op:
 "before") and once as shipped ("after"). Printed per target: both wall times, the step's own
-seconds (`phases_s["line_costs"]`) and its share of the "after" run, and the truth checks: the
+seconds (`stages_s["line_costs"]`) and its share of the "after" run, and the truth checks: the
 compiled lines + unattributed against the profile's total, and the lines' compiled sum against
 the measured compiled forward.
 
@@ -74,7 +74,7 @@ def child(path: str, name: str, inputs: str, root: str, seconds: float, off: boo
     t = b.train_step
     compiled_lines = sum(ln.compiled_us or 0.0 for ln in f.lines)
     print(json.dumps({"wall_s": wall, "cpu_s": cpu, "line_costs_cpu_s": step_cpu[0], "parts_s": {k: round(v, 2) for k, v in PARTS.items()},
-                      "line_costs_s": b.phases_s.get("line_costs"), "lines": len(f.lines),
+                      "line_costs_s": b.stages_s.get("line_costs"), "lines": len(f.lines),
                       "train_lines": len(t.lines) if t else None, "train_note": t.lines_note if t else None,
                       "note": f.lines_note, "compiled_note": f.compiled_lines_note,
                       "sum_check_us": [compiled_lines + (f.unattributed_us or 0.0), f.profile_us.get("compiled")],

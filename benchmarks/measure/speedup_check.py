@@ -209,8 +209,8 @@ def check_one(path: str, spec: TargetSpec, args: argparse.Namespace) -> dict:
     theirs = independent_forward(path, spec, ours.device, args.mode, args.min_run_time, args.repeats)
     f = ours.forward
     ratio = f.speedup / theirs["speedup"]
-    phases = ours.phases_s or {}
-    inherent = (ours.compile_s.get("cold") or 0) + (ours.compile_s.get("warm") or 0) + phases.get("timing", 0.0)
+    stages = ours.stages_s or {}
+    inherent = (ours.compile_s.get("cold") or 0) + (ours.compile_s.get("warm") or 0) + stages.get("timing", 0.0)
     return {"target": f"{os.path.relpath(path)}:{spec.name}", "benchmark": asdict(ours), "independent": theirs,
             "ratio": ratio, "agree": f.conclusive and not theirs["busy"] and _agrees(f, theirs["speedup"], ratio, args.tolerance),
             "wall_s": wall,
@@ -275,7 +275,7 @@ def check(args: argparse.Namespace) -> int:
             f"{t['eager_ms']:.4f} / {t['compiled_ms']:.4f}", f"{ind['eager_ms']:.4f} / {ind['compiled_ms']:.4f}",
             f"{ind['quiet_pairs']}/{ind['pairs']}" + (" **busy**" if ind["busy"] else ""),
             _s(b["compile_s"].get("cold")), _s(b["compile_s"].get("warm")),  # the first look: no warm compile yet
-            f"{(b.get('phases_s') or {}).get('timing', 0):.1f}", f"{r['wall_s']:.1f}",
+            f"{(b.get('stages_s') or {}).get('timing', 0):.1f}", f"{r['wall_s']:.1f}",
             f"{r['wall_s'] / r['inherent_s']:.2f}" if r["inherent_s"] else "-",
             f"{r['load'][0]:.1f} / {r['load'][1]:.1f}",
             f"{b.get('contention', {}).get('other_cpu_percent', float('nan')):.0f}"]) + " |")

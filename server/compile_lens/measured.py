@@ -95,7 +95,7 @@ class CompileFrame:
     path: str
     line: int  # the frame's first line: the `def`, or the line a resumed frame starts at
     total_s: float
-    phases_s: dict[str, float] = field(default_factory=dict)  # "dynamo", "aot_autograd", "inductor", "codegen_build", "autotune"
+    stages_s: dict[str, float] = field(default_factory=dict)  # "dynamo", "aot_autograd", "inductor", "codegen_build", "autotune"
     # of "dynamo": the seconds Dynamo spent tracing the frame's bytecode line by line (what its lines'
     # seconds add up to, `CompileLine.top`); the rest is its guards, graph and bytecode. None: not measured
     traced_s: Optional[float] = None
@@ -209,7 +209,7 @@ class Benchmark:
     # where the measurement's wall time went, seconds: {"build", "cold_child", "cold_child_train",
     # "cold_compile", "warm_compiles", "accuracy_warmup", "timing", "memory", "line_costs",
     # "to_forward" (until the forward's figures were sent), "total"}
-    phases_s: dict[str, float] = field(default_factory=dict)
+    stages_s: dict[str, float] = field(default_factory=dict)
     # from torch's compilation metrics, where this torch records them (None: not recorded)
     guard_latency_us: Optional[float] = None  # torch's one timing of the compiled forward's guard check (all frames), at build
     # the warm compile's Inductor/AOTAutograd cache {"hits", "misses"} (the break-even workload's; the

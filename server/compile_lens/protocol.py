@@ -268,7 +268,7 @@ class TargetResult:
     # the measurement's parts (`PARTS`) and where each stands; {} before the measure phase starts
     parts: dict[str, PartStatus] = field(default_factory=dict)
     # wall seconds of each deployment part ("export", "fallback_ops", "batch_sweep"), beside
-    # `benchmark.phases_s` (the measurement's own phases)
+    # `benchmark.stages_s` (the measurement's own stages)
     parts_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -375,6 +375,9 @@ def to_json(obj: Any) -> str:
 
 
 T = typing.TypeVar("T")
+# fields read under an older name too (a result cache, a recorded or saved JSON written before the
+# rename), until 0.2.0: old name -> new
+RENAMED = {"phases_s": "stages_s"}
 
 
 def from_dict(cls: type[T], data: Any) -> T:
@@ -388,6 +391,7 @@ def _convert(tp: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp)
         names = {f.name for f in dataclasses.fields(tp)}
+        value = {**{RENAMED[k]: v for k, v in value.items() if k in RENAMED}, **value}  # the new name wins
         return tp(**{k: _convert(hints[k], v) for k, v in value.items() if k in names})
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)

@@ -40,7 +40,7 @@ class Settings(CostInputs):
     """The editor's settings, and the GPU bill's inputs (`bill.*`, inherited from `cost.CostInputs`)."""
 
     device: str = "auto"
-    timeout_s: float = 60.0  # the longest one step (import, one trace, one benchmark stage) may take
+    timeout_s: float = 60.0  # the longest the worker may go silent (the import, one trace, one stage of a measurement)
     memory_limit_mb: Optional[int] = None  # the worker's whole process tree (PSS); None: half of the machine's
     # a second trace worker kept imported, to replace a crashed one at once; None: where the machine
     # has cores for it (`jobs.lanes.spare_by_default`)

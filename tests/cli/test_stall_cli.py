@@ -1,4 +1,4 @@
-"""`check` on a compile that stalls: while it is quiet, the progress on stderr says the phase, the
+"""`check` on a compile that stalls: while it is quiet, the progress on stderr says the compile stage, the
 compile id and the user line Dynamo is tracing (from the worker's own stack), and the timeout's
 finding says the same. A real stall (tests/fixtures/faults/compile_stall.py), ended by `--timeout`."""
 

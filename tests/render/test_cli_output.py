@@ -163,7 +163,7 @@ DIAG_KEYS = {"line", "column", "end_line", "end_column", "severity", "code", "so
 BENCH_KEYS = {"device", "device_name", "mode", "forward", "train_step", "compile_s", "break_even_calls",
               "peak_memory_bytes", "max_abs_error", "max_rel_error", "verdict", "torch", "inputs", "measured_at", "notes",
               "conclusive", "contention", "guard_latency_us", "warm_cache", "unmeasured", "compile_time", "accuracy_drift",
-              "precision", "phases_s"}
+              "precision", "stages_s", "phases_s"}  # phases_s: stages_s's 0.1.0 name, printed too until 0.2.0
 TIMING_KEYS = {"eager_ms", "compiled_ms", "speedup", "eager_iqr_ms", "compiled_iqr_ms", "speedup_ci", "conclusive", "rounds",
                "ci_rel_width",
                # where the time goes, line by line (render/line_costs.py)
@@ -193,7 +193,7 @@ def test_json_shape():
                 assert set(r) == {"line", "variation", "kind", "reason", "changed", "compile_s", "compile_id"}
             b = t["benchmark"]
             if b is not None:
-                assert set(b) == BENCH_KEYS
+                assert set(b) == BENCH_KEYS and b["phases_s"] == b["stages_s"]  # the alias holds the same seconds
                 assert set(b["forward"]) == TIMING_KEYS
                 assert b["train_step"] is None or set(b["train_step"]) == TIMING_KEYS
                 # as every measurement gives them (`warm_remote` too where a remote cache served it)

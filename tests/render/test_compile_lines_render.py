@@ -66,7 +66,7 @@ def test_cli_lists_the_top_compile_lines_with_their_frame_and_the_graph_not_spli
     ]  # five lines: model.py:30 is the sixth
     # the frame's own lines add up to its Dynamo time: its tracing, and its def line's guards, graph and bytecode
     ct = compile_time()
-    assert sum(c.s for c in ct.lines if c.top) == ct.frames[0].phases_s["dynamo"]
+    assert sum(c.s for c in ct.lines if c.top) == ct.frames[0].stages_s["dynamo"]
 
 
 def test_lines_not_measured_say_why_and_no_lines_say_nothing():

@@ -121,15 +121,15 @@ def test_the_lens_title_fits_100_columns_and_keeps_the_verdict():
                                        "· never pays back")  # it fits: nothing shortened
 
 
-def test_fit_lens_takes_its_steps_in_order_and_cuts_only_at_the_end():
-    parts = [["train step slower: 0.91–0.97× (median 0.94×)", "train step slower: 0.91–0.97×", "train step 0.94× slower"],
+def test_fit_lens_makes_its_cuts_in_order_and_cuts_text_only_at_the_end():
+    pieces = [["train step slower: 0.91–0.97× (median 0.94×)", "train step slower: 0.91–0.97×", "train step 0.94× slower"],
              ["forward faster: 1.08–1.16× (median 1.12×)", "forward 1.12× faster", ""], ["compile 9.8 s"],
              ["pays back after 222,727 steps", ""]]
-    steps = [1, 0, 1, 3, 0]
-    assert lens_titles.fit_lens(parts, steps, width=200).endswith("(median 1.12×) · compile 9.8 s · pays back after 222,727 steps")
-    assert lens_titles.fit_lens(parts, steps, width=70) == "⚡ torch.compile: train step slower: 0.91–0.97× · compile 9.8 s"
-    assert lens_titles.fit_lens(parts, steps, width=60) == "⚡ torch.compile: train step 0.94× slower · compile 9.8 s"
-    assert lens_titles.fit_lens(parts, steps, width=30) == "⚡ torch.compile: train step 0…"  # the verdict's start stays
+    cuts = [1, 0, 1, 3, 0]
+    assert lens_titles.fit_lens(pieces, cuts, width=200).endswith("(median 1.12×) · compile 9.8 s · pays back after 222,727 steps")
+    assert lens_titles.fit_lens(pieces, cuts, width=70) == "⚡ torch.compile: train step slower: 0.91–0.97× · compile 9.8 s"
+    assert lens_titles.fit_lens(pieces, cuts, width=60) == "⚡ torch.compile: train step 0.94× slower · compile 9.8 s"
+    assert lens_titles.fit_lens(pieces, cuts, width=30) == "⚡ torch.compile: train step 0…"  # the verdict's start stays
 
 
 def test_the_levers_tried_are_in_the_details_not_on_the_card():

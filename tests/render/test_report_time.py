@@ -1,5 +1,5 @@
-"""The report's account of a measurement's own time (`render/report_time.py`): the compile by phase
-from the cold children's frames, `phases_s`, and each part's state in words."""
+"""The report's account of a measurement's own time (`render/report_time.py`): the compile by stage
+from the cold children's frames, `stages_s`, and each part's state in words."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from compile_lens.render import report_html as rh
 from compile_lens.render.report_time import breakdown_of, part_words, time_section
 
 
-def _frame(cid: str, total: float, **phases: float) -> CompileFrame:
-    return CompileFrame(cid, "forward", "/ws/m.py", 5, total, dict(phases))
+def _frame(cid: str, total: float, **stages: float) -> CompileFrame:
+    return CompileFrame(cid, "forward", "/ws/m.py", 5, total, dict(stages))
 
 
 def _target() -> TargetResult:
@@ -27,7 +27,7 @@ def _target() -> TargetResult:
         device="cpu", device_name="cpu", mode="default", forward=Timing(0.4, 0.2, 2.0, 0.01, 0.01, [1.9, 2.1], True, 12),
         train_step=None, compile_s=CompileSeconds(9.0, 1.5), break_even_calls=10,
         peak_memory_bytes=PeakMemory(10, 8, "x"), max_abs_error=Errors(), max_rel_error=Errors(),
-        verdict="worth it", phases_s={"build": 1.0, "cold_child": 9.5, "warm_compiles": 1.5, "timing": 6.0,
+        verdict="worth it", stages_s={"build": 1.0, "cold_child": 9.5, "warm_compiles": 1.5, "timing": 6.0,
                                       "to_forward": 18.2, "total": 25.0},
         compile_time=CompileTime([_frame("0/0", 3.0, dynamo=0.5, aot_autograd=0.5, inductor=1.0, codegen_build=1.0),
                                   _frame("1/0", 2.0, dynamo=0.25, aot_autograd=0.25, inductor=0.5, codegen_build=1.0)]))
@@ -38,11 +38,11 @@ def _target() -> TargetResult:
         "batch_sweep": PartStatus("not-run", "15 s budget")}, parts_s={"export": 1.1})
 
 
-def test_the_compile_by_phase_is_the_cold_frames_summed():
+def test_the_compile_by_stage_is_the_cold_frames_summed():
     found = breakdown_of(_target().benchmark.compile_time)
     assert found == {"dynamo_s": 0.75, "aot_autograd_s": 0.75, "inductor_s": 1.5, "codegen_s": 2.0,
                      "total_s": 5.0, "graphs": 2}
-    assert breakdown_of(CompileTime([_frame("0/0", 3.0)])) is None  # a torch without phase timers
+    assert breakdown_of(CompileTime([_frame("0/0", 3.0)])) is None  # a torch without stage timers
     assert breakdown_of(None) is None
 
 
@@ -64,5 +64,5 @@ def test_the_report_says_where_the_time_went():
     page = rh.render_report(rh.file_reports_for([("/ws/m.py", [t], [])]), title="r", torch_version="2.13",
                             device="cpu", cwd="/ws", generated_at=0.0)
     assert "Latency vs batch size: not run, 15 s budget" in page
-    assert "Phases from torch&#x27;s compilation metrics of the cold compiles" in page
+    assert "Stages from torch&#x27;s compilation metrics of the cold compiles" in page
     assert time_section(TargetResult("f", "function", 1)) == ""

@@ -152,12 +152,12 @@ def test_the_forward_has_its_lines_and_the_cold_compile_its_frames(measured):
     assert (os.path.realpath(trained.path), trained.line) == (os.path.realpath(MODELS), forward_line)
     assert any(k.backward for k in trained.kernels) and any(not k.backward for k in trained.kernels)
     assert sum(ln.compiled_us or 0.0 for ln in t.lines) + t.unattributed_us == pytest.approx(t.profile_us["compiled"], abs=0.1)
-    assert any("line by line" in s for s in stages) and b.phases_s["line_costs"] > 0
+    assert any("line by line" in s for s in stages) and b.stages_s["line_costs"] > 0
     frames = b.compile_time.frames
     assert frames and frames[0].compile_id == "0/0" and frames[0].function == "forward"
     assert os.path.realpath(frames[0].path) == os.path.realpath(MODELS) and frames[0].line == line_of("Tiny") + 10
-    assert {"dynamo", "aot_autograd", "inductor", "codegen_build"} <= set(frames[0].phases_s)
-    assert sum(frames[0].phases_s.values()) == pytest.approx(frames[0].total_s, rel=0.01)
+    assert {"dynamo", "aot_autograd", "inductor", "codegen_build"} <= set(frames[0].stages_s)
+    assert sum(frames[0].stages_s.values()) == pytest.approx(frames[0].total_s, rel=0.01)
 
 
 
@@ -203,11 +203,11 @@ def test_the_parts_land_in_the_order_the_user_waits_for(measured):
     train = parts[3][1]
     assert train.train_step is not None and train.peak_memory_bytes.eager is None and not train.train_step.lines
     assert parts[4][1].peak_memory_bytes.eager > 0 and parts[5][1].forward.lines
-    # the times they landed at: the forward's first, and said in phases_s
+    # the times they landed at: the forward's first, and said in stages_s
     landed = [p[4] for p in parts[1:]]
     assert landed == sorted(landed) and landed[-1] <= elapsed
-    assert 0 < b.phases_s["to_forward"] <= landed[0] < b.phases_s["total"]
-    assert {"cold_child", "cold_child_train", "warm_compiles", "timing", "memory", "line_costs"} <= set(b.phases_s)
+    assert 0 < b.stages_s["to_forward"] <= landed[0] < b.stages_s["total"]
+    assert {"cold_child", "cold_child_train", "warm_compiles", "timing", "memory", "line_costs"} <= set(b.stages_s)
 
 
 @pytest.mark.slow

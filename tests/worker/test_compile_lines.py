@@ -65,8 +65,8 @@ def test_each_line_gets_its_tracing_seconds_and_the_block_is_traced_once_per_pas
     assert top - own.after_s == pytest.approx(frame.traced_s, abs=1e-3)
     assert frame.guards_s == pytest.approx(guards, abs=1e-3) and own.guards_s == frame.guards_s < own.after_s
     # with them, the lines add up to the frame's Dynamo time (the metrics' compile less its backend)
-    assert top == pytest.approx(frame.phases_s["dynamo"], rel=0.10), (top, frame)
-    assert own.after_s == pytest.approx(frame.phases_s["dynamo"] - frame.traced_s, abs=1e-3)
+    assert top == pytest.approx(frame.stages_s["dynamo"], rel=0.10), (top, frame)
+    assert own.after_s == pytest.approx(frame.stages_s["dynamo"] - frame.traced_s, abs=1e-3)
     doc = line_costs.compile_time_json(ct)
     assert set(doc["lines"][0]) == {"path", "line", "s", "traced", "self_s", "compile_id", "top", "via", "after_s",
                                     "guards_s"}

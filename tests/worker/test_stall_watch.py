@@ -30,6 +30,6 @@ def test_a_quiet_thread_is_named_at_its_user_line():
         release.set()
         thread.join()
     line = next(i for i, t in enumerate(HERE.read_text().splitlines(), 1) if "release.wait(60)" in t)
-    assert stall["compile_id"] is None and stall["phase"] == "user code, running (not compiling)"
+    assert stall["compile_id"] is None and stall["stage"] == "user code, running (not compiling)"
     assert stall["frame"] == {"path": str(HERE), "line": line, "name": "_waits"}
     assert words(stall, 20.4) == f"quiet 20 s in user code, running (not compiling), at test_stall_watch.py:{line} in _waits"

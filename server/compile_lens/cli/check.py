@@ -87,7 +87,7 @@ def add_check_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_shard_argument(chk)
     chk.add_argument("--device", choices=DEVICES, default=None, help="default: pyproject's, else auto")
     chk.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                     help="longest one analysis step may take (worker.timeoutSeconds)")
+                     help="longest a worker may go without progress (worker.timeoutSeconds)")
     chk.add_argument("--memory-limit", type=int, default=None, metavar="MB",
                      help="memory the analysis process may grow to before it is replaced (worker.memoryLimitMB)")
     chk.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",

@@ -46,7 +46,7 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
     rep.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
                      help="budget of one target's benchmark, compile included (benchmark.maxSeconds)")
     rep.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                     help="longest one analysis step may take (worker.timeoutSeconds)")
+                     help="longest a worker may go without progress (worker.timeoutSeconds)")
     rep.add_argument("--root", metavar="DIR", help="workspace root (default: found per file, as for `check`)")
     rep.add_argument("--no-cache", action="store_true", help="measure again even when the result cache has figures")
     rep.add_argument("--levers", action="store_true", help=LEVERS_HELP + " (a levers table per target)")

@@ -288,13 +288,13 @@ class Worker:
                 stalled, deadline = None, loop.time() + wait
             if event.event == "progress" and event.stage:
                 stage = event.stage
-                # A measurement announces how long its next phase may take (from the cold
+                # A measurement announces how long its next stage may take (from the cold
                 # compile it has seen); the silence limit is then the longer of the two.
                 wait, hint = limits.timeout_s, None
                 announced = (event.info or {}).get("limit_s")
                 if isinstance(announced, (int, float)) and announced > limits.timeout_s:
                     wait = float(announced)
-                    hint = ("raise compileLens.benchmark.maxSeconds (this phase's limit follows it and "
+                    hint = ("raise compileLens.benchmark.maxSeconds (this stage's limit follows it and "
                             "the cold compile's duration)")
                 deadline = loop.time() + wait
             result = on_event(event)

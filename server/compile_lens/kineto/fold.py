@@ -67,8 +67,9 @@ def kind_of(cat: str, name: str) -> int:
 
 
 @dataclass
-class Step:
-    """A profiled step on the host: `ProfilerStep#N`, or one of the live measurement's call ranges."""
+class Window:
+    """A profiled window on the host: a `ProfilerStep#N` (a step: one iteration of the user's loop, as
+    their `prof.step()` marks it), or one of the live measurement's call ranges (one call, not a step)."""
 
     name: str
     number: int
@@ -105,8 +106,8 @@ class Folded:
     h_name: array = field(default_factory=lambda: array("l"))
     h_cat: array = field(default_factory=lambda: array("b"))  # OP, ANNOTATION or PYTHON
     cpu_kernel_us: dict[str, float] = field(default_factory=dict)  # Inductor's C++ kernels: their CPU time by name
-    steps: list[Step] = field(default_factory=list)
-    calls: list[Step] = field(default_factory=list)
+    steps: list[Window] = field(default_factory=list)
+    calls: list[Window] = field(default_factory=list)
     with_stack: bool = False
 
     @property
@@ -185,10 +186,10 @@ def fold(path: str) -> Folded:
         elif cat in HOST_CATS:
             m = STEP_RE.match(name)
             if m:  # a step is a window, not an op: no kernel is "launched by" it
-                out.steps.append(Step(name, int(m.group(1)), ts, ts + dur))
+                out.steps.append(Window(name, int(m.group(1)), ts, ts + dur))
                 continue
             if name.startswith(CALL_PREFIX) and name[len(CALL_PREFIX):].isdigit():
-                out.calls.append(Step(name, int(name[len(CALL_PREFIX):]), ts, ts + dur))
+                out.calls.append(Window(name, int(name[len(CALL_PREFIX):]), ts, ts + dur))
                 continue
             out.h_tid.append(_tid(e.get("tid")))
             out.h_ts.append(ts)

@@ -7,7 +7,8 @@
   (the profiler usually stops inside it) and so is any activity no launch before it made: HTA's
   rule, so the two agree on the same file.
 - **Per step**: the activities launched inside the step's host range, the same figures over their span.
-  The live measurement's `compile_lens.call:<i>` ranges are steps of the same kind (`calls`).
+  The live measurement's `compile_lens.call:<i>` ranges (`calls`, one call each, not a step)
+  are windows of the same kind (`fold.Window`), read the same way.
 - **Launch-bound**, with why: the GPU idle a large share of its span *and* either many short kernels
   (launches cost a few µs each: kernels that short cannot hide them) or CPU ops that took longer
   on the host than their kernels took on the GPU.
@@ -28,7 +29,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .fold import COMPUTE, KINDS, OP, PYTHON, Folded, Frame, Step, frame_of
+from .fold import COMPUTE, KINDS, OP, PYTHON, Folded, Frame, Window, frame_of
 
 LAUNCH_BOUND = 0.30  # GPU idle this share of its span: launches and host work, not kernels, set the pace
 SHORT_KERNEL_US = 10.0  # a median kernel this short is of the order of its launch (~5 µs)
@@ -46,10 +47,10 @@ class KernelRow:
 
 
 @dataclass
-class StepFigures:
+class WindowFigures:
     name: str
     number: int
-    host_us: float  # the step's host range
+    host_us: float  # the window's host range
     busy_us: dict[str, float]
     span_us: float  # first activity start → last activity end
     gpu_idle_share: Optional[float]
@@ -68,8 +69,8 @@ class RankProfile:
     span_us: float
     gpu_idle_share: Optional[float]
     idle_note: Optional[str]  # why there is no idle share, or what bounds it
-    steps: list[StepFigures]
-    calls: list[StepFigures]  # the live measurement's call ranges
+    steps: list[WindowFigures]
+    calls: list[WindowFigures]  # the live measurement's call ranges
     launch_bound: Optional[bool]
     launch_why: list[str]
     cudagraph_launches: int
@@ -181,7 +182,7 @@ class _Launches:
         return i if i < len(self.corr) and self.corr[i] == corr else -1
 
 
-def _figures(f: Folded, rows: list[int], step: Step) -> StepFigures:
+def _figures(f: Folded, rows: list[int], window: Window) -> WindowFigures:
     busy = dict.fromkeys(KINDS, 0.0)
     by_kind: dict[int, list[tuple[float, float]]] = defaultdict(list)
     everything = []
@@ -192,25 +193,26 @@ def _figures(f: Folded, rows: list[int], step: Step) -> StepFigures:
     for kind, ivs in by_kind.items():
         busy[KINDS[kind]] = merged_busy(ivs)[0]
     union, span = merged_busy(everything)
-    return StepFigures(step.name, step.number, step.end - step.start, busy, span,
+    return WindowFigures(window.name, window.number, window.end - window.start, busy, span,
                        (span - union) / span if span > 0 else None, len(rows), union)
 
 
-def _per_step(f: Folded, steps: list[Step], launch_ts: array) -> list[StepFigures]:
-    """Each step's activities: those launched inside its host range (an activity with no launch: by its start)."""
-    if not steps:
+def _per_window(f: Folded, windows: list[Window], launch_ts: array) -> list[WindowFigures]:
+    """Each window's activities (a step's or a call's): those launched inside its host range (an
+    activity with no launch: by its start)."""
+    if not windows:
         return []
-    starts = [s.start for s in steps]
-    rows: list[list[int]] = [[] for _ in steps]
+    starts = [s.start for s in windows]
+    rows: list[list[int]] = [[] for _ in windows]
     for i in range(len(f.d_start)):
         t = launch_ts[i] if launch_ts[i] >= 0 else f.d_start[i]
         k = bisect.bisect_right(starts, t) - 1
-        if k >= 0 and t <= steps[k].end:
+        if k >= 0 and t <= windows[k].end:
             rows[k].append(i)
-    return [_figures(f, r, s) for r, s in zip(rows, steps)]
+    return [_figures(f, r, s) for r, s in zip(rows, windows)]
 
 
-def _unique(steps: list[Step]) -> list[Step]:
+def _unique(steps: list[Window]) -> list[Window]:
     seen: set[int] = set()
     out = []
     for s in steps:  # a step named by both a CPU op and an annotation is one step
@@ -235,7 +237,7 @@ def summarise(f: Folded) -> RankProfile:
         graph_launches = sum(1 for t in f.graph_launch_ts if t < cut)
         scope = (f"steps {steps[0].number}–{steps[-2].number} of {steps[0].number}–{steps[-1].number}: "
                  "the last step is left out (the profiler stops inside it)")
-    whole = _figures(f, rows, Step("whole", -1, 0.0, 0.0))
+    whole = _figures(f, rows, Window("whole", -1, 0.0, 0.0))
     graph_kernels = sum(1 for i in rows if f.d_corr[i] in f.graph_corrs) if f.graph_corrs else 0
     idle = whole.gpu_idle_share
     note = None
@@ -249,10 +251,10 @@ def summarise(f: Folded) -> RankProfile:
 
     kernels = _Kernels(f, rows, launches, launch_of, sum(whole.busy_us.values()) or 1.0)
     bound, why = _launch_bound(f, idle, kernels.durations, kernels.op_gpu)
-    calls = _per_step(f, f.calls, launch_ts)
+    calls = _per_window(f, f.calls, launch_ts)
     return RankProfile(
         path=f.path, rank=f.rank, device=f.device_name(), events=f.events, kernels=len(rows), busy_us=whole.busy_us,
-        span_us=whole.span_us, gpu_idle_share=idle, idle_note=note, steps=_per_step(f, steps, launch_ts),
+        span_us=whole.span_us, gpu_idle_share=idle, idle_note=note, steps=_per_window(f, steps, launch_ts),
         calls=calls, launch_bound=bound, launch_why=why, cudagraph_launches=graph_launches,
         cudagraph_kernels=graph_kernels, top_kernels=kernels.top,
         kernel_us={f.names[k]: t for k, t in kernels.us.items()} or dict(f.cpu_kernel_us), clock="gpu" if n else "cpu",
@@ -322,7 +324,7 @@ def _launch_bound(f: Folded, idle: Optional[float], durations: list[float], op_g
     return False, [f"the GPU was busy {1 - idle:.0%} of its span", *why]
 
 
-def calls_idle_share(calls: list[StepFigures], timed_us: Optional[float] = None) -> Optional[float]:
+def calls_idle_share(calls: list[WindowFigures], timed_us: Optional[float] = None) -> Optional[float]:
     """The live measurement's figure (`Timing.gpu_idle_share`, the CUDA-graphs lever's before/after): over
     the quieter half of the profiled calls (each call's host range at or below the median: a call the OS
     preempted is not steady state), the GPU idle within a call — the timed call (unprofiled: the profiler
@@ -335,7 +337,7 @@ def calls_idle_share(calls: list[StepFigures], timed_us: Optional[float] = None)
     return idle / (busy + idle) if busy + idle > 0 else None
 
 
-def calls_busy(calls: list[StepFigures]) -> tuple[float, float]:
+def calls_busy(calls: list[WindowFigures]) -> tuple[float, float]:
     """Over the quieter half of the calls (each call's host range at or below the median), the mean
     range and the mean time any device activity ran in a call: the live line costs' device clock."""
     walls = sorted(c.host_us for c in calls)

@@ -74,7 +74,7 @@ class DocState:
     benchmarks: dict[str, Benchmark] = field(default_factory=dict)
     measuring: set[str] = field(default_factory=set)
     stalled: dict[str, str] = field(default_factory=dict)  # target -> where its quiet worker is (hover)
-    # target -> its running measurement's latest result: the parts not measured yet (`render.parts`)
+    # target -> its running measurement's latest result: the parts not measured yet (`render.progress_rows`)
     live: dict[str, TargetResult] = field(default_factory=dict)
     pending_measure: set[str] = field(default_factory=set)  # asked for before the trace finished
     open: bool = True

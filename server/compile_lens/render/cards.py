@@ -32,9 +32,9 @@ from .lens_titles import inconclusive_reason
 from .levers_text import lever_line
 from .line_costs import hint_label as line_label
 from .line_costs import launch_bound, no_finding
-from .parts import LABELS, MEASURE_PARTS, UNMEASURED_KEYS, PartState
 from .phases import phase_states
 from .precision import precision_words
+from .progress_rows import LABELS, MEASURE_PARTS, UNMEASURED_KEYS, RowState
 from .remote_cache_words import warm_remote_words
 from .units import duration, format_bytes
 
@@ -279,17 +279,17 @@ def trial_line(trial: Optional[TrialRecord], bill: Optional[Bill] = None) -> Opt
 
 def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: bool, now: Optional[float] = None,
                measuring: bool = False, report: str = REPORT_LINK, trial: Optional[str] = None,
-               stalled: Optional[str] = None, parts: Optional[dict[str, PartState]] = None) -> str:
+               stalled: Optional[str] = None, rows: Optional[dict[str, RowState]] = None) -> str:
     """The hover card, read in five seconds: what ran (each phase, while not all did), the verdict, the
     table a team needs to decide, and at most three lines under it (`card_lines`); the rest of a
     measured target's facts (`detail_lines`) are one click away: `report` is the card's last line, the
     link to them (`details_line`). `trial` (`trial_line`) what a `compile-lens trial` of the user's
     program measured (shown on a target not measured here; a measured one's is in its details);
     `stalled`: where the worker analysing it now has been quiet (`worker.stall_watch`);
-    `parts` (`render.parts.states`): where each part of the measurement stands — those not measured
+    `rows` (`render.progress_rows.states`): where each part of the measurement stands — those not measured
     yet are said so until they land, one that failed says why, the figures before it stand."""
-    parts = parts or {}
-    waiting = [p for p in MEASURE_PARTS if p in parts and parts[p].status == "pending"]
+    rows = rows or {}
+    waiting = [p for p in MEASURE_PARTS if p in rows and rows[p].status == "pending"]
     lines = [f"### torch.compile · `{result.name}`"]
     if result.graph_count is not None:
         recompiles = len(recompile_findings(result, ""))  # as many as the editor shows
@@ -315,7 +315,7 @@ def hover_card(result: TargetResult, b: Optional[Benchmark], *, guessed_inputs: 
         measure = phase_states(result)[2]
         if measure.status == "not-run" and measure.error is None and not measuring:
             lines.append("\nNot measured yet: use the **▶ Measure** lens above the target.")
-        lines += _part_lines(result, None, parts, waiting)
+        lines += _part_lines(result, None, rows, waiting)
         if trial:
             lines.append(trial)
         lines += ["", report]
@@ -389,11 +389,11 @@ def _costliest_line(b: Benchmark) -> Optional[str]:
 
 
 def detail_lines(result: TargetResult, b: Benchmark, *, guessed_inputs: bool, now: Optional[float] = None,
-                 trial: Optional[str] = None, parts: Optional[dict[str, PartState]] = None) -> list[str]:
+                 trial: Optional[str] = None, rows: Optional[dict[str, RowState]] = None) -> list[str]:
     """Every fact of a measured target the card leaves out (`card_lines`), as markdown bullets: what
     the report shows under this target's Details; the card's own lines too, so the list stands alone."""
-    parts = parts or {}
-    waiting = [p for p in MEASURE_PARTS if p in parts and parts[p].status == "pending"]
+    rows = rows or {}
+    waiting = [p for p in MEASURE_PARTS if p in rows and rows[p].status == "pending"]
     recipe = result.inputs
     guessed = f" — **guessed** {(recipe.origin if recipe else '') or 'from the first layer'}; write them as a directive to be sure"
     memory = (f"- peak memory: eager {format_bytes(b.peak_memory_bytes.eager)}, compiled "
@@ -424,7 +424,7 @@ def detail_lines(result: TargetResult, b: Benchmark, *, guessed_inputs: bool, no
     costliest = _costliest_line(b)
     lines += [costliest] if costliest else []
     lines += line_cost_lines(b, result.levers)
-    lines += _part_lines(result, b, parts, waiting)
+    lines += _part_lines(result, b, rows, waiting)
     for note in b.notes:
         lines.append(f"- ⚠ {note}")
     if phase_of(result, LEVERS) is not None:  # "Try levers" ran: each lever in one line
@@ -435,7 +435,7 @@ def detail_lines(result: TargetResult, b: Benchmark, *, guessed_inputs: bool, no
     return lines
 
 
-def _part_lines(result: TargetResult, b: Optional[Benchmark], parts: dict[str, PartState],
+def _part_lines(result: TargetResult, b: Optional[Benchmark], rows: dict[str, RowState],
                 waiting: list[str]) -> list[str]:
     """`- ⏳ not measured yet: train step, peak memory, …`, and the parts that failed (or were not
     run, with a reason) whose why no other line of the card says, those with one why together.
@@ -445,7 +445,7 @@ def _part_lines(result: TargetResult, b: Optional[Benchmark], parts: dict[str, P
         return lines
     by_why: dict[tuple[str, str], list[str]] = {}
     for part in MEASURE_PARTS:
-        state = parts.get(part)
+        state = rows.get(part)
         if state is None or state.status not in ("failed", "not-run") or not state.why:
             continue
         if UNMEASURED_KEYS.get(part) in result.unmeasured:

@@ -331,7 +331,9 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "guard_latency_us": _finite(b.guard_latency_us), "warm_cache": b.warm_cache,
         "unmeasured": dict(b.unmeasured),  # optional figures that could not be measured: why
         "compile_time": line_costs.compile_time_json(b.compile_time),
-        "phases_s": {k: _finite(v) for k, v in b.phases_s.items()},  # where the measurement's time went
+        "stages_s": {k: _finite(v) for k, v in b.stages_s.items()},  # where the measurement's time went
+        # its name until 0.1.0, printed too until 0.2.0 (docs/cli.md): users' scripts read it
+        "phases_s": {k: _finite(v) for k, v in b.stages_s.items()},
         # where a difference beyond tolerance starts (worker/measure/accuracy/drift.py); null: none found
         "accuracy_drift": None if b.accuracy_drift is None else {
             **dataclasses.asdict(b.accuracy_drift), "max_abs": _finite(b.accuracy_drift.max_abs),

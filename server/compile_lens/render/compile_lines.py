@@ -52,7 +52,7 @@ def frame_of(ct: CompileTime, line: CompileLine) -> Optional[CompileFrame]:
 
 def graph_s(frame: CompileFrame) -> Optional[float]:
     """The frame's compile outside Dynamo (AOTAutograd, Inductor, code generation): its graph's, not a line's."""
-    dynamo = frame.phases_s.get("dynamo")
+    dynamo = frame.stages_s.get("dynamo")
     return None if dynamo is None else max(frame.total_s - dynamo, 0.0)
 
 
@@ -73,7 +73,7 @@ def _via(ct: CompileTime, c: CompileLine, cwd: Optional[str]) -> str:
 
 def dynamo_s(frame: CompileFrame) -> float:
     """What a line's share is of: the frame's Dynamo time (its tracing, else its whole compile, where not measured)."""
-    return frame.phases_s.get("dynamo") or frame.traced_s or frame.total_s
+    return frame.stages_s.get("dynamo") or frame.traced_s or frame.total_s
 
 
 def _after_words(c: CompileLine) -> str:
@@ -104,7 +104,7 @@ def frame_words(frame: CompileFrame, ct: Optional[CompileTime] = None) -> str:
     this graph, not split by line` (guards and the rest together where Dynamo's guard timer is not read;
     "on no line" where `ct`'s lines do not charge them to the def line)."""
     parts = [f"frame {frame.compile_id} ({frame.function}), {seconds(frame.total_s)}"]
-    dynamo = frame.phases_s.get("dynamo")
+    dynamo = frame.stages_s.get("dynamo")
     charged = ct is not None and any(c.after_s and c.compile_id == frame.compile_id for c in ct.lines)
     where = f"on its def line ({frame.line})" if charged else "on no line"
     if dynamo is not None:

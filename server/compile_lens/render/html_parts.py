@@ -1,5 +1,5 @@
 """The HTML report's small parts, shared by its sections (report_html, report_trial): escaping,
-number formats, tick steps, and how a location is written on the standalone page or the webview."""
+number formats, tick spacing, and how a location is written on the standalone page or the webview."""
 
 from __future__ import annotations
 
@@ -61,15 +61,15 @@ class _Page:
 
 
 def nice_ticks(top: float, count: int = 4) -> list[float]:
-    """0 and round steps up to at least `top`."""
+    """0 and round ticks, evenly spaced, up to at least `top`."""
     if not top > 0:
         return [0.0, 1.0]
     raw = top / count
     magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    spacing = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     ticks = [0.0]
     while ticks[-1] < top - 1e-12:
-        ticks.append(round(ticks[-1] + step, 12))
+        ticks.append(round(ticks[-1] + spacing, 12))
     return ticks
 
 

@@ -26,11 +26,11 @@ def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
     """`⚡ torch.compile: train step faster: 1.36–1.49× (median 1.42×) · forward … · compile 14.2 s ·
     pays back after 870 steps` (the verdict's figure first), `forward slower: 0.84–0.90× (median
     0.87×) · …`, or `train step inconclusive — machine busy …`. `pending`: the parts not measured
-    yet (`render.parts`), while the measurement runs: the figures so far, and `⏳ train step…`
+    yet (`render.progress_rows`), while the measurement runs: the figures so far, and `⏳ train step…`
     instead of a payback not known yet. At most LENS_COLUMNS wide (`fit_lens`)."""
     main = b.train_step or b.forward
     cold = b.compile_s.cold if b.compile_s.cold is not None else b.compile_s.cold_forward
-    compile_part = f"compile {duration(cold)}"
+    compile_piece = f"compile {duration(cold)}"
     # the payback is the train step's: until it lands, it is said to come (later parts are the hover's)
     coming = ["⏳ train step…"] if "train_step" in pending else []
     if not main.conclusive:
@@ -39,24 +39,24 @@ def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
         # the reason's detail goes first, then the reason: "inconclusive" is the verdict
         verdicts = [f"{what} inconclusive — {reason}", f"{what} inconclusive — {reason.split(':')[0]}",
                     f"{what} inconclusive"]
-        return fit_lens([verdicts, [compile_part], *([coming] if coming else [])], steps=[0, 0])
+        return fit_lens([verdicts, [compile_piece], *([coming] if coming else [])], cuts=[0, 0])
     # the verdict's figure (the train step's, else the forward's) first, the other after it
     figures = [(main, "train step" if b.train_step is not None else "forward")]
     if b.train_step is not None:
         figures.append((b.forward, "forward"))
-    parts = [_wordings(t, what) for t, what in figures]
-    if len(parts) == 2:  # the figure the verdict is not: shortened first (to its median), dropped first
-        parts[1] = [parts[1][0], parts[1][-1], ""] if len(parts[1]) > 1 else [parts[1][0], ""]
-    parts.append([compile_part])
+    pieces = [_wordings(t, what) for t, what in figures]
+    if len(pieces) == 2:  # the figure the verdict is not: shortened first (to its median), dropped first
+        pieces[1] = [pieces[1][0], pieces[1][-1], ""] if len(pieces[1]) > 1 else [pieces[1][0], ""]
+    pieces.append([compile_piece])
     if coming:
-        parts.append(coming)
+        pieces.append(coming)
     else:
-        parts.append([f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
+        pieces.append([f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
                       else "never pays back", ""])
     other = 1 if len(figures) == 2 else None
-    payback = None if coming else len(parts) - 1
-    steps = [i for i in (other, 0, other, payback, 0) if i is not None]
-    return fit_lens(parts, steps)
+    payback = None if coming else len(pieces) - 1
+    cuts = [i for i in (other, 0, other, payback, 0) if i is not None]
+    return fit_lens(pieces, cuts)
 
 
 def _wordings(t: Timing, what: str) -> list[str]:
@@ -68,22 +68,22 @@ def _wordings(t: Timing, what: str) -> list[str]:
     return [full, full.split(" (median")[0] + (" (imprecise)" if imprecise(t) else ""), f"{what} {short_speed(t)}"]
 
 
-def fit_lens(parts: list[list[str]], steps: list[int], width: int = LENS_COLUMNS) -> str:
-    """`⚡ torch.compile: ` and the parts joined by ` · `; each part is a list of its wordings, the
-    first the fullest ("" drops the part). The rule: while the title is wider than `width`, take the
-    next step — part `i` to its next wording. `lens_title`'s steps, least important first: the
+def fit_lens(pieces: list[list[str]], cuts: list[int], width: int = LENS_COLUMNS) -> str:
+    """`⚡ torch.compile: ` and the pieces joined by ` · `; each piece is a list of its wordings, the
+    first the fullest ("" drops the piece). The rule: while the title is wider than `width`, make the
+    next cut — piece `i` to its next wording. `lens_title`'s cuts, least important first: the
     figure the verdict is not (the forward's, beside a train step) loses its interval; the verdict's
     own figure loses its median (the interval stays); the other figure goes; the payback goes; the
     verdict's figure keeps only its median. An inconclusive verdict's reason loses its detail, then
     goes. The verdict itself stays: a title still too wide is cut at its end with "…".
     """
-    chosen = [0] * len(parts)
+    chosen = [0] * len(pieces)
 
     def text() -> str:
-        return LENS_PREFIX + " · ".join(p[k] for p, k in zip(parts, chosen) if p[k])
+        return LENS_PREFIX + " · ".join(p[k] for p, k in zip(pieces, chosen) if p[k])
 
-    for i in steps:
-        if len(text()) > width and chosen[i] < len(parts[i]) - 1:
+    for i in cuts:
+        if len(text()) > width and chosen[i] < len(pieces[i]) - 1:
             chosen[i] += 1
     title = text()
     return title if len(title) <= width else title[: width - 1] + "…"

@@ -207,7 +207,9 @@ def compile_time_json(ct: Optional[CompileTime]) -> Optional[dict[str, Any]]:
     if ct is None:
         return None
     return {"frames": [{"compile_id": f.compile_id, "function": f.function, "path": f.path, "line": f.line,
-                        "total_s": _num(f.total_s), "phases_s": dict(f.phases_s), "traced_s": _num(f.traced_s),
+                        "total_s": _num(f.total_s), "stages_s": dict(f.stages_s),
+                        "phases_s": dict(f.stages_s),  # the old name, printed too until 0.2.0 (docs/line-costs.md)
+                        "traced_s": _num(f.traced_s),
                         "guards_s": _num(f.guards_s)}
                        for f in ct.frames],
             "note": ct.note,

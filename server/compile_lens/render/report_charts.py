@@ -1,5 +1,5 @@
 """The report's charts, drawn as inline SVG: forward latency vs batch size, and the compile-time
-breakdown (cold, warm, phases). Pure; no torch."""
+breakdown (cold, warm, compile stages). Pure; no torch."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Optional
 from .html_parts import _e, _finite, nice_ticks, y_grid
 from .units import FINE, duration
 
-PHASES = [  # compile-time breakdown: key in report["compile_breakdown"], label, CSS class
+STAGES = [  # compile-time breakdown by torch's compile stage: key in report["compile_breakdown"], label, CSS class
     ("dynamo_s", "Dynamo (tracing)", "c1"),
     ("aot_autograd_s", "AOTAutograd", "c2"),
     ("inductor_s", "Inductor (lowering, scheduling)", "c3"),
@@ -74,15 +74,15 @@ def latency_chart(sweep: dict[str, Any], *, title: str = "Forward latency vs bat
 
 def breakdown_chart(breakdown: Optional[dict[str, Any]], cold_s: Optional[float], warm_s: Optional[float],
                     *, title: str = "Where the compile time goes") -> str:
-    """Horizontal bars: the in-worker compile split by phase, and the cold and warm compiles of the
+    """Horizontal bars: the in-worker compile split by stage, and the cold and warm compiles of the
     benchmark (fresh processes) as totals. An inline <svg>."""
     width = 560
     left, right, top = 150, 70, 40
     bar_h, gap = 22, 14
     rows: list[tuple[str, list[tuple[str, str, float]]]] = []
     if breakdown:
-        segments = [(label, cls, _finite(breakdown.get(key)) or 0.0) for key, label, cls in PHASES]
-        rows.append(("by phase, in the worker", segments))
+        segments = [(label, cls, _finite(breakdown.get(key)) or 0.0) for key, label, cls in STAGES]
+        rows.append(("by stage, in the worker", segments))
     for label, value in (("cold (fresh process)", cold_s), ("warm caches", warm_s)):
         if _finite(value) is not None:
             rows.append((label, [(label, "c-total", float(value))]))  # type: ignore[arg-type]
@@ -118,7 +118,7 @@ def breakdown_chart(breakdown: Optional[dict[str, Any]], cold_s: Optional[float]
         parts.append(f'<text class="axis" x="{x + 6:.1f}" y="{y + bar_h / 2 + 4:.1f}">{_e(duration(total))}</text>')
     if breakdown:
         lx, ly = 8, axis_y + 26
-        for _key, label, cls in PHASES:
+        for _key, label, cls in STAGES:
             short = label.split(" (")[0].replace("Inductor code generation + C++/Triton compile", "codegen + C++/Triton compile")
             parts.append(f'<rect class="bar {cls}" x="{lx}" y="{ly - 9}" width="10" height="10"/>'
                          f'<text class="axis" x="{lx + 14}" y="{ly}">{_e(short)}</text>')

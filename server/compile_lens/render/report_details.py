@@ -7,7 +7,7 @@ import re
 from typing import Optional
 
 from ..protocol import FileReport
-from . import parts
+from . import progress_rows
 from .cards import detail_lines
 from .html_parts import _e, _slug
 
@@ -52,7 +52,7 @@ def details_section(reports: list[FileReport]) -> str:
             if t.benchmark is None:
                 continue
             guessed = bool(t.inputs and t.inputs.source == "inferred")
-            bullets = detail_lines(t, t.benchmark, guessed_inputs=guessed, parts=parts.states(t))
+            bullets = detail_lines(t, t.benchmark, guessed_inputs=guessed, rows=progress_rows.states(t))
             items.append(f'<h3 id="{details_anchor(r.path, t.name)}">{_e(t.name)}</h3><ul>'
                          + "".join(f"<li>{md_html(b.removeprefix('- '))}</li>" for b in bullets) + "</ul>")
     return '<section><h2>Details</h2>' + "".join(items) + "</section>" if items else ""

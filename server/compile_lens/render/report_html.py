@@ -238,10 +238,10 @@ def _charts(page: _Page, path: str, t: TargetResult) -> str:
     cold = b.compile_s.cold if b else None
     warm = b.compile_s.warm if b else None
     if breakdown or cold is not None:
-        caption = ("Phases from torch's compilation metrics of the cold compiles, frame by frame, in the fresh "
+        caption = ("Stages from torch's compilation metrics of the cold compiles, frame by frame, in the fresh "
                    "processes (imports are not in them); cold and warm: the benchmark's first compiled call "
                    "in a fresh process") if breakdown else \
-                  "The benchmark's first compiled call in a fresh process (no per-phase figures)"
+                  "The benchmark's first compiled call in a fresh process (no per-stage figures)"
         blocks.append('<figure>' + breakdown_chart(breakdown, cold, warm) + f'<figcaption>{_e(caption)}.</figcaption></figure>')
     kernels = report.kernels if report else None
     extra = ""

@@ -65,7 +65,7 @@ def _frames(page: _Page, ct: Optional[CompileTime]) -> str:
     rows = "".join(
         f"<tr><td>{_e(f.compile_id)}</td><td>{page.loc(f.path, f.line, label=f.function)}</td>"
         f"<td class=\"num\">{f.total_s:.2f} s</td>"
-        + "".join(f"<td class=\"num\">{f.phases_s[k]:.2f} s</td>" if k in f.phases_s else "<td>—</td>" for k in names)
+        + "".join(f"<td class=\"num\">{f.stages_s[k]:.2f} s</td>" if k in f.stages_s else "<td>—</td>" for k in names)
         + "</tr>" for f in ct.frames)
     return ("<h4>Cold compile by frame (fresh process)</h4><div class=\"scroll\"><table><tr><th>compile id</th>"
             "<th>frame</th><th>total</th><th>Dynamo</th><th>AOTAutograd</th><th>Inductor</th><th>code gen + build</th>"

@@ -2,10 +2,10 @@
 
 `PartFeed.update(path, result)` is handed each growing `TargetResult` as the worker sends it (and
 each file's final ones); it answers the parts that landed since the result it saw last for that
-target — compared by where each part stands (`render.parts`), so they are right whatever order the
+target — compared by where each part stands (`render.progress_rows`), so they are right whatever order the
 worker sends them in — each part once per target:
 `{"path", "target", "part", "status", "data"}` (+ `"why"` when not "done"), `data` as
-`--format json` shows that part (`parts.part_data`).
+`--format json` shows that part (`progress_rows.row_data`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..protocol import TargetResult
 from ..speed_words import direction, speed_words
-from . import parts
+from . import progress_rows
 from .cli_output import target_json
 from .units import SECONDS, duration
 
@@ -24,11 +24,11 @@ class PartFeed:
         self.sent: dict[tuple[str, str], set[str]] = {}  # (path, target) -> parts already said
 
     def update(self, path: str, result: TargetResult) -> list[dict[str, Any]]:
-        """The parts of `result` landed since the last update for it, in `parts.PARTS` order."""
+        """The parts of `result` landed since the last update for it, in `progress_rows.ROWS` order."""
         if result.status == "skipped":  # not an nn.Module after all: not in the document either
             return []
         sent = self.sent.setdefault((path, result.name), set())
-        found = {p: s for p, s in parts.states(result).items() if s.status != "pending" and p not in sent}
+        found = {p: s for p, s in progress_rows.states(result).items() if s.status != "pending" and p not in sent}
         if not found:
             return []
         shown = target_json(result)
@@ -36,7 +36,7 @@ class PartFeed:
         for part, state in found.items():
             sent.add(part)
             line: dict[str, Any] = {"path": path, "target": result.name, "part": part, "status": state.status,
-                                    "data": parts.part_data(shown, part)}
+                                    "data": progress_rows.row_data(shown, part)}
             if state.status != "done":
                 line["why"] = state.why
             lines.append(line)

@@ -16,7 +16,7 @@ STEP = "step"  # 1.5 s · 128 ms · 12.8 ms · 640 µs: three figures (a trial's
 FINE = "fine"  # 1500 ms · 128 ms · 12.80 ms · 640 µs: milliseconds, µs below 1 ms (eager and compiled medians)
 MS = "ms"  # 1500.0 ms · 128.0 ms · 12.8 ms · 0.6 ms (the per-rank and per-shape tables)
 MS_UNDER_10S = "ms<10s"  # as MS, but 12.5 s from 10 s on (a trial's terminal lines)
-SECONDS = "s"  # 1.5 s · 0.13 s · 0.01 s · 0.00 s: always seconds (the terminal's phase times)
+SECONDS = "s"  # 1.5 s · 0.13 s · 0.01 s · 0.00 s: always seconds (the terminal's stage times)
 STYLES = (SHORT, STEP, FINE, MS, MS_UNDER_10S, SECONDS)
 
 

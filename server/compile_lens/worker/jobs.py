@@ -97,7 +97,7 @@ def run_job(raw: dict, send: Send) -> None:
     def progress(stage: str, target: str | None = None, phase: str | None = None,
                  limit_s: float | None = None) -> None:
         event: dict[str, Any] = {"id": job.id, "event": "progress", "stage": stage, "target": target, "phase": phase}
-        if limit_s:  # how long the next stage may be silent (a measurement's phases)
+        if limit_s:  # how long the next stage may be silent (a measurement's stages)
             event["info"] = {"limit_s": limit_s}
         running.update(target=target, phase=phase)
         watch.poke()
@@ -122,7 +122,7 @@ def run_job(raw: dict, send: Send) -> None:
 def _run(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: Timeline | None = None) -> None:
     early = _early_cold(job)  # the first measured target's cold children: their imports beside ours
     try:
-        _run_stages(job, send, progress, timeline, early)
+        _run_phases(job, send, progress, timeline, early)
     finally:
         if early is not None:
             early.stop()
@@ -158,7 +158,7 @@ def _early_cold(job: AnalyzeJob) -> Any:
         return None
 
 
-def _run_stages(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: Timeline | None,
+def _run_phases(job: AnalyzeJob, send: Send, progress: Callable[..., None], timeline: Timeline | None,
                 early: Any) -> None:
     progress("importing")
     try:
@@ -173,26 +173,26 @@ def _run_stages(job: AnalyzeJob, send: Send, progress: Callable[..., None], time
     targets = _Targets(job, module, send, progress,
                        {spec.name: TargetResult(spec.name, spec.kind, spec.line, inputs=spec.inputs) for spec in job.targets},
                        timeline=timeline)
-    step, built = targets.step, targets.built
+    run_phase, built = targets.run_phase, targets.built
     for name, earlier in job.known.items():  # the levers phase after a measurement read from the cache
         if name in targets.results:
             _known(targets.results[name], earlier)
 
-    # Stages in the order the editor needs them: every target's graph breaks first (fast), then
-    # the recompile sweeps, then measurements. Each stage re-sends the target's growing result.
+    # Phases in the order the editor needs them: every target's graph breaks first (fast), then
+    # the recompile sweeps, then measurements. Each phase re-sends the target's growing result.
     if job.trace:
         for spec in job.targets:
-            step(spec, "trace", "tracing", lambda r, p, s=spec: _trace(r, built[s.name], job.root, timeline))
+            run_phase(spec, "trace", "tracing", lambda r, p, s=spec: _trace(r, built[s.name], job.root, timeline))
     if job.recompiles:
         for spec in job.targets:
-            step(spec, "sweep", "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
+            run_phase(spec, "sweep", "checking recompiles of", lambda r, p, s=spec: _set(r, "recompiles", _sweep(built[s.name], job, p)))
     if job.benchmark:
         for spec in job.targets:
-            step(spec, "measure", "measuring",
-                 lambda r, p, s=spec: _measure_target(r, p, built[s.name], job, send, early))
+            run_phase(spec, "measure", "measuring",
+                      lambda r, p, s=spec: _measure_target(r, p, built[s.name], job, send, early))
     if job.levers:
         for spec in job.targets:
-            step(spec, "levers", "trying levers on", lambda r, p, s=spec: _levers(r, p, built[s.name], job))
+            run_phase(spec, "levers", "trying levers on", lambda r, p, s=spec: _levers(r, p, built[s.name], job))
     send({"id": job.id, "event": "done"})
 
 
@@ -208,8 +208,8 @@ class _Targets:
     built: dict[str, loader.BuiltTarget] = field(default_factory=dict)
     timeline: Timeline | None = None  # the job's marks, sent with each target's trace (`AnalyzeJob.stamps`)
 
-    def step(self, spec: TargetSpec, phase: str, what: str,
-             work: Callable[[TargetResult, Callable[[str], None]], None]) -> None:
+    def run_phase(self, spec: TargetSpec, phase: str, what: str,
+                  work: Callable[[TargetResult, Callable[[str], None]], None]) -> None:
         """Run one phase of one target. Its outcome is that phase's own: a failure marks the phase
         (and, when the target cannot be built or called at all, the target), never the job."""
         job, result = self.job, self.results[spec.name]
@@ -334,7 +334,7 @@ def deployment_parts(result: TargetResult, target: loader.BuiltTarget, job: Anal
 
     seen = _asdict(result.benchmark.compile_s) if result.benchmark else {}
     cold = seen.get("cold_forward") or seen.get("cold") or 0.0
-    # a part's stages may be silent for what the cold compile took, twice, as the measurement's own phases
+    # a part's stages may be silent for what the cold compile took, twice, as the measurement's own stages
     limit_s = max(job.max_seconds, 2.0 * cold)
 
     def p(text: str, **kw: Any) -> None:  # each stage inside a part gets the part's limit, not the default

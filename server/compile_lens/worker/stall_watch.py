@@ -1,5 +1,5 @@
 """Where a quiet worker is: a thread that, after `quiet_s` with no progress and no compile event,
-reads the job thread's own stack (`sys._current_frames()`) and says which phase of torch.compile it
+reads the job thread's own stack (`sys._current_frames()`) and says which stage of torch.compile it
 is in, which compile id (the `compile_id` of Dynamo's `_compile` frame) and which user frame (the
 one Dynamo is tracing, else the innermost workspace frame) — as py-spy would, without py-spy.
 
@@ -17,8 +17,8 @@ import time
 from types import FrameType
 from typing import Any, Callable, Optional
 
-# innermost torch frame -> phase; first match wins, more specific first
-PHASES: tuple[tuple[str, str], ...] = (
+# innermost torch frame -> compile stage; first match wins, more specific first
+STAGES: tuple[tuple[str, str], ...] = (
     ("torch/_inductor/codecache", "Inductor: compiling the generated code"),
     ("torch/_inductor/async_compile", "Inductor: compiling the generated code"),
     ("torch/_inductor/cpp_builder", "Inductor: compiling the generated code"),
@@ -81,22 +81,22 @@ def _traced_frame(stack: list[FrameType], root: str) -> Optional[tuple[str, int,
     return next((f for f in found if _under(f[0], root)), found[0] if found else None)
 
 
-def _phase(stack: list[FrameType], compiling: bool) -> str:
-    """The innermost torch frame's phase; else the worker's own wait; else user code running."""
+def _stage(stack: list[FrameType], compiling: bool) -> str:
+    """The innermost torch frame's stage; else the worker's own wait; else user code running."""
     for frame in stack:
         path = _norm(frame.f_code.co_filename)
         if "torch/" in path:
-            for part, phase in PHASES:
-                if part in path:
-                    return phase
-        for part, phase in OWN_WAITS:
-            if part in path:
-                return phase
+            for fragment, stage in STAGES:
+                if fragment in path:
+                    return stage
+        for fragment, stage in OWN_WAITS:
+            if fragment in path:
+                return stage
     return "torch.compile: in user or library code" if compiling else "user code, running (not compiling)"
 
 
 def describe(frame: Optional[FrameType], root: str) -> dict[str, Any]:
-    """`{phase, compile_id, frame: {path, line, name} | None, running: {...} | None}` of a thread's stack."""
+    """`{stage, compile_id, frame: {path, line, name} | None, running: {...} | None}` of a thread's stack."""
     stack = _stack(frame)
     compile_id = _compile_id(stack)
     root_norm = _norm(os.path.realpath(root)).rstrip("/") + "/"
@@ -108,13 +108,13 @@ def describe(frame: Optional[FrameType], root: str) -> dict[str, Any]:
     def as_dict(found: Optional[tuple[str, int, str]]) -> Optional[dict[str, Any]]:
         return None if found is None else {"path": found[0], "line": found[1], "name": found[2]}
 
-    return {"phase": _phase(stack, compile_id is not None), "compile_id": compile_id, "frame": as_dict(where),
+    return {"stage": _stage(stack, compile_id is not None), "compile_id": compile_id, "frame": as_dict(where),
             "running": as_dict(running) if running and running != where else None}
 
 
 def words(stall: dict[str, Any], quiet_s: float) -> str:
     """`quiet 20 s in Dynamo: tracing the bytecode, compile 0/0, at model.py:14 in forward`."""
-    parts = [f"quiet {quiet_s:.0f} s in {stall['phase']}"]
+    parts = [f"quiet {quiet_s:.0f} s in {stall['stage']}"]
     if stall.get("compile_id"):
         parts.append(f"compile {stall['compile_id']}")
     where = stall.get("frame")
@@ -163,7 +163,7 @@ class StallWatch:
             try:
                 stall = describe(frame, self.root)
             except Exception as exc:  # noqa: BLE001 - a frame that changed under us: say less, never crash
-                stall = {"phase": f"unknown ({type(exc).__name__})", "compile_id": None, "frame": None, "running": None}
+                stall = {"stage": f"unknown ({type(exc).__name__})", "compile_id": None, "frame": None, "running": None}
             finally:
                 del frame
             stall["quiet_s"] = round(quiet, 1)

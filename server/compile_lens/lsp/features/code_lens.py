@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 
 from ...discovery import measure_order
 from ...protocol import phase_of
-from ...render import lens_titles, parts
+from ...render import lens_titles, progress_rows
 from ...render.lsp import to_range
 from ..gpu_gate import MEASURE_ANYWAY
 from ..state import SHOW_OUTPUT, CompileLensServer, DocState
@@ -38,7 +38,7 @@ def code_lenses(ls: CompileLensServer, uri: str) -> list[lsp.CodeLens]:
         if measuring:  # the log, where the client has it; else the server's own command (says "measuring")
             command = SHOW_OUTPUT if SHOW_OUTPUT in ls.client_commands else MEASURE
         live = state.live.get(spec.name) if ls.is_current(state) else None
-        title = lens_titles.code_lens_title(bench, measuring, tuple(parts.pending(live, in_flight=True)) if live else ())
+        title = lens_titles.code_lens_title(bench, measuring, tuple(progress_rows.pending(live, in_flight=True)) if live else ())
         outer = within.get(spec.name)
         if bench is None and not measuring and outer is not None and _covers(ls, state, outer):
             # measured only when asked: what the outer target's measurement says of its lines meanwhile

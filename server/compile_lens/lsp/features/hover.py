@@ -13,7 +13,7 @@ from lsprotocol import types as lsp
 
 from ...protocol import TargetResult
 from ...record.recorded import load_recorded
-from ...render import cards, compile_lines, line_costs, parts, settings_text
+from ...render import cards, compile_lines, line_costs, progress_rows, settings_text
 from ...render.levers_text import specialised_here
 from ..state import SHOW_REPORT, CompileLensServer
 from ..trial_feed import hover_line
@@ -55,7 +55,7 @@ def hover(ls: CompileLensServer, uri: str, position: lsp.Position) -> Optional[l
     shown = live or (dataclasses.replace(result, benchmark=bench) if bench is not None else result)
     card = cards.hover_card(result, bench, guessed_inputs=bool(spec.inputs and spec.inputs.source == "inferred"),
                             measuring=name in state.measuring, report=report, trial=trial,
-                            stalled=state.stalled.get(name), parts=parts.states(shown, in_flight=live is not None))
+                            stalled=state.stalled.get(name), rows=progress_rows.states(shown, in_flight=live is not None))
     tried = hover_lines(result)  # the levers phase, when it ran: one line per lever (a measured card: its details)
     if tried and bench is None:
         card += "\n\n" + "\n".join(tried)

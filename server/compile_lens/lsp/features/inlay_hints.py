@@ -10,7 +10,7 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from ...codes import GPU_TIME
-from ...render import compile_lines, lens_titles, line_costs, parts
+from ...render import compile_lines, lens_titles, line_costs, progress_rows
 from ...render.levers_text import cudagraph_skips_in
 from ...trace_import.profiles import hint_label
 from ..state import CompileLensServer
@@ -44,7 +44,7 @@ def _measured_hints(ls: CompileLensServer, uri: str, rng: lsp.Range) -> list[lsp
         hints.append(lsp.InlayHint(
             position=lsp.Position(site.end_line - 1, site.end_column - 1),
             label=" " + lens_titles.hint_label(bench), kind=lsp.InlayHintKind.Type, padding_left=True,
-            tooltip=lens_titles.lens_title(bench, tuple(parts.pending(live, in_flight=True)) if live else ())))
+            tooltip=lens_titles.lens_title(bench, tuple(progress_rows.pending(live, in_flight=True)) if live else ())))
     if ls.settings.line_hints:
         hints.extend(_line_hints(ls, uri, state.path, state.benchmarks, rng))
     lines = ls.workspace.get_text_document(uri).lines

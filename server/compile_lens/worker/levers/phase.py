@@ -24,7 +24,7 @@ MIN_STEADY_S = 4.0
 
 def measurement_s(bench: Optional[Benchmark], max_seconds: float) -> float:
     """What one measurement of the target took (its own wall time), else its budget."""
-    total = (bench.phases_s or {}).get("total") if bench else None
+    total = (bench.stages_s or {}).get("total") if bench else None
     return float(total) if total else max_seconds
 
 

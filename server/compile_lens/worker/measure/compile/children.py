@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterator, Optional
 
 from . import per_frame as compile_frames
-from .cold import CACHE_PREFIX, Child, cold_limit, phase_limit, run_child, spare_cpus
+from .cold import CACHE_PREFIX, Child, cold_limit, run_child, spare_cpus, stage_limit
 
 
 @dataclass
@@ -167,11 +167,11 @@ class ColdChildren:
         else:
             found = self.run(self._child_job(wl), cache_dir=self._cache_dir(wl), timeout=cold_limit(job.max_seconds),
                              progress=job.progress)
-        # the wait is the phase (a child started beside earlier work cost the parent nothing before)
-        job.add_phase("cold_child" if wl == "forward" else "cold_child_train", t_wait)
+        # the wait is the stage (a child started beside earlier work cost the parent nothing before)
+        job.add_stage("cold_child" if wl == "forward" else "cold_child_train", t_wait)
         cold_s = found["compile_s"].get(wl)
         job.notes.extend(n for n in found.get("notes", []) if n not in job.notes)
-        self.cold[wl] = Cold(wl, cold_s, float(found.get("import_s") or 0.0), phase_limit(cold_s, job.max_seconds),
+        self.cold[wl] = Cold(wl, cold_s, float(found.get("import_s") or 0.0), stage_limit(cold_s, job.max_seconds),
                              self._child_job(wl), found.get("fx_keys") or [], self._cache_dir(wl),
                              compile_frames.read(found), found.get("first_look"))
         return self.cold[wl]

@@ -1,6 +1,6 @@
 """The cold compile: `bench_child` in a fresh process with an empty Inductor cache folder (one per
 benchmark, swept when a killed worker left it behind), with heartbeats while it runs and a limit;
-and the limits of the later phases, from what the cold compile took."""
+and the limits of the later stages, from what the cold compile took."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ....remote_cache import Remote, cold_env, remote_env
 from ...loader import TargetError
 
 COLD_LIMIT_MIN_S, COLD_LIMIT_FACTOR = 300.0, 5.0  # the cold compile: a hang guard, nothing seen yet
-PHASE_LIMIT_MIN_S, PHASE_LIMIT_FACTOR = 60.0, 2.0  # later phases: from the cold compile's duration
+STAGE_LIMIT_MIN_S, STAGE_LIMIT_FACTOR = 60.0, 2.0  # later stages: from the cold compile's duration
 HEARTBEAT_S = 5.0  # progress while a child compiles: the pool's silence limit is for hangs only
 CHILD_MODULE = "compile_lens.worker.measure.compile.bench_child"
 CACHE_PREFIX = "compile-lens-inductor-"  # one temp folder per benchmark: Inductor cache + child files
@@ -51,7 +51,7 @@ def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
     """Run `bench_child` (or another child `module`: the levers' own) in a fresh process; its result comes back in a file, never on stdout.
 
     While it runs, `progress` hears from it every HEARTBEAT_S (the worker is alive, only waiting);
-    `timeout` is this phase's own limit. The child's stdout and stderr (user prints included) go
+    `timeout` is this stage's own limit. The child's stdout and stderr (user prints included) go
     to a log file whose tail is used only to explain a crash.
     """
     child = Child(job, cache_dir=cache_dir, timeout=timeout, remote=remote, module=module)
@@ -214,10 +214,10 @@ def cold_limit(max_seconds: float) -> float:
     return max(COLD_LIMIT_MIN_S, COLD_LIMIT_FACTOR * max_seconds)
 
 
-def phase_limit(cold_s: Optional[float], max_seconds: float) -> float:
-    """The limit of a later phase (a warm compile, the timing), from the cold compile seen: a warm
+def stage_limit(cold_s: Optional[float], max_seconds: float) -> float:
+    """The limit of a later stage (a warm compile, the timing), from the cold compile seen: a warm
     compile takes a fraction of it, and the timing stops itself near `max_seconds`."""
-    return max(PHASE_LIMIT_MIN_S, max_seconds, PHASE_LIMIT_FACTOR * (cold_s or 0.0))
+    return max(STAGE_LIMIT_MIN_S, max_seconds, STAGE_LIMIT_FACTOR * (cold_s or 0.0))
 
 
 def with_limits(progress: Callable[..., None]) -> Callable[..., None]:

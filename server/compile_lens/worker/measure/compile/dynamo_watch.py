@@ -1,4 +1,4 @@
-"""Dynamo's view of a measurement, from torch's compilation metrics: compiles per phase (a recompile
+"""Dynamo's view of a measurement, from torch's compilation metrics: compiles per stage (a recompile
 while timing is never silent), guard latency, Inductor's cache hits; and forgetting what this
 process compiled (the warm compile then reads the on-disk caches as a new process does)."""
 
@@ -50,7 +50,7 @@ def _short_reason(text: str) -> str:
 
 
 class DynamoWatch:
-    """Counts compiles per phase so that a compile after the first calls is never timed silently."""
+    """Counts compiles per stage so that a compile after the first calls is never timed silently."""
 
     def __init__(self) -> None:
         torch._dynamo.reset()

@@ -2,7 +2,7 @@
 
 Read in the fresh process that makes the cold compile (`bench_child`), right after it: a graph
 break splits a function into frames (`0/0` the code before it, `1/0` the code after), each with its
-compile time. Phases, from the cumulative timers torch keeps per compile id (microseconds):
+compile time. Stages, from the cumulative timers torch keeps per compile id (microseconds):
 
 - `dynamo`: the whole frame minus its backend (bytecode tracing, guards);
 - `aot_autograd`: the backend minus Inductor (AOTAutograd's tracing and partitioning);
@@ -50,7 +50,7 @@ def collect(traced: Optional[Traced] = None, root: Optional[str] = None) -> Comp
         total = _us(m, "dynamo_cumulative_compile_time_us") or getattr(m, "entire_frame_compile_time_s", None)
         if not cid or total is None:
             continue
-        phases = _phases(m, float(total))
+        stages = _stages(m, float(total))
         frame = frames.get(cid)
         if frame is None:
             if getattr(m, "co_name", None) is None:
@@ -60,8 +60,8 @@ def collect(traced: Optional[Traced] = None, root: Optional[str] = None) -> Comp
         if getattr(m, "co_name", None) is not None:
             guarded.append(cid if not getattr(m, "fail_type", None) else "")
         frame.total_s = round(frame.total_s + float(total), 4)
-        for k, v in phases.items():
-            frame.phases_s[k] = round(frame.phases_s.get(k, 0.0) + v, 4)
+        for k, v in stages.items():
+            frame.stages_s[k] = round(frame.stages_s.get(k, 0.0) + v, 4)
     found = CompileTime(frames=list(frames.values()))
     if traced is not None:
         _with_guards(frames, guarded, traced.guards_s)
@@ -107,7 +107,7 @@ def read(child_result: dict[str, Any]) -> Optional[CompileTime]:
     return from_dict(CompileTime, found) if found else None
 
 
-def _phases(m: Any, total: float) -> dict[str, float]:
+def _stages(m: Any, total: float) -> dict[str, float]:
     aot = _us(m, "aot_autograd_cumulative_compile_time_us")
     if aot is None:
         aot = getattr(m, "backend_compile_time_s", None)
@@ -117,22 +117,22 @@ def _phases(m: Any, total: float) -> dict[str, float]:
     gen = _us(m, "inductor_code_gen_cumulative_compile_time_us")
     if gen is None:
         gen = getattr(m, "code_gen_time_s", None)
-    phases: dict[str, float] = {}
+    stages: dict[str, float] = {}
     if aot is not None:
-        phases["dynamo"] = max(total - aot, 0.0)
+        stages["dynamo"] = max(total - aot, 0.0)
         if ind is not None:
-            phases["aot_autograd"] = max(aot - ind, 0.0)
+            stages["aot_autograd"] = max(aot - ind, 0.0)
             if gen is not None:
-                phases["inductor"] = max(ind - gen, 0.0)
-                phases["codegen_build"] = gen
+                stages["inductor"] = max(ind - gen, 0.0)
+                stages["codegen_build"] = gen
             else:
-                phases["inductor"] = ind
+                stages["inductor"] = ind
         else:
-            phases["aot_autograd"] = aot  # Inductor's share not recorded on this torch
+            stages["aot_autograd"] = aot  # Inductor's share not recorded on this torch
     autotune = _us(m, "compile_time_autotune_time_us")
     if autotune:
-        phases["autotune"] = autotune
-    return phases
+        stages["autotune"] = autotune
+    return stages
 
 
 class _OutputCode(logging.Handler):

@@ -227,13 +227,13 @@ def lines(out: Traced, keep: Any) -> list[CompileLine]:
 
 def after_tracing(found: list[CompileLine], frames: list[CompileFrame], keep: Any) -> list[CompileLine]:
     """`found` with each frame's Dynamo work after its lines were traced — its guards (Dynamo's
-    `build_guards` timer), its graph and bytecode (the rest of its Dynamo phase) — charged to the
+    `build_guards` timer), its graph and bytecode (the rest of its Dynamo stage) — charged to the
     frame's def line (`after_s`): work on the whole frame, its arguments' guards first, so the frame's
-    lines add up to its Dynamo time. A frame whose Dynamo phase or tracing was not measured, or whose
+    lines add up to its Dynamo time. A frame whose Dynamo stage or tracing was not measured, or whose
     code is not kept (torch's own), gets none."""
     by = {(c.compile_id, c.path, c.line): c for c in found}
     for f in frames:
-        dynamo = f.phases_s.get("dynamo")
+        dynamo = f.stages_s.get("dynamo")
         if dynamo is None or f.traced_s is None or not keep(f.path):
             continue
         after = max(dynamo - f.traced_s, 0.0)

@@ -61,6 +61,6 @@ def for_measurement(job: Any, cold: Any) -> Optional[WarmRemote]:
     t_remote = time.perf_counter()
     served = measure(cold.child_job, cache_dir=job.cache_dir, remote=job.remote, timeout=cold.limit,
                      progress=job.progress)
-    job.add_phase("warm_remote_children", t_remote)
+    job.add_stage("warm_remote_children", t_remote)
     job.notes.extend(served.notes)
     return served

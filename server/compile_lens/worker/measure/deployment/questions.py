@@ -257,7 +257,7 @@ def _metric(entry: Any, name: str) -> float:
 
 
 def compile_breakdown(entries: list[Any]) -> Optional[dict[str, Any]]:
-    """Seconds per phase summed over the frame compiles in `entries` (CompilationMetrics)."""
+    """Seconds per compile stage summed over the frame compiles in `entries` (CompilationMetrics)."""
     frames = [e for e in entries if getattr(e, "co_name", None) and getattr(e, "entire_frame_compile_time_s", None)]
     if not frames:
         return None
@@ -458,7 +458,7 @@ def report_data(target: BuiltTarget, *, device: str, max_seconds: float, mode: s
                 unmeasured: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """The compile report's figures for one target: `{"batch_sweep", "kernels", "notes"}`. `inductor`
     is what `inspect_inductor` / `read_output_code` found (the kernel count). The compile time per
-    phase is `Benchmark.compile_time` (the cold child's frames): no compile here for it. A batch
+    stage is `Benchmark.compile_time` (the cold child's frames): no compile here for it. A batch
     sweep that fails is `unmeasured["batch sweep"]` ("not measurable: …", `isolated`)."""
     notes: list[str] = []
     sweep = None

@@ -460,7 +460,7 @@ def after_timing(job: Any, eager: Any, compiled: Any, workload: str, timing: Any
     workload's lines ("forward" | "train") into its Timing, read from the timed compile (`compiled`:
     the `workload.Model` that was timed) when `reading_timed_compiles` caught its provenance, else
     from a compile of its own. `job` and `eager` are `benchmark._Job` and `_Eager`; the seconds
-    spent add to `job.phases["line_costs"]`. The train step's SGD steps move the weights:
+    spent add to `job.stages["line_costs"]`. The train step's SGD steps move the weights:
     `benchmark` restores them after the train workload."""
     from ..compile.dynamo_watch import _clear_in_memory_caches
     from ..workload.model import Model, compile_kwargs
@@ -481,7 +481,7 @@ def after_timing(job: Any, eager: Any, compiled: Any, workload: str, timing: Any
     with windows.labelled(f"{job.name}-{workload}"):  # the kept profiles' names (`check --profile-dir`)
         measure(eager.model.run(workload), source, root=job.root, device=job.device, eager_ms=timing.eager_ms,
                 compiled_ms=timing.compiled_ms).into(timing)
-    job.phases["line_costs"] = job.phases.get("line_costs", 0.0) + time.perf_counter() - t0
+    job.stages["line_costs"] = job.stages.get("line_costs", 0.0) + time.perf_counter() - t0
 
 
 def _merge(eager: dict[tuple[str, int], float], compiled: Optional[_Compiled]) -> list[LineCost]:

@@ -51,7 +51,7 @@ cold child, started when the forward's was done: each workload's cold compile is
 first), peak memory, the line costs, each sent as it lands, and after the forward's headline each only where
 the budget has room (`budget`: no figure past its bound). A train step that fails fails alone.
 
-This module runs the phases in order; the parts live by concern beside it (`measure/__init__`): `workload`,
+This module runs the stages in order; the parts live by concern beside it (`measure/__init__`): `workload`,
 `compile` (the cold children, Dynamo's metrics), `timing`, `memory`, `accuracy`, `lines`, `snapshot`.
 """
 
@@ -140,7 +140,7 @@ def run_benchmark(
     figure is conclusive). `progress(stage, limit_s=...)` says how long the next stage may be
     silent (see `jobs.lanes.Worker.run`).
     Raises TargetError for a target that cannot run, runs out of memory, whose compile fails,
-    or a phase that goes past its limit.
+    or a stage that goes past its limit.
     `remote_cache` (`redis://HOST:PORT`: the setting, flag or environment the server read,
     `remote_cache.in_use`; the worker's own environment has none) adds the warm-remote compile
     (`warm_remote`); one that does not answer is left out, and a note says so.
@@ -203,7 +203,7 @@ class _Job:
     opt_in: tuple[str, ...] = ()  # parts run whatever the budget
     started: float = field(default_factory=time.perf_counter)
     budget: Optional[Budget] = None  # the bound on the later parts (`budget`); None: every part runs
-    phases: dict[str, float] = field(default_factory=dict)
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage (`Benchmark.stages_s`)
 
     @property
     def name(self) -> str:
@@ -218,8 +218,8 @@ class _Job:
         if message:
             self.progress(message, **limit)
 
-    def add_phase(self, name: str, since: float) -> None:
-        self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - since
+    def add_stage(self, name: str, since: float) -> None:
+        self.stages[name] = self.stages.get(name, 0.0) + time.perf_counter() - since
 
 
 @dataclass
@@ -366,8 +366,8 @@ def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], cold
                                                   None if first is None else (first, colds.cold[wl].first_look["s"]))
 
     if first is not None:
-        job.phases["to_forward"] = time.perf_counter() - job.started
-        job.phases["first_look"] = colds.cold[wl].first_look["s"]  # the child's rounds (within `to_forward`)
+        job.stages["to_forward"] = time.perf_counter() - job.started
+        job.stages["first_look"] = colds.cold[wl].first_look["s"]  # the child's rounds (within `to_forward`)
         publish("forward")  # "accuracy not checked yet": no warm compile yet (`snapshot`)
         if job.budget is not None:
             job.budget.forward_landed()
@@ -383,7 +383,7 @@ def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], cold
     else:  # the child took no first look: this is the forward's figure, which no budget cuts
         warm()
     figures.graphs[wl] = provenance.take()  # its compile's provenance, for its line costs
-    job.phases.setdefault("to_forward", time.perf_counter() - job.started)
+    job.stages.setdefault("to_forward", time.perf_counter() - job.started)
     if job.budget is not None:
         job.budget.forward_landed()
     if output_code is not None:  # the caller's: the fallback ops are read from it
@@ -480,7 +480,7 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: Co
             first = _grads(compiled, 0)
     sync(job.device)
     compile_s = time.perf_counter() - t0
-    job.phases["warm_compiles"] = job.phases.get("warm_compiles", 0.0) + compile_s
+    job.stages["warm_compiles"] = job.stages.get("warm_compiles", 0.0) + compile_s
     if wl == "forward":
         figures.output_code = list(codes)
     # what a new process pays: the imports it does on the first call, then this
@@ -496,5 +496,5 @@ def _warm_compile(job: _Job, eager: _Eager, compiled_obj: Any, wl: str, cold: Co
         compiled.run(wl)()
     eager.model.run(wl)()
     watch.unexpected(figures.late, f"the {label} compiled again after its first call")
-    job.add_phase("accuracy_warmup", t_acc)
+    job.add_stage("accuracy_warmup", t_acc)
     return compiled, watch

@@ -1,6 +1,6 @@
 """What the later parts of a measurement should take, from its compile times: the budget's rule
 (`benchmark` holds their time back from the timing rounds; `jobs` skips a deployment part that
-would not fit and names it). Estimates only: each part's real seconds are in `phases_s`/`parts_s`."""
+would not fit and names it). Estimates only: each part's real seconds are in `stages_s`/`parts_s`."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ def after_workloads(job: Any, eager: Any, compiled: dict[str, Any], compiled_obj
     stopped = run_part(bound(job, "memory"), cost(colds, "memory"), peaks)
     eager.model.zero_grad()
     restore()
-    job.add_phase("memory", t_mem)
+    job.add_stage("memory", t_mem)
     if stopped is not None:  # one side's peak alone is no figure
         figures.memory["eager"] = figures.memory["compiled"] = None
         figures.unmeasured["peak memory"] = stopped

@@ -170,7 +170,7 @@ def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit:
         extra = guards()
         # the first look goes on to its minimum rounds within the whole share (a slow call, a busy machine)
         pairs = rounds(first, extra, max_s=min(max(budget, OVERRUN * first), budget_cap(job, wl)))
-        job.add_phase("timing", t_timing)
+        job.add_stage("timing", t_timing)
         rest = budget - (time.perf_counter() - t_timing)
         if first >= budget or settled(figures.timings[wl]) or rest < 1.0:
             return None
@@ -184,7 +184,7 @@ def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit:
         more_extra = extra if extra is not None or not pairs.extra else guards()
         contention.start(gpu=True)
         rounds(left, more_extra, resume=pairs, max_s=min(OVERRUN * left, budget_cap(job, wl)))
-        job.add_phase("timing", t_more)
+        job.add_stage("timing", t_more)
         figures.busy_seen = busier(figures.busy_seen, contention.report())
 
     return refine

@@ -1,4 +1,4 @@
-"""Where each part of a growing result stands (`render.parts`), the stream's lines read from it
+"""Where each part of a growing result stands (`render.progress_rows`), the stream's lines read from it
 (`render.stream`) and the editor's words while a measurement runs (`render.cards`): the worker's
 events replayed as it sends them today (the figures, then the deployment answers, then the phase),
 in another order, and with a measurement that dies after the forward."""
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from compile_lens.protocol import FileReport, Problem, TargetResult, with_phase
-from compile_lens.render import cards, lens_titles, parts
+from compile_lens.render import cards, lens_titles, progress_rows
 from compile_lens.render.cli_output import render_json
 from compile_lens.render.stream import PartFeed, headline
 
@@ -75,22 +75,22 @@ def test_a_measurement_that_dies_after_the_forward_keeps_it_and_fails_the_rest_w
     rest = {line["part"]: line for line in feed.update("m.py", died)}
     assert list(rest) == list(DEPLOYMENT)
     assert all(line["status"] == "failed" and "longer than 20 s" in line["why"] for line in rest.values())
-    assert parts.part_state(died, "forward") == parts.PartState("done")
-    card = cards.hover_card(died, died.benchmark, guessed_inputs=False, parts=parts.states(died))
+    assert progress_rows.row_state(died, "forward") == progress_rows.RowState("done")
+    card = cards.hover_card(died, died.benchmark, guessed_inputs=False, rows=progress_rows.states(died))
     assert "1.08–1.16×" in card  # the forward's figure stands
-    details = "\n".join(cards.detail_lines(died, died.benchmark, guessed_inputs=False, parts=parts.states(died)))
+    details = "\n".join(cards.detail_lines(died, died.benchmark, guessed_inputs=False, rows=progress_rows.states(died)))
     assert "torch.export, fallback ops, batch sweep: not measurable: the analysis took longer than 20 s" in details
 
 
 def test_the_editor_says_what_is_not_measured_yet_while_the_measurement_runs():
     final = _measured()
     *_, figures, _ = _events(final)
-    running = parts.states(figures, in_flight=True)
+    running = progress_rows.states(figures, in_flight=True)
     assert [p for p, s in running.items() if s.status == "pending"] == list(DEPLOYMENT)
-    card = cards.hover_card(figures, figures.benchmark, guessed_inputs=False, parts=running)
+    card = cards.hover_card(figures, figures.benchmark, guessed_inputs=False, rows=running)
     assert "\n⏳ not measured yet: torch.export, fallback ops, batch sweep\n" in card  # above the figures so far
     assert "not measured yet" not in cards.hover_card(final, final.benchmark, guessed_inputs=False,
-                                                      parts=parts.states(final))
+                                                      rows=progress_rows.states(final))
     # only the forward so far (a worker that sends it first): no payback promised before the train step
     forward_only = dataclasses.replace(figures.benchmark, train_step=None, break_even_calls=None)
     title = lens_titles.code_lens_title(forward_only, False, ("train_step", "memory"))
