@@ -8,7 +8,8 @@ with its unit, the better direction and the goal's limit, so the verdict is read
 where it must compare two processes (the tool's worker against a fresh-process `torch.compile`) its
 child writes them as one JSON line (`figures.emit`) that the unit reads back (`common.child_result`),
 never a regex over what the child prints. The runner records the machine's load with every row: the
-machines are shared and busy. The units not converted yet still return a dict (`ok` and figures).
+machines are shared and busy. Every unit returns a `Result`; a dict (`ok` and figures) is still read,
+as a unit whose floor is missing here answers (`common.not_run`).
 
 Not asv itself: asv times a Python callable in the calling process and builds the project per commit
 in its own environments, which a GPU box with a fixed torch and no network cannot do.

@@ -9,7 +9,8 @@ Starts a process that keeps GPU 0 busy with matmuls, as a training run would, th
 through `compile_lens.busy.gpu.NvmlReader` and prints the readings and the decision (`busy.rule.gpu_busy`) twice: with
 the load counted as another process (expected: busy, named `python busy_check.py --load`),
 and as our own tree (expected: free). Exit 0 when all come out as expected, 1 otherwise; without NVML
-(`pip install nvidia-ml-py`) or a GPU that part is said and skipped. The last line is JSON.
+(`pip install nvidia-ml-py`) or a GPU that part is said and skipped. The last line is the figures line
+(`figures.emit`): the rule's readings as figures, its verdict and NVML's in the notes.
 
     .venv/bin/python -m benchmarks.gpu.busy_check [--device cuda] [--limit S]   # run by scripts/gpu-check
 """
@@ -21,7 +22,14 @@ import json
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:  # imported where used: the load child runs this file as a script, outside the package
+    from ..figures import Result
+
+# the rule's readings that are numbers, with their units (the rest of its report are words: notes)
+READINGS = {"other_cpu_percent": "%", "own_cpu_percent": "%", "launch_wait_percent": "%", "load_average": "",
+            "cpus": "count", "threads": "count"}
 
 
 def load(seconds: float) -> None:
@@ -58,10 +66,22 @@ def main() -> int:
     # on the CPU rehearsal this shared box may well be busy: only the reading is checked there
     rule_ok = not rule["busy"] if args.device.startswith("cuda") else "busy" in rule
     nvml = nvml_check(args.limit - (time.monotonic() - started)) if args.device.startswith("cuda") else None
-    print(json.dumps({"busy": rule["busy"], "why": rule.get("why", []), "schedstat": rule["schedstat"],
-                      "load_average": rule.get("load_average"), "other_cpu_percent": rule.get("other_cpu_percent"),
-                      "cpus": rule["cpus"], "unknown": rule.get("unknown", []), "nvml": nvml}))
-    return 0 if rule_ok and nvml in (None, "ok", "absent") else 1
+    ok = rule_ok and nvml in (None, "ok", "absent")
+    from ..figures import emit
+
+    emit(result(rule, nvml, ok))
+    return 0 if ok else 1
+
+
+def result(rule: dict[str, Any], nvml: Optional[str], ok: bool) -> Result:
+    """The rule's readings as figures (none has a limit: the verdict is the rule's, read on an idle box),
+    its words and NVML's answer as notes."""
+    from ..figures import Figure, Result
+
+    figures = {k: Figure(rule[k], unit) for k, unit in READINGS.items() if isinstance(rule.get(k), (int, float))}
+    notes = {"busy": rule["busy"], "why": rule.get("why", []), "schedstat": rule["schedstat"], "rule": rule.get("rule"),
+             "unknown": rule.get("unknown", []), "nvml": nvml}
+    return Result(figures, ok=ok, notes=notes)
 
 
 def nvml_check(limit: float) -> str:

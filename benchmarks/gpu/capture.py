@@ -14,6 +14,9 @@ provenance on. Written to OUT:
 - `check-mlp.json`: the CLI's `check --format json` of MLPStack;
 - `manifest.json`: every file, what it is, the device and torch.
 
+Ends with the figures line (`figures.emit`): the files written against those expected, each
+capture's timing.
+
     python -m benchmarks.gpu.capture OUT_DIR [--device cuda] [--dry]
 
 One child process per model: TORCH_TRACE is read when torch is imported, so each model's log is
@@ -40,6 +43,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from .. import REPO
+from ..figures import Figure, Result, emit
 
 MODELS = {"mlp": "MLPStack", "gpt": "GPT"}
 WORKLOADS = ("forward", "train")
@@ -180,9 +184,12 @@ def _child(out: Path, device: str, key: str, dry: bool, limit: float) -> tuple[d
         rc, stdout = 124, exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         stderr = f"timed out after {limit:.0f} s"
     got: dict[str, Any] = {}
-    for line in stdout.splitlines():
+    for line in stdout.splitlines():  # capture_model's lines, one per capture as it is taken
         if line.startswith("{"):
-            got.update(json.loads(line))
+            try:
+                got.update(json.loads(line))
+            except ValueError:  # another line that opens with a brace (torch's own print)
+                continue
     log_name = ""
     files = sorted(glob.glob(str(logs / "*.log")))
     if files:  # one log per process; more would be torch's own subprocesses' (none expected)
@@ -221,7 +228,7 @@ def _device_words(device: str) -> dict[str, Any]:
             "torch": torch.__version__, "cuda": torch.version.cuda}
 
 
-def capture_all(out: Path, device: str, dry: bool, budget: float) -> dict[str, Any]:
+def capture_all(out: Path, device: str, dry: bool, budget: float) -> Result:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     traces: dict[str, Any] = {}
@@ -254,10 +261,24 @@ def capture_all(out: Path, device: str, dry: bool, budget: float) -> dict[str, A
     manifest = {"format": 2, **_device_words(device), "dry": dry, "root": str(REPO / "benchmarks" / "models"),
                 "files": files, "errors": errors, "check": check}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    expected = len(chosen) * len(WORKLOADS) * len(dtypes(dry))
-    return {"ok": not errors and len(traces) == expected and len(logs) == len(chosen) and check["ok"],
-            "traces": len(traces), "logs": len(logs), "check_rc": check["rc"], "errors": list(errors),
-            "speedups": {k.split(".pt.")[0]: v["speedup"] for k, v in traces.items()}}
+    return result(traces, len(chosen), len(logs), errors, check, dry)
+
+
+def result(traces: dict[str, Any], n_models: int, n_logs: int, errors: dict[str, Any], check: dict[str, Any],
+           dry: bool) -> Result:
+    """The files written against those expected (the goals), each capture's compile and timing; the
+    CLI's JSON missing is the verdict (its exit status is no figure)."""
+    expected = n_models * len(WORKLOADS) * len(dtypes(dry))
+    figures = {"traces": Figure(len(traces), "count", "higher", expected),
+               "logs": Figure(n_logs, "count", "higher", n_models),
+               "errors": Figure(len(errors), "count", "lower", 0)}
+    for name, rec in traces.items():
+        key = name.split(".pt.")[0]
+        figures |= {f"{key}.speedup": Figure(rec["speedup"], "x"), f"{key}.compile_s": Figure(rec["compile_s"], "s"),
+                    f"{key}.eager_ms": Figure(rec["eager_ms"], "ms"), f"{key}.compiled_ms": Figure(rec["compiled_ms"], "ms")}
+    notes = {"check_rc": check["rc"], **({"errors": list(errors)} if errors else {}),
+             **({"check": check.get("stderr")} if not check["ok"] else {})}
+    return Result(figures, ok=False if not check["ok"] else None, notes=notes)
 
 
 def main() -> int:
@@ -272,9 +293,9 @@ def main() -> int:
     if args.model:
         capture_model(out, args.device, args.model, args.dry)
         return 0
-    result = capture_all(out, args.device, args.dry, args.budget)
-    print(json.dumps(result))
-    return 0 if result["ok"] else 1
+    got = capture_all(out, args.device, args.dry, args.budget)
+    emit(got)
+    return 0 if got.verdict() else 1
 
 
 if __name__ == "__main__":

@@ -55,9 +55,13 @@ def test_the_cpu_rehearsal_writes_the_capture_and_the_summary(tmp_path):
     assert "| gpu_capture | yes |" in summary and "| gpu_busy | yes |" in summary, summary
     rows = [json.loads(line) for line in (tmp_path / "ledger.jsonl").read_text().splitlines()]
     assert [r["unit"] for r in rows] == ["gpu_capture", "gpu_busy"] and all(r["dry"] for r in rows)
-    assert "busy" in rows[1]["figures"] and "schedstat" in rows[1]["figures"]
+    assert all(r["typed"] for r in rows), rows  # each unit's figures typed, read from its child's figures line
+    assert rows[0]["figures"]["traces"] == {"value": 2, "unit": "count", "better": "higher", "limit": 2}
+    assert rows[0]["figures"]["mlp-forward-fp32.compiled_ms"]["value"] > 0
+    assert {"busy", "schedstat"} <= set(rows[1]["notes"]) and rows[1]["figures"]["cpus"]["value"] >= 1
     # the replay reads the rehearsal's capture as it will read a GPU's (tests/data/cuda): no test of it rots
     replay = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
                              str(REPO / "tests" / "worker" / "test_cuda_replay.py")], capture_output=True, text=True,
                             env={**os.environ, "COMPILE_LENS_REPLAY_DIR": str(cuda)}, cwd=REPO, timeout=240)
     assert replay.returncode == 0 and "skipped" not in replay.stdout, replay.stdout[-2000:]
+

@@ -1,6 +1,7 @@
 """The benchmark harness: every benchmark a registered unit with a goal and a baseline (and none left
 in scripts/); the runner on a trivial unit (the ledger line, the table, the failure exit, the GPU
-subset's order, BENCHMARKS.md's generated blocks with the prose kept); and one cheap real unit's
+subset's order, BENCHMARKS.md's generated blocks with the prose kept); the GPU tests unit's reading of
+pytest's JUnit report, a run stopped at its limit included; and one cheap real unit's
 rehearsal (`lints --dry`) from the command line to a ledger line and its markdown block."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from benchmarks.__main__ import main  # noqa: E402
 from benchmarks.figures import Figure, Result  # noqa: E402
 from benchmarks.ledger import BEGIN, END, unit_block, write_markdown  # noqa: E402
 
-from benchmarks import UNITS, load_units, unit  # noqa: E402
+from benchmarks import UNITS, Context, load_units, unit  # noqa: E402
 
 
 @unit("trivial_sum", "sum(range(n)) is n(n-1)/2", "Python's own arithmetic")
@@ -90,14 +91,24 @@ def test_the_gpu_check_runs_what_only_a_gpu_gives_first_within_five_minutes():
     assert INSTALL_S + sum(u.timeout_s for u in chosen) <= 300  # a 15-minute device slot, run twice with room
 
 
-def test_the_gpu_tests_outcomes_are_read_as_each_test_ends():
-    from benchmarks.gpu import outcomes
+def test_the_tests_unit_reads_each_outcome_from_pytest_junit_report_even_when_stopped_at_its_limit(tmp_path):
+    # a real pytest run of five tests, the last outliving the unit's limit: interrupted, its report still written
+    from benchmarks.gpu import INTERRUPT_S, _pytest, outcomes
 
-    text = ("tests/a.py::test_x PASSED                  [ 33%]\n"
-            "tests/a.py::test_y[cuda-1] FAILED          [ 66%]\n"
-            "tests/b.py::test_z SKIPPED (no GPU)        [100%]\nPASSED tests/a.py::test_x\n")
-    assert outcomes(text) == {"tests/a.py::test_x": "PASSED", "tests/a.py::test_y[cuda-1]": "FAILED",
-                              "tests/b.py::test_z": "SKIPPED"}
+    (tmp_path / "test_kinds.py").write_text(
+        "import time, pytest\n"
+        "def test_pass(): pass\n"
+        "def test_fail(): assert False\n"
+        "def test_skip(): pytest.skip('no')\n"
+        "@pytest.mark.xfail\ndef test_xfail(): assert False\n"
+        "def test_slow(): time.sleep(120)\n")
+    xml = tmp_path / "report.xml"
+    ctx = Context("cpu", tmp_path, timeout_s=INTERRUPT_S + 2 + 12)  # interrupted 12 s in
+    rc, text, stopped = _pytest(ctx, [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
+                                      str(tmp_path / "test_kinds.py")], xml)
+    assert stopped and rc == 124 and xml.exists(), text[-2000:]
+    found = {k.split("::")[-1]: v for k, v in outcomes(xml).items()}
+    assert found == {"test_pass": "PASSED", "test_fail": "FAILED", "test_skip": "SKIPPED", "test_xfail": "XFAIL"}, found
 
 
 def test_the_markdown_blocks_are_rewritten_and_the_prose_kept(tmp_path):
