@@ -114,8 +114,9 @@ def test_the_lens_title_fits_100_columns_and_keeps_the_verdict():
     assert titles["wide"] == ("⚡ torch.compile: train step slower: 0.91–0.97× · compile 9.8 s "
                               "· pays back after 12,345,678 steps")
     assert titles["real inconclusive with a break"] == "⚡ torch.compile: train step inconclusive — machine busy · compile 13.5 s"
+    # forward only: its break-even counts forward calls, not train steps
     assert titles["fast with a break"] == ("⚡ torch.compile: forward faster: 1.38–1.47× · compile 11.2 s "
-                                           "· pays back after 124,445 steps")
+                                           "· pays back after 124,445 calls")
     short = dataclasses.replace(records()["fast with a break"].benchmark, break_even_calls=None)
     assert lens_titles.lens_title(short) == ("⚡ torch.compile: forward faster: 1.38–1.47× (median 1.43×) · compile 11.2 s "
                                        "· never pays back")  # it fits: nothing shortened

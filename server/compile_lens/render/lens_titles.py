@@ -51,7 +51,9 @@ def lens_title(b: Benchmark, pending: tuple[str, ...] = ()) -> str:
     if coming:
         pieces.append(coming)
     else:
-        pieces.append([f"pays back after {b.break_even_calls:,} steps" if b.break_even_calls is not None
+        # the break-even counts train steps where one was measured, else forward calls
+        counted = "steps" if b.train_step is not None else "calls"
+        pieces.append([f"pays back after {b.break_even_calls:,} {counted}" if b.break_even_calls is not None
                       else "never pays back", ""])
     other = 1 if len(figures) == 2 else None
     payback = None if coming else len(pieces) - 1
