@@ -17,7 +17,14 @@ torch = pytest.importorskip("torch")
 
 from compile_lens.busy.contention import Contention  # noqa: E402
 from compile_lens.busy.rule import busy_threshold, busy_words  # noqa: E402
-from compile_lens.protocol import Benchmark, CompileSeconds, Errors, PeakMemory, Timing  # noqa: E402
+from compile_lens.protocol import (  # noqa: E402
+    Benchmark,
+    CompileSeconds,
+    ContentionReport,
+    Errors,
+    PeakMemory,
+    Timing,
+)
 from compile_lens.speed_words import speed_words  # noqa: E402
 from compile_lens.worker.measure.accuracy import compare as accuracy  # noqa: E402
 from compile_lens.worker.measure.timing import rounds as tm  # noqa: E402
@@ -146,7 +153,7 @@ def test_noisy_timings_are_inconclusive_after_using_the_budget():
     if t.conclusive:
         assert speed_words(t) == f"faster: {lo:.2f}–{hi:.2f}× (median {t.speedup:.2f}×, imprecise)"
     # the same rounds on a machine where others took our cores: no direction at all
-    busy = {"other_cpu_percent": 180.0, "cpus": 2}
+    busy = ContentionReport(other_cpu_percent=180.0, cpus=2)
     t = tm.timing_of(dataclasses.replace(pairs, quiet=[False] * len(pairs.eager)))
     assert not t.conclusive
     words = verdicts.verdict("cpu", t, t, 10.0, verdicts.break_even(10.0, t), 0, True, busy)
@@ -213,12 +220,12 @@ def test_a_cpu_hog_beside_the_timing_is_measured():
         for hog in hogs:
             hog.kill()
             hog.wait()
-    assert seen["cpus"] == (os.cpu_count() or seen["cpus"])
-    assert seen["own_cpu_percent"] >= 20, seen  # two hogs on two cores: up to 200% (less under the other helpers)
-    assert all(t["pid"] in {h.pid for h in hogs} for t in seen.get("top", []) if t["ours"]), seen["top"]
+    assert seen.cpus == (os.cpu_count() or seen.cpus)
+    assert seen.own_cpu_percent >= 20, seen  # two hogs on two cores: up to 200% (less under the other helpers)
+    assert all(t.pid in {h.pid for h in hogs} for t in seen.top if t.ours), seen.top
     words = busy_words(seen)
     assert words and words.startswith("machine busy: ") and "% CPU during timing" in words
-    assert ("our own processes used" in words) is (seen["own_cpu_percent"] > 50 or "other processes" not in words)
+    assert ("our own processes used" in words) is (seen.own_cpu_percent > 50 or "other processes" not in words)
 
 
 # --- what the user sees of an inconclusive figure --------------------------------------------
@@ -296,7 +303,7 @@ def test_rounds_during_which_others_took_our_cores_do_not_count():
     assert enough.conclusive and enough.rounds == 8 and enough.speedup == pytest.approx(2.0, rel=0.01)
     # two cores, two threads: others may use half a core; sixteen cores, eight threads: 8.5 cores
     assert busy_threshold(2, 2) == 50.0 and busy_threshold(16, 8) == 850.0
-    assert busy_words({"other_cpu_percent": 40.0, "cpus": 2, "threads": 2}) is None
-    assert busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2}).startswith("machine busy")
+    assert busy_words(ContentionReport(other_cpu_percent=40.0, cpus=2, threads=2)) is None
+    assert busy_words(ContentionReport(other_cpu_percent=60.0, cpus=2, threads=2)).startswith("machine busy")
 
 
