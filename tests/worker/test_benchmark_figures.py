@@ -110,7 +110,7 @@ def test_steady_timings_are_conclusive_and_stop_early():
     lo, hi = t.speedup_ci
     assert 1.9 < lo <= t.speedup <= hi < 2.1
     assert t.rounds == tm.MIN_ROUNDS  # it knows after the minimum: the budget is not spent
-    b = verdicts.verdict("cpu", t, None, 10.0, verdicts.break_even(10.0, t), 0, True, {"other_cpu_percent": 3.0})
+    b = verdicts.verdict("cpu", t, None, 10.0, verdicts.break_even(10.0, t), 0, True, ContentionReport(other_cpu_percent=3.0))
     assert b.startswith(f"worth it: forward faster: {lo:.2f}–{hi:.2f}× (median {t.speedup:.2f}×) on cpu") and "inconclusive" not in b
     assert "imprecise" not in b
 
@@ -172,13 +172,13 @@ def test_interval_that_contains_one_is_inconclusive():
     jitter = [0.99, 1.01, 1.0, 0.995, 1.005, 1.0, 0.99, 1.01, 1.0, 1.002]
     quiet = tm.timing_of(tm.Paired([1e-3 * j for j in jitter], [1e-3 * j for j in reversed(jitter)]))
     assert not quiet.conclusive
-    assert "no measurable difference" in verdicts.inconclusive_why(quiet, {"other_cpu_percent": 1.0})
+    assert "no measurable difference" in verdicts.inconclusive_why(quiet, ContentionReport(other_cpu_percent=1.0))
     # compiled clearly slower, but most rounds shared the cores (the run's average stayed under the
     # busy line): inconclusive, and the reason must not claim an interval that contains 1×
     rounds = tm.Paired([1e-3] * 10, [3e-3 * j for j in jitter], quiet=[True] * 3 + [False] * 7)
     shared = tm.timing_of(rounds)
     assert not shared.conclusive and shared.speedup_ci[1] < 1.0
-    why = verdicts.inconclusive_why(shared, {"other_cpu_percent": 22.0, "cpus": 2, "threads": 2})
+    why = verdicts.inconclusive_why(shared, ContentionReport(other_cpu_percent=22.0, cpus=2, threads=2))
     assert why.startswith("machine busy: other processes took our cores") and "contains 1×" not in why
 
 
@@ -235,7 +235,7 @@ def _figures(conclusive: bool) -> Benchmark:
         fwd = Timing(0.412, 0.290, 1.42, 0.01, 0.01, [1.36, 1.49], True, 12)
     else:
         fwd = Timing(0.412, 0.1, 4.13, 3.0, 0.9, [0.31, 9.2], False, 16)
-    busy = {"other_cpu_percent": 180.0, "cpus": 2}
+    busy = ContentionReport(other_cpu_percent=180.0, cpus=2)
     return Benchmark("cpu", "Xeon (2 threads)", "default", fwd, None, CompileSeconds(12.0, 2.0),
                      9000 if conclusive else None, PeakMemory(262144, 262144, "m"),
                      Errors(0.0), Errors(0.0),
