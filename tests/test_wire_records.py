@@ -16,7 +16,7 @@ from paths import REPO
 
 # the modules whose dataclasses cross a process or the wire (`protocol` re-exports `measured`'s)
 WIRE = [measured, protocol]
-MOST_OPEN = 8
+MOST_OPEN = 6  # the goal's 8 met; a timing's machine load (`ContentionReport`) typed since: no new open field
 
 
 def _open_type(annotation: ast.expr) -> bool:
@@ -73,8 +73,12 @@ def test_a_result_crosses_the_pipe_and_the_cache_as_the_same_records():
     """Every typed record of a result, to JSON and back (`to_json`, `from_dict`): what the worker sends,
     the cache stores and the server reads are one shape."""
     timing = protocol.Timing(2.0, 1.0, 2.0, 0.1, 0.1, [1.8, 2.2], True, 12)
+    load = protocol.ContentionReport(cpus=2, threads=2, busy=True, why=["other processes used 180% CPU"],
+                                     other_cpu_percent=180.0, top=[protocol.BusyProcess(7, "pytest", "python -m pytest",
+                                                                                        95.0, False)])
     lever = protocol.Lever("regional", "each Block compiled once", "better", forward=timing,
-                           train_step=dataclasses.replace(timing, conclusive=False, busy="machine busy: …"),
+                           train_step=dataclasses.replace(timing, conclusive=False, busy="machine busy: …",
+                                                          contention=load),
                            compile_s={"before": 40.0, "after": 12.0}, recompiles={"before": 1, "after": 1})
     report = protocol.Report(protocol.BatchSweep(0, 8, [8, 16], [protocol.SweepPoint(8, 1.0, 0.5, 0.1, 0.1, 2.0)], 1,
                                                  True, "cpu", "forward (eval, no_grad)", 3.0), kernels=2, notes=["n"])
@@ -83,6 +87,7 @@ def test_a_result_crosses_the_pipe_and_the_cache_as_the_same_records():
                                    fallback_ops=[protocol.FallbackOp("aten.sort", 1)])
     back = protocol.from_dict(protocol.TargetResult, json.loads(protocol.to_json(result)))
     assert back == result and isinstance(back.levers[0].forward, protocol.Timing)
+    assert isinstance(back.levers[0].train_step.contention.top[0], protocol.BusyProcess)
     job = protocol.AnalyzeJob(1, "m.py", str(REPO), [], known={"Net": protocol.Known(None, [
         protocol.Recompile(3, "batch 17", "automatic-dynamic", "size mismatch", "x")])})
     assert protocol.from_dict(protocol.AnalyzeJob, json.loads(protocol.to_json(job))) == job

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[2]
@@ -24,6 +23,7 @@ from compile_lens import remote_cache as rc  # noqa: E402
 from compile_lens.protocol import InputRecipe, TargetSpec  # noqa: E402
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
 from compile_lens.worker.measure.compile.cold import run_child  # noqa: E402
+from compile_lens.worker.measure.compile.cold_job import ColdJob  # noqa: E402
 from compile_lens.worker.measure.run.benchmark import run_benchmark  # noqa: E402
 from redis_server import key_count, redis_server  # noqa: E402
 
@@ -45,10 +45,10 @@ def main(runs: int) -> None:
             remote = b.warm_cache["remote"]
             os.environ.update({name: "1" for name in rc.SERVED_SWITCHES})
             os.environ.update(TORCHINDUCTOR_REDIS_HOST="127.0.0.1", TORCHINDUCTOR_REDIS_PORT=url.rsplit(":", 1)[1])
-            job = {"path": MODEL, "root": str(ROOT), "spec": asdict(SPEC), "device": "cpu", "mode": "default",
-                   "workloads": ["train", "forward"], "step_begin": False, "tasks": ["compile"], "what": "cold"}
+            job = ColdJob(MODEL, str(ROOT), SPEC, "cpu", "default", ["train", "forward"], False, ["compile"], 60.0,
+                          "cold")
             with tempfile.TemporaryDirectory(prefix="compile-lens-inductor-") as d:
-                cold_env_warm_redis = run_child(job, cache_dir=d, timeout=600)["compile_s"]["train"]
+                cold_env_warm_redis = run_child(job, cache_dir=d, timeout=600).compile_s["train"]
             for name in rc.SERVED_SWITCHES + rc.REDIS_ADDRESS:
                 os.environ.pop(name, None)
             c = b.compile_s

@@ -50,7 +50,7 @@ def verdict(device: str, seconds: float = 2.0) -> dict[str, Any]:
 
     watch = Contention("cuda" if device.startswith("cuda") or device == "cpu" else device)
     time.sleep(seconds)
-    report = watch.report()
+    report = watch.report().json()  # the JSON `contention`, as the CLI prints it
     report["schedstat"] = thread_run_delay_s() is not None
     return report
 

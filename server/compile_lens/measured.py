@@ -6,7 +6,7 @@ side names them from there."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 
@@ -38,6 +38,46 @@ class LineCost:
     kernels: list[KernelShare] = field(default_factory=list)
     fused_with: list[LineRef] = field(default_factory=list)  # lines sharing a generated kernel with it
     fallback: bool = False  # one of its kernels is an aten op Inductor did not lower
+
+
+@dataclass
+class BusyProcess:
+    """One of the busiest processes beside a timing (`busy/cpu`: psutil's reading), the JSON `contention.top`."""
+
+    pid: int
+    name: str
+    cmdline: str
+    cpu_percent: float
+    ours: bool  # our own tree (Inductor's compile workers, the CLI or server that started us), not others'
+
+
+@dataclass
+class ContentionReport:
+    """What else ran while we timed and the busy rule's verdict (`busy/contention.Contention.report`),
+    the JSON `contention`. None: not read. `busy` None: a reading from before the rule (judged by
+    today's, `busy.rule.busy_words`)."""
+
+    cpus: int = 1
+    threads: int = 1  # the threads the timed work ran on
+    rule: str = "cpu"  # the device's rule that judged it: "cpu" | "cuda"
+    busy: Optional[bool] = None
+    why: list[str] = field(default_factory=list)  # the rule's words when busy (also under a declared quiet)
+    other_cpu_percent: Optional[float] = None  # % of one CPU: processes outside our tree
+    own_cpu_percent: Optional[float] = None  # our own tree less this process
+    launch_wait_percent: Optional[float] = None  # our launching thread's run-queue wait, % of the span (schedstat)
+    gpu_other_processes: Optional[int] = None
+    load_average: Optional[float] = None  # read only on CUDA without schedstat
+    declared_quiet: bool = False  # a test declared the machine quiet (`busy.contention.declared_quiet`): busy False
+    busy_by_rule: bool = False  # under that declaration: what the rule would have said
+    clock: Optional[str] = None  # "thread CPU": the rounds' clock under a test's declaration on the CPU
+    top: list[BusyProcess] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # what could not be read, in words
+
+    def json(self) -> dict[str, Any]:
+        """The JSON `contention` as the CLI has always printed it: the fields read (unset ones left out),
+        `busy` always, and on the CUDA rule `gpu_other_processes` (null: not read)."""
+        kept = ("busy", "gpu_other_processes") if self.rule == "cuda" else ("busy",)
+        return {k: v for k, v in asdict(self).items() if k in kept or not (v is None or v is False or v == [])}
 
 
 @dataclass
@@ -81,9 +121,9 @@ class Timing:
     kernel_sources: dict[str, str] = field(default_factory=dict)
     # a lever's paired rounds (`worker/levers/steady`; the benchmark says it in `Benchmark.contention`):
     # "machine busy: …" when other processes took our cores and the timing is inconclusive, with what
-    # the busy rule saw (`busy/contention.Contention.report`); None / {} otherwise
+    # the busy rule saw (`busy/contention.Contention.report`); None otherwise
     busy: Optional[str] = None
-    contention: dict[str, Any] = field(default_factory=dict)  # open: the busy package's report, read back by its busy_words
+    contention: Optional[ContentionReport] = None
 
 
 @dataclass
@@ -204,8 +244,8 @@ class Benchmark:
     measured_at: float = 0.0  # unix time
     notes: list[str] = field(default_factory=list)  # breaks/recompiles seen while timing
     conclusive: bool = False  # the verdict's timing (train step, else forward) is conclusive
-    # what else ran while timing and the busy rule's verdict (fields: busy/contention.Contention.report)
-    contention: dict[str, Any] = field(default_factory=dict)  # open: the busy package's report, read back by its busy_words
+    # what else ran while timing and the busy rule's verdict (`busy/contention.Contention.report`); None: not read
+    contention: Optional[ContentionReport] = None
     # where the measurement's wall time went, seconds: {"build", "cold_child", "cold_child_train",
     # "cold_compile", "warm_compiles", "accuracy_warmup", "timing", "memory", "line_costs",
     # "to_forward" (until the forward's figures were sent), "total"}

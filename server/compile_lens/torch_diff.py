@@ -78,7 +78,7 @@ def _busy(result: Optional[TargetResult]) -> Optional[bool]:
     bench = result.benchmark if result else None
     if bench is None:
         return None
-    return contention_busy(bench.contention or {})
+    return contention_busy(bench.contention)
 
 
 def _export(result: Optional[TargetResult]) -> Optional[str]:

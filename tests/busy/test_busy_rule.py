@@ -22,6 +22,7 @@ from compile_lens.busy import gpu as gpu_readers  # noqa: E402
 from compile_lens.busy.cpu import OthersCPU  # noqa: E402
 from compile_lens.busy.rule import CpuUse, GpuProcess, Load, busy_threshold, decide, process_label  # noqa: E402
 from compile_lens.processes import our_pids  # noqa: E402
+from compile_lens.protocol import BusyProcess, ContentionReport, from_dict  # noqa: E402
 from paths import SERVER  # noqa: E402
 
 BURN_S = 1.0
@@ -40,7 +41,7 @@ def _child(burn_py: str, seconds: float = 3 * BURN_S) -> subprocess.Popen:
 
 
 MEASURE = """
-import json, os, sys, time
+import dataclasses, json, os, sys, time
 import torch  # as in the worker: the reading's threads are torch's
 from compile_lens.busy.contention import Contention
 from compile_lens.busy.cpu import OthersCPU, thread_run_delay_s
@@ -48,7 +49,8 @@ device, seconds = sys.argv[1], float(sys.argv[2])
 watch, contention, d0 = OthersCPU(), Contention(device), thread_run_delay_s()
 time.sleep(seconds)
 use, d1 = watch.use(top_n=50), thread_run_delay_s()
-print(json.dumps({"others": use.others, "ours": use.ours, "top": use.top, "report": contention.report(),
+print(json.dumps({"others": use.others, "ours": use.ours, "top": [dataclasses.asdict(t) for t in use.top],
+                  "report": contention.report().json(),
                   "sched": None if d0 is None else d1 - d0, "wall": seconds}))
 """
 
@@ -89,8 +91,8 @@ def test_a_live_child_burning_a_core_is_ours(burn_py):
         child.kill()
         child.wait()
     assert use is not None and use.ours > TOP_MIN, use
-    entry = [t for t in use.top if t["pid"] == child.pid]
-    assert entry and entry[0]["ours"] is True and "burn.py" in entry[0]["cmdline"], use.top
+    entry = [t for t in use.top if t.pid == child.pid]
+    assert entry and entry[0].ours is True and "burn.py" in entry[0].cmdline, use.top
 
 
 TOP_MIN = 5.0  # a burner on a loaded two-core machine still gets more than this
@@ -107,7 +109,7 @@ def test_a_foreign_burner_is_others_and_named(burn_py):
     # the rule as strict as ever on the CPU: busy exactly when others and ours pass the line
     line = busy_threshold(report["cpus"], report["threads"])
     assert report["busy"] == (report["other_cpu_percent"] + report["own_cpu_percent"] > line), report
-    words = rule.busy_words(report)
+    words = rule.busy_words(from_dict(ContentionReport, report))  # the JSON read back as the record
     if report["busy"] and report["other_cpu_percent"] >= report["own_cpu_percent"]:
         assert words.startswith("machine busy: other processes used") and "% CPU during timing" in words
         named = [t for t in report.get("top", []) if not t["ours"]][:3]
@@ -151,13 +153,13 @@ def test_a_tests_declaration_of_quiet_counts_busy_rounds_and_says_so(burn_py, mo
         for b in burners:
             b.kill()
             b.wait()
-    assert declared["declared_quiet"] is True and declared["busy"] is False and quiet is True, declared
-    assert declared["busy_by_rule"] is True and declared["why"], declared  # what the rule saw, kept
+    assert declared.declared_quiet is True and declared.busy is False and quiet is True, declared
+    assert declared.busy_by_rule is True and declared.why, declared  # what the rule saw, kept
     assert rule.busy_words(declared) is None
     # its CPU rounds read the thread's CPU clock (others' load does not enter it), said in the reading;
     # CUDA's and an undeclared machine's rounds read the wall clock
-    assert declared["clock"] == "thread CPU" and clocks == (time.thread_time, None) and undeclared_clock is None
-    assert "declared_quiet" not in plain and plain["busy"] is True and judged is False, plain
+    assert declared.clock == "thread CPU" and clocks == (time.thread_time, None) and undeclared_clock is None
+    assert "declared_quiet" not in plain.json() and plain.busy is True and judged is False, plain
     assert rule.busy_words(plain).startswith("machine busy: ")
 
 
@@ -184,7 +186,8 @@ def test_the_cuda_rule_decides_from_real_readings(burn_py, monkeypatch):
     report = seen["report"]
     assert report["rule"] == "cuda" and report["gpu_other_processes"] is None
     assert any("GPU" in u for u in report["unknown"]), report  # said: GPU use by others was not read
-    use, sched, wall = CpuUse(seen["others"], seen["ours"], seen["top"]), seen["sched"], seen["wall"]
+    top = [from_dict(BusyProcess, t) for t in seen["top"]]
+    use, sched, wall = CpuUse(seen["others"], seen["ours"], top), seen["sched"], seen["wall"]
     read = Load(cpus=CPUS, threads=CPUS, cpu=use, wall_s=wall, sched_delay_s=sched)
     on_cuda, on_cpu = decide("cuda", read).busy, decide("cpu", read).busy
     assert on_cuda is (sched > rule.SCHED_SHARE * wall)  # a sleeping thread barely waits: quiet
@@ -212,8 +215,8 @@ def test_without_schedstat_an_idle_gpu_box_is_quiet_and_oversubscribed_cores_are
     watch = contention.Contention("cuda", proc=str(tmp_path), cpus=16)
     time.sleep(0.5)
     idle = watch.report()
-    assert "launch_wait_percent" not in idle and any("schedstat" in u for u in idle["unknown"]), idle
-    assert idle["busy"] is False, idle
+    assert idle.launch_wait_percent is None and any("schedstat" in u for u in idle.unknown), idle
+    assert idle.busy is False, idle
     burners = [_child(burn_py, 4 * BURN_S) for _ in range(CPUS + 2)]
     try:
         time.sleep(0.3)
@@ -224,7 +227,7 @@ def test_without_schedstat_an_idle_gpu_box_is_quiet_and_oversubscribed_cores_are
         for b in burners:
             b.kill()
             b.wait()
-    assert loaded["busy"] is True and "no core was left for our launching thread" in loaded["why"][0], loaded
+    assert loaded.busy is True and "no core was left for our launching thread" in loaded.why[0], loaded
     # no CPU times at all: the load average against the cores
     assert rule.no_schedstat_words(None, None, 16, 0.4, [], "during timing") == []
     assert rule.no_schedstat_words(None, None, 2, 5.0, [], "during timing") == [
@@ -261,10 +264,12 @@ def test_settle_waits_for_our_own_processes_to_go_quiet(burn_py):
 
 
 def test_a_reading_from_before_the_rule_is_judged_as_it_was():
-    assert rule.busy_words({"other_cpu_percent": 40.0, "cpus": 2, "threads": 2}) is None
-    words = rule.busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2, "gpu_other_processes": 1})
+    """A stored reading without a `busy` of its own (as JSON read back: `busy` null) gets today's rule."""
+    old = lambda **fields: from_dict(ContentionReport, fields)  # noqa: E731
+    assert rule.busy_words(old(other_cpu_percent=40.0, cpus=2, threads=2)) is None
+    words = rule.busy_words(old(other_cpu_percent=60.0, cpus=2, threads=2, gpu_other_processes=1))
     assert words == "machine busy: other processes used 60% CPU during timing (2 CPUs) and 1 other process used the GPU"
-    assert rule.busy_words({"busy": False, "other_cpu_percent": 900.0, "cpus": 16, "threads": 16}) is None
+    assert rule.busy_words(old(busy=False, other_cpu_percent=900.0, cpus=16, threads=16)) is None
 
 
 PARENT = """
@@ -303,9 +308,9 @@ def test_the_report_line_says_what_the_rule_read_and_could_not(monkeypatch):
     seen = watch.report()
     line = contention_line(SimpleNamespace(train_step=None, forward=SimpleNamespace(rounds=12), contention=seen))
     assert line.startswith("12 paired rounds; other processes used") and "% CPU meanwhile" in line
-    if seen["gpu_other_processes"] is None:
+    if seen.gpu_other_processes is None:
         assert "not read: other processes on the GPU (" in line, line
-    if seen.get("launch_wait_percent") is not None:
+    if seen.launch_wait_percent is not None:
         assert "the launching thread waited for a core" in line
 
 
@@ -329,6 +334,6 @@ def test_inductors_compile_pool_is_ours_and_settles():
         watch = OthersCPU()
         time.sleep(0.3)
         use = watch.use(top_n=50)
-        assert not any(t["pid"] in workers and not t["ours"] for t in use.top), use.top
+        assert not any(t.pid in workers and not t.ours for t in use.top), use.top
     finally:
         shutdown_compile_workers()

@@ -5,12 +5,12 @@ The real readings (processes, schedstat, NVML's stand-in) are tests/busy/test_bu
 from __future__ import annotations
 
 from compile_lens.busy.rule import CpuUse, GpuProcess, Load, busy_words, contention_busy, decide
+from compile_lens.protocol import BusyProcess, ContentionReport
 from compile_lens.trial.figures import RunFigures
 from compile_lens.trial.summary import busy_during
 
-TOP = [{"pid": 1, "name": "pytest", "cmdline": "python -m pytest", "cpu_percent": 95.0, "ours": False},
-       {"pid": 2, "name": "python", "cmdline": "python -c from torch._inductor import compile_worker",
-        "cpu_percent": 40.0, "ours": True}]
+TOP = [BusyProcess(1, "pytest", "python -m pytest", 95.0, False),
+       BusyProcess(2, "python", "python -c from torch._inductor import compile_worker", 40.0, True)]
 
 
 def test_the_cpu_rule_counts_others_and_ours_beyond_the_cores_our_threads_leave():
@@ -50,12 +50,13 @@ def test_the_wait_asks_the_same_rule_with_its_threshold():
 
 
 def test_a_stored_reading_is_judged_by_its_own_verdict_or_todays_rule():
-    mine = {"busy": True, "why": ["other processes used 180% CPU during timing (2 CPUs)"], "cpus": 2, "threads": 2}
+    mine = ContentionReport(busy=True, why=["other processes used 180% CPU during timing (2 CPUs)"], cpus=2, threads=2)
     assert contention_busy(mine) and busy_words(mine) == "machine busy: other processes used 180% CPU during timing (2 CPUs)"
-    assert not contention_busy({"busy": False, "other_cpu_percent": 900.0, "cpus": 16, "threads": 16})
-    old = {"other_cpu_percent": 60.0, "cpus": 2, "threads": 2}  # from before the rule: no `busy`
-    assert contention_busy(old) and not contention_busy({**old, "other_cpu_percent": 40.0})
-    assert contention_busy({"other_cpu_percent": 0.0, "cpus": 2, "threads": 2, "gpu_other_processes": 1})
+    assert not contention_busy(ContentionReport(busy=False, other_cpu_percent=900.0, cpus=16, threads=16))
+    old = ContentionReport(other_cpu_percent=60.0, cpus=2, threads=2)  # from before the rule: no `busy`
+    assert contention_busy(old) and not contention_busy(ContentionReport(other_cpu_percent=40.0, cpus=2, threads=2))
+    assert contention_busy(ContentionReport(other_cpu_percent=0.0, cpus=2, threads=2, gpu_other_processes=1))
+    assert not contention_busy(None) and busy_words(None) is None  # nothing read says nothing
 
 
 def test_the_trials_runs_are_judged_by_the_cpu_rule_on_every_core():

@@ -6,16 +6,19 @@ examples/item_scale.py), its figures set as each case needs; no torch runs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from compile_lens.cli import gate
+from compile_lens.protocol import ContentionReport
 from compile_lens.torch_diff import compare
 from paths import DATA, REPO
 from torch_results import load_recorded
 
 EXAMPLES = REPO / "examples"
 RECORDED = DATA / "torch_2_14_1" / "item_scale.json"
-QUIET = {"cpus": 2, "threads": 2, "other_cpu_percent": 10.0}
+QUIET = ContentionReport(cpus=2, threads=2, other_cpu_percent=10.0)
 
 
 def _reports():
@@ -47,7 +50,7 @@ def test_fail_on_slower_only_on_a_conclusive_timing(ci, conclusive, fails):
 def _guarded(reports, us: float, ci, contention=QUIET):
     bench = reports[0].targets[0].benchmark
     bench.forward.guard_us_per_call, bench.forward.guard_us_ci = us, ci
-    bench.contention = dict(contention)
+    bench.contention = contention
     return reports
 
 
@@ -62,7 +65,7 @@ def test_compare_names_a_guard_change_only_from_measurable_quiet_intervals(base_
     base, runtime = _reports()
     other, _ = _reports()
     _guarded(base, sum(base_ci) / 2, base_ci)
-    _guarded(other, sum(other_ci) / 2, other_ci, {**QUIET, "other_cpu_percent": 190.0} if busy else QUIET)
+    _guarded(other, sum(other_ci) / 2, other_ci, replace(QUIET, other_cpu_percent=190.0) if busy else QUIET)
     diff = compare(base, {"torch": "2.13.0"}, other, runtime, str(EXAMPLES))
     [target] = diff["targets"]
     guard_changes = [c for c in target["changes"] if c.startswith("guards")]

@@ -19,6 +19,7 @@ import pytest
 
 from compile_lens.engine.check import check
 from compile_lens.interpreters import MIN_TORCH, InterpreterError, probe
+from compile_lens.protocol import ContentionReport
 from compile_lens.render.report_torch_diff import compare_section
 from compile_lens.render.torch_diff_text import render_torch_diff_text
 from compile_lens.settings import Settings
@@ -200,7 +201,7 @@ def test_a_cold_compile_is_named_only_when_neither_side_was_measured_on_a_busy_m
     other, runtime = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
     base, _ = load_recorded(RECORDED / "item_scale.json", EXAMPLES)
     measured = other[0].targets[0].benchmark
-    assert measured is not None and measured.contention["other_cpu_percent"] > 100  # recorded on a busy machine
+    assert measured is not None and measured.contention.other_cpu_percent > 100  # recorded on a busy machine
     cold = measured.compile_s.cold
     base[0].targets[0].benchmark.compile_s.cold = cold / 2
     busy = compare(base, {"torch": "2.13.0"}, other, runtime, str(EXAMPLES))
@@ -209,6 +210,6 @@ def test_a_cold_compile_is_named_only_when_neither_side_was_measured_on_a_busy_m
                                     "compare speed)")
     assert f"{cold / 2:.1f} s? → {cold:.1f} s?" in render_torch_diff_text(busy)
     for side in (base, other):
-        side[0].targets[0].benchmark.contention = {"cpus": 2, "threads": 2, "other_cpu_percent": 12.0}
+        side[0].targets[0].benchmark.contention = ContentionReport(cpus=2, threads=2, other_cpu_percent=12.0)
     idle = compare(base, {"torch": "2.13.0"}, other, runtime, str(EXAMPLES))
     assert idle["targets"][0]["changes"] == [f"cold compile {cold / 2:.1f} → {cold:.1f} s"]

@@ -6,7 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from compile_lens.protocol import LEVERS, Lever, Problem, TargetResult, Timing, with_phase
+from compile_lens.protocol import (
+    LEVERS,
+    ContentionReport,
+    Lever,
+    Problem,
+    TargetResult,
+    Timing,
+    with_phase,
+)
 from compile_lens.render import phases
 from compile_lens.render.cli_output import _target_json
 from compile_lens.render.levers_text import levers_lines, offered, table_rows
@@ -50,9 +58,11 @@ def test_the_json_and_the_phases_carry_the_levers_phase():
                                            "conclusive": False, "rounds": 12}
     assert doc["levers"][0]["train_step"] == {} and doc["levers"][1]["forward"] == {}
     busy = "machine busy: other processes used 150% CPU during timing (2 CPUs)"
-    result.levers[0].forward.busy, result.levers[0].forward.contention = busy, {"busy": True, "why": ["…"]}
+    result.levers[0].forward.busy, result.levers[0].forward.contention = busy, ContentionReport(busy=True, why=["…"])
     said = _target_json(result)["levers"][0]["forward"]
-    assert (said["busy"], said["contention"]) == (busy, {"busy": True, "why": ["…"]})
+    # the JSON names the fields read (`cpus`, `threads`, `rule` always), as the reading printed them
+    assert (said["busy"], said["contention"]) == (busy, {"cpus": 1, "threads": 1, "rule": "cpu", "busy": True,
+                                                         "why": ["…"]})
     assert doc["phases"]["levers"] == {"status": "done", "error": None}
     failed = with_phase(result, LEVERS, "failed", Problem("timeout", "the levers phase took too long"))
     assert "levers phase failed: the levers phase took too long" in phases.summary(failed)

@@ -265,10 +265,10 @@ def test_the_busy_run_names_who_ours_told_apart():
     finally:
         burner.kill()
         burner.wait()
-    assert any(t["pid"] == burner.pid and t["ours"] for t in use.top), use.top
+    assert any(t.pid == burner.pid and t.ours for t in use.top), use.top
     q = Quartiles(median=0.02, q1=0.019, q3=0.021, min=0.018, max=0.022, n=10)
     eager = RunFigures(ran=True, steady=Steady(wall_s=q, hook_s=q), other_cpu_percent=180.0,
-                       busy_top=[t for t in use.top if t["pid"] == burner.pid])
+                       busy_top=[t for t in use.top if t.pid == burner.pid])
     busy = summary.speedup(eager, RunFigures(ran=True, steady=Steady(wall_s=q, hook_s=q), other_cpu_percent=3.0))
     assert busy.why.startswith("machine busy: other processes used 180% CPU during the eager run (ours: python -c ")
 

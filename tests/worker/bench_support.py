@@ -5,7 +5,6 @@ in-process runs with the fresh processes replaced by canned figures (`fake_child
 from __future__ import annotations
 
 import ast
-import json
 import os
 import time
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import paths
 from compile_lens.protocol import Benchmark, InputRecipe, TargetSpec
 from compile_lens.worker.loader import build_target, import_file
+from compile_lens.worker.measure.compile.cold_job import ColdJob, ColdResult
 from compile_lens.worker.measure.run import benchmark as bench
 
 FIXTURES = paths.FIXTURES / "bench"
@@ -58,19 +58,17 @@ def measure_tiny(module):
     return result, stages, time.perf_counter() - started, parts
 
 
-CANNED = {"compile_s": {"train": 9.0, "forward": 8.0}, "import_s": 1.5, "memory": {}, "notes": []}
+CANNED = {"train": 9.0, "forward": 8.0}  # the cold compiles' seconds, per workload
 
 
 def fake_children(monkeypatch):
     """Skip the fresh processes: canned cold compile times (each child's own workload), the rest
     measured for real; the jobs the children were given, in order."""
-    jobs: list[dict] = []
+    jobs: list[ColdJob] = []
 
-    def fake(job, *, cache_dir, timeout, progress=None):
+    def fake(job: ColdJob, *, cache_dir, timeout, progress=None) -> ColdResult:
         jobs.append(job)
-        found = json.loads(json.dumps(CANNED))
-        found["compile_s"] = {wl: found["compile_s"][wl] for wl in job["workloads"]}
-        return found
+        return ColdResult(compile_s={wl: CANNED[wl] for wl in job.workloads}, import_s=1.5)
 
     monkeypatch.setattr(bench, "run_child", fake)
     return jobs

@@ -17,7 +17,14 @@ torch = pytest.importorskip("torch")
 
 from compile_lens.busy.contention import Contention  # noqa: E402
 from compile_lens.busy.rule import busy_threshold, busy_words  # noqa: E402
-from compile_lens.protocol import Benchmark, CompileSeconds, Errors, PeakMemory, Timing  # noqa: E402
+from compile_lens.protocol import (  # noqa: E402
+    Benchmark,
+    CompileSeconds,
+    ContentionReport,
+    Errors,
+    PeakMemory,
+    Timing,
+)
 from compile_lens.speed_words import speed_words  # noqa: E402
 from compile_lens.worker.measure.accuracy import compare as accuracy  # noqa: E402
 from compile_lens.worker.measure.timing import rounds as tm  # noqa: E402
@@ -103,7 +110,7 @@ def test_steady_timings_are_conclusive_and_stop_early():
     lo, hi = t.speedup_ci
     assert 1.9 < lo <= t.speedup <= hi < 2.1
     assert t.rounds == tm.MIN_ROUNDS  # it knows after the minimum: the budget is not spent
-    b = verdicts.verdict("cpu", t, None, 10.0, verdicts.break_even(10.0, t), 0, True, {"other_cpu_percent": 3.0})
+    b = verdicts.verdict("cpu", t, None, 10.0, verdicts.break_even(10.0, t), 0, True, ContentionReport(other_cpu_percent=3.0))
     assert b.startswith(f"worth it: forward faster: {lo:.2f}–{hi:.2f}× (median {t.speedup:.2f}×) on cpu") and "inconclusive" not in b
     assert "imprecise" not in b
 
@@ -146,7 +153,7 @@ def test_noisy_timings_are_inconclusive_after_using_the_budget():
     if t.conclusive:
         assert speed_words(t) == f"faster: {lo:.2f}–{hi:.2f}× (median {t.speedup:.2f}×, imprecise)"
     # the same rounds on a machine where others took our cores: no direction at all
-    busy = {"other_cpu_percent": 180.0, "cpus": 2}
+    busy = ContentionReport(other_cpu_percent=180.0, cpus=2)
     t = tm.timing_of(dataclasses.replace(pairs, quiet=[False] * len(pairs.eager)))
     assert not t.conclusive
     words = verdicts.verdict("cpu", t, t, 10.0, verdicts.break_even(10.0, t), 0, True, busy)
@@ -165,13 +172,13 @@ def test_interval_that_contains_one_is_inconclusive():
     jitter = [0.99, 1.01, 1.0, 0.995, 1.005, 1.0, 0.99, 1.01, 1.0, 1.002]
     quiet = tm.timing_of(tm.Paired([1e-3 * j for j in jitter], [1e-3 * j for j in reversed(jitter)]))
     assert not quiet.conclusive
-    assert "no measurable difference" in verdicts.inconclusive_why(quiet, {"other_cpu_percent": 1.0})
+    assert "no measurable difference" in verdicts.inconclusive_why(quiet, ContentionReport(other_cpu_percent=1.0))
     # compiled clearly slower, but most rounds shared the cores (the run's average stayed under the
     # busy line): inconclusive, and the reason must not claim an interval that contains 1×
     rounds = tm.Paired([1e-3] * 10, [3e-3 * j for j in jitter], quiet=[True] * 3 + [False] * 7)
     shared = tm.timing_of(rounds)
     assert not shared.conclusive and shared.speedup_ci[1] < 1.0
-    why = verdicts.inconclusive_why(shared, {"other_cpu_percent": 22.0, "cpus": 2, "threads": 2})
+    why = verdicts.inconclusive_why(shared, ContentionReport(other_cpu_percent=22.0, cpus=2, threads=2))
     assert why.startswith("machine busy: other processes took our cores") and "contains 1×" not in why
 
 
@@ -213,12 +220,12 @@ def test_a_cpu_hog_beside_the_timing_is_measured():
         for hog in hogs:
             hog.kill()
             hog.wait()
-    assert seen["cpus"] == (os.cpu_count() or seen["cpus"])
-    assert seen["own_cpu_percent"] >= 20, seen  # two hogs on two cores: up to 200% (less under the other helpers)
-    assert all(t["pid"] in {h.pid for h in hogs} for t in seen.get("top", []) if t["ours"]), seen["top"]
+    assert seen.cpus == (os.cpu_count() or seen.cpus)
+    assert seen.own_cpu_percent >= 20, seen  # two hogs on two cores: up to 200% (less under the other helpers)
+    assert all(t.pid in {h.pid for h in hogs} for t in seen.top if t.ours), seen.top
     words = busy_words(seen)
     assert words and words.startswith("machine busy: ") and "% CPU during timing" in words
-    assert ("our own processes used" in words) is (seen["own_cpu_percent"] > 50 or "other processes" not in words)
+    assert ("our own processes used" in words) is (seen.own_cpu_percent > 50 or "other processes" not in words)
 
 
 # --- what the user sees of an inconclusive figure --------------------------------------------
@@ -228,7 +235,7 @@ def _figures(conclusive: bool) -> Benchmark:
         fwd = Timing(0.412, 0.290, 1.42, 0.01, 0.01, [1.36, 1.49], True, 12)
     else:
         fwd = Timing(0.412, 0.1, 4.13, 3.0, 0.9, [0.31, 9.2], False, 16)
-    busy = {"other_cpu_percent": 180.0, "cpus": 2}
+    busy = ContentionReport(other_cpu_percent=180.0, cpus=2)
     return Benchmark("cpu", "Xeon (2 threads)", "default", fwd, None, CompileSeconds(12.0, 2.0),
                      9000 if conclusive else None, PeakMemory(262144, 262144, "m"),
                      Errors(0.0), Errors(0.0),
@@ -296,7 +303,7 @@ def test_rounds_during_which_others_took_our_cores_do_not_count():
     assert enough.conclusive and enough.rounds == 8 and enough.speedup == pytest.approx(2.0, rel=0.01)
     # two cores, two threads: others may use half a core; sixteen cores, eight threads: 8.5 cores
     assert busy_threshold(2, 2) == 50.0 and busy_threshold(16, 8) == 850.0
-    assert busy_words({"other_cpu_percent": 40.0, "cpus": 2, "threads": 2}) is None
-    assert busy_words({"other_cpu_percent": 60.0, "cpus": 2, "threads": 2}).startswith("machine busy")
+    assert busy_words(ContentionReport(other_cpu_percent=40.0, cpus=2, threads=2)) is None
+    assert busy_words(ContentionReport(other_cpu_percent=60.0, cpus=2, threads=2)).startswith("machine busy")
 
 

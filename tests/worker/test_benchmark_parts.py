@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import fields, replace
 
 import pytest
 
@@ -28,6 +28,7 @@ from bench_support import (  # noqa: E402
 
 from compile_lens.worker.loader import TargetError  # noqa: E402
 from compile_lens.worker.measure.compile import cold as cold_compile  # noqa: E402
+from compile_lens.worker.measure.compile.cold_job import ColdJob, ColdResult  # noqa: E402
 from compile_lens.worker.measure.memory import peak as memory  # noqa: E402
 from compile_lens.worker.measure.run import benchmark as bench  # noqa: E402
 from compile_lens.worker.measure.workload import devices  # noqa: E402
@@ -58,8 +59,8 @@ def test_a_model_that_draws_random_numbers_is_not_judged_on_them(module, no_chil
     # the canned cold compiles flow through; the warm ones are measured here, imports added; one
     # child per workload, the forward's first
     assert b.compile_s.cold == 9.0 and b.compile_s.warm > 1.5 and b.compile_s.cold_forward == 8.0
-    assert [j["tasks"] for j in no_children] == [["compile", "first_look"], ["compile"]]
-    assert [j["workloads"] for j in no_children] == [["forward"], ["train"]]
+    assert [j.tasks for j in no_children] == [["compile", "first_look"], ["compile"]]
+    assert [j.workloads for j in no_children] == [["forward"], ["train"]]
 
 
 @pytest.mark.slow
@@ -77,7 +78,7 @@ def test_no_parameters_means_forward_only(module, no_children):
     assert b.train_step is None
     assert any(n.startswith("train step:") for n in b.notes)
     assert b.max_abs_error.grad is None
-    assert [j["workloads"] for j in no_children] == [["forward"]]
+    assert [j.workloads for j in no_children] == [["forward"]]
     assert b.compile_s.cold == 8.0  # forward drives break-even
 
 
@@ -87,7 +88,7 @@ def test_plain_function(module, no_children):
     b = bench.run_benchmark(target, path=os.path.relpath(MODELS), root=os.path.relpath(ROOT),
                             device=DEVICE, max_seconds=1)
     # the children run elsewhere (cwd = root): they get absolute paths
-    assert no_children[0]["path"] == MODELS and no_children[0]["root"] == ROOT
+    assert no_children[0].path == MODELS and no_children[0].root == ROOT
     assert b.train_step is None and b.forward.eager_ms > 0
     assert any("plain function" in n for n in b.notes)
     assert b.inputs == "float32[8, 32], 3"
@@ -100,7 +101,7 @@ def test_cuda_falls_back_to_cpu_with_a_note(module, no_children):
     b = quick(module, "Frozen", device="cuda")
     assert b.device == "cpu"
     assert any(n.startswith("device:") and "cuda" in n for n in b.notes)
-    assert no_children[0]["device"] == "cpu"
+    assert no_children[0].device == "cpu"
 
 
 def test_resolve_device():
@@ -128,30 +129,46 @@ def test_oom_detection():
 
 # --- the child process protocol ------------------------------------------------------------
 
-def child_job(name: str, tasks: list[str], inputs: str = TINY_INPUTS, path: str = MODELS) -> dict:
-    return {"path": path, "root": ROOT, "spec": asdict(spec(name, inputs)), "device": DEVICE,
-            "mode": "default", "workloads": ["train"], "tasks": tasks}
+def child_job(name: str, tasks: list[str], inputs: str = TINY_INPUTS, path: str = MODELS) -> ColdJob:
+    return ColdJob(path, ROOT, spec(name, inputs), DEVICE, "default", ["train"], False, tasks, 30.0, "compiling")
 
 
 def test_child_result_is_not_mixed_with_user_prints(tmp_path, capfd):
     result = cold_compile.run_child(child_job("Tiny", ["memory_eager"]), cache_dir=str(tmp_path), timeout=120)
     label = "max_memory_allocated" if DEVICE.startswith("cuda") else "profiler memory events"
-    assert result["memory"]["eager"] > 0 and label in result["memory"]["method"]
-    assert result["memory"]["compiled"] is None and result["compile_s"] == {}
+    assert result.memory.eager > 0 and label in result.memory.method
+    assert result.memory.compiled is None and result.compile_s == {}
     out, err = capfd.readouterr()
     assert "building Tiny" not in out + err and "C-level" not in out + err  # stayed in the child's log
 
 
 def test_child_prints_do_not_reach_the_result_file(tmp_path):
     """Run the child as the worker does, reading its stdout: prints there, result in the file."""
-    job = dict(child_job("Tiny", ["memory_eager"]), result_path=str(tmp_path / "r.json"))
+    job = dict(child_job("Tiny", ["memory_eager"]).json(), result_path=str(tmp_path / "r.json"))
     env = cold_compile._child_env(str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, "-m", cold_compile.CHILD_MODULE, json.dumps(job)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "building Tiny" in proc.stdout and "a C-level style write to fd 1" in proc.stdout
     result = json.loads((tmp_path / "r.json").read_text())
-    assert set(result) == {"compile_s", "memory", "notes"}
+    assert set(result) == {f.name for f in fields(ColdResult)}  # every field, written whole
+    assert ColdResult.from_json(result).memory.eager > 0
+
+
+def test_a_job_or_result_without_a_field_fails_naming_it():
+    """Job and result cross the process boundary as JSON: one that lacks a field (another version's)
+    is refused with the field named, not read as a default that fails later on a key; a lever's
+    JSON job is never sent to the cold child."""
+    job = child_job("Tiny", ["compile"]).json()
+    assert ColdJob.from_json(job) == child_job("Tiny", ["compile"])  # the round trip, spec typed again
+    with pytest.raises(ValueError, match="the cold child's job lacks max_seconds, what"):
+        ColdJob.from_json({k: v for k, v in job.items() if k not in ("max_seconds", "what")})
+    result = ColdResult(compile_s={"forward": 2.0}, import_s=0.5).json()
+    assert ColdResult.from_json(result).compile_s == {"forward": 2.0}
+    with pytest.raises(ValueError, match="the cold child's result lacks first_look"):
+        ColdResult.from_json({k: v for k, v in result.items() if k != "first_look"})
+    with pytest.raises(TypeError, match="ColdJob"):
+        cold_compile.run_child(job, cache_dir="/nonexistent", timeout=1)
 
 
 @pytest.mark.slow
@@ -164,42 +181,47 @@ def test_the_forward_child_takes_the_first_look_right_after_its_compile(tmp_path
     from compile_lens.worker.measure.timing.rounds import MIN_ROUNDS, Paired, timing_of
 
     monkeypatch.setenv("COMPILE_LENS_TEST_QUIET", "1")
-    job = forward_job(MODELS, ROOT, asdict(spec("Tiny", TINY_INPUTS)), DEVICE, "default", False, "forward", 30.0)
-    assert job["tasks"] == ["compile", "first_look"]
+    job = forward_job(MODELS, ROOT, spec("Tiny", TINY_INPUTS), DEVICE, "default", False, "forward", 30.0)
+    assert job.tasks == ["compile", "first_look"]
     found = cold_compile.run_child(job, cache_dir=str(tmp_path), timeout=300)
-    look = found["first_look"]
-    assert look.get("why") is None and look["warmup_compiles"] == 0, look
-    pairs = Paired(**look["pairs"])
+    look = found.first_look
+    assert look is not None and look.why is None and look.warmup_compiles == 0, look
+    pairs = look.pairs
+    assert isinstance(pairs, Paired)
     assert len(pairs.eager) == len(pairs.compiled) == len(pairs.quiet) >= 2
     # its minimum rounds within the look's limit (a block stops at BLOCK_GUARD × its length, however slow
     # the calls turn), each counted, the reading saying why
     assert len(pairs.eager) >= MIN_ROUNDS and all(pairs.quiet), pairs.quiet
-    assert look["s"] > 0
-    assert look["busy"]["declared_quiet"] is True and look["busy"]["busy"] is False, look["busy"]
+    assert look.s > 0
+    assert look.busy.declared_quiet is True and look.busy.busy is False, look.busy
     timing = timing_of(pairs)
     assert timing.rounds == len(pairs.eager) and timing.speedup > 0 and timing.eager_ms > 0 and timing.compiled_ms > 0
     lo, hi = timing.speedup_ci
     assert lo <= timing.speedup <= hi, (lo, timing.speedup, hi)
     # the compile's own figures were read before the rounds added to torch's counters
-    assert found["compile_s"]["forward"] > 0 and found["compile_time"]["frames"]
+    assert found.compile_s["forward"] > 0 and found.compile_time.frames
 
 
 def test_the_first_look_is_the_childs_only_when_it_took_one():
     """A child that could not take the first look (its rounds compiled again) leaves the forward's
     timing to this process; one that did gives its rounds as the forward's figure."""
+    from compile_lens.protocol import ContentionReport
     from compile_lens.worker.measure.compile.children import Cold
+    from compile_lens.worker.measure.compile.cold_job import FirstLook
     from compile_lens.worker.measure.run.snapshot import Figures
     from compile_lens.worker.measure.timing.per_workload import looked
+    from compile_lens.worker.measure.timing.rounds import Paired
 
     figures = Figures(memory={})
-    cold = Cold("forward", 1.0, 0.5, 60.0, {}, [], "", None, {"why": "compiled again while timing"})
+    cold = Cold("forward", 1.0, 0.5, 60.0, child_job("Tiny", ["compile"]), [], "", None,
+                FirstLook(why="compiled again while timing"))
     assert looked(figures, cold) is None and "forward" not in figures.timings
-    rounds = {"eager": [2e-3] * 8, "compiled": [1e-3] * 8, "quiet": [True] * 8, "extra": {}, "dropped": {}}
-    cold.first_look = {"pairs": rounds, "busy": {"busy": False, "cpus": 2}, "unmeasured": {}, "s": 1.5}
+    rounds = Paired([2e-3] * 8, [1e-3] * 8, [True] * 8)
+    cold.first_look = FirstLook(rounds, ContentionReport(busy=False, cpus=2), {}, 1.5)
     pairs = looked(figures, cold)
     assert pairs is not None and len(pairs.eager) == 8
     assert figures.timings["forward"].speedup == pytest.approx(2.0) and figures.timings["forward"].rounds == 8
-    assert figures.busy_seen == {"busy": False, "cpus": 2}
+    assert figures.busy_seen == ContentionReport(busy=False, cpus=2)
 
 
 def test_a_gated_child_takes_no_cpu_while_paused(tmp_path):
@@ -209,7 +231,7 @@ def test_a_gated_child_takes_no_cpu_while_paused(tmp_path):
 
     from compile_lens.worker.measure.compile.children import child_job as cold_job
 
-    job = cold_job(MODELS, ROOT, asdict(spec("Tiny", TINY_INPUTS)), DEVICE, "default", False, "train", 30.0)
+    job = cold_job(MODELS, ROOT, spec("Tiny", TINY_INPUTS), DEVICE, "default", False, "train", 30.0)
     child = cold_compile.Child(job, cache_dir=str(tmp_path), timeout=60, gated=True)
     proc = psutil.Process(child.proc.pid)
 
@@ -266,13 +288,13 @@ def test_an_early_child_waits_for_the_word_and_ends_when_not_taken(tmp_path):
     assert child.proc.poll() is None and not os.path.exists(child.result_path)  # waiting for the word
     assert early.take("forward", job) is child
     child.go()
-    assert child.result()["memory"]["eager"] > 0
+    assert child.result().memory.eager > 0
     early.stop()  # the train step was not taken: ended; the measurement owns the folder
     assert unused.proc.poll() is not None and os.path.isdir(early.base)
     cold_compile.shutil.rmtree(early.base, ignore_errors=True)
     other = Early("Tiny", {"forward": job}, 60)
     gone = other.children["forward"]
-    assert other.take("forward", dict(job, mode="max-autotune")) is None and gone.proc.poll() is not None
+    assert other.take("forward", replace(job, mode="max-autotune")) is None and gone.proc.poll() is not None
     cold_compile.shutil.rmtree(other.base, ignore_errors=True)  # the measurement's folder (it ran its own)
     idle = Early("Tiny", {"forward": job}, 60)
     left = idle.children["forward"]
@@ -331,9 +353,9 @@ def test_a_train_step_whose_child_dies_fails_alone(module, monkeypatch):
     from compile_lens.protocol import Problem
 
     def child(job, *, cache_dir, timeout, progress=None):
-        if job["workloads"] == ["train"]:
+        if job.workloads == ["train"]:
             raise TargetError(Problem("crash", "the benchmark process exited with code -9 before reporting"))
-        return {"compile_s": {"forward": 8.0}, "import_s": 1.5, "memory": {}, "notes": []}
+        return ColdResult(compile_s={"forward": 8.0}, import_s=1.5)
 
     monkeypatch.setattr(bench, "run_child", child)
     monkeypatch.setenv("COMPILE_LENS_TEST_QUIET", "1")  # the line table's figures are asserted

@@ -5,13 +5,13 @@ them, and the miss named by that option."""
 from __future__ import annotations
 
 import tempfile
-from dataclasses import asdict
 
 import pytest
 
 from compile_lens.protocol import InputRecipe, TargetSpec, Timing
 from compile_lens.torch_text import cache_keys
 from compile_lens.worker.measure.compile.cold import run_child
+from compile_lens.worker.measure.compile.cold_job import ColdJob, ColdResult
 from compile_lens.worker.measure.timing.verdict import _metric_notes
 from paths import FIXTURES
 
@@ -20,9 +20,8 @@ MODEL = str(ROOT / "linear2.py")  # library GEMMs only: no C++ kernel to build i
 SPEC = TargetSpec("Linear2", "module", 20, inputs=InputRecipe("directive", "(torch.randn(16, 32),)"))
 
 
-def _compile(cache_dir: str) -> dict:
-    job = {"path": MODEL, "root": str(ROOT), "spec": asdict(SPEC), "device": "cpu", "mode": "default",
-           "workloads": ["forward"], "step_begin": False, "tasks": ["compile"], "what": "a compile"}
+def _compile(cache_dir: str) -> ColdResult:
+    job = ColdJob(MODEL, str(ROOT), SPEC, "cpu", "default", ["forward"], False, ["compile"], 60.0, "a compile")
     return run_child(job, cache_dir=cache_dir, timeout=600)
 
 
@@ -41,19 +40,19 @@ def two_runs():
 @pytest.mark.slow
 def test_a_changed_inductor_option_is_named_as_the_reason_of_the_miss(two_runs):
     first, second, again = two_runs
-    assert [k["state"] for k in first["fx_keys"]] == ["miss"]  # an empty folder: the graph is compiled
-    assert second["cache"]["misses"] > 0 and [k["state"] for k in second["fx_keys"]] == ["miss"]
-    assert cache_keys.reasons(first["fx_keys"], second["fx_keys"]) == [
+    assert [k["state"] for k in first.fx_keys] == ["miss"]  # an empty folder: the graph is compiled
+    assert second.cache["misses"] > 0 and [k["state"] for k in second.fx_keys] == ["miss"]
+    assert cache_keys.reasons(first.fx_keys, second.fx_keys) == [
         "Inductor config option `size_asserts` (True → False)"]
     # the same config as the first: a hit, and no reason to give
-    assert [k["state"] for k in again["fx_keys"]] == ["hit"]
-    assert cache_keys.reasons(first["fx_keys"], again["fx_keys"]) == []
+    assert [k["state"] for k in again.fx_keys] == ["hit"]
+    assert cache_keys.reasons(first.fx_keys, again.fx_keys) == []
 
 
 @pytest.mark.slow
 def test_the_key_components_are_torchs_own(two_runs):
     first, _, _ = two_runs
-    names = {line.split("] ", 1)[1].split(":", 1)[0].split("[", 1)[0] for line in first["fx_keys"][0]["components"]}
+    names = {line.split("] ", 1)[1].split(":", 1)[0].split("[", 1)[0] for line in first.fx_keys[0]["components"]}
     assert {"gm", "inductor_config", "torch_version", "system_info"} <= names, names
 
 

@@ -56,8 +56,8 @@ def test_the_first_look_ends_within_its_documented_limit():
     eager.use(False)
     compiled.forward()  # its compile, as the cold child's is, before the look
     look = first_look(eager, compiled, "cpu")
-    assert "pairs" in look, look
-    pairs = len(look["pairs"]["eager"])
-    assert 1 <= pairs and look["s"] <= FIRST_LOOK_MAX_S, (pairs, look["s"])
+    assert look.pairs is not None and look.why is None, look
+    pairs = len(look.pairs.eager)
+    assert 1 <= pairs and look.s <= FIRST_LOOK_MAX_S, (pairs, look.s)
     # the limit is what stopped it: the minimum pairs of calls this slow do not fit in it
-    assert pairs < MIN_ROUNDS, (pairs, look["s"])
+    assert pairs < MIN_ROUNDS, (pairs, look.s)

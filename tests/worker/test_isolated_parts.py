@@ -10,8 +10,8 @@ The in-process measurement only: the cold compile's fresh process is replaced by
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import json
 import os
 import traceback
 import warnings
@@ -24,13 +24,14 @@ import paths  # noqa: E402
 from compile_lens.protocol import AnalyzeJob, InputRecipe, PeakMemory, TargetResult, TargetSpec  # noqa: E402
 from compile_lens.worker import jobs  # noqa: E402
 from compile_lens.worker.loader import build_target, import_file  # noqa: E402
+from compile_lens.worker.measure.compile.cold_job import ColdResult  # noqa: E402
 from compile_lens.worker.measure.run import benchmark as bench  # noqa: E402
 
 ROOT = str(paths.FIXTURES / "isolated")
 MODEL = os.path.join(ROOT, "faults.py")
 FAULT = "COMPILE_LENS_TEST_FAULT"
 DEVICE = os.environ.get("COMPILE_LENS_TEST_DEVICE", "cpu")
-CANNED = {"compile_s": {"forward": 8.0}, "import_s": 1.5, "memory": {}, "notes": []}
+CANNED = ColdResult(compile_s={"forward": 8.0}, import_s=1.5)
 SPEC = TargetSpec("Net", "module", 44, inputs=InputRecipe("directive", "(torch.randn(8, 16),)"))
 
 pytestmark = pytest.mark.slow  # each measurement compiles the forward once (a few seconds here)
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.slow  # each measurement compiles the forward once (a f
 def target():
     os.environ.pop(FAULT, None)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bench, "run_child", lambda job, **kw: json.loads(json.dumps(CANNED)))
+        mp.setattr(bench, "run_child", lambda job, **kw: copy.deepcopy(CANNED))
         yield build_target(import_file(MODEL, ROOT), SPEC, MODEL)
 
 
@@ -70,7 +71,7 @@ def test_the_baseline_measures_every_part(baseline):
     assert baseline.peak_memory_bytes.eager is not None and baseline.max_abs_error.output == 0.0
     if DEVICE == "cpu":  # the guard cost's rounds ran, each counted (the machine declared quiet)
         lo, hi = baseline.forward.guard_us_ci
-        assert lo <= baseline.forward.guard_us_per_call <= hi and baseline.contention["declared_quiet"] is True
+        assert lo <= baseline.forward.guard_us_per_call <= hi and baseline.contention.declared_quiet is True
 
 
 def test_guard_cost_that_needs_another_compile_is_not_measurable_alone(target, baseline):
@@ -155,7 +156,7 @@ def test_every_stage_of_a_deployment_question_may_take_as_long_as_the_question(d
     # a stage reported without a limit falls back to the worker's default (60 s) and a slow
     # batch-size compile on a busy machine was killed mid-sweep, the whole measurement with it
     assert {text.partition(":")[0] for text, _ in STAGES} >= {"checking torch.export…", "batch sweep"}
-    assert all(kw.get("limit_s") == max(JOB.max_seconds, 2 * CANNED["compile_s"]["forward"]) for _, kw in STAGES), STAGES
+    assert all(kw.get("limit_s") == max(JOB.max_seconds, 2 * CANNED.compile_s["forward"]) for _, kw in STAGES), STAGES
 
 
 PARTS = {"build:1": "torch.export", "build:2": "fallback ops", "build:3": "batch sweep"}
@@ -243,7 +244,7 @@ def test_a_measurement_that_fails_in_our_code_is_a_bug_report_not_a_warning(monk
 
     # a real bug in our code: break-even handed to a function of another shape (raises in busy/rule.py)
     monkeypatch.setattr(bench, "break_even", verdict.inconclusive_why)
-    monkeypatch.setattr(bench, "run_child", lambda job, **kw: json.loads(json.dumps(CANNED)))
+    monkeypatch.setattr(bench, "run_child", lambda job, **kw: copy.deepcopy(CANNED))
     events: list[dict] = []
     job = dataclasses.replace(JOB, trace=False, recompiles=False, benchmark=True, max_seconds=1)
     jobs.run_job(dataclasses.asdict(job), events.append)

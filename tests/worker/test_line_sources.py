@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ try:
 except ImportError:
     sys.path.insert(0, str(SERVER))
 
+from compile_lens.protocol import ContentionReport  # noqa: E402
 from compile_lens.worker.loader import import_file  # noqa: E402
 from compile_lens.worker.measure.compile.cold import inductor_cache  # noqa: E402
 from compile_lens.worker.measure.compile.dynamo_watch import _clear_in_memory_caches  # noqa: E402
@@ -209,8 +211,8 @@ def test_device_parts_add_up_to_busy_and_idle():
 
 
 def test_a_busy_or_disagreeing_table_has_a_caveat():
-    quiet = {"cpus": 2, "threads": 1, "other_cpu_percent": 10.0}
-    busy = {"cpus": 2, "threads": 1, "other_cpu_percent": 190.0}
+    quiet = ContentionReport(cpus=2, threads=1, other_cpu_percent=10.0)
+    busy = ContentionReport(cpus=2, threads=1, other_cpu_percent=190.0)
     agree = {"eager": 300.0, "compiled": 510.0}  # the eager side is not held to it (its tagging)
     assert line_costs.caveat(quiet, agree, 1.0, 0.5, "cpu") is None
     said = line_costs.caveat(busy, agree, 1.0, 0.5, "cpu")
@@ -219,7 +221,7 @@ def test_a_busy_or_disagreeing_table_has_a_caveat():
     off = line_costs.caveat(quiet, {"eager": 980.0, "compiled": 5770.0}, 1.0, 0.5, "cpu")
     assert off and "compiled" in off and "25%" in off
     # a test that declared the machine quiet (busy.contention.declared_quiet) takes the load's disagreement as noise
-    assert line_costs.caveat({**quiet, "busy": False, "declared_quiet": True}, {"eager": 980.0, "compiled": 5770.0},
+    assert line_costs.caveat(replace(quiet, busy=False, declared_quiet=True), {"eager": 980.0, "compiled": 5770.0},
                              1.0, 0.5, "cpu") is None
     # CUDA: the kernels' busy time cannot exceed the call; idle below it is no disagreement
     assert line_costs.caveat(quiet, {"eager": 1000.0, "compiled": 500.0}, 1.0, 0.5, "cuda", busy_us=100.0) is None

@@ -8,7 +8,6 @@ bookkeeping, not kernels)."""
 from __future__ import annotations
 
 import tempfile
-from dataclasses import asdict
 
 import pytest
 
@@ -16,6 +15,7 @@ from compile_lens import remote_cache as rc
 from compile_lens.jobs.lanes import worker_env
 from compile_lens.protocol import InputRecipe, TargetSpec
 from compile_lens.worker.measure.compile.cold import _child_env, run_child
+from compile_lens.worker.measure.compile.cold_job import ColdJob, ColdResult
 from paths import FIXTURES
 from redis_server import key_count
 
@@ -39,9 +39,8 @@ def test_the_cold_child_has_remote_caches_and_pgo_off_whatever_the_user_set(monk
     assert "TORCHINDUCTOR_BUNDLED_AUTOTUNE_REMOTE_CACHE" not in served and "TORCH_COMPILE_JOB_ID" not in served
 
 
-def _cold_child(cache_dir: str) -> dict:
-    job = {"path": MODEL, "root": str(ROOT), "spec": asdict(SPEC), "device": "cpu", "mode": "default",
-           "workloads": ["train", "forward"], "step_begin": False, "tasks": ["compile"], "what": "cold"}
+def _cold_child(cache_dir: str) -> ColdResult:
+    job = ColdJob(MODEL, str(ROOT), SPEC, "cpu", "default", ["train", "forward"], False, ["compile"], 60.0, "cold")
     return run_child(job, cache_dir=cache_dir, timeout=600)
 
 
@@ -79,7 +78,7 @@ def test_the_cold_compile_stays_cold_with_a_warm_redis_in_the_users_environment(
     monkeypatch.setenv("TORCHINDUCTOR_REDIS_PORT", port)
     with tempfile.TemporaryDirectory(prefix="compile-lens-inductor-") as cache_dir:
         cold = _cold_child(cache_dir)
-    assert cold["remote_cache"]["fx_graph"] == {"hits": 0, "misses": 0}  # never asked the warm Redis
-    assert cold["cache"]["hits"] == 0
-    ratio = cold["compile_s"]["train"] / measured.compile_s.cold
+    assert cold.remote_cache["fx_graph"] == {"hits": 0, "misses": 0}  # never asked the warm Redis
+    assert cold.cache["hits"] == 0
+    ratio = cold.compile_s["train"] / measured.compile_s.cold
     print(f"cold with a warm Redis in the environment / cold with an empty one: {ratio:.2f}")

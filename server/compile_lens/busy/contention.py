@@ -27,8 +27,9 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
+from ..measured import ContentionReport
 from .cpu import PROC, OthersCPU, load_average, thread_run_delay_s
 from .gpu import gpu_others
 from .rule import Load, decide
@@ -84,49 +85,37 @@ class Contention:
         use = self._cpu.use()
         return None if use is None else use.others
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> ContentionReport:
         wall = time.perf_counter() - self._t0
         cpu = self._cpu.use()
-        threads = torch_threads(self.cpus)
-        found: dict[str, Any] = {"cpus": self.cpus, "threads": threads, "rule": "cuda" if self.device.startswith("cuda") else "cpu"}
+        found = ContentionReport(cpus=self.cpus, threads=torch_threads(self.cpus),
+                                 rule="cuda" if self.device.startswith("cuda") else "cpu")
         if cpu is not None:
-            found["other_cpu_percent"] = round(cpu.others, 1)
-            found["own_cpu_percent"] = round(cpu.ours, 1)
+            found.other_cpu_percent, found.own_cpu_percent = round(cpu.others, 1), round(cpu.ours, 1)
+            found.top = list(cpu.top)
         sched = None
         if self._sched0 is not None and (now := thread_run_delay_s(self._tid, self.proc)) is not None:
             sched = max(0.0, now - self._sched0)
-            found["launch_wait_percent"] = round(100.0 * sched / max(wall, 1e-9), 1)
-        unknown = []
+            found.launch_wait_percent = round(100.0 * sched / max(wall, 1e-9), 1)
         gpu = None
         if self.device.startswith("cuda"):
             later, why = gpu_others()
             seen = [g for g in (self._gpu0[0], later) if g is not None]
             gpu = tuple({p.pid: p for g in seen for p in g}.values()) if seen else None
-            found["gpu_other_processes"] = None if gpu is None else len(gpu)
+            found.gpu_other_processes = None if gpu is None else len(gpu)
             if gpu is None:
-                unknown.append(f"other processes on the GPU ({why or self._gpu0[1]})")
-        load = None
+                found.unknown.append(f"other processes on the GPU ({why or self._gpu0[1]})")
         if self.device.startswith("cuda") and sched is None:
-            load = load_average(self.proc)
-            if load is not None:
-                found["load_average"] = load
-            unknown.append("our launching thread's wait for a core (no /proc schedstat): busy only when "
-                           "others' CPU left no core for it")
-        busy, words = decide(self.device, Load(cpus=self.cpus, threads=threads, cpu=cpu, wall_s=wall, sched_delay_s=sched,
-                                               load_average=load, gpu_others=gpu))
-        found["busy"] = busy
-        if busy:
-            found["why"] = words
+            found.load_average = load_average(self.proc)
+            found.unknown.append("our launching thread's wait for a core (no /proc schedstat): busy only when "
+                                 "others' CPU left no core for it")
+        busy, words = decide(self.device, Load(cpus=self.cpus, threads=found.threads, cpu=cpu, wall_s=wall,
+                                               sched_delay_s=sched, load_average=found.load_average, gpu_others=gpu))
+        found.busy, found.why = busy, words if busy else []
         if declared_quiet():  # a test's declaration: every round counts, and the reading says why
-            found.update(busy=False, declared_quiet=True)
+            found.busy, found.declared_quiet, found.busy_by_rule = False, True, busy
             if round_clock(self.device) is not None:
-                found["clock"] = "thread CPU"
-            if busy:
-                found["busy_by_rule"] = True
-        if cpu is not None and cpu.top:
-            found["top"] = cpu.top
-        if unknown:
-            found["unknown"] = unknown
+                found.clock = "thread CPU"
         return found
 
     def round_quiet(self) -> Optional[bool]:
@@ -135,14 +124,13 @@ class Contention:
         if declared_quiet():
             return True
         found = self._read()
-        if "other_cpu_percent" not in found and "launch_wait_percent" not in found and not found.get("gpu_other_processes"):
+        if found.other_cpu_percent is None and found.launch_wait_percent is None and not found.gpu_other_processes:
             return None
-        return not found["busy"]
+        return not found.busy
 
-    def report(self) -> dict[str, Any]:
-        """The JSON `contention`: {cpus, threads, rule, other_cpu_percent, own_cpu_percent,
-        launch_wait_percent, gpu_other_processes, busy, why, top, unknown}, and under a test's
-        declaration `declared_quiet` (busy False; `busy_by_rule` and `why`: what the rule saw)."""
+    def report(self) -> ContentionReport:
+        """The JSON `contention` (`measured.ContentionReport`); under a test's declaration
+        `declared_quiet` (busy False; `busy_by_rule` and `why`: what the rule saw)."""
         return self._read()
 
 

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import psutil
 
+from ..measured import BusyProcess
 from ..processes import Proc, our_root, own_cpu_s_of, snapshot, tree
 from .rule import CpuUse
 
@@ -92,7 +93,7 @@ class OthersCPU:
             return None
         machine = _busy_s(psutil.cpu_times()) - self._sys0
         me = _own_cpu_s(self._me) - self._me0
-        top: list[dict[str, Any]] = []
+        top: list[BusyProcess] = []
         if self._full:
             snap1 = snapshot()
             ours1 = tree(snap1, self._root) | {self._me.pid}
@@ -108,15 +109,14 @@ class OthersCPU:
         return CpuUse(max(0.0, 100.0 * others / wall), max(0.0, 100.0 * ours / wall), top)
 
     def _top(self, snap: dict[int, Proc], deltas: dict[int, float], ours: set[int], wall: float,
-             top_n: int) -> list[dict[str, Any]]:
+             top_n: int) -> list[BusyProcess]:
         busiest = sorted((pid for pid in deltas if pid != self._me.pid), key=lambda pid: -deltas[pid])
         top = []
         for pid in busiest[:top_n]:
             pct = 100.0 * deltas[pid] / wall
             if pct < TOP_MIN_PERCENT:
                 break
-            top.append({"pid": pid, "name": snap[pid].name, "cmdline": _cmdline(pid),
-                        "cpu_percent": round(pct, 1), "ours": pid in ours})
+            top.append(BusyProcess(pid, snap[pid].name, _cmdline(pid), round(pct, 1), pid in ours))
         return top
 
 

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional, Sequence, Union
+from typing import NamedTuple, Optional, Sequence, Union
+
+from ..measured import BusyProcess, ContentionReport
 
 BUSY_MARGIN = 0.5  # CPUs' worth others may use beyond the cores our threads leave idle
 SCHED_SHARE = 0.10  # the launching thread off a core this share of the round: the round is busy
@@ -35,10 +37,10 @@ SCHED_SHARE = 0.10  # the launching thread off a core this share of the round: t
 class CpuUse:
     """What ran beside us, in % of one CPU (200% = two CPUs' worth): `others` (not our tree), `ours`
     (our tree less this process: compile workers, the parent CLI or server), and the busiest
-    processes (`top`: [{pid, name, cmdline, cpu_percent, ours}], the JSON `contention.top`)."""
+    processes (`top`, the JSON `contention.top`)."""
     others: float
     ours: float
-    top: list[dict[str, Any]] = field(default_factory=list)
+    top: list[BusyProcess] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def gpu_words(others: Optional[Sequence[GpuProcess]], utilization: Optional[floa
 
 
 def cpu_words(others: Optional[float], ours: Optional[float], cpus: int, threads: int,
-              top: list[dict[str, Any]], during: str = "during timing") -> list[str]:
+              top: list[BusyProcess], during: str = "during timing") -> list[str]:
     """The CPU rule (any CPU beyond the cores our threads leave idle and half a core, whoever used
     it), in words that tell others from our own: []: not busy."""
     others, ours = others or 0.0, ours or 0.0
@@ -142,7 +144,7 @@ def cpu_words(others: Optional[float], ours: Optional[float], cpus: int, threads
 
 
 def no_schedstat_words(others: Optional[float], ours: Optional[float], cpus: int, load: Optional[float],
-                       top: list[dict[str, Any]], during: str) -> list[str]:
+                       top: list[BusyProcess], during: str) -> list[str]:
     """The CUDA rule's CPU half where the launching thread's wait cannot be read: []: not busy."""
     if others is not None or ours is not None:
         used = (others or 0.0) + (ours or 0.0)
@@ -215,45 +217,50 @@ def process_label(cmdline: Sequence[str], name: str) -> str:
     return " ".join(words)
 
 
-def top_words(top: list[dict[str, Any]], ours: bool, n: int = 3) -> str:
+def top_words(top: list[BusyProcess], ours: bool, n: int = 3) -> str:
     """`pytest 95%, chromium 60%`: the busiest of `top` on one side (ours or others')."""
-    named = [t for t in top if bool(t.get("ours")) == ours][:n]
-    return ", ".join(f"{_label(t)} {t['cpu_percent']:.0f}%" for t in named)
+    named = [t for t in top if t.ours == ours][:n]
+    return ", ".join(f"{_label(t)} {t.cpu_percent:.0f}%" for t in named)
 
 
-def _label(t: dict[str, Any]) -> str:
-    cmd = str(t.get("cmdline") or "")
+def _label(t: BusyProcess) -> str:
+    cmd = t.cmdline or ""
     if "compile_worker" in cmd:
         return "Inductor compile worker"
-    return process_label(cmd.split(), str(t.get("name") or "?")) if cmd else str(t.get("name") or f"pid {t.get('pid')}")
+    return process_label(cmd.split(), t.name or "?") if cmd else (t.name or f"pid {t.pid}")
 
 
 # --- a stored reading (the JSON `contention`) ---------------------------------------------------------
 
-def _stored_words(contention: dict[str, Any]) -> list[str]:
+def _stored_words(contention: ContentionReport) -> list[str]:
     """A reading from before the rule (no `busy` of its own), judged by today's CPU rule and its GPU count."""
-    pct = contention.get("other_cpu_percent")
-    load = Load(cpus=int(contention.get("cpus") or 1), threads=int(contention.get("threads") or 1),
+    pct = contention.other_cpu_percent
+    load = Load(cpus=contention.cpus or 1, threads=contention.threads or 1,
                 cpu=CpuUse(pct, 0.0) if pct is not None else None)
     words = decide("cpu", load).why
-    gpu = contention.get("gpu_other_processes")
+    gpu = contention.gpu_other_processes
     if gpu:
         words.append(f"{gpu} other process{'es' if gpu != 1 else ''} used the GPU")
     return words
 
 
-def busy_words(contention: dict[str, Any]) -> Optional[str]:
+def busy_words(contention: Optional[ContentionReport]) -> Optional[str]:
     """`machine busy: other processes used 180% CPU during timing (2 CPUs): pytest 95%, chromium 60%`
-    when the rule fired; a reading from before the rule had its own verdict (`busy`) by today's CPU rule."""
-    if "busy" in contention:
-        words = contention.get("why") or []
-        return ("machine busy: " + " and ".join(words)) if contention["busy"] and words else None
+    when the rule fired; a reading from before the rule had its own verdict (`busy`) by today's CPU rule.
+    None read: None."""
+    if contention is None:
+        return None
+    if contention.busy is not None:
+        words = contention.why
+        return ("machine busy: " + " and ".join(words)) if contention.busy and words else None
     words = _stored_words(contention)
     return ("machine busy: " + " and ".join(words)) if words else None
 
 
-def contention_busy(contention: dict[str, Any]) -> bool:
+def contention_busy(contention: Optional[ContentionReport]) -> bool:
     """The stored reading's verdict: its own `busy` where the rule gave one, else today's rule on it."""
-    if "busy" in contention:
-        return bool(contention["busy"])
+    if contention is None:
+        return False
+    if contention.busy is not None:
+        return contention.busy
     return bool(_stored_words(contention))

@@ -58,10 +58,13 @@ log = logging.getLogger(__name__)
 # 4: warm_remote, warm_cache.remote, the forward's measured guard cost (guard_us_per_call, its interval, share)
 # 5: a lever's forward and train step are `Timing` records (were {"before", "after", "ci", …} dicts); the
 # deployment answers, peak memory and errors are records (`ExportCheck`, `FallbackOp`, `Report`, …)
-SCHEMA_VERSION = 5
+# 6: a timing's machine load (`contention`, the benchmark's and a lever's) is a `ContentionReport` record
+# (was a dict of the fields read: unread ones are now null, and no reading is null, not {})
+SCHEMA_VERSION = 6
 # what each version changed, for the log line that drops an older cache's entries
 CHANGED = {5: "a lever's timings are Timing records; export, fallback ops, the report, peak memory and errors "
-              "are typed records"}
+              "are typed records",
+           6: "a timing's machine load (contention) is a typed record"}
 
 
 def why_dropped(version: int) -> str:

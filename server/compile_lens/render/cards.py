@@ -16,6 +16,7 @@ from ..cost import Bill
 from ..protocol import (
     LEVERS,
     Benchmark,
+    ContentionReport,
     ExportCheck,
     FallbackOp,
     Lever,
@@ -88,26 +89,25 @@ def contention_line(b: Benchmark) -> str:
     """`12 paired rounds; other processes used 180% CPU meanwhile (2 CPUs): pytest 95%; our own
     processes used 30%; 0 other processes on the GPU`, and what the busy rule could not read."""
     main = b.train_step or b.forward
-    c = b.contention
+    c = b.contention or ContentionReport()
     parts = [f"{main.rounds} paired rounds" if main.rounds else "paired rounds"]
-    pct = c.get("other_cpu_percent")
-    if pct is not None:
-        named = top_words(c.get("top") or [], ours=False)
-        parts.append(f"other processes used {pct:.0f}% CPU meanwhile ({c.get('cpus', '?')} CPUs)"
+    if c.other_cpu_percent is not None:
+        named = top_words(c.top, ours=False)
+        parts.append(f"other processes used {c.other_cpu_percent:.0f}% CPU meanwhile ({c.cpus} CPUs)"
                      + (f": {named}" if named else ""))
-    if (c.get("own_cpu_percent") or 0) >= 1:
-        named = top_words(c.get("top") or [], ours=True)
-        parts.append(f"our own processes used {c['own_cpu_percent']:.0f}%" + (f": {named}" if named else ""))
-    if c.get("rule") == "cuda" and c.get("launch_wait_percent") is not None:
-        parts.append(f"the launching thread waited for a core {c['launch_wait_percent']:.0f}% of the time")
-    gpu = c.get("gpu_other_processes")
+    if (c.own_cpu_percent or 0) >= 1:
+        named = top_words(c.top, ours=True)
+        parts.append(f"our own processes used {c.own_cpu_percent:.0f}%" + (f": {named}" if named else ""))
+    if c.rule == "cuda" and c.launch_wait_percent is not None:
+        parts.append(f"the launching thread waited for a core {c.launch_wait_percent:.0f}% of the time")
+    gpu = c.gpu_other_processes
     if gpu is not None:
         parts.append(f"{gpu} other process{'es' if gpu != 1 else ''} on the GPU")
-    parts += [f"not read: {u}" for u in c.get("unknown") or []]
-    if c.get("declared_quiet"):  # a test's figures: said, so that none passes for an idle machine's
+    parts += [f"not read: {u}" for u in c.unknown]
+    if c.declared_quiet:  # a test's figures: said, so that none passes for an idle machine's
         parts.append("every round counted: a test declared the machine quiet"
-                     + (" (the busy rule saw it busy)" if c.get("busy_by_rule") else "")
-                     + ("; timed on the thread's CPU clock" if c.get("clock") else ""))
+                     + (" (the busy rule saw it busy)" if c.busy_by_rule else "")
+                     + ("; timed on the thread's CPU clock" if c.clock else ""))
     return "; ".join(parts)
 
 

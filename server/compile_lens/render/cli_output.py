@@ -326,7 +326,7 @@ def benchmark_json(b: Benchmark | None) -> dict[str, Any] | None:
         "max_abs_error": {k: _finite(v) for k, v in dataclasses.asdict(b.max_abs_error).items()},
         "max_rel_error": {k: _finite(v) for k, v in dataclasses.asdict(b.max_rel_error).items()},
         "verdict": b.verdict,
-        "conclusive": bool(b.conclusive), "contention": dict(b.contention),
+        "conclusive": bool(b.conclusive), "contention": b.contention.json() if b.contention else {},
         "torch": b.torch, "inputs": b.inputs, "measured_at": _finite(b.measured_at), "notes": list(b.notes),
         "guard_latency_us": _finite(b.guard_latency_us), "warm_cache": b.warm_cache,
         "unmeasured": dict(b.unmeasured),  # optional figures that could not be measured: why

@@ -65,7 +65,7 @@ def timing_json(t: Optional[Timing]) -> dict[str, Any]:
     found: dict[str, Any] = {"before": t.eager_ms, "after": t.compiled_ms, "speedup": t.speedup, "ci": t.speedup_ci,
                              "conclusive": t.conclusive, "rounds": t.rounds}
     if t.busy:
-        found.update(busy=t.busy, contention=dict(t.contention))
+        found.update(busy=t.busy, contention=t.contention.json() if t.contention else {})
     return found
 
 

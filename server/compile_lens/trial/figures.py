@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..cost import Bill
-from ..protocol import from_dict
+from ..protocol import BusyProcess, from_dict
 from ..ranks import RankParting
 
 SCHEMA = 2
@@ -90,7 +90,7 @@ class RunFigures:
     outermost_found_late: bool = False  # a library's model, found at the end of step 0
     compiled_by_program: bool = False
     other_cpu_percent: Optional[float] = None  # other processes' CPU during the run (ours beyond the program's too)
-    busy_top: list[dict] = field(default_factory=list)  # the busiest meanwhile: [{pid, name, cmdline, cpu_percent, ours}]
+    busy_top: list[BusyProcess] = field(default_factory=list)  # the busiest meanwhile
     dropout_in: list[str] = field(default_factory=list)
 
 

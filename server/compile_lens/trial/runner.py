@@ -7,6 +7,7 @@ what to do. The recorder writes to a scratch folder, not to the workspace's reco
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -82,7 +83,7 @@ def _busy_into(record: dict, busy: Optional[CpuUse]) -> None:
     (`busy_top`: the busiest, ours told apart from others)."""
     record["other_cpu_percent"] = None if busy is None else round(busy.others + busy.ours, 1)
     if busy is not None and busy.top:
-        record["busy_top"] = busy.top
+        record["busy_top"] = [dataclasses.asdict(t) for t in busy.top]
 
 
 def _run_ranks(program: list[str], env: dict, out: str, hang_timeout: float,

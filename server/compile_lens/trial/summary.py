@@ -15,7 +15,7 @@ from typing import Optional
 
 from ..busy.rule import CpuUse, Load, decide, top_words
 from ..cost import Bill, CostInputs, gpu_bill
-from ..protocol import from_dict
+from ..protocol import BusyProcess, from_dict
 from ..torch_text import compile_settings
 from .figures import (
     CompileSettings,
@@ -91,7 +91,7 @@ def run_figures(run: Optional[dict], exit_code: Optional[int]) -> RunFigures:
         outermost_found_late=bool(run.get("outermost_found_late")),
         compiled_by_program=bool(run.get("compiled_by_program")),
         other_cpu_percent=run.get("other_cpu_percent"),
-        busy_top=run.get("busy_top") or [],
+        busy_top=[from_dict(BusyProcess, t) for t in run.get("busy_top") or []],
         dropout_in=run.get("dropout_in", []),
     )
 
@@ -110,7 +110,7 @@ def busy_during(eager: RunFigures, compiled: RunFigures) -> Optional[str]:
         for name, pct, top in busy)
 
 
-def _named(top: list[dict]) -> str:
+def _named(top: list[BusyProcess]) -> str:
     """`python -m pytest 95%; ours: Inductor compile worker 30%`: who, others first (`busy.rule.top_words`)."""
     others, ours = top_words(top, ours=False), top_words(top, ours=True)
     return "; ".join([w for w in (others, f"ours: {ours}" if ours else "") if w])

@@ -151,7 +151,7 @@ def _early_cold(job: AnalyzeJob) -> Any:
     # where the cores let three processes import at once: on 2 cores it would slow the forward's
     workloads = ["forward", "train"] if spec.kind == "module" and len(allowed_cpus()) >= EARLY_TRAIN_CORES else ["forward"]
     try:
-        return Early(spec.name, {wl: child_job(job.path, job.root, _asdict(spec), device, job.mode, step_begin, wl,
+        return Early(spec.name, {wl: child_job(job.path, job.root, spec, device, job.mode, step_begin, wl,
                                                job.max_seconds)
                                  for wl in workloads}, job.max_seconds)
     except OSError:  # no process to spare: the measurement starts its own when it needs it

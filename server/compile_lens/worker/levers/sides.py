@@ -41,7 +41,7 @@ def compile_side(target: BuiltTarget, variant: str, *, path: str, root: str, dev
     pct, top = use.others, use.top
     if found.get("descendants_cpu_s"):  # the child's compile workers, orphaned at its exit: ours, not others'
         pct = max(0.0, pct - 100.0 * found["descendants_cpu_s"] / max(1e-6, time.perf_counter() - started))
-        top = [t for t in top if "compile_worker" not in str(t.get("cmdline"))]
+        top = [t for t in top if "compile_worker" not in t.cmdline]
     # a compile is CPU work on every device: the CPU rule, with the compile's single thread
     _, words = decide("cpu", Load(cpus=os.cpu_count() or 1, threads=1, cpu=CpuUse(pct, use.ours, top)),
                       during="during the compile")

@@ -20,7 +20,8 @@ With `gated` set the child builds the model, then waits for "go" on its stdin be
   measures memory itself; these tasks remain for checking the method in a clean process.
 
 User code may print anything: the result travels only in the file named by `result_path`,
-written whole (rename) just before exit. An error becomes `{"error": Problem}` in that file.
+written whole (rename) just before exit. Job and result are typed (`cold_job.ColdJob`, `ColdResult`);
+an error is the result's `error` (a Problem).
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ import os
 import sys
 import time
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ....processes import watch_parent
+
+if TYPE_CHECKING:  # the child imports them after watching its parent (`run`)
+    from .cold_job import ColdJob, ColdResult, FirstLook
 
 
 def _write(path: str, result: dict[str, Any]) -> None:
@@ -44,60 +48,61 @@ def _write(path: str, result: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def run(job: dict[str, Any]) -> dict[str, Any]:
+def run(job: ColdJob) -> ColdResult:
     # torch and the package are imported here, not at the top: `main` watches its parent first
     from ....remote_cache import remote_counts
     from ...loader import TargetError
     from ..memory import peak as mem
     from ..run import benchmark as bench
+    from .cold_job import ChildPeaks, ColdResult
     from .dynamo_watch import _metrics
 
-    device, workloads = job["device"], job["workloads"]
-    result: dict[str, Any] = {"compile_s": {}, "memory": {}, "notes": []}
+    device, workloads = job.device, job.workloads
+    result = ColdResult()
     where = {"stage": "importing"}
     try:
         eager, make_compiled = _build(job, where)
-        if job.get("gated") and not _go():  # started early, beside the parent's import and trace
-            return {"error": None, "stopped": True}
+        if job.gated and not _go():  # started early, beside the parent's import and trace
+            return ColdResult(stopped=True)
         compiled: Any = None
-        memory: dict[str, Any] = {"eager": None, "compiled": None,
-                                  "method": mem.method(device, workloads[0])}
+        memory = ChildPeaks(method=mem.method(device, workloads[0]))
         # the compiles' settings held for every task after them (never closed: the process ends):
         # a compile after them (a recompile, a guard variant) then reads the cache entries they
         # wrote — the provenance level is part of the FX-graph cache key — instead of missing them
         held = contextlib.ExitStack()
-        for task in job["tasks"]:
+        for task in job.tasks:
             if task == "compile":
                 compiled = _compile(job, result, where, make_compiled, compiled, held)
                 # what the compile did, read before any later task adds to torch's counters
-                result["cache"] = bench.cache_counts()
-                result["remote_cache"] = remote_counts(_metrics(), device)
+                result.cache = bench.cache_counts()
+                result.remote_cache = remote_counts(_metrics(), device)
             elif task == "first_look" and compiled is not None:
                 where["stage"] = "timing the forward"
-                result["first_look"] = _first_look(job, eager, compiled)
+                result.first_look = _first_look(job, eager, compiled)
             elif task == "memory_eager":
                 where["stage"] = "measuring eager peak memory"
-                memory["eager"] = mem.peak_of(eager.run(workloads[0]), eager.zero_grad, device)
+                memory.eager = mem.peak_of(eager.run(workloads[0]), eager.zero_grad, device)
             elif task == "memory_compiled":
                 where["stage"] = "measuring compiled peak memory"
                 compiled = compiled or make_compiled()
-                memory["compiled"] = mem.peak_of(compiled.run(workloads[0]), compiled.zero_grad, device)
-        result["memory"] = memory
+                memory.compiled = mem.peak_of(compiled.run(workloads[0]), compiled.zero_grad, device)
+        result.memory = memory
     except TargetError as exc:
-        result["error"] = asdict(exc.problem)
+        result.error = exc.problem
     except Exception as exc:  # noqa: BLE001 - user code or a compile failure: report it
-        result["error"] = asdict(_problem(exc, job, where["stage"]))
+        result.error = _problem(exc, job, where["stage"])
     return result
 
 
-def _first_look(job: dict[str, Any], eager: Any, compiled: Any) -> dict[str, Any]:
+def _first_look(job: ColdJob, eager: Any, compiled: Any) -> FirstLook:
     from ..timing.per_workload import first_look
+    from .cold_job import FirstLook
 
     try:
         eager.use(False)
-        return first_look(eager, compiled, job["device"])
+        return first_look(eager, compiled, job.device)
     except Exception as exc:  # noqa: BLE001 - the parent then times the forward itself
-        return {"why": f"{type(exc).__name__}: {str(exc).strip()[:200]}"}
+        return FirstLook(why=f"{type(exc).__name__}: {str(exc).strip()[:200]}")
 
 
 def _go() -> bool:
@@ -108,19 +113,17 @@ def _go() -> bool:
     return sys.stdin.readline().strip() == "go"
 
 
-def _build(job: dict[str, Any], where: dict[str, str]) -> tuple[Any, Callable[[], Any]]:
+def _build(job: ColdJob, where: dict[str, str]) -> tuple[Any, Callable[[], Any]]:
     """The user's target, built and on the device: its eager Model, and how to compile it."""
     import torch
 
-    from ....protocol import TargetSpec, from_dict
     from ...loader import build_target, import_file
     from ..run import benchmark as bench
     from ..workload import precision
 
-    path, device = job["path"], job["device"]
-    module = import_file(path, job["root"])
-    precision.use(job["spec"], device)  # the parent's autocast / TF32: the cold compile is the same program
-    spec = from_dict(TargetSpec, job["spec"])
+    path, device, spec = job.path, job.device, job.spec
+    module = import_file(path, job.root)
+    precision.use(asdict(spec), device)  # the parent's autocast / TF32: the cold compile is the same program
     target = build_target(module, spec, path)
     where["stage"] = "building the model"
     obj = target.make()
@@ -135,13 +138,13 @@ def _build(job: dict[str, Any], where: dict[str, str]) -> tuple[Any, Callable[[]
     eager = bench.Model(obj, obj if is_module else None, args, False)
 
     def make_compiled() -> Any:
-        fn = torch.compile(obj, **bench.compile_kwargs(target, job["mode"]))
-        return bench.Model(fn, obj if is_module else None, args, bool(job.get("step_begin")))
+        fn = torch.compile(obj, **bench.compile_kwargs(target, job.mode))
+        return bench.Model(fn, obj if is_module else None, args, job.step_begin)
 
     return eager, make_compiled
 
 
-def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
+def _compile(job: ColdJob, result: ColdResult, where: dict[str, str],
              make_compiled: Callable[[], Any], compiled: Any, held: contextlib.ExitStack) -> Any:
     """The cold compile of each workload, timed from Dynamo's and Inductor's import on; the compiled
     Model. Its Inductor settings stay on in `held` (the process's remaining tasks call what it compiled)."""
@@ -149,7 +152,7 @@ def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
 
     from ....torch_text import cache_keys
 
-    device, workloads = job["device"], job["workloads"]
+    device, workloads = job.device, job.workloads
 
     def sync() -> None:
         if device.startswith("cuda"):
@@ -159,7 +162,7 @@ def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
     t0 = time.perf_counter()
     import torch._dynamo  # noqa: F401 - what torch.compile's first call imports
     import torch._inductor.compile_fx  # noqa: F401
-    result["import_s"] = time.perf_counter() - t0
+    result.import_s = time.perf_counter() - t0
     import torch._inductor.config as inductor_config
 
     from ..lines.provenance import timed_patch
@@ -169,7 +172,7 @@ def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
     # the timed compiles' settings (provenance tracking: `provenance.timed_patch`), so the warm compile hits this one's entries
     held.enter_context(inductor_config.patch(timed_patch()))
     # Dynamo's tracing per line (`compile.per_line`: its own trace_source records, a few ms a compile)
-    with cache_keys.recorded() as result["fx_keys"], recorded() as traced:
+    with cache_keys.recorded() as result.fx_keys, recorded() as traced:
         for wl in workloads:
             where["stage"] = f"compiling the {'train step' if wl == 'train' else 'forward'}"
             sync()
@@ -178,28 +181,28 @@ def _compile(job: dict[str, Any], result: dict[str, Any], where: dict[str, str],
                 compiled = make_compiled()
             compiled.run(wl)()
             sync()
-            result["compile_s"][wl] = time.perf_counter() - t0 + (result["import_s"] if wl == workloads[0] else 0.0)
+            result.compile_s[wl] = time.perf_counter() - t0 + (result.import_s if wl == workloads[0] else 0.0)
     # the cold compile per frame (torch's compilation metrics), Dynamo's part of it per line
-    result["compile_time"] = asdict(compile_frames.collect(traced, job.get("root")))
+    result.compile_time = compile_frames.collect(traced, job.root)
     return compiled
 
 
-def _problem(exc: Exception, job: dict[str, Any], stage: str) -> Any:
+def _problem(exc: Exception, job: ColdJob, stage: str) -> Any:
     """What went wrong, said for the stage it went wrong in."""
     from ....protocol import Problem
     from ...loader import describe
     from ..run import benchmark as bench
 
-    path, device = job["path"], job["device"]
+    path, device, line = job.path, job.device, job.spec.line
     if bench.is_oom(exc):
         return Problem("oom", f"out of memory on {device} while {stage}: {describe(exc)[:200]}",
-                       path, job["spec"].get("line"),
+                       path, line,
                        "use smaller example inputs (a smaller batch), or measure on another device")
     if stage == "importing":
         return Problem("import", f"importing {os.path.basename(path)} failed: {describe(exc)[:300]}",
                        path, None, "run the file with python to see the full error")
-    return Problem("call", f"{stage} of `{job['spec'].get('name')}` failed: {describe(exc)[:300]}",
-                   path, job["spec"].get("line"),
+    return Problem("call", f"{stage} of `{job.spec.name}` failed: {describe(exc)[:300]}",
+                   path, line,
                    "run the model under torch.compile in a plain script to see the full error")
 
 
@@ -214,8 +217,15 @@ def serve(run_job: Callable[[dict], dict], argv: list[str]) -> int:
     return 0
 
 
+def run_json(data: dict[str, Any]) -> dict[str, Any]:
+    """The process boundary: the job's JSON in, the result's JSON out (typed in between)."""
+    from .cold_job import ColdJob
+
+    return run(ColdJob.from_json(data)).json()
+
+
 def main(argv: list[str]) -> int:
-    return serve(run, argv)
+    return serve(run_json, argv)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,12 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional, Union
 
-from . import per_frame as compile_frames
+from ....protocol import CompileTime, TargetSpec
 from .cold import CACHE_PREFIX, Child, cold_limit, run_child, spare_cpus, stage_limit
+from .cold_job import ColdJob, ColdResult, FirstLook
 
 
 @dataclass
@@ -29,24 +30,23 @@ class Cold:
     compile_s: Optional[float]  # the workload's cold compile, fresh process, empty cache
     import_s: float  # Dynamo and Inductor's import in that process
     limit: float  # how long a later stage may be silent
-    child_job: dict[str, Any]  # what the fresh process was asked, for the warm-remote ones
+    child_job: ColdJob  # what the fresh process was asked, for the warm-remote ones
     fx_keys: list[dict[str, Any]]  # its FX-graph cache lookups (`cache_keys`): why a later compile missed
     cache_dir: str  # the cache it filled: the warm compile of this workload reads it
-    compile_time: Any = None  # its frames (`compile.per_frame`: a CompileTime)
+    compile_time: Optional[CompileTime] = None  # its frames (`compile.per_frame`)
     # the forward's: its first look, timed in that fresh process right after the compile
-    # (`timing.per_workload.first_look`: {"pairs", "busy", "unmeasured", "s"} or {"why"}); None for others
-    first_look: Optional[dict[str, Any]] = None
+    # (`timing.per_workload.first_look`); None for others
+    first_look: Optional[FirstLook] = None
 
 
-def child_job(path: str, root: str, spec: dict[str, Any], device: str, mode: str, step_begin: bool,
-              wl: str, max_seconds: float) -> dict[str, Any]:
+def child_job(path: str, root: str, spec: TargetSpec, device: str, mode: str, step_begin: bool,
+              wl: str, max_seconds: float) -> ColdJob:
     """What a workload's cold child is asked (`bench_child`): the forward's also takes the first look
     at its timing (`timing.per_workload.first_look`), on the measurement's budget (`max_seconds`)."""
     label = "forward" if wl == "forward" else "train step"
-    return {"path": os.path.abspath(path), "root": os.path.abspath(root), "spec": spec, "device": device,
-            "mode": mode, "workloads": [wl], "step_begin": step_begin,
-            "tasks": ["compile", "first_look"] if wl == "forward" else ["compile"], "max_seconds": max_seconds,
-            "what": f"the {label}'s cold compile (fresh process)"}
+    return ColdJob(os.path.abspath(path), os.path.abspath(root), spec, device, mode, [wl], step_begin,
+                   ["compile", "first_look"] if wl == "forward" else ["compile"], max_seconds,
+                   f"the {label}'s cold compile (fresh process)")
 
 
 class Early:
@@ -57,7 +57,7 @@ class Early:
     started it: never beside the parent's timing). Their folder becomes the measurement's
     (`run_benchmark(early=...)`), which removes it; `stop` ends those not taken."""
 
-    def __init__(self, name: str, jobs: dict[str, dict[str, Any]], max_seconds: float):
+    def __init__(self, name: str, jobs: dict[str, ColdJob], max_seconds: float):
         self.name, self.asked, self.taken = name, jobs, False
         self.base = tempfile.mkdtemp(prefix=CACHE_PREFIX)
         self.children: dict[str, Child] = {}
@@ -66,7 +66,7 @@ class Early:
             os.makedirs(cache_dir, exist_ok=True)
             self.children[wl] = Child(job, cache_dir=cache_dir, timeout=cold_limit(max_seconds), gated=True)
 
-    def take(self, wl: str, asked: dict[str, Any]) -> Optional[Child]:
+    def take(self, wl: str, asked: ColdJob) -> Optional[Child]:
         """Workload `wl`'s child, when it was asked exactly `asked` (the built target's spec, the
         resolved device); else it is ended and None (the measurement starts its own)."""
         self.taken = True  # a measurement took the folder: it removes it
@@ -88,7 +88,7 @@ class Early:
 class ColdChildren:
     """`get(wl)`: the cold compile of workload `wl`, started when first needed (or at once, beside)."""
 
-    def __init__(self, job: Any, workloads: list[str], threads: int, run: Callable[..., dict[str, Any]] = run_child,
+    def __init__(self, job: Any, workloads: list[str], threads: int, run: Callable[..., ColdResult] = run_child,
                  early: Optional[Early] = None):
         self.job, self.workloads, self.run = job, workloads, run  # `run`: a child waited for (`run_child`)
         self.beside: dict[str, Child] = {}  # children started beside the parent's work
@@ -135,9 +135,9 @@ class ColdChildren:
                 stack.enter_context(child.paused())
             yield
 
-    def _child_job(self, wl: str) -> dict[str, Any]:
+    def _child_job(self, wl: str) -> ColdJob:
         job = self.job
-        return child_job(job.path, job.root, asdict(job.target.spec), job.device, job.mode, job.step_begin, wl,
+        return child_job(job.path, job.root, job.target.spec, job.device, job.mode, job.step_begin, wl,
                          job.max_seconds)
 
     def _cache_dir(self, wl: str) -> str:
@@ -150,7 +150,7 @@ class ColdChildren:
             return self.cold[wl]
         job = self.job
         label = "forward" if wl == "forward" else "train step"
-        then = " and timing it" if "first_look" in self._child_job(wl)["tasks"] else ""
+        then = " and timing it" if "first_look" in self._child_job(wl).tasks else ""
         job.stage(f"compiling the {label} with a cold cache (fresh process){then}",
                   f"compiling {job.name} {label} with Inductor (cold cache, fresh process){then}…")
         t_wait = time.perf_counter()
@@ -158,6 +158,7 @@ class ColdChildren:
             child = self.gated.pop(wl)
             self.beside[wl] = child  # held until it reports: `stop` ends it if the wait is cut (the budget)
             child.go()
+        found: Union[ColdResult, dict[str, Any]]
         if wl in self.beside:
             try:
                 found = self.beside[wl].result(job.progress)
@@ -169,11 +170,13 @@ class ColdChildren:
                              progress=job.progress)
         # the wait is the stage (a child started beside earlier work cost the parent nothing before)
         job.add_stage("cold_child" if wl == "forward" else "cold_child_train", t_wait)
-        cold_s = found["compile_s"].get(wl)
-        job.notes.extend(n for n in found.get("notes", []) if n not in job.notes)
-        self.cold[wl] = Cold(wl, cold_s, float(found.get("import_s") or 0.0), stage_limit(cold_s, job.max_seconds),
-                             self._child_job(wl), found.get("fx_keys") or [], self._cache_dir(wl),
-                             compile_frames.read(found), found.get("first_look"))
+        if not isinstance(found, ColdResult):  # a ColdJob's child reads back a ColdResult (`cold.Child`)
+            raise TypeError(f"the cold child's result is a {type(found).__name__}, not a ColdResult")
+        cold_s = found.compile_s.get(wl)
+        job.notes.extend(n for n in found.notes if n not in job.notes)
+        self.cold[wl] = Cold(wl, cold_s, found.import_s, stage_limit(cold_s, job.max_seconds),
+                             self._child_job(wl), found.fx_keys, self._cache_dir(wl), found.compile_time,
+                             found.first_look)
         return self.cold[wl]
 
     def stop(self) -> None:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Union, overload
 
 import psutil
 
@@ -23,6 +23,7 @@ from ....processes import kill_tree
 from ....protocol import Problem
 from ....remote_cache import Remote, cold_env, remote_env
 from ...loader import TargetError
+from .cold_job import ColdJob, ColdResult
 
 COLD_LIMIT_MIN_S, COLD_LIMIT_FACTOR = 300.0, 5.0  # the cold compile: a hang guard, nothing seen yet
 STAGE_LIMIT_MIN_S, STAGE_LIMIT_FACTOR = 60.0, 2.0  # later stages: from the cold compile's duration
@@ -45,15 +46,28 @@ def _child_env(cache_dir: str, remote: Optional[Remote] = None) -> dict[str, str
     return env
 
 
-def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
+# a child's job: the cold child's, typed (its result read back as a `ColdResult`); a lever's child's own JSON
+Job = Union[ColdJob, dict[str, Any]]
+
+
+@overload
+def run_child(job: ColdJob, *, cache_dir: str, timeout: float, progress: Callable[..., None] = ...,
+              remote: Optional[Remote] = ..., module: str = ...) -> ColdResult: ...
+@overload
+def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float, progress: Callable[..., None] = ...,
+              remote: Optional[Remote] = ..., module: str = ...) -> dict[str, Any]: ...
+def run_child(job: Job, *, cache_dir: str, timeout: float,
               progress: Callable[..., None] = lambda stage, **kw: None,
-              remote: Optional[Remote] = None, module: str = CHILD_MODULE) -> dict[str, Any]:
-    """Run `bench_child` (or another child `module`: the levers' own) in a fresh process; its result comes back in a file, never on stdout.
+              remote: Optional[Remote] = None, module: str = CHILD_MODULE) -> Union[ColdResult, dict[str, Any]]:
+    """Run `bench_child` (or another child `module`: the levers' own, with their own JSON job) in a
+    fresh process; its result comes back in a file, never on stdout.
 
     While it runs, `progress` hears from it every HEARTBEAT_S (the worker is alive, only waiting);
     `timeout` is this stage's own limit. The child's stdout and stderr (user prints included) go
     to a log file whose tail is used only to explain a crash.
     """
+    if module == CHILD_MODULE and not isinstance(job, ColdJob):  # the cold child reads a ColdJob only
+        raise TypeError(f"the cold child's job is a ColdJob, not a {type(job).__name__}")
     child = Child(job, cache_dir=cache_dir, timeout=timeout, remote=remote, module=module)
     try:
         return child.result(progress)
@@ -65,14 +79,18 @@ def run_child(job: dict[str, Any], *, cache_dir: str, timeout: float,
 class Child:
     """A fresh child process started now, its result read later (`result`): the cold compile of one
     workload can run beside the parent's own work where the machine has cores to spare
-    (`spare_cpus`); `cpus` pins it to those."""
+    (`spare_cpus`); `cpus` pins it to those. A `ColdJob` reads back a `ColdResult`; a lever's child's
+    JSON job, its JSON result."""
 
-    def __init__(self, job: dict[str, Any], *, cache_dir: str, timeout: float, remote: Optional[Remote] = None,
+    def __init__(self, job: Job, *, cache_dir: str, timeout: float, remote: Optional[Remote] = None,
                  module: str = CHILD_MODULE, cpus: Optional[set[int]] = None, gated: bool = False):
         self.work = tempfile.mkdtemp(prefix="child-", dir=cache_dir)  # goes when the benchmark's folder goes
         self.result_path = os.path.join(self.work, "result.json")
         self.log_path = os.path.join(self.work, "child.log")
-        self.job = dict(job, result_path=self.result_path, **({"gated": True} if gated else {}))
+        self.typed = isinstance(job, ColdJob)
+        # what the process is given, as JSON (the process boundary)
+        self.job = dict(job.json() if isinstance(job, ColdJob) else job, result_path=self.result_path,
+                        **({"gated": True} if gated else {}))
         self.timeout = timeout
         self.started = time.perf_counter()
         pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus and hasattr(os, "sched_setaffinity") else None
@@ -80,7 +98,7 @@ class Child:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", module, json.dumps(self.job)],
                 stdin=subprocess.PIPE if gated else subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_child_env(cache_dir, remote), cwd=job.get("root") or None, preexec_fn=pin)
+                env=_child_env(cache_dir, remote), cwd=self.job.get("root") or None, preexec_fn=pin)
 
     def go(self) -> None:
         """A gated child (`gated`): start its tasks now; its limit counts from here."""
@@ -107,9 +125,9 @@ class Child:
                 with contextlib.suppress(psutil.Error):
                     proc.resume()
 
-    def result(self, progress: Callable[..., None] = lambda stage, **kw: None) -> dict[str, Any]:
-        """Wait for the child (heartbeats to `progress`), then its result; TargetError for a timeout,
-        a crash or the error it reported."""
+    def result(self, progress: Callable[..., None] = lambda stage, **kw: None) -> Union[ColdResult, dict[str, Any]]:
+        """Wait for the child (heartbeats to `progress`), then its result (a `ColdResult` for a
+        `ColdJob`); TargetError for a timeout, a crash or the error it reported."""
         job, proc, what = self.job, self.proc, self.job.get("what", "compiling")
         try:
             code = None
@@ -134,7 +152,7 @@ class Child:
                 if result.get("error"):
                     error = result["error"]
                     raise TargetError(Problem(**{k: error.get(k) for k in ("kind", "message", "path", "line", "hint")}))
-                return result
+                return ColdResult.from_json(result) if self.typed else result
             with open(self.log_path, "rb") as f:
                 tail = f.read()[-2000:].decode("utf-8", "replace").strip().splitlines()
             last = next((row for row in reversed(tail) if row.strip()), "")

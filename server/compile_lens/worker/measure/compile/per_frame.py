@@ -99,14 +99,6 @@ def _with_lines(found: CompileTime, traced: Traced, root: str) -> None:
         found.lines_note = "no line of the workspace or a library was traced"
 
 
-def read(child_result: dict[str, Any]) -> Optional[CompileTime]:
-    """What `bench_child` wrote (`collect()` as a dict), typed again; None from an older child."""
-    from ....protocol import from_dict
-
-    found = child_result.get("compile_time")
-    return from_dict(CompileTime, found) if found else None
-
-
 def _stages(m: Any, total: float) -> dict[str, float]:
     aot = _us(m, "aot_autograd_cumulative_compile_time_us")
     if aot is None:

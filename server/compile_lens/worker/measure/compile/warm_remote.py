@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 from ....remote_cache import Remote
 from ....torch_text.cache_keys import reason_words, reasons
 from .cold import run_child
+from .cold_job import ColdJob
 
 
 @dataclass
@@ -25,24 +26,24 @@ class WarmRemote:
     notes: list[str] = field(default_factory=list)
 
 
-def measure(child_job: dict[str, Any], *, cache_dir: str, remote: Remote, timeout: float,
+def measure(child_job: ColdJob, *, cache_dir: str, remote: Remote, timeout: float,
             progress: Callable[..., None]) -> WarmRemote:
     """Fill `remote` from a fresh process, then time a fresh process with an empty local cache
     that only `remote` can serve. Each child gets its own empty folder under `cache_dir`."""
-    first = child_job["workloads"][0]
+    first = child_job.workloads[0]
     progress(f"filling the remote cache {remote.url} (fresh process)…", limit_s=timeout)
-    fill = run_child(dict(child_job, tasks=["compile"], what="the remote cache's fill compile"),
+    fill = run_child(replace(child_job, tasks=["compile"], what="the remote cache's fill compile"),
                      cache_dir=tempfile.mkdtemp(prefix="fill-", dir=cache_dir), timeout=timeout,
                      progress=progress, remote=remote)
     progress(f"compiling with the remote cache {remote.url} and an empty local cache (fresh process)…",
              limit_s=timeout)
-    served = run_child(dict(child_job, tasks=["compile"], what="the warm-remote compile"),
+    served = run_child(replace(child_job, tasks=["compile"], what="the warm-remote compile"),
                        cache_dir=tempfile.mkdtemp(prefix="served-", dir=cache_dir), timeout=timeout,
                        progress=progress, remote=remote)
-    found = WarmRemote(served["compile_s"].get(first), served.get("remote_cache"))
+    found = WarmRemote(served.compile_s.get(first), served.remote_cache)
     counts = [c for c in (found.counts or {}).values() if isinstance(c, dict)]
     hits, misses = sum(c.get("hits", 0) for c in counts), sum(c.get("misses", 0) for c in counts)
-    why = reason_words(reasons(fill.get("fx_keys") or [], served.get("fx_keys") or []))
+    why = reason_words(reasons(fill.fx_keys, served.fx_keys))
     if found.counts is not None and not hits:
         found.notes.append(f"remote cache: {remote.url} served no hits to a fresh process; its warm-remote "
                            "compile is a cold compile" + (why or " (is torch's `redis` client installed in this "

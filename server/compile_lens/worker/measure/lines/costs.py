@@ -48,7 +48,7 @@ import torch
 
 from ....busy.contention import Contention
 from ....busy.rule import busy_words
-from ....protocol import KernelShare, LineCost, LineRef
+from ....protocol import ContentionReport, KernelShare, LineCost, LineRef
 from ....torch_text.output_code import kernel_sources
 from ..run.isolated import isolated as isolated_part
 from . import provenance, windows
@@ -429,7 +429,7 @@ def measure(eager_call: Callable[[], Any], make_compiled: Any, *, root: str,
     return figures
 
 
-def caveat(contention: dict[str, Any], profile_us: dict[str, Optional[float]], eager_ms: Optional[float],
+def caveat(contention: ContentionReport, profile_us: dict[str, Optional[float]], eager_ms: Optional[float],
            compiled_ms: Optional[float], device: str, busy_us: Optional[float] = None) -> Optional[str]:
     """Why a line table's figures are no finding, or None: the machine was busy while it was
     profiled (the timing's own rule, `busy.rule.busy_words`), or the compiled call's profile total
@@ -437,7 +437,7 @@ def caveat(contention: dict[str, Any], profile_us: dict[str, Optional[float]], e
     call can exceed; not where a test declared the machine quiet, `busy.contention`). The eager side is not held to it: its total leaves out the Python around the
     ops, whose tagging (`LineTags`) the profile pays for and the timing does not."""
     busy = busy_words(contention)
-    if busy or contention.get("declared_quiet"):  # a test's declared quiet: its load's noise is no disagreement
+    if busy or contention.declared_quiet:  # a test's declared quiet: its load's noise is no disagreement
         return busy.replace(" during timing", " while profiling") if busy else None
     us = busy_us if windows.cuda(device) else profile_us.get("compiled")
     if not compiled_ms or us is None:

@@ -86,7 +86,7 @@ from ..lines import part as lines_part
 from ..lines import provenance
 from ..memory import peak as memory
 from ..timing.guard_cost import supported as guards_supported
-from ..timing.per_workload import Refine, later_parts_s, looked, time_workload
+from ..timing.per_workload import Refine, later_parts_s, looked, looked_s, time_workload
 from ..timing.per_workload import user_forward as _user_forward  # noqa: F401 - read here by the guard-cost test
 from ..timing.rounds import Paired, busier
 from ..timing.verdict import break_even
@@ -363,11 +363,11 @@ def _forward(job: _Job, eager: _Eager, compiled_obj: Any, order: list[str], cold
 
     def warm() -> None:
         compiled[wl], found["refine"] = _workload(job, eager, compiled_obj, wl, 0, colds, figures, contention,
-                                                  None if first is None else (first, colds.cold[wl].first_look["s"]))
+                                                  None if first is None else (first, looked_s(colds.cold[wl])))
 
     if first is not None:
         job.stages["to_forward"] = time.perf_counter() - job.started
-        job.stages["first_look"] = colds.cold[wl].first_look["s"]  # the child's rounds (within `to_forward`)
+        job.stages["first_look"] = looked_s(colds.cold[wl])  # the child's rounds (within `to_forward`)
         publish("forward")  # "accuracy not checked yet": no warm compile yet (`snapshot`)
         if job.budget is not None:
             job.budget.forward_landed()

@@ -19,6 +19,7 @@ from ....protocol import (
     Benchmark,
     CompileSeconds,
     CompileTime,
+    ContentionReport,
     Errors,
     PeakMemory,
     Timing,
@@ -44,7 +45,7 @@ class Figures:
     timed: list[str] = field(default_factory=list)  # recompiled while timing
     frames: int = 0
     warm_s: dict[str, float] = field(default_factory=dict)  # per workload: what a new process pays, warm
-    busy_seen: dict[str, Any] = field(default_factory=dict)
+    busy_seen: Optional[ContentionReport] = None  # the busiest reading of the timings (`timing.rounds.busier`)
     guard_us: Optional[float] = None
     warm_cache: dict[str, dict[str, int]] = field(default_factory=dict)  # per workload: did it read the cold one's?
     miss_why: dict[str, list[str]] = field(default_factory=dict)  # per workload: what differed in the keys missed
@@ -141,7 +142,7 @@ def build(job: Any, colds: dict[str, Any], figures: Figures, breaks: list[Any],
         measured_at=time.time(),
         notes=notes,
         conclusive=driver.conclusive,
-        contention=dict(figures.busy_seen),
+        contention=figures.busy_seen,
         stages_s={**{k: round(v, 3) for k, v in job.stages.items()}, "cold_compile": round(cold_s or 0.0, 3),
                   "total": round(time.perf_counter() - job.started, 3)},
         unmeasured=dict(figures.unmeasured), precision=precision.current(),

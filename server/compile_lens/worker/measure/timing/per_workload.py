@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict
 from typing import Any, Callable, Optional
 
 import torch
@@ -27,6 +26,7 @@ import torch.utils.benchmark as tbench
 
 from ....busy.contention import Contention, settle
 from ..compile.children import Cold
+from ..compile.cold_job import FirstLook
 from ..run.estimates import LINES_PER_COLD, estimate_s
 from ..workload.model import Model
 from .guard_cost import guard_block, record_guard_cost
@@ -51,11 +51,11 @@ def user_forward(model: Model) -> tbench.Timer:
     return timer(stmt, {"f": model.call, "args": model.args, "torch": torch})
 
 
-def first_look(eager: Model, compiled: Model, device: str) -> dict[str, Any]:
-    """In the forward's cold child, right after its compile: the first look's rounds (`Paired`, as a
-    dict), the busy reading over them, what was not measurable, its seconds, and the frames calls 2
-    and 3 compiled again (`warmup_compiles`: none, unless the user's code recompiles) — or
-    `{"why": …}` when the rounds cannot stand (they compiled: the parent then times the forward)."""
+def first_look(eager: Model, compiled: Model, device: str) -> FirstLook:
+    """In the forward's cold child, right after its compile: the first look's rounds, the busy
+    reading over them, what was not measurable, its seconds, and the frames calls 2 and 3 compiled
+    again (`warmup_compiles`: none, unless the user's code recompiles) — or its `why` when the
+    rounds cannot stand (they compiled: the parent then times the forward)."""
     from ..compile.dynamo_watch import _frame_compiles, _metrics
 
     timers = {side: user_forward(m) for side, m in (("eager", eager), ("compiled", compiled))}
@@ -75,9 +75,8 @@ def first_look(eager: Model, compiled: Model, device: str) -> dict[str, Any]:
                           extra=extra, max_s=FIRST_LOOK_MAX_S, keep_max=True)
     seconds = time.perf_counter() - t0
     if _frame_compiles(_metrics()[seen:]):
-        return {"why": "compiled again while timing", "warmup_compiles": warmup}
-    return {"pairs": asdict(pairs), "busy": contention.report(), "unmeasured": unmeasured, "s": seconds,
-            "warmup_compiles": warmup}
+        return FirstLook(why="compiled again while timing", warmup_compiles=warmup)
+    return FirstLook(pairs, contention.report(), unmeasured, seconds, warmup)
 
 
 def budget_cap(job: Any, wl: str = "forward") -> float:
@@ -102,15 +101,20 @@ def looked(figures: Any, cold: Cold) -> Optional[Paired]:
     """The forward's first look as its cold child took it (`first_look`), set as the forward's timing
     in `figures`; None when the child took none (the parent times it: `time_workload`)."""
     found = cold.first_look
-    if not found or "pairs" not in found:
+    if found is None or found.pairs is None:
         return None
-    pairs = Paired(**found["pairs"])
+    pairs = found.pairs
     figures.timings["forward"] = timing_of(pairs)
-    for part, why in (found.get("unmeasured") or {}).items():
+    for part, why in found.unmeasured.items():
         figures.unmeasured.setdefault(part, why)
     record_guard_cost(pairs, figures.timings["forward"], figures.unmeasured)
-    figures.busy_seen = busier(figures.busy_seen, found.get("busy") or {})
+    figures.busy_seen = busier(figures.busy_seen, found.busy)
     return pairs
+
+
+def looked_s(cold: Cold) -> float:
+    """The seconds the cold child's first look took (0: it took none)."""
+    return cold.first_look.s if cold.first_look is not None else 0.0
 
 
 def time_workload(job: Any, eager: Any, compiled: Model, wl: str, i: int, limit: float,

@@ -31,7 +31,7 @@ import torch.utils.benchmark as tbench
 
 from ....busy.contention import Contention, round_clock, settle
 from ....busy.rule import busy_words
-from ....protocol import Timing
+from ....protocol import ContentionReport, Timing
 from ....speed_words import MAX_CI_WIDTH  # noqa: F401 - wider: imprecise (the direction may still be certain)
 
 MIN_ROUNDS = 8  # fewer pairs than this and a bootstrap interval means little
@@ -144,12 +144,12 @@ def settled(t: Timing) -> bool:
 
 # --- the rounds ------------------------------------------------------------------------------
 
-def busier(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def busier(a: Optional[ContentionReport], b: Optional[ContentionReport]) -> Optional[ContentionReport]:
     """The busier of two contention readings (the one to report): busy by the rule first."""
-    if not a:
-        return b
-    key = lambda c: (busy_words(c) is not None, c.get("gpu_other_processes") or 0,  # noqa: E731
-                     (c.get("other_cpu_percent") or 0.0) + (c.get("own_cpu_percent") or 0.0))
+    if a is None or b is None:
+        return b if a is None else a
+    key = lambda c: (busy_words(c) is not None, c.gpu_other_processes or 0,  # noqa: E731
+                     (c.other_cpu_percent or 0.0) + (c.own_cpu_percent or 0.0))
     return a if key(a) >= key(b) else b
 
 

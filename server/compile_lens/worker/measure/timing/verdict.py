@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 import torch.utils.benchmark as tbench
 
 from ....busy.rule import busy_words
-from ....protocol import Timing
+from ....protocol import ContentionReport, Timing
 from ....speed_words import speed_words
 from .guard_cost import SAY_SHARE, guard_words
 from .rounds import MAX_CI_WIDTH, timer
@@ -94,7 +94,7 @@ def _timed_in_rounds(t: Timing) -> bool:
     return t.speedup_ci is not None or t.rounds == 1
 
 
-def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
+def inconclusive_why(t: Timing, contention: Optional[ContentionReport]) -> str:
     """Why a timing has no direction: the machine was busy (on average, or in most rounds), one
     round only, no difference to measure, or rounds that disagree both ways (an interval that
     contains 1×, and wide)."""
@@ -106,7 +106,7 @@ def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
     if t.speedup_ci and not t.speedup_ci[0] <= 1.0 <= t.speedup_ci[1]:
         # `timing_of`: too few rounds had our cores to themselves, though the run's average load
         # stayed under the busy line; the interval (of all rounds) is not an idle machine's
-        if contention.get("rule") == "cuda":  # the CUDA rule: the GPU, or our launching thread's core
+        if contention is not None and contention.rule == "cuda":  # the CUDA rule: the GPU, or our launching thread's core
             return ("machine busy: other processes used the GPU or kept our launching thread off a core in most "
                     "timing rounds (too few quiet ones) — re-measure when idle")
         return ("machine busy: other processes took our cores in most timing rounds (too few quiet ones)"
@@ -122,7 +122,7 @@ def inconclusive_why(t: Timing, contention: dict[str, Any]) -> str:
 
 def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optional[float],
             calls: Optional[int], breaks: int, accuracy_ok: Optional[bool],
-            contention: Optional[dict[str, Any]] = None) -> str:
+            contention: Optional[ContentionReport] = None) -> str:
     t, what = (train, "train step") if train is not None else (forward, "forward")
     extras = []
     if breaks > FEW_BREAKS:
@@ -135,7 +135,7 @@ def verdict(device: str, forward: Timing, train: Optional[Timing], cold_s: Optio
         extras.append("accuracy not checked yet")
     tail = ("; " + "; ".join(extras)) if extras else ""
     if _timed_in_rounds(t) and not t.conclusive:
-        return f"inconclusive ({what} on {device}): {inconclusive_why(t, contention or {})}{tail}"
+        return f"inconclusive ({what} on {device}): {inconclusive_why(t, contention)}{tail}"
     # a timing from paired rounds says its direction and interval (`speed_words`); an older one its ratio
     said = speed_words(t) if _timed_in_rounds(t) else f"{t.speedup:.2f}×"
     if t.speedup < 1.0:
