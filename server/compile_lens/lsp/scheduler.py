@@ -2,7 +2,7 @@
 measurements in the second lane, one file's work in order, newest code first.
 
 Results are cached (`engine.cached`: the keys and phase entries the CLI's `check` uses too) and
-merged into the document's state only while they describe its code; each step emits an event
+merged into the document's state only while they describe its code; each phase emits an event
 ("traced", "swept", "measured", "changed") that the diagnostics feature publishes on, and once a
 phase of a file is done (its diagnostics published) the client is told so (`compileLens/analyzed`,
 `announce`). Saves that arrive during a trace collapse into one;
