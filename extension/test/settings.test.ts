@@ -34,6 +34,7 @@ describe('settings mapping', () => {
       device: 'auto',
       'worker.timeoutSeconds': 60,
       'worker.memoryLimitMB': null, // half of the machine's memory, decided by the server
+      'worker.spare': null, // a spare trace worker where the machine has 4 cores or more
       'benchmark.onSave': true,
       'benchmark.mode': 'default',
       'benchmark.maxSeconds': 60,
