@@ -87,8 +87,11 @@ def _node_id(classname: str, name: str) -> str:
 def _pytest(ctx: Context, args: list[str], xml: Path) -> tuple[int, str, bool]:
     """pytest under the unit's limit, interrupted (SIGINT) short of it so it still writes its JUnit XML
     of the tests that ended; its exit status, its output, whether it was stopped."""
+    # SIGINT back to its default in the child: a harness started in the background (`cmd &`, nohup, a
+    # CI runner) passes SIGINT on ignored, and a Python started so never installs its handler
     child = subprocess.Popen([*args, f"--junitxml={xml}"], cwd=REPO, env=env(ctx, COMPILE_LENS_TEST_DEVICE=ctx.device),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         text, _ = child.communicate(timeout=max(5.0, ctx.timeout_s - INTERRUPT_S - 2))
         return child.returncode, text, False
