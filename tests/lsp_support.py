@@ -18,11 +18,13 @@ Diagnostics = Sequence[lsp.Diagnostic]
 
 async def start_server(root: Path, *, trusted: Optional[bool] = True, settings: Optional[dict] = None,
                        env: Optional[dict] = None, cache_dir: Optional[Path] = None,
-                       capabilities: Optional[lsp.ClientCapabilities] = None) -> LanguageClient:
-    """A server on `root`. Its result cache is private to this start unless `cache_dir` is given."""
+                       capabilities: Optional[lsp.ClientCapabilities] = None,
+                       wrapper: tuple[str, ...] = ()) -> LanguageClient:
+    """A server on `root`. Its result cache is private to this start unless `cache_dir` is given.
+    `wrapper`: a command the server runs under (`taskset -c 0`: pinned to one core)."""
     cache = cache_dir or Path(tempfile.mkdtemp(prefix="compile-lens-test-cache-"))
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "compile_lens"],
+        server_command=[*wrapper, sys.executable, "-m", "compile_lens"],
         server_env={**os.environ, "PYTHONSAFEPATH": "1", "COMPILE_LENS_CACHE_DIR": str(cache), **(env or {})},
     )
     client = await config.start()
