@@ -73,7 +73,11 @@ def test_cold_compile_is_slower_than_warm(measured):
     assert cold > warm > 0
     # the train step's (break-even's), and the forward's apart: each in its own fresh process
     assert b.compile_s.warm_remote is None  # no remote cache
-    assert b.compile_s.cold_forward > b.compile_s.warm_forward > 0
+    # the forward's two are wall seconds taken at different moments on a machine the other xdist worker
+    # and the e2e load (its warm compile once took longer than its cold one in CI): both measured, and
+    # the warm one read what its cold child wrote, which is what makes it warm
+    assert b.compile_s.cold_forward > 0 and b.compile_s.warm_forward > 0
+    assert b.warm_cache["forward"]["hits"] > 0, b.warm_cache
 
 
 @pytest.mark.slow
