@@ -324,7 +324,7 @@ SPARE_MIN_CPUS = 4  # the cores a machine needs before a lane keeps a spare work
 
 def spare_by_default() -> bool:
     """Whether a lane keeps a warm spare where the user has not said: on at least SPARE_MIN_CPUS cores.
-    On fewer, the spare's torch import (about 5 s of a core, 400 MB) competes with the first trace and
+    On fewer, the spare's torch import (about 5 s of a core, 300 MB) competes with the first trace and
     with a measurement's timing rounds, to save that import only after a crash or a cancelled job."""
     try:
         cpus = len(os.sched_getaffinity(0))
