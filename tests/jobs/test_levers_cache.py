@@ -53,17 +53,8 @@ def test_the_trace_entry_never_keeps_the_levers(tmp_path):
 def test_a_cache_of_the_dict_shaped_timings_is_dropped_saying_why(tmp_path, caplog):
     """Schema 4 stored a lever's forward as {"before", "after", "ci", …}: read as a `Timing` it would fail
     on the user's model, so the whole cache is dropped, with the change named in the log."""
-    import json
-    import sqlite3
-
-    db = sqlite3.connect(str(tmp_path / "results.sqlite"))
-    db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL, source TEXT,"
-               " created REAL NOT NULL)")
-    old = {"lever": "regional", "change": "", "verdict": "better", "forward": {"before": 0.5, "after": 0.4}}
-    db.execute("INSERT INTO results VALUES (?, 'levers', ?, NULL, 0)", (KEYS.levers, json.dumps([old])))
-    db.execute("PRAGMA user_version=4")
-    db.commit()
-    db.close()
+    _old_cache(tmp_path, 4, {"lever": "regional", "change": "", "verdict": "better",
+                             "forward": {"before": 0.5, "after": 0.4}})
     with caplog.at_level("WARNING", logger="compile_lens.jobs.cache"):
         assert read_levers(ResultCache(str(tmp_path)), KEYS) is None
     assert f"holds schema 4, this version reads {SCHEMA_VERSION} (a lever's timings are Timing records" in caplog.text
@@ -72,20 +63,25 @@ def test_a_cache_of_the_dict_shaped_timings_is_dropped_saying_why(tmp_path, capl
 def test_a_cache_of_the_dict_shaped_contention_is_dropped_saying_why(tmp_path, caplog):
     """Schema 5 stored a timing's machine load as a dict of the fields read (`contention`); it is a
     `ContentionReport` record now, so a schema-5 cache is dropped, the change named in the log."""
+    _old_cache(tmp_path, 5, {"lever": "regional", "change": "", "verdict": "better",
+                             "forward": {"eager_ms": 0.5, "compiled_ms": 0.4, "speedup": 1.25,
+                                         "busy": "machine busy: …",
+                                         "contention": {"busy": True, "why": ["…"], "cpus": 2}}})
+    with caplog.at_level("WARNING", logger="compile_lens.jobs.cache"):
+        assert read_levers(ResultCache(str(tmp_path)), KEYS) is None
+    assert f"holds schema 5, this version reads {SCHEMA_VERSION} (a timing's machine load (contention) is a typed " \
+           "record)" in caplog.text
+
+
+def _old_cache(tmp_path, schema: int, lever: dict) -> None:
+    """A result cache as schema `schema` wrote it, holding one lever for KEYS (the table as it was)."""
     import json
     import sqlite3
 
     db = sqlite3.connect(str(tmp_path / "results.sqlite"))
     db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL, source TEXT,"
                " created REAL NOT NULL)")
-    old = {"lever": "regional", "change": "", "verdict": "better",
-           "forward": {"eager_ms": 0.5, "compiled_ms": 0.4, "speedup": 1.25, "busy": "machine busy: …",
-                       "contention": {"busy": True, "why": ["…"], "cpus": 2}}}
-    db.execute("INSERT INTO results VALUES (?, 'levers', ?, NULL, 0)", (KEYS.levers, json.dumps([old])))
-    db.execute("PRAGMA user_version=5")
+    db.execute("INSERT INTO results VALUES (?, 'levers', ?, NULL, 0)", (KEYS.levers, json.dumps([lever])))
+    db.execute(f"PRAGMA user_version={schema}")
     db.commit()
     db.close()
-    with caplog.at_level("WARNING", logger="compile_lens.jobs.cache"):
-        assert read_levers(ResultCache(str(tmp_path)), KEYS) is None
-    assert f"holds schema 5, this version reads {SCHEMA_VERSION} (a timing's machine load (contention) is a typed " \
-           "record)" in caplog.text
