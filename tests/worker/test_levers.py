@@ -261,3 +261,34 @@ def test_the_specialising_line_has_its_own_hover_text():
     [text] = specialised_here([result], "/w/seqloop.py", 19)
     assert "dimension 1 of `x` a constant (9)" in text and "`TimeMix`" in text
     assert specialised_here([result], "/w/seqloop.py", 18) == [] and specialised_here([result], "/w/other.py", 19) == []
+
+
+@pytest.mark.parametrize("lever_module", ["regional", "autotune"])
+def test_a_levers_words_show_its_figures_as_recorded(monkeypatch, lever_module):
+    """The figures are recorded rounded to 0.01 s; the words that show them (the verdict's, the
+    action's title) read the recorded figure, never the raw one: 10.2501 s is recorded 10.25 and
+    shown 10.2 s everywhere, not 10.3 s in the action beside 10.2 s on the card (the regional test
+    failed so once under load). The two compiles are given (a fresh process's raw figures), the rest is real."""
+    import importlib
+
+    from compile_lens.worker.levers.blocks import Blocks
+
+    module = importlib.import_module(f"compile_lens.worker.levers.{lever_module}")
+    raw = {"default": 10.2501, "regional": 5.0501, "autotune": 12.3501}  # each shown a tenth lower once rounded
+    monkeypatch.setattr(module, "compile_side", lambda target, variant, **kw: {
+        "cold_s": raw[variant], "warm_s": 1.0, "compiles": 1, "recompiles": 0, "cold_cpu_s": raw[variant]})
+    faster = Timing(1.2, 1.0, 1.2, 0.0, 0.0, [1.1, 1.3], True, 12)
+    monkeypatch.setattr(module, "timed", lambda *a, **kw: (faster, None))
+    kw = dict(path="m.py", root=".", device="cpu", mode="default", max_seconds=10.0,
+              progress=lambda *a, **k: None, steady_s=1.0)
+    if lever_module == "regional":
+        blocks = Blocks("blocks", [f"blocks.{i}" for i in range(8)], "Block", 1000)
+        lever = module.measure(None, blocks, **kw)
+    else:
+        lever = module.measure(None, **kw)
+    before, after = lever.compile_s["before"], lever.compile_s["after"]
+    assert (before, after) == (round(raw["default"], 2), round(raw[lever_module], 2))
+    shown = f"cold compile {before:.1f} s → {after:.1f} s"
+    assert lever.why.startswith(shown), (lever.why, shown)
+    if lever.action:
+        assert shown in lever.action, (lever.action, shown)

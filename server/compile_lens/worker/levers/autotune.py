@@ -60,7 +60,7 @@ def measure(target: BuiltTarget, *, path: str, root: str, device: str, mode: str
                              "cpu_before": _r(before.get("cold_cpu_s")), "cpu_after": _r(after.get("cold_cpu_s"))},
                   forward=forward, train_step=step, data={"mode": MODE, "extra_compile_s": _r(extra),
                                                           "payback_calls": calls})
-    cold = f"cold compile {before['cold_s']:.1f} s → {after['cold_s']:.1f} s"
+    cold = f"cold compile {lever.compile_s['before']:.1f} s → {lever.compile_s['after']:.1f} s"  # as recorded
     figures = figures_words(cold, forward, step)
     if forward_faster(forward) and not forward_slower(step):
         lever.verdict = "better"
