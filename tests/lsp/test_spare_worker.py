@@ -23,7 +23,7 @@ async def test_one_core_starts_no_spare_unless_asked(tmp_path, settings, workers
     try:
         # the current worker and a spare are spawned together at start-up (`WorkerSlot.warm_up`): once
         # the first is there, a spare would be too
-        found = await worker_processes(client._server.pid, count=1, timeout=60)
+        await worker_processes(client._server.pid, count=1, timeout=60)
         await asyncio.sleep(1.0)
         found = await worker_processes(client._server.pid, count=1, timeout=1)
         assert len(found) == workers, found

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 from ...protocol import Lever
 from ..loader import BuiltTarget
 from ..measure.workload.model import uses_cudagraphs
-from .judge import busy_unsure, figures_words, forward_faster, forward_slower
+from .judge import busy_unsure, figures_words, forward_faster, forward_slower, seconds_pair
 from .sides import compile_side
 from .steady import timed
 
@@ -60,7 +60,7 @@ def measure(target: BuiltTarget, *, path: str, root: str, device: str, mode: str
                              "cpu_before": _r(before.get("cold_cpu_s")), "cpu_after": _r(after.get("cold_cpu_s"))},
                   forward=forward, train_step=step, data={"mode": MODE, "extra_compile_s": _r(extra),
                                                           "payback_calls": calls})
-    cold = f"cold compile {lever.compile_s['before']:.1f} s → {lever.compile_s['after']:.1f} s"  # as recorded
+    cold = f"cold compile {seconds_pair(lever.compile_s)}"
     figures = figures_words(cold, forward, step)
     if forward_faster(forward) and not forward_slower(step):
         lever.verdict = "better"

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from ...protocol import Lever, Recompile
 from ..loader import BuiltTarget
-from .judge import compile_change, figures_words, forward_faster, forward_slower
+from .judge import compile_change, figures_words, forward_faster, forward_slower, seconds_pair
 from .sides import compile_side
 from .steady import timed
 from .variants import shape_label_ok
@@ -129,9 +129,8 @@ def measure(target: BuiltTarget, shapes: list[str], *, path: str, root: str, dev
                   recompiles={"before": before["compiles"], "after": after["compiles"]},
                   data={"shapes": shapes, "dims": sorted([list(d) for d in varied_dims(recompiles or [])]),
                         **({"specialized": specialised} if specialised else {})})
-    # the words from the figures as recorded (rounded once): the action and the card read the same
-    over = f"compiles over {len(shapes) + 1} shapes {lever.compile_s['before']:.1f} s → " \
-           f"{lever.compile_s['after']:.1f} s ({before['compiles']} → {after['compiles']} compiles)"
+    over = f"compiles over {len(shapes) + 1} shapes {seconds_pair(lever.compile_s)} " \
+           f"({before['compiles']} → {after['compiles']} compiles)"
     ratio = compile_change(before, after, before.get("busy") or after.get("busy"))
     slower = forward_slower(forward) or forward_slower(step)
     figures = figures_words(over, forward, step)

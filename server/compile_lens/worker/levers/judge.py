@@ -52,6 +52,12 @@ def busy_unsure(timing: Optional[Timing]) -> Optional[str]:
     return timing.busy if timing is not None and not timing.conclusive else None
 
 
+def seconds_pair(compile_s: dict[str, Any]) -> str:
+    """`10.2 s → 5.0 s`: a lever's before and after compile seconds as recorded (rounded once, to
+    0.01 s), so its words and its card show the same tenth (the raw 10.2501 s would read 10.3 s)."""
+    return f"{compile_s['before']:.1f} s → {compile_s['after']:.1f} s"
+
+
 def figures_words(main: str, forward: Optional[Timing], train: Optional[Timing] = None) -> str:
     """A lever's figures in one phrase, for its `why` and its action's title alike: `cold compile 41.0 s
     → 7.0 s, forward 1.05× faster`, or with the timings that cannot tell in brackets: `cold compile

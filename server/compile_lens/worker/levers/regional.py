@@ -9,7 +9,7 @@ from typing import Any, Callable
 from ...protocol import Lever
 from ..loader import BuiltTarget
 from .blocks import Blocks
-from .judge import compile_change, figures_words, forward_slower
+from .judge import compile_change, figures_words, forward_slower, seconds_pair
 from .sides import compile_side
 from .steady import timed
 
@@ -43,8 +43,7 @@ def measure(target: BuiltTarget, blocks: Blocks, *, path: str, root: str, device
               "names": blocks.names})
     busy = before.get("busy") or after.get("busy")
     ratio = compile_change(before, after, busy)
-    # the words from the figures as recorded (rounded once): the action and the card read the same
-    cold = f"cold compile {lever.compile_s['before']:.1f} s → {lever.compile_s['after']:.1f} s"
+    cold = f"cold compile {seconds_pair(lever.compile_s)}"
     figures = figures_words(cold, forward, step)
     slower = forward_slower(forward) or forward_slower(step)
     if ratio is None:
