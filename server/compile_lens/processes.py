@@ -33,12 +33,21 @@ def _is_compile_lens(proc: psutil.Process) -> bool:
                for w in words[:6])  # `python -X dev -m compile_lens`: the module comes late
 
 
+# The worker template's pid in a worker it forked (`worker/template.py`): that worker was started by
+# the server behind the template, whose tree is the worker's family.
+FORKED_FROM: Optional[int] = None
+
+
 def our_root(me: Optional[psutil.Process] = None) -> int:
     """The pid whose tree is ours: the compile-lens CLI or server that started this process (its other
     workers are ours too), else this process."""
     me = me or psutil.Process()
     with contextlib.suppress(psutil.Error):
         parent = me.parent()
+        if parent is not None and parent.pid == FORKED_FROM and me.pid == os.getpid():
+            server = parent.parent()
+            if server is not None and _is_compile_lens(server):
+                return server.pid
         if parent is not None and _is_compile_lens(parent):
             return parent.pid
     return me.pid

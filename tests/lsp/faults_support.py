@@ -15,6 +15,7 @@ import psutil
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
+from compile_lens.worker.template import NAME as TEMPLATE_NAME
 from lsp_support import (
     locate,
     open_file,
@@ -139,7 +140,9 @@ async def worker_processes(server_pid: int, count: int = 2, timeout: float = 30.
         with contextlib.suppress(psutil.Error):
             for child in psutil.Process(server_pid).children(recursive=True):
                 with contextlib.suppress(psutil.Error):
-                    if "compile_lens.worker" in child.cmdline():
+                    # the template's forks share its command line; it alone has its own name
+                    if (any(w.startswith("compile_lens.worker") for w in child.cmdline())
+                            and child.name() != TEMPLATE_NAME):
                         found.append(child.pid)
         if len(found) >= count:
             return found

@@ -20,6 +20,7 @@ from ..jobs.analysis import analyze_file
 from ..jobs.cache import ResultCache, cache_dir, cache_key, torch_version
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, worker_env
 from ..jobs.levers import levers_only
+from ..jobs.template import Templates
 from ..protocol import FileReport, Problem, TargetResult, TargetSpec
 from ..render.cli_output import render_json
 from ..settings import Settings
@@ -71,13 +72,14 @@ class _Workers:
         self.slot: Optional[WorkerSlot] = None
         self.root: Optional[str] = None
         self.runtime: dict = {}
+        self.templates = Templates()  # a replaced worker (a crash, a timeout) is forked, not imported again
 
     async def get(self, root: str) -> WorkerSlot:
         if self.slot is not None and self.root != root:
             await self.stop()
         if self.slot is None:
             self.slot, self.root = WorkerSlot("cli", self.python or default_python(), root, worker_env(cache_dir()),
-                                              spare=False), root
+                                              spare=False, templates=self.templates), root
             info = await self.slot.info(self.settings.timeout_s)
             if not self.runtime:
                 self.runtime = info
@@ -89,6 +91,10 @@ class _Workers:
         if self.slot is not None:
             await self.slot.stop()
         self.slot = self.root = None
+
+    async def close(self) -> None:
+        await self.stop()
+        await self.templates.stop()
 
 
 def _runtime_key(python: Optional[str] = None) -> str:
@@ -144,7 +150,7 @@ async def check(files: list[str], settings: Settings, *, benchmark: bool, recomp
             runtime = hit[0] if hit else {}
         return Checked(reports, runtime or {"torch": run.version})
     finally:
-        await run.workers.stop()
+        await run.workers.close()
 
 
 async def _check_file(run: _Run, path: str, reports: list[FileReport]) -> bool:

@@ -24,6 +24,7 @@ import psutil
 from ..processes import kill_tree
 from ..protocol import AnalyzeJob, Problem, WorkerEvent, from_dict
 from ..remote_cache import cold_env
+from .template import Templates, TemplateUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -123,9 +124,9 @@ OnEvent = Callable[[WorkerEvent], Awaitable[None] | None]
 class Worker:
     """One warm torch process and its private JSON-lines pipe."""
 
-    def __init__(self, python: str, cwd: str, env: dict[str, str]):
-        self.python, self.cwd, self.env = python, cwd, env
-        self.proc: Optional[asyncio.subprocess.Process] = None
+    def __init__(self, python: str, cwd: str, env: dict[str, str], templates: Optional[Templates] = None):
+        self.python, self.cwd, self.env, self.templates = python, cwd, env, templates
+        self.proc: Optional[Any] = None  # asyncio's Process, or a `ForkedProcess` from the template
         self.info: dict[str, Any] = {}
         self.output: list[str] = []  # user stdout/stderr of the current job, truncated
         self._output_size = 0
@@ -140,14 +141,20 @@ class Worker:
         return self.proc.pid if self.proc else None
 
     async def start(self, timeout_s: float) -> dict[str, Any]:
-        """Start the process and wait for its hello (torch imported). Raises WorkerGone."""
-        self.proc = await asyncio.create_subprocess_exec(
-            self.python, "-m", "compile_lens.worker",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=self.cwd,
-            env={**self.env, "COMPILE_LENS_SERVER_PID": str(os.getpid())},  # its parent-death watch
-            limit=64 * 1024 * 1024, start_new_session=True,
-        )
+        """Start the process (forked from the template, else on its own) and wait for its hello
+        (torch imported). Raises WorkerGone."""
+        env = {**self.env, "COMPILE_LENS_SERVER_PID": str(os.getpid())}  # its parent-death watch
+        template = self.templates.get(self.python, env) if self.templates else None
+        if template is not None:
+            with contextlib.suppress(TemplateUnavailable):
+                self.proc = await template.spawn(self.cwd, env, max(timeout_s, 30.0))
+        if self.proc is None:
+            self.proc = await asyncio.create_subprocess_exec(
+                self.python, "-m", "compile_lens.worker",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, cwd=self.cwd, env=env,
+                limit=64 * 1024 * 1024, start_new_session=True,
+            )
         self._stderr_task = asyncio.create_task(self._drain_stderr())
         hello = await self._next_event(max(timeout_s, 30.0), None)
         if hello is None:
@@ -343,8 +350,8 @@ class WorkerSlot:
     """
 
     def __init__(self, name: str, python: str, cwd: str, env: dict[str, str], *,
-                 spare: bool = True, recycle_after: int = 200):
-        self.name, self.python, self.cwd, self.env = name, python, cwd, env
+                 spare: bool = True, recycle_after: int = 200, templates: Optional[Templates] = None):
+        self.name, self.python, self.cwd, self.env, self.templates = name, python, cwd, env, templates
         self.keep_spare, self.recycle_after = spare, recycle_after
         self.lock = asyncio.Lock()
         self._current: Optional[asyncio.Task] = None
@@ -354,7 +361,7 @@ class WorkerSlot:
         self._retired: list[Worker] = []
 
     def _spawn(self, timeout_s: float) -> asyncio.Task:
-        worker = Worker(self.python, self.cwd, self.env)
+        worker = Worker(self.python, self.cwd, self.env, self.templates)
         self.starts += 1
 
         async def boot() -> Worker:

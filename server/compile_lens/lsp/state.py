@@ -22,6 +22,7 @@ from ..discovery import Discovery
 from ..discovery.statements import StatementParser
 from ..jobs.cache import ResultCache, cache_dir, torch_version
 from ..jobs.lanes import WorkerGone, WorkerSlot, default_python, spare_by_default, worker_env
+from ..jobs.template import Templates
 from ..positions import PositionMap, position_map
 from ..protocol import Benchmark, Finding, Problem, TargetResult, TargetSpec
 from ..settings import Settings
@@ -113,6 +114,7 @@ class CompileLensServer(LanguageServer):
         self.imported: dict[str, list[Finding]] = {}  # uri -> findings of an imported torch trace (kept apart)
         self.traces: Optional[WorkerSlot] = None
         self.bench: Optional[WorkerSlot] = None
+        self.templates = Templates()  # the torch-imported process both lanes' workers are forked from
         self.runtime: dict[str, Any] = {}
         self.torch_version = torch_version()
         self.cache_dir = cache_dir()
@@ -179,7 +181,8 @@ class CompileLensServer(LanguageServer):
     # --- worker lanes ---------------------------------------------------------------------
 
     def _slot(self, name: str, **kwargs: Any) -> WorkerSlot:
-        slot = WorkerSlot(name, default_python(), self.root, worker_env(self.cache_dir), **kwargs)
+        slot = WorkerSlot(name, default_python(), self.root, worker_env(self.cache_dir), templates=self.templates,
+                          **kwargs)
         slot.on_output = lambda text: log.info("user code output (%s):\n%s", name, text)
         return slot
 
@@ -216,6 +219,7 @@ class CompileLensServer(LanguageServer):
             if slot is not None:
                 await slot.stop()
         self.traces = self.bench = None
+        await self.templates.stop()
 
     def worker_pids(self) -> list[int]:
         return [pid for slot in (self.traces, self.bench) if slot for pid in slot.pids()]

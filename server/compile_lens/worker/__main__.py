@@ -12,7 +12,9 @@ import os
 import sys
 import threading
 import time
+from typing import Optional
 
+from .. import processes
 from ..processes import watch_parent
 
 
@@ -33,10 +35,12 @@ def _watch_parent() -> None:
     started is noticed too (by then `os.getppid()` already names the process that adopted us).
     """
     named = os.environ.pop("COMPILE_LENS_SERVER_PID", "")  # not for user code's own subprocesses
-    watch_parent(int(named) if named.isdigit() else None)
+    # forked from the template (`template.py`): that is the parent, and it watches the server
+    watch_parent(processes.FORKED_FROM or (int(named) if named.isdigit() else None))
 
 
-def main() -> None:
+def main(import_s: Optional[float] = None) -> None:
+    """`import_s`: forked from the template (`template.py`), which imported torch in that many seconds."""
     rpc_in, rpc_out = _take_channel()
     _watch_parent()
     lock = threading.Lock()
@@ -55,7 +59,9 @@ def main() -> None:
             "hint": "select an interpreter that has PyTorch installed"}, "info": {}})
         return
     info = describe_runtime()
-    info["import_s"] = round(time.perf_counter() - started, 3)
+    info["import_s"] = round(time.perf_counter() - started, 3) if import_s is None else import_s
+    if import_s is not None:
+        info["forked_s"] = round(time.perf_counter() - started, 3)  # from the template's fork to here
     send({"id": 0, "event": "hello", "info": info})
     for line in rpc_in:
         if not line.strip():
