@@ -85,6 +85,7 @@ class WorkerTemplate:
         self._failed: Optional[str] = None
         self._started: Optional[asyncio.Task] = None
         self._reading: Optional[asyncio.Task] = None
+        self._logging: Optional[asyncio.Task] = None
         self._answers: deque[asyncio.Future] = deque()
         self._forked: dict[int, ForkedProcess] = {}
         self._lock = asyncio.Lock()
@@ -94,19 +95,26 @@ class WorkerTemplate:
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 self.python, "-m", "compile_lens.worker.template", str(theirs.fileno()),
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=None,
+                # its own output (an import's warnings) goes to the log, never to a CLI's terminal
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
                 pass_fds=(theirs.fileno(),), cwd="/", start_new_session=True,
                 env={**self.env, "COMPILE_LENS_SERVER_PID": str(os.getpid())})
         finally:
             theirs.close()
         ours.setblocking(False)
         self._sock = ours
+        self._logging = asyncio.create_task(self._log_output())
         first = await self._recv(timeout_s)
         if first is None or "ready" not in first:
             raise TemplateUnavailable((first or {}).get("error") or "the worker template ended as it started")
         self.import_s = first["ready"]
         self._reading = asyncio.create_task(self._read())
         log.info("worker template %s ready: torch imported in %ss", self._proc.pid, self.import_s)
+
+    async def _log_output(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        async for line in self._proc.stderr:
+            log.info("worker template: %s", line.decode("utf-8", "replace").rstrip())
 
     async def _recv(self, timeout_s: Optional[float] = None) -> Optional[dict]:
         assert self._sock is not None
@@ -220,9 +228,10 @@ class WorkerTemplate:
                     self._proc.kill()
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._proc.wait(), 5)
-        if self._reading is not None:
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._reading, 5)
+        for task in (self._reading, self._logging):
+            if task is not None:
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(task, 5)
         if self._sock is not None:
             self._sock.close()
 

@@ -81,6 +81,9 @@ def _become_worker(request: dict, fds: list[int], sock: socket.socket, wake: tup
         os.environ.update(request["env"])
         _set_name(name)
         processes.FORKED_FROM = os.getppid()
+        numpy = sys.modules.get("numpy")  # imported with torch, seeded once: each worker its own seed, as a new process
+        if numpy is not None:
+            numpy.random.seed()
         from . import __main__ as worker_main
         sys.argv = [worker_main.__file__]  # what user code sees, as in a worker started directly
         worker_main.main(import_s=import_s)
