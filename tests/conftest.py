@@ -13,6 +13,13 @@ from paths import FIXTURES
 # (sqlite and Inductor's cache take concurrent writers), as one process's tests would.
 os.environ.setdefault("COMPILE_LENS_CACHE_DIR", tempfile.mkdtemp(prefix="compile-lens-tests-"))
 
+# OpenMP threads that wait at a barrier sleep rather than spin, in every torch process the tests
+# start: on the loaded 2-core test machine a thread whose partner is descheduled spun through its
+# wait and charged it to the thread's CPU clock (an eager call measured at 5× its CPU time), the
+# clock the rounds count under a test's declared quiet (a first look then ended at 5 or 7 of its 8
+# rounds), and every spin is CPU the suite's other processes wait for. Users' runs keep torch's default.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 # Test modules that share a session fixture, by the group that runs them on one xdist worker (so
 # the fixture is built once): any other module is a group of its own.

@@ -132,8 +132,9 @@ async def still_works(env: Env, tag: str) -> None:
     env.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
 
 
-async def worker_processes(server_pid: int, count: int = 2, timeout: float = 30.0) -> list[int]:
-    """The server's worker processes, as soon as `count` exist (torch may still be importing)."""
+async def worker_processes(server_pid: int, count: int = 2, timeout: float = 120.0) -> list[int]:
+    """The server's worker processes, as soon as `count` exist (forked once the worker template has
+    imported torch: seconds, more on a loaded machine)."""
     deadline = time.monotonic() + timeout
     while True:
         found = []

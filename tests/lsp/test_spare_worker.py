@@ -11,7 +11,7 @@ import shutil
 import pytest
 from faults_support import worker_processes
 
-from lsp_support import start_server, stop_server
+from lsp_support import start_server, stop_server, wait_status
 
 pytestmark = pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset (util-linux) pins the server")
 
@@ -21,9 +21,10 @@ pytestmark = pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset
 async def test_one_core_starts_no_spare_unless_asked(tmp_path, settings, workers):
     client = await start_server(tmp_path, settings=settings, wrapper=("taskset", "-c", "0"))
     try:
-        # the current worker and a spare are spawned together at start-up (`WorkerSlot.warm_up`): once
-        # the first is there, a spare would be too
-        await worker_processes(client._server.pid, count=1, timeout=60)
+        # the current worker and a spare are asked for together at start-up (`WorkerSlot.warm_up`) and
+        # forked as soon as the worker template has imported torch (on one loaded core: up to minutes):
+        # once the server says it is ready (the current worker's hello), a spare would be there too
+        await wait_status(client, lambda s: s.state == "idle" and s.detail == "ready", timeout=300)
         await asyncio.sleep(1.0)
         found = await worker_processes(client._server.pid, count=1, timeout=1)
         assert len(found) == workers, found
