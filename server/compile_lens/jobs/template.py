@@ -17,7 +17,7 @@ import os
 import socket
 import sys
 from collections import deque
-from typing import Optional
+from typing import Any, Optional
 
 from ..processes import kill_tree
 
@@ -56,16 +56,15 @@ class ForkedProcess:
         return await asyncio.shield(self._exited)
 
 
-async def _reader(fd: int) -> asyncio.StreamReader:
+async def _reader(pipe: Any) -> asyncio.StreamReader:
     reader = asyncio.StreamReader(limit=STREAM_LIMIT)
-    await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                                        os.fdopen(fd, "rb", 0))
+    await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
     return reader
 
 
-async def _writer(fd: int) -> asyncio.StreamWriter:
+async def _writer(pipe: Any) -> asyncio.StreamWriter:
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(fd, "wb", 0))
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
     return asyncio.StreamWriter(transport, protocol, None, loop)
 
 
@@ -178,31 +177,38 @@ class WorkerTemplate:
         assert self._sock is not None
         pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr: (read, write)
         theirs = [pipes[0][0], pipes[1][1], pipes[2][1]]
+        ours = [os.fdopen(pipes[0][1], "wb", 0), os.fdopen(pipes[1][0], "rb", 0), os.fdopen(pipes[2][0], "rb", 0)]
+        made: list[Any] = []  # the streams made of `ours`, in order
+        try:  # our ends first: once the request is sent, the only wait is for its answer
+            made.append(await _writer(ours[0]))
+            made.append(await _reader(ours[1]))
+            made.append(await _reader(ours[2]))
+            socket.send_fds(self._sock, [json.dumps({"cwd": cwd, "env": env}).encode()], theirs)
+        except BaseException as exc:
+            for fd in theirs:  # a reader already made ends at its pipe's EOF
+                os.close(fd)
+            for pipe in ours[len(made):]:
+                pipe.close()
+            if made:
+                made[0].close()
+            if isinstance(exc, OSError):
+                raise TemplateUnavailable(f"the worker template did not take the request: {exc}") from exc
+            raise
+        stdin, stdout, stderr = made
+        for fd in theirs:
+            os.close(fd)
         answer = asyncio.get_running_loop().create_future()
         self._answers.append(answer)
         try:
-            socket.send_fds(self._sock, [json.dumps({"cwd": cwd, "env": env}).encode()], theirs)
-        except OSError as exc:
-            self._answers.remove(answer)
-            for fd in (fd for pair in pipes for fd in pair):
-                os.close(fd)
-            raise TemplateUnavailable(f"the worker template did not take the request: {exc}") from exc
-        for fd in theirs:
-            os.close(fd)
-        streams = await _writer(pipes[0][1]), await _reader(pipes[1][0]), await _reader(pipes[2][0])
-        try:
             message = await asyncio.shield(answer)
-        except asyncio.CancelledError:  # the start was cancelled: the worker forked for it is not kept
+        except BaseException:  # cancelled, or the template gone: a worker forked for it is not kept
             answer.add_done_callback(_kill_forked)
-            streams[0].close()
-            raise
-        except TemplateUnavailable:
-            streams[0].close()
+            stdin.close()
             raise
         if "pid" not in message:
-            streams[0].close()
+            stdin.close()
             raise TemplateUnavailable(message.get("error") or "the worker template did not fork")
-        child = ForkedProcess(message["pid"], *streams)
+        child = ForkedProcess(message["pid"], stdin, stdout, stderr)
         self._forked[child.pid] = child
         return child
 

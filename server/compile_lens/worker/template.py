@@ -60,7 +60,7 @@ def _reap(sock: socket.socket) -> None:
 
 
 def _become_worker(request: dict, fds: list[int], sock: socket.socket, wake: tuple[int, int], name: str,
-                   import_s: float) -> None:
+                   import_s: float, template: int) -> None:
     """In the forked child: the worker's descriptors, session, folder and environment, then its main.
     Never returns."""
     code = 1
@@ -80,7 +80,7 @@ def _become_worker(request: dict, fds: list[int], sock: socket.socket, wake: tup
         os.environ.clear()
         os.environ.update(request["env"])
         _set_name(name)
-        processes.FORKED_FROM = os.getppid()
+        processes.FORKED_FROM = template  # not getppid(): the template may be gone already (then it exits at once)
         numpy = sys.modules.get("numpy")  # imported with torch, seeded once: each worker its own seed, as a new process
         if numpy is not None:
             numpy.random.seed()
@@ -108,6 +108,7 @@ def _serve(sock: socket.socket, import_s: float, own_name: str) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)  # SIGCHLD wakes the select: exits are reported as they happen
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    me = os.getpid()
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in ready:
@@ -134,7 +135,7 @@ def _serve(sock: socket.socket, import_s: float, own_name: str) -> None:
             _send(sock, {"error": f"{type(exc).__name__}: {exc}"})
             continue
         if pid == 0:
-            _become_worker(request, fds, sock, (wake_r, wake_w), own_name, import_s)
+            _become_worker(request, fds, sock, (wake_r, wake_w), own_name, import_s, me)
         for fd in fds:
             os.close(fd)
         _send(sock, {"pid": pid})
