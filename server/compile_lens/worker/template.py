@@ -154,6 +154,10 @@ def main() -> None:
     except ImportError as exc:
         _send(sock, {"error": f"cannot import torch: {exc}"})
         return
+    torch = sys.modules["torch"]
+    if torch.cuda.is_initialized():  # a fork would inherit a CUDA context it cannot use
+        _send(sock, {"error": "CUDA was initialised at import: workers start on their own"})
+        return
     if threading.active_count() > 1 + 1:  # ours: the parent watch; another is a thread fork would lose
         _send(sock, {"error": f"threads started at import: {[t.name for t in threading.enumerate()]}"})
         return
