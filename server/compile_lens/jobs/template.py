@@ -19,6 +19,8 @@ import sys
 from collections import deque
 from typing import Any, Optional
 
+import psutil
+
 from ..processes import kill_tree
 
 log = logging.getLogger(__name__)
@@ -147,7 +149,6 @@ class WorkerTemplate:
 
     @staticmethod
     async def _watch_orphan(pid: int, child: ForkedProcess) -> None:
-        import psutil
         while True:
             try:
                 if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:

@@ -15,7 +15,6 @@ import time
 from typing import Optional
 
 from .. import processes
-from ..processes import watch_parent
 
 
 def _take_channel() -> tuple:
@@ -36,7 +35,7 @@ def _watch_parent() -> None:
     """
     named = os.environ.pop("COMPILE_LENS_SERVER_PID", "")  # not for user code's own subprocesses
     # forked from the template (`template.py`): that is the parent, and it watches the server
-    watch_parent(processes.FORKED_FROM or (int(named) if named.isdigit() else None))
+    processes.watch_parent(processes.FORKED_FROM or (int(named) if named.isdigit() else None))
 
 
 def main(import_s: Optional[float] = None) -> None:
@@ -59,9 +58,11 @@ def main(import_s: Optional[float] = None) -> None:
             "hint": "select an interpreter that has PyTorch installed"}, "info": {}})
         return
     info = describe_runtime()
-    info["import_s"] = round(time.perf_counter() - started, 3) if import_s is None else import_s
-    if import_s is not None:
-        info["forked_s"] = round(time.perf_counter() - started, 3)  # from the template's fork to here
+    elapsed = round(time.perf_counter() - started, 3)
+    if import_s is None:
+        info["import_s"] = elapsed
+    else:  # forked: the template's import, and the seconds from the fork to here
+        info["import_s"], info["forked_s"] = import_s, elapsed
     send({"id": 0, "event": "hello", "info": info})
     for line in rpc_in:
         if not line.strip():
